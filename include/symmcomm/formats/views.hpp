@@ -1,0 +1,81 @@
+#pragma once
+/// @file views.hpp
+/// @brief Non-owning, trivially copyable views of device tensors in symmcomm's formats, and
+/// validation helpers that throw LogicError naming the argument and the offending value.
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "symmcomm/formats/bf16.hpp"
+#include "symmcomm/formats/traits.hpp"
+
+namespace symmcomm {
+
+/// @brief An NVFP4 tensor: packed e2m1 data (count/2 bytes), e4m3 block scales (count/16 bytes,
+/// linear layout) and a pointer to the fp32 global scale, all in device memory.
+struct Nvfp4View {
+  std::uint8_t* data = nullptr;
+  std::uint8_t* block_scales = nullptr;
+  float* global_scale = nullptr;
+  std::size_t count = 0;  ///< elements, a multiple of kNvfp4BlockSize
+
+  /// @brief Bytes of packed data.
+  constexpr std::size_t data_bytes() const noexcept { return count / 2; }
+  /// @brief Bytes of block scales.
+  constexpr std::size_t scale_bytes() const noexcept { return count / kNvfp4BlockSize; }
+  /// @brief Elements [first, first + n) as a view sharing this tensor's global scale.
+  /// Both bounds must be multiples of the block size (checked by validate()).
+  constexpr Nvfp4View slice(std::size_t first, std::size_t n) const noexcept {
+    return Nvfp4View{data + first / 2, block_scales + first / kNvfp4BlockSize, global_scale, n};
+  }
+};
+
+/// @brief An FP8 tensor: codes, a pointer to its fp32 dequantization scale, count and format.
+struct Fp8View {
+  std::uint8_t* data = nullptr;
+  float* scale = nullptr;
+  std::size_t count = 0;
+  Fp8Format format = Fp8Format::E4M3;
+
+  constexpr std::size_t data_bytes() const noexcept { return count; }
+  constexpr DataType dtype() const noexcept {
+    return format == Fp8Format::E4M3 ? DataType::Fp8E4M3 : DataType::Fp8E5M2;
+  }
+};
+
+/// @brief A contiguous typed range of device memory.
+template <class T>
+struct Span {
+  T* data = nullptr;
+  std::size_t count = 0;
+  constexpr std::size_t data_bytes() const noexcept { return count * sizeof(T); }
+  constexpr Span slice(std::size_t first, std::size_t n) const noexcept {
+    return Span{data + first, n};
+  }
+};
+/// @brief BF16 tensor view.
+using Bf16Span = Span<bf16>;
+/// @brief FP32 tensor view.
+using Fp32Span = Span<float>;
+
+/// @brief Alignment symmcomm's kernels need for vectorised data access (16-byte loads).
+inline constexpr std::size_t kVectorAlignment = 16;
+
+/// @brief Throws LogicError unless `view` (named `name` in the message) is well formed: count a
+/// multiple of 16; data, block scales and global scale non-null when count > 0; data aligned to
+/// `data_alignment` bytes.
+void validate(const Nvfp4View& view, std::string_view name,
+              std::size_t data_alignment = kVectorAlignment);
+/// @brief Throws LogicError unless `view` is well formed (non-null data and scale when count > 0,
+/// aligned data).
+void validate(const Fp8View& view, std::string_view name,
+              std::size_t data_alignment = kVectorAlignment);
+/// @brief Throws LogicError unless `span` is well formed (non-null data when count > 0, aligned).
+void validate(const Bf16Span& span, std::string_view name,
+              std::size_t data_alignment = kVectorAlignment);
+/// @brief As above for fp32.
+void validate(const Fp32Span& span, std::string_view name,
+              std::size_t data_alignment = kVectorAlignment);
+
+}  // namespace symmcomm

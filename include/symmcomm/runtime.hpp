@@ -1,0 +1,39 @@
+#pragma once
+/// @file runtime.hpp
+/// @brief Facts about the NCCL library loaded at run time, and guards for its known bugs.
+
+namespace symmcomm {
+
+/// @brief An NCCL version as (major, minor, patch), comparable.
+struct NcclVersion {
+  int major = 0;
+  int minor = 0;
+  int patch = 0;
+  /// @brief Decodes NCCL's version code (major*10000 + minor*100 + patch for 2.9+).
+  static constexpr NcclVersion from_code(int code) noexcept {
+    return NcclVersion{code / 10000, (code % 10000) / 100, code % 100};
+  }
+  constexpr int code() const noexcept { return major * 10000 + minor * 100 + patch; }
+};
+constexpr bool operator<(NcclVersion a, NcclVersion b) noexcept { return a.code() < b.code(); }
+constexpr bool operator>=(NcclVersion a, NcclVersion b) noexcept { return !(a < b); }
+constexpr bool operator==(NcclVersion a, NcclVersion b) noexcept { return a.code() == b.code(); }
+
+/// @brief Oldest NCCL with symmetric windows (`NCCL_WIN_COLL_SYMMETRIC`).
+inline constexpr NcclVersion kMinNcclVersion{2, 27, 0};
+
+/// @brief The NCCL version symmcomm was compiled against.
+NcclVersion nccl_build_version() noexcept;
+/// @brief The NCCL version loaded now (`ncclGetVersion`). @throws NcclError if NCCL cannot tell.
+NcclVersion nccl_runtime_version();
+/// @brief Throws LogicError when the loaded NCCL is older than kMinNcclVersion or of another
+/// major version than the headers; logs a warning when it differs from the build version.
+void check_nccl_runtime();
+
+/// @brief True for NCCL versions whose symmetric kernels miss a grid-dependency sync under
+/// programmatic dependent launch (2.28.0 to 2.30.6), so they may read stale input.
+constexpr bool nccl_has_pdl_stale_input_bug(NcclVersion v) noexcept {
+  return v >= NcclVersion{2, 28, 0} && v < NcclVersion{2, 30, 7};
+}
+
+}  // namespace symmcomm

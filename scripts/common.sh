@@ -1,0 +1,37 @@
+# Shared by scripts/test.sh and scripts/bench.sh: install what is missing, configure, build.
+# shellcheck shell=bash
+
+SYMMCOMM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SYMMCOMM_PACKAGES=(cmake ninja-build g++ libgtest-dev libbenchmark-dev libcli11-dev
+                   nlohmann-json3-dev libopenmpi-dev)
+
+# Installs the Debian packages that are missing, when apt-get is there and we may use it.
+symmcomm_install_missing() {
+  command -v dpkg-query >/dev/null 2>&1 || return 0
+  local missing=()
+  for p in "${SYMMCOMM_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && sudo="sudo"
+  if command -v apt-get >/dev/null 2>&1; then
+    echo "symmcomm: installing missing packages: ${missing[*]}" >&2
+    if ! { $sudo apt-get update -qq && \
+           DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null; }; then
+      echo "symmcomm: could not install ${missing[*]}; continuing with what is there" >&2
+    fi
+  fi
+}
+
+# symmcomm_configure_build <build-dir> [extra cmake args...]
+symmcomm_configure_build() {
+  local build_dir="$1"; shift
+  local generator=()
+  command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+  local mpi=OFF
+  if command -v mpicxx >/dev/null 2>&1; then mpi=ON; fi
+  cmake -S "$SYMMCOMM_ROOT" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DSYMMCOMM_WARNINGS_AS_ERRORS=ON -DSYMMCOMM_WITH_MPI="$mpi" "$@"
+  cmake --build "$build_dir" --parallel "$(nproc)"
+}

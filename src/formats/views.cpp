@@ -1,0 +1,57 @@
+#include "symmcomm/formats/views.hpp"
+
+#include <cstdint>
+
+#include "symmcomm/error.hpp"
+
+namespace symmcomm {
+namespace {
+bool aligned(const void* p, std::size_t alignment) {
+  return alignment <= 1 || reinterpret_cast<std::uintptr_t>(p) % alignment == 0;
+}
+}  // namespace
+
+void validate(const Nvfp4View& view, std::string_view name, std::size_t data_alignment) {
+  SYMMCOMM_EXPECTS(view.count % kNvfp4BlockSize == 0,
+                   name << ".count " << view.count << " is not a multiple of the NVFP4 block size "
+                        << kNvfp4BlockSize);
+  if (view.count == 0) return;
+  SYMMCOMM_EXPECTS(view.data != nullptr, name << ".data is null (count " << view.count << ")");
+  SYMMCOMM_EXPECTS(view.block_scales != nullptr,
+                   name << ".block_scales is null (count " << view.count << ")");
+  SYMMCOMM_EXPECTS(view.global_scale != nullptr,
+                   name << ".global_scale is null: NVFP4 needs its per-tensor fp32 global scale");
+  SYMMCOMM_EXPECTS(aligned(view.data, data_alignment),
+                   name << ".data " << static_cast<const void*>(view.data) << " is not "
+                        << data_alignment << "-byte aligned");
+}
+
+void validate(const Fp8View& view, std::string_view name, std::size_t data_alignment) {
+  SYMMCOMM_EXPECTS(view.format == Fp8Format::E4M3 || view.format == Fp8Format::E5M2,
+                   name << ".format " << static_cast<int>(view.format) << " is not E4M3 or E5M2");
+  if (view.count == 0) return;
+  SYMMCOMM_EXPECTS(view.data != nullptr, name << ".data is null (count " << view.count << ")");
+  SYMMCOMM_EXPECTS(view.scale != nullptr,
+                   name << ".scale is null: FP8 tensors need their per-tensor fp32 scale");
+  SYMMCOMM_EXPECTS(aligned(view.data, data_alignment),
+                   name << ".data " << static_cast<const void*>(view.data) << " is not "
+                        << data_alignment << "-byte aligned");
+}
+
+template <class T>
+static void validate_span(const Span<T>& span, std::string_view name, std::size_t alignment) {
+  if (span.count == 0) return;
+  SYMMCOMM_EXPECTS(span.data != nullptr, name << ".data is null (count " << span.count << ")");
+  SYMMCOMM_EXPECTS(aligned(span.data, alignment),
+                   name << ".data " << static_cast<const void*>(span.data) << " is not "
+                        << alignment << "-byte aligned");
+}
+
+void validate(const Bf16Span& span, std::string_view name, std::size_t data_alignment) {
+  validate_span(span, name, data_alignment);
+}
+void validate(const Fp32Span& span, std::string_view name, std::size_t data_alignment) {
+  validate_span(span, name, data_alignment);
+}
+
+}  // namespace symmcomm

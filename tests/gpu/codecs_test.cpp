@@ -1,0 +1,150 @@
+// Codec kernels vs the CPU reference (the same host/device arithmetic), bit for bit, with
+// poisoned outputs so that an element the kernel never wrote shows up as a mismatch.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "support/gpu_test.hpp"
+#include "symmcomm/formats/codecs.hpp"
+
+namespace {
+
+using namespace symmcomm;
+using symmcomm::test::DeviceArray;
+
+std::vector<std::uint16_t> random_bf16(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> log_mag(-4.0f, 4.0f);
+  std::vector<std::uint16_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    float const magnitude = (i / 16) % 7 == 0 ? std::exp2(log_mag(rng) * 4.0f) : 1.0f;
+    v[i] = float_to_bf16_bits(normal(rng) * magnitude);
+  }
+  return v;
+}
+
+float host_amax(const std::vector<std::uint16_t>& x) {
+  float m = 0.0f;
+  for (auto b : x) m = std::fmax(m, std::fabs(bf16_bits_to_float(b)));
+  return m;
+}
+
+struct Nvfp4Device {
+  explicit Nvfp4Device(std::size_t n) : data(n / 2), scales(n / 16), global(1), count(n) {}
+  Nvfp4View view() { return Nvfp4View{data.get(), scales.get(), global.get(), count}; }
+  DeviceArray<std::uint8_t> data, scales;
+  DeviceArray<float> global;
+  std::size_t count;
+};
+
+class Nvfp4Kernels : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(Nvfp4Kernels, QuantizeAndDequantizeMatchCpuBitForBit) {
+  SYMMCOMM_REQUIRE_GPU();
+  std::size_t const n = GetParam();
+  auto const x = random_bf16(n, static_cast<std::uint32_t>(n));
+  DeviceArray<std::uint16_t> src(n);
+  src.upload(x);
+  for (ScaleMode mode : {ScaleMode::Given, ScaleMode::Compute}) {
+    Nvfp4Device q(n);
+    float const given = 123.5f;
+    if (mode == ScaleMode::Given) q.global.upload({given});
+    quantize_nvfp4(reinterpret_cast<const bf16*>(src.get()), q.view(), mode, nullptr);
+    SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+    float const g = mode == ScaleMode::Given ? given : nvfp4_global_scale(host_amax(x));
+    ASSERT_EQ(q.global.download()[0], g);
+
+    std::vector<std::uint8_t> ref_data(n / 2), ref_scales(n / 16);
+    std::vector<float> block(16);
+    for (std::size_t b = 0; b < n / 16; ++b) {
+      for (int i = 0; i < 16; ++i) block[i] = bf16_bits_to_float(x[b * 16 + i]);
+      ref_scales[b] = nvfp4_quantize_block(block.data(), g, &ref_data[b * 8]);
+    }
+    auto const got_data = q.data.download();
+    auto const got_scales = q.scales.download();
+    ASSERT_EQ(got_scales, ref_scales);
+    ASSERT_EQ(got_data, ref_data);
+
+    DeviceArray<std::uint16_t> out_bf16(n);
+    DeviceArray<float> out_f32(n);
+    dequantize_nvfp4(q.view(), reinterpret_cast<bf16*>(out_bf16.get()), nullptr);
+    dequantize_nvfp4(q.view(), out_f32.get(), nullptr);
+    auto const got_bf16 = out_bf16.download();
+    auto const got_f32 = out_f32.download();
+    for (std::size_t i = 0; i < n; ++i) {
+      float const ref = nvfp4_element(ref_data.data(), ref_scales.data(), g, i);
+      ASSERT_EQ(got_f32[i], ref) << "element " << i;
+      ASSERT_EQ(got_bf16[i], float_to_bf16_bits(ref)) << "element " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, Nvfp4Kernels,
+                         ::testing::Values(16, 16 * 3, 7168, 16 * 100003, std::size_t{1} << 24));
+
+class Fp8Kernels : public ::testing::TestWithParam<Fp8Format> {};
+
+TEST_P(Fp8Kernels, QuantizeAndDequantizeMatchCpuBitForBit) {
+  SYMMCOMM_REQUIRE_GPU();
+  Fp8Format const f = GetParam();
+  for (std::size_t n : {std::size_t{8}, std::size_t{7168 * 3}, std::size_t{8 * 1000003}}) {
+    auto x = random_bf16(n, 5);
+    DeviceArray<std::uint16_t> src(n);
+    src.upload(x);
+    for (ScaleMode mode : {ScaleMode::Given, ScaleMode::Compute}) {
+      DeviceArray<std::uint8_t> codes(n);
+      DeviceArray<float> scale(1);
+      // A small given scale pushes many values past the format's maximum: saturation checked.
+      float const given = f == Fp8Format::E4M3 ? 0.01f : 1e-4f;
+      if (mode == ScaleMode::Given) scale.upload({given});
+      Fp8View const view{codes.get(), scale.get(), n, f};
+      quantize_fp8(reinterpret_cast<const bf16*>(src.get()), view, mode, nullptr);
+      SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+      float const s = mode == ScaleMode::Given ? given : fp8_scale_from_amax(host_amax(x), f);
+      ASSERT_EQ(scale.download()[0], s);
+      float const inv = 1.0f / s;
+      auto const got = codes.download();
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(got[i], encode_fp8(bf16_bits_to_float(x[i]) * inv, f)) << "element " << i;
+      }
+      DeviceArray<float> out(n);
+      DeviceArray<std::uint16_t> out_bf16(n);
+      dequantize_fp8(view, out.get(), nullptr);
+      dequantize_fp8(view, reinterpret_cast<bf16*>(out_bf16.get()), nullptr);
+      auto const back = out.download();
+      auto const back_bf16 = out_bf16.download();
+      for (std::size_t i = 0; i < n; ++i) {
+        float const ref = decode_fp8(got[i], f) * s;
+        ASSERT_EQ(back[i], ref) << "element " << i;
+        ASSERT_EQ(back_bf16[i], float_to_bf16_bits(ref)) << "element " << i;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, Fp8Kernels, ::testing::Values(Fp8Format::E4M3, Fp8Format::E5M2),
+                         [](const auto& p) {
+                           return p.param == Fp8Format::E4M3 ? "E4M3" : "E5M2";
+                         });
+
+TEST(CodecKernels, RejectBadArgumentsBeforeLaunching) {
+  Nvfp4View bad{nullptr, nullptr, nullptr, 17};
+  EXPECT_THROW(quantize_nvfp4(nullptr, bad, ScaleMode::Given, nullptr), LogicError);
+  auto* fake = reinterpret_cast<std::uint8_t*>(std::uintptr_t{0x1000});
+  auto* fake_scale = reinterpret_cast<float*>(std::uintptr_t{0x2000});
+  Nvfp4View const ok{fake, fake, fake_scale, 32};
+  EXPECT_THROW(quantize_nvfp4(nullptr, ok, ScaleMode::Given, nullptr), LogicError);
+  EXPECT_THROW(quantize_nvfp4(reinterpret_cast<const bf16*>(std::uintptr_t{0x1002}), ok,
+                              ScaleMode::Given, nullptr),
+               LogicError);
+  Fp8View const odd{fake, fake_scale, 12, Fp8Format::E4M3};
+  EXPECT_THROW(quantize_fp8(reinterpret_cast<const bf16*>(fake), odd, ScaleMode::Given, nullptr),
+               LogicError);
+}
+
+}  // namespace
