@@ -1,0 +1,102 @@
+// Codec throughput (bytes read + written per second) beside a device-to-device copy measured in
+// the same run. Sizes >= 256 MiB of bf16 so the data is far beyond L2.
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+
+#include "micro/device_timer.hpp"
+#include "symmcomm/formats/codecs.hpp"
+
+namespace symmcomm::bench {
+namespace {
+
+struct DeviceMemory {
+  explicit DeviceMemory(std::size_t bytes) { SYMMCOMM_CUDA_TRY(cudaMalloc(&ptr, bytes)); }
+  ~DeviceMemory() { cudaFree(ptr); }
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  template <class T>
+  T* as() const { return static_cast<T*>(ptr); }
+  void* ptr = nullptr;
+};
+
+// Fills bf16 memory with finite, non-zero values (zeros would flatter the encoders).
+void fill_bf16(DeviceMemory& m, std::size_t count) {
+  std::vector<std::uint16_t> pattern(1 << 20);
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    float const v = static_cast<float>((i * 2654435761u) % 20011) / 1000.0f - 10.0f;
+    pattern[i] = float_to_bf16_bits(v + 0.001f);
+  }
+  for (std::size_t off = 0; off < count; off += pattern.size()) {
+    std::size_t const n = std::min(pattern.size(), count - off);
+    SYMMCOMM_CUDA_TRY(cudaMemcpy(m.as<std::uint16_t>() + off, pattern.data(), n * 2,
+                                 cudaMemcpyHostToDevice));
+  }
+}
+
+void BM_DeviceCopy(benchmark::State& state) {
+  std::size_t const bytes = static_cast<std::size_t>(state.range(0));
+  DeviceMemory a(bytes), b(bytes);
+  SYMMCOMM_CUDA_TRY(cudaMemset(a.ptr, 1, bytes));
+  time_device(state, nullptr, [&] {
+    SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(b.ptr, a.ptr, bytes, cudaMemcpyDeviceToDevice, nullptr));
+  });
+  report_bandwidth(state, 2.0 * static_cast<double>(bytes));
+}
+
+void BM_QuantizeNvfp4(benchmark::State& state) {
+  std::size_t const n = static_cast<std::size_t>(state.range(0));
+  auto const mode = state.range(1) ? ScaleMode::Compute : ScaleMode::Given;
+  DeviceMemory src(n * 2), data(n / 2), scales(n / 16), global(sizeof(float));
+  fill_bf16(src, n);
+  float const g = nvfp4_global_scale(10.0f);
+  SYMMCOMM_CUDA_TRY(cudaMemcpy(global.ptr, &g, sizeof g, cudaMemcpyHostToDevice));
+  Nvfp4View const view{data.as<std::uint8_t>(), scales.as<std::uint8_t>(), global.as<float>(), n};
+  // Given mode reads the stored scale; Compute overwrites it each time with the same value.
+  time_device(state, nullptr, [&] { quantize_nvfp4(src.as<bf16>(), view, mode, nullptr); });
+  state.SetLabel(mode == ScaleMode::Compute ? "computed global scale (2 passes)" : "given scale");
+  report_bandwidth(state, static_cast<double>(n * 2 + n / 2 + n / 16));
+}
+
+void BM_DequantizeNvfp4(benchmark::State& state) {
+  std::size_t const n = static_cast<std::size_t>(state.range(0));
+  DeviceMemory src(n * 2), data(n / 2), scales(n / 16), global(sizeof(float)), out(n * 2);
+  fill_bf16(src, n);
+  Nvfp4View const view{data.as<std::uint8_t>(), scales.as<std::uint8_t>(), global.as<float>(), n};
+  quantize_nvfp4(src.as<bf16>(), view, ScaleMode::Compute, nullptr);
+  time_device(state, nullptr, [&] { dequantize_nvfp4(view, out.as<bf16>(), nullptr); });
+  report_bandwidth(state, static_cast<double>(n * 2 + n / 2 + n / 16));
+}
+
+void BM_QuantizeFp8(benchmark::State& state) {
+  std::size_t const n = static_cast<std::size_t>(state.range(0));
+  DeviceMemory src(n * 2), codes(n), scale(sizeof(float));
+  fill_bf16(src, n);
+  float const s = 10.0f / kE4m3Max;
+  SYMMCOMM_CUDA_TRY(cudaMemcpy(scale.ptr, &s, sizeof s, cudaMemcpyHostToDevice));
+  Fp8View const view{codes.as<std::uint8_t>(), scale.as<float>(), n, Fp8Format::E4M3};
+  time_device(state, nullptr, [&] { quantize_fp8(src.as<bf16>(), view, ScaleMode::Given, nullptr); });
+  report_bandwidth(state, static_cast<double>(n * 3));
+}
+
+void BM_DequantizeFp8(benchmark::State& state) {
+  std::size_t const n = static_cast<std::size_t>(state.range(0));
+  DeviceMemory src(n * 2), codes(n), scale(sizeof(float)), out(n * 2);
+  fill_bf16(src, n);
+  Fp8View const view{codes.as<std::uint8_t>(), scale.as<float>(), n, Fp8Format::E4M3};
+  quantize_fp8(src.as<bf16>(), view, ScaleMode::Compute, nullptr);
+  time_device(state, nullptr, [&] { dequantize_fp8(view, out.as<bf16>(), nullptr); });
+  report_bandwidth(state, static_cast<double>(n * 3));
+}
+
+constexpr std::int64_t kElems = std::int64_t{1} << 28;  // 512 MiB of bf16
+
+BENCHMARK(BM_DeviceCopy)->Arg(kElems * 2)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QuantizeNvfp4)->Args({kElems, 0})->Args({kElems, 1})->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DequantizeNvfp4)->Arg(kElems)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QuantizeFp8)->Arg(kElems)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DequantizeFp8)->Arg(kElems)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace symmcomm::bench

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# One device-machine session: configure, build, run every test, then the benchmarks, writing
+# logs and JSON under ${OUT:-./gpu-out}. Usage: scripts/gpu_session.sh [tests|bench|all]
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+what="${1:-all}"
+out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0
+build="$SYMMCOMM_ROOT/build-dev"
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvcc --version | tail -1; } \
+  >"$out/machine.txt" 2>&1
+cat "$out/machine.txt"
+if ! symmcomm_configure_build "$build" >"$out/build.log" 2>&1; then
+  tail -60 "$out/build.log"; exit 1
+fi
+echo "build OK"
+rc=0
+if [ "$what" = tests ] || [ "$what" = all ]; then
+  (cd "$build" && ctest --output-on-failure --parallel 4 --timeout 600 >"$out/ctest.log" 2>&1) || rc=1
+  grep -E "tests passed|tests failed|Failed|Skipped|Label|^ *(cpu|gpu|multi_gpu) " "$out/ctest.log" | tail -40
+fi
+if [ "$what" = bench ] || [ "$what" = all ]; then
+  "$build/bench/symmcomm_micro_bench" --benchmark_out="$out/micro.json" \
+    --benchmark_out_format=json --benchmark_counters_tabular=true 2>&1 | tee "$out/micro.txt" | tail -30
+fi
+exit $rc
