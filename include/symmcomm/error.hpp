@@ -74,7 +74,12 @@ void log_nccl_failure(ncclResult_t code, const char* expr, const char* file, int
   } while (0)
 
 /// @brief Throws symmcomm::LogicError with a streamed message (an unconditional failure).
-#define SYMMCOMM_FAIL(msg) SYMMCOMM_EXPECTS(false, msg)
+#define SYMMCOMM_FAIL(msg)                                                                \
+  do {                                                                                    \
+    std::ostringstream symmcomm_fail_os_;                                                 \
+    symmcomm_fail_os_ << msg; /* NOLINT(bugprone-macro-parentheses) */                    \
+    ::symmcomm::detail::throw_logic_error(symmcomm_fail_os_.str(), __FILE__, __LINE__);   \
+  } while (0)
 
 /// @brief Checks a CUDA runtime call; throws CudaError (OutOfMemory for allocation failures).
 #define SYMMCOMM_CUDA_TRY(call)                                                   \
