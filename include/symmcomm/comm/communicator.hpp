@@ -1,0 +1,158 @@
+#pragma once
+/// @file communicator.hpp
+/// @brief symmcomm::Communicator: an NCCL communicator, owned or borrowed, with its rank, size,
+/// device and capabilities (symmetric-memory support, LSA team size) probed once.
+
+#include <nccl.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "symmcomm/runtime.hpp"
+
+namespace symmcomm {
+
+/// @brief The paths a collective can take (see the planner).
+enum class Path : std::uint8_t { NcclSymmetric = 0, LsaKernel = 1, Fallback = 2 };
+/// @brief Number of Path values.
+inline constexpr std::size_t kPathCount = 3;
+/// @brief "nccl-symmetric", "lsa-kernel" or "fallback".
+const char* to_string(Path path) noexcept;
+
+/// @brief What a communicator can do, probed once when it is wrapped.
+struct Capabilities {
+  NcclVersion runtime_version{};  ///< NCCL loaded at run time
+  bool probed = false;            ///< false when wrapped with Probe::No
+  bool symmetric_memory = false;  ///< NCCL can run symmetric kernels on this communicator
+  int lsa_team_size = 1;          ///< ranks reachable by load/store (NVLink/PCIe P2P)
+  std::string reason;             ///< why symmetric_memory is false
+  /// @brief True when the LSA team spans the whole communicator (needed by our own kernels).
+  bool lsa_covers(int comm_size) const noexcept { return symmetric_memory && lsa_team_size == comm_size; }
+};
+
+/// @brief Per-communicator counters of collective calls by path (thread-safe).
+struct CommStats {
+  std::array<std::atomic<std::uint64_t>, kPathCount> calls{};
+  /// @brief Calls that took `path` so far.
+  std::uint64_t count(Path path) const noexcept {
+    return calls[static_cast<std::size_t>(path)].load(std::memory_order_relaxed);
+  }
+};
+
+namespace detail {
+struct DevCommHolder;
+struct DevCommDeleter {
+  void operator()(DevCommHolder* holder) const noexcept;
+};
+/// Source of live-allocation records for the symmetry verifier (implemented by SymmAllocator).
+class SymmetryParticipant {
+ public:
+  struct Record {
+    std::uint64_t arena;   ///< arena index in creation order
+    std::uint64_t offset;  ///< byte offset inside the arena
+    std::uint64_t bytes;   ///< size of the allocation (0 for an arena record)
+  };
+  virtual ~SymmetryParticipant() = default;
+  /// Records in a deterministic order: each arena as {index, 0, 0... size}, then live blocks.
+  virtual std::vector<Record> symmetry_records() const = 0;
+};
+
+/// Shared state of a communicator: owners of windows keep it alive so that teardown always
+/// runs deregister -> free -> destroy communicator, whatever order the user drops things in.
+struct CommState {
+  CommState(ncclComm_t c, bool own);
+  ~CommState();
+  CommState(const CommState&) = delete;
+  CommState& operator=(const CommState&) = delete;
+
+  ncclComm_t comm = nullptr;
+  bool owned = false;
+  int rank = 0;
+  int size = 1;
+  int device = 0;
+  std::uint64_t id = 0;  ///< process-unique, never reused
+  Capabilities caps;
+  CommStats stats;
+  std::atomic<bool> detached{false};  ///< a borrowed communicator was released by its wrapper
+  std::unique_ptr<DevCommHolder, DevCommDeleter> dev_comm;
+
+  // Live windows (registration sequence -> bytes) and pools, for the symmetry verifier.
+  mutable std::mutex mutex;
+  std::uint64_t next_window_seq = 0;
+  std::map<std::uint64_t, std::uint64_t> live_windows;
+  std::vector<const SymmetryParticipant*> participants;
+
+  /// Throws LogicError if the wrapper of a borrowed communicator is gone.
+  void check_usable(const char* what) const;
+};
+}  // namespace detail
+
+/// @brief An NCCL communicator with symmcomm's bookkeeping. Move-only.
+///
+/// Ownership: `own()` destroys the ncclComm_t once the Communicator *and* every buffer or pool
+/// registered through it are gone (they share its state), so teardown is always
+/// deregister -> free -> destroy. `borrow()` never destroys it; releasing the wrapper while
+/// buffers still live logs an error and makes those buffers refuse further use.
+class Communicator {
+ public:
+  /// @brief Whether wrapping probes capabilities. Probing is **collective** (it creates and keeps
+  /// an NCCL device communicator): every rank must wrap at the same point.
+  enum class Probe { Yes, No };
+
+  Communicator() = default;
+  /// @brief Takes ownership of `comm`. **Collective** when probing. @throws NcclError, LogicError
+  static Communicator own(ncclComm_t comm, Probe probe = Probe::Yes);
+  /// @brief Wraps an engine's communicator without taking ownership. **Collective** when probing.
+  static Communicator borrow(ncclComm_t comm, Probe probe = Probe::Yes);
+
+  Communicator(Communicator&&) noexcept = default;
+  Communicator& operator=(Communicator&& other) noexcept;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+  ~Communicator();
+
+  /// @brief The wrapped NCCL communicator.
+  ncclComm_t get() const noexcept { return state_ ? state_->comm : nullptr; }
+  /// @brief This rank, in [0, size()).
+  int rank() const noexcept { return state_ ? state_->rank : 0; }
+  /// @brief Number of ranks.
+  int size() const noexcept { return state_ ? state_->size : 0; }
+  /// @brief The CUDA device of this rank.
+  int device() const noexcept { return state_ ? state_->device : -1; }
+  /// @brief Process-unique identifier (used by the provenance registry).
+  std::uint64_t id() const noexcept { return state_ ? state_->id : 0; }
+  /// @brief What was probed at wrap time.
+  const Capabilities& capabilities() const;
+  /// @brief Collective calls per path so far.
+  const CommStats& stats() const;
+  /// @brief True when this object wraps a communicator.
+  explicit operator bool() const noexcept { return state_ != nullptr; }
+
+  /// @brief Shared state (for symmcomm's own owners of windows).
+  const std::shared_ptr<detail::CommState>& state() const noexcept { return state_; }
+
+ private:
+  explicit Communicator(std::shared_ptr<detail::CommState> state) : state_(std::move(state)) {}
+  void release() noexcept;
+  friend void probe_capabilities(const std::vector<Communicator*>& comms);
+  std::shared_ptr<detail::CommState> state_;
+};
+
+/// @brief Probes several communicators of one process concurrently (one thread each), as a
+/// single thread driving several ranks must. **Collective** over those ranks.
+void probe_capabilities(const std::vector<Communicator*>& comms);
+
+/// @brief Creates one communicator per device in this process (`ncclCommInitRankConfig` per
+/// device inside one group), rank i on devices[i], and probes them. Empty `devices` = all
+/// visible GPUs. `config` (may be null) is passed to NCCL as is.
+/// @throws LogicError for an empty machine or a bad device id, NcclError from NCCL.
+std::vector<Communicator> create_local_communicators(std::vector<int> devices = {},
+                                                     ncclConfig_t* config = nullptr);
+
+}  // namespace symmcomm

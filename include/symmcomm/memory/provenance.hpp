@@ -1,0 +1,74 @@
+#pragma once
+/// @file provenance.hpp
+/// @brief The provenance registry: which symmetric window (and communicator, and offset) a
+/// device address range belongs to. Lookups are O(log n) and safe against concurrent
+/// registration.
+
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace symmcomm {
+
+/// @brief Why a range is not usable as a symmetric buffer of a communicator.
+enum class ProvenanceStatus : std::uint8_t {
+  Symmetric,          ///< wholly inside one window of the communicator
+  Null,               ///< null pointer with a non-zero size
+  Empty,              ///< zero bytes: nothing to place
+  NotRegistered,      ///< in no symmetric window at all (e.g. cudaMalloc memory)
+  OtherCommunicator,  ///< inside a window of another communicator only
+  StraddlesWindowEnd  ///< starts in a window of this communicator but runs past its end
+};
+
+/// @brief Answer of a provenance lookup.
+struct Provenance {
+  ProvenanceStatus status = ProvenanceStatus::NotRegistered;
+  ncclWindow_t window = nullptr;   ///< the window (Symmetric, StraddlesWindowEnd)
+  const void* window_base = nullptr;
+  std::size_t window_bytes = 0;
+  std::size_t offset = 0;          ///< byte offset of the pointer inside the window
+  std::uint64_t comm_id = 0;       ///< communicator of the window found
+  std::uint64_t window_seq = 0;    ///< registration sequence number on that communicator
+
+  /// @brief True when the range can take a symmetric path of the communicator asked about.
+  bool symmetric() const noexcept { return status == ProvenanceStatus::Symmetric; }
+  /// @brief Human-readable explanation naming `name`, the address and size.
+  std::string describe(const char* name, const void* ptr, std::size_t bytes) const;
+};
+
+/// @brief A registered window as the registry stores it.
+struct WindowEntry {
+  std::uintptr_t base = 0;
+  std::size_t bytes = 0;
+  ncclWindow_t window = nullptr;
+  std::uint64_t comm_id = 0;
+  std::uint64_t window_seq = 0;
+};
+
+/// @brief Registry of symmetric windows, keyed by communicator then address.
+class ProvenanceRegistry {
+ public:
+  /// @brief The process-wide registry symmcomm's owners record their windows in.
+  static ProvenanceRegistry& global();
+
+  /// @brief Records a window. @throws LogicError if it overlaps a window of the same communicator.
+  void add(const WindowEntry& entry);
+  /// @brief Forgets the window at `base` of communicator `comm_id`; false when it was unknown.
+  bool remove(std::uint64_t comm_id, const void* base) noexcept;
+  /// @brief Where [ptr, ptr + bytes) lies with respect to communicator `comm_id`'s windows.
+  Provenance lookup(const void* ptr, std::size_t bytes, std::uint64_t comm_id) const;
+  /// @brief Number of windows recorded (all communicators).
+  std::size_t size() const;
+
+ private:
+  mutable std::shared_mutex mutex_;
+  // Per communicator: windows sorted by base address (non-overlapping within a communicator).
+  std::unordered_map<std::uint64_t, std::vector<WindowEntry>> by_comm_;
+};
+
+}  // namespace symmcomm

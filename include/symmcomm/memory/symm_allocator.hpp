@@ -1,0 +1,108 @@
+#pragma once
+/// @file symm_allocator.hpp
+/// @brief symmcomm::SymmAllocator: a pool that registers a few large symmetric windows (arenas)
+/// and sub-allocates them locally and deterministically, so engines get symmetric buffers
+/// without a collective registration per tensor.
+///
+/// Determinism: offsets depend only on the sequence of reserve/allocate/deallocate calls, so
+/// ranks that make the same calls get buffers at the same window offsets (what NCCL's symmetric
+/// kernels require). verify_symmetric() checks that they did.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "symmcomm/comm/communicator.hpp"
+#include "symmcomm/memory/arena_allocator.hpp"
+#include "symmcomm/memory/symmetric_buffer.hpp"
+
+namespace symmcomm {
+
+/// @brief Construction options of a SymmAllocator.
+struct PoolOptions {
+  std::size_t initial_bytes = 0;         ///< reserved at construction (0: none)
+  std::size_t growth_bytes = 256 << 20;  ///< minimum size of an arena added on demand
+  bool allow_growth = true;              ///< grow on demand (a **collective** step)
+  std::size_t max_bytes = 0;             ///< cap on reserved bytes (0: no cap)
+  std::size_t alignment = 256;           ///< default and minimum alignment (power of two >= 256)
+};
+
+/// @brief Pool statistics (a consistent snapshot).
+struct PoolStats {
+  std::size_t reserved_bytes = 0;    ///< sum of arena sizes
+  std::size_t in_use_bytes = 0;      ///< bytes handed out (rounded to the alignment)
+  std::size_t high_water_bytes = 0;  ///< largest in_use_bytes seen
+  std::size_t arena_count = 0;
+  std::size_t live_allocations = 0;
+  std::uint64_t allocations = 0;     ///< total successful allocate calls
+  std::uint64_t growths = 0;         ///< arenas added on demand
+};
+
+/// @brief A pool of symmetric memory for one communicator. Thread-safe. Not movable (the
+/// communicator's verifier refers to it).
+class SymmAllocator final : public detail::SymmetryParticipant {
+ public:
+  /// @brief **Collective** when `options.initial_bytes` > 0. @throws as reserve().
+  explicit SymmAllocator(const Communicator& comm, PoolOptions options = {});
+  /// @brief Releases every arena (**collective**: deregistration). Live allocations left are
+  /// logged as leaks. Never throws.
+  ~SymmAllocator() override;
+  SymmAllocator(const SymmAllocator&) = delete;
+  SymmAllocator& operator=(const SymmAllocator&) = delete;
+
+  /// @brief Adds an arena of `bytes` (rounded up to the alignment). **Collective**.
+  /// @throws LogicError (zero bytes, over max_bytes, during stream capture), OutOfMemory,
+  /// NcclError. The pool is unchanged when it throws.
+  void reserve(std::size_t bytes);
+
+  /// @brief Allocates `bytes` (> 0) aligned to `alignment` (0: the pool's default). Local, unless
+  /// the pool must grow, which is **collective** and refused while `stream` (or any global-mode
+  /// capture) is being captured. **Stream:** only used for that capture check.
+  /// @throws LogicError (bad size or alignment, growth during capture or disabled),
+  /// OutOfMemory (cap reached or device exhausted; the pool stays usable).
+  void* allocate(std::size_t bytes, std::size_t alignment = 0, cudaStream_t stream = nullptr);
+  /// @brief Returns an allocation. @throws LogicError for a pointer this pool did not hand out
+  /// or already took back.
+  void deallocate(void* ptr);
+
+  /// @brief Memory-resource shape (as CCCL's cuda::mr and RMM): allocate(bytes, alignment).
+  void* allocate_sync(std::size_t bytes, std::size_t alignment = 256) {
+    return allocate(bytes, alignment);
+  }
+  /// @brief Memory-resource shape: deallocate (the size and alignment are checked).
+  void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment = 256);
+  /// @brief Resources compare equal only to themselves (memory is not interchangeable).
+  bool operator==(const SymmAllocator& other) const noexcept { return this == &other; }
+  bool operator!=(const SymmAllocator& other) const noexcept { return this != &other; }
+
+  /// @brief The region (window, offset) of a live allocation. @throws LogicError otherwise.
+  SymmetricRegion region_of(const void* ptr) const;
+  /// @brief A snapshot of the statistics.
+  PoolStats stats() const;
+  /// @brief The communicator the pool serves.
+  std::uint64_t comm_id() const noexcept;
+  /// @brief Releases trailing arenas that hold no live allocation. **Collective.** Returns bytes
+  /// released.
+  std::size_t release_unused();
+
+  /// @brief For the symmetry verifier: arenas and live blocks in a deterministic order.
+  std::vector<Record> symmetry_records() const override;
+
+ private:
+  void add_arena_locked(std::size_t bytes, cudaStream_t stream);
+  std::shared_ptr<detail::CommState> comm_;
+  PoolOptions options_;
+  mutable std::mutex mutex_;
+  detail::ArenaAllocator book_;
+  std::vector<SymmetricBuffer> arenas_;
+  std::unordered_map<const void*, std::size_t> arena_of_ptr_;  // live pointer -> arena index
+  std::size_t high_water_ = 0;
+  std::uint64_t allocations_ = 0;
+  std::uint64_t growths_ = 0;
+};
+
+}  // namespace symmcomm

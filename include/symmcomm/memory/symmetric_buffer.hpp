@@ -1,0 +1,90 @@
+#pragma once
+/// @file symmetric_buffer.hpp
+/// @brief symmcomm::SymmetricBuffer: device memory from `ncclMemAlloc`, registered as an NCCL
+/// symmetric window (`NCCL_WIN_COLL_SYMMETRIC`) of one communicator. Move-only RAII.
+
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "symmcomm/comm/communicator.hpp"
+#include "symmcomm/formats/views.hpp"
+
+namespace symmcomm {
+
+namespace detail {
+/// Heap-held record of a window: its address is stable while NCCL fills `window` at the end of
+/// a group, even if the owning SymmetricBuffer moves.
+struct WindowRecord {
+  std::shared_ptr<CommState> comm;
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  ncclWindow_t window = nullptr;
+  std::uint64_t seq = 0;
+  bool registered = false;
+};
+}  // namespace detail
+
+/// @brief A byte range inside a symmetric window: pointer, size, window and offset.
+struct SymmetricRegion {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+  ncclWindow_t window = nullptr;
+  std::size_t window_offset = 0;  ///< the same on every rank for symmetric allocation sequences
+};
+
+/// @brief Device memory registered as a symmetric window of one communicator.
+class SymmetricBuffer {
+ public:
+  SymmetricBuffer() = default;
+  /// @brief Allocates `bytes` on the communicator's device and registers the window.
+  /// **Collective**: every rank calls with the same size, in the same order. Inside a
+  /// symmcomm::Group the window handle is valid once the group ends.
+  /// @throws LogicError (zero bytes, under stream capture, communicator released),
+  /// OutOfMemory (more than the device can give), NcclError.
+  SymmetricBuffer(const Communicator& comm, std::size_t bytes)
+      : SymmetricBuffer(comm.state(), bytes) {}
+  /// @brief As above, from a communicator's shared state (for symmcomm's own owners).
+  SymmetricBuffer(std::shared_ptr<detail::CommState> comm, std::size_t bytes);
+  SymmetricBuffer(SymmetricBuffer&& other) noexcept = default;
+  SymmetricBuffer& operator=(SymmetricBuffer&& other) noexcept;
+  SymmetricBuffer(const SymmetricBuffer&) = delete;
+  SymmetricBuffer& operator=(const SymmetricBuffer&) = delete;
+  /// @brief Deregisters the window, then frees the memory, on the owning device. **Collective**
+  /// (deregistration is): destroy buffers in the same order on every rank. Never throws.
+  ~SymmetricBuffer();
+
+  /// @brief Device pointer to the start of the buffer.
+  void* data() const noexcept { return record_ ? record_->ptr : nullptr; }
+  /// @brief Size in bytes.
+  std::size_t size() const noexcept { return record_ ? record_->bytes : 0; }
+  /// @brief The NCCL window (null until a surrounding Group has ended).
+  ncclWindow_t window() const noexcept { return record_ ? record_->window : nullptr; }
+  /// @brief The id of the communicator the window belongs to.
+  std::uint64_t comm_id() const noexcept { return record_ ? record_->comm->id : 0; }
+  /// @brief True when this object owns a buffer.
+  explicit operator bool() const noexcept { return record_ != nullptr; }
+
+  /// @brief Bytes [offset, offset + bytes) as a region keeping window and offset.
+  /// @throws LogicError if the range is outside the buffer, or the communicator was released.
+  SymmetricRegion region(std::size_t offset, std::size_t bytes) const;
+  /// @brief Elements [first, first + count) of type T. @throws LogicError when out of range.
+  template <class T>
+  Span<T> span(std::size_t first, std::size_t count) const {
+    SymmetricRegion const r = region(first * sizeof(T), count * sizeof(T));
+    return Span<T>{static_cast<T*>(r.data), count};
+  }
+  /// @brief The whole buffer as elements of T (size() / sizeof(T) of them).
+  template <class T>
+  Span<T> span() const {
+    return span<T>(0, size() / sizeof(T));
+  }
+
+ private:
+  void reset() noexcept;
+  std::unique_ptr<detail::WindowRecord> record_;
+};
+
+}  // namespace symmcomm

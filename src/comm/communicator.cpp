@@ -1,0 +1,195 @@
+#include "symmcomm/comm/communicator.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <exception>
+#include <thread>
+
+#include "dev_comm.hpp"
+#include "symmcomm/detail/cuda_utils.hpp"
+#include "symmcomm/error.hpp"
+#include "symmcomm/logging.hpp"
+
+namespace symmcomm {
+
+const char* to_string(Path path) noexcept {
+  switch (path) {
+    case Path::NcclSymmetric: return "nccl-symmetric";
+    case Path::LsaKernel: return "lsa-kernel";
+    case Path::Fallback: return "fallback";
+  }
+  return "unknown";
+}
+
+namespace detail {
+namespace {
+std::atomic<std::uint64_t> next_comm_id{1};
+
+void probe(CommState& state) {
+  state.caps.probed = true;
+  std::string reason;
+  DeviceGuard guard(state.device);
+  state.caps.symmetric_memory = create_dev_comm(state, reason);
+  state.caps.reason = reason;
+  if (!state.caps.symmetric_memory) {
+    state.caps.lsa_team_size = 1;
+    SYMMCOMM_LOG_INFO("communicator " << state.id << " (rank " << state.rank << "/" << state.size
+                                      << "): no symmetric memory support: " << reason);
+  } else {
+    SYMMCOMM_LOG_INFO("communicator " << state.id << " (rank " << state.rank << "/" << state.size
+                                      << "): symmetric memory, LSA team of "
+                                      << state.caps.lsa_team_size);
+  }
+}
+}  // namespace
+
+CommState::CommState(ncclComm_t c, bool own) : comm(c), owned(own) {
+  SYMMCOMM_EXPECTS(c != nullptr, "comm is null");
+  SYMMCOMM_NCCL_TRY(ncclCommUserRank(c, &rank));
+  SYMMCOMM_NCCL_TRY(ncclCommCount(c, &size));
+  SYMMCOMM_NCCL_TRY(ncclCommCuDevice(c, &device));
+  id = next_comm_id.fetch_add(1);
+  caps.runtime_version = nccl_runtime_version();
+  caps.reason = "capabilities not probed (wrapped with Probe::No)";
+}
+
+CommState::~CommState() {
+  if (!live_windows.empty()) {
+    SYMMCOMM_LOG_WARN("communicator " << id << " torn down with " << live_windows.size()
+                                      << " window(s) still registered");
+  }
+  try {
+    DeviceGuard guard(device);
+    dev_comm.reset();
+    if (owned) SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommDestroy(comm));
+  } catch (const std::exception& e) {
+    SYMMCOMM_LOG_WARN("tearing down communicator " << id << ": " << e.what());
+  }
+}
+
+void CommState::check_usable(const char* what) const {
+  SYMMCOMM_EXPECTS(!detached.load(std::memory_order_acquire),
+                   what << ": its communicator (id " << id
+                        << ", borrowed) was released while the buffer still lived");
+}
+}  // namespace detail
+
+Communicator Communicator::own(ncclComm_t comm, Probe probe) {
+  Communicator c(std::make_shared<detail::CommState>(comm, true));
+  if (probe == Probe::Yes) detail::probe(*c.state_);
+  return c;
+}
+
+Communicator Communicator::borrow(ncclComm_t comm, Probe probe) {
+  Communicator c(std::make_shared<detail::CommState>(comm, false));
+  if (probe == Probe::Yes) detail::probe(*c.state_);
+  return c;
+}
+
+Communicator& Communicator::operator=(Communicator&& other) noexcept {
+  if (this != &other) {
+    release();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+Communicator::~Communicator() { release(); }
+
+void Communicator::release() noexcept {
+  if (!state_) return;
+  if (!state_->owned && state_.use_count() > 1) {
+    // Buffers still hold the state; the engine may destroy its ncclComm_t after this point.
+    state_->detached.store(true, std::memory_order_release);
+    SYMMCOMM_LOG_WARN("borrowed communicator " << state_->id
+                                               << " released while symmetric buffers or pools "
+                                                  "of it still live: they will refuse use and "
+                                                  "skip deregistration");
+  } else if (state_->owned && state_.use_count() > 1) {
+    SYMMCOMM_LOG_INFO("communicator " << state_->id
+                                      << " released while buffers of it live: NCCL teardown "
+                                         "waits for the last of them");
+  }
+  state_.reset();
+}
+
+const Capabilities& Communicator::capabilities() const {
+  SYMMCOMM_EXPECTS(state_ != nullptr, "capabilities() of an empty Communicator");
+  return state_->caps;
+}
+
+const CommStats& Communicator::stats() const {
+  SYMMCOMM_EXPECTS(state_ != nullptr, "stats() of an empty Communicator");
+  return state_->stats;
+}
+
+void probe_capabilities(const std::vector<Communicator*>& comms) {
+  std::vector<std::exception_ptr> errors(comms.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < comms.size(); ++i) {
+    SYMMCOMM_EXPECTS(comms[i] != nullptr && *comms[i], "comms[" << i << "] is empty");
+    threads.emplace_back([&, i] {
+      try {
+        detail::probe(*comms[i]->state_);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+std::vector<Communicator> create_local_communicators(std::vector<int> devices,
+                                                     ncclConfig_t* config) {
+  int visible = 0;
+  cudaError_t const e = cudaGetDeviceCount(&visible);
+  SYMMCOMM_EXPECTS(e == cudaSuccess && visible > 0,
+                   "create_local_communicators: no CUDA device visible ("
+                       << (e == cudaSuccess ? "0 devices" : cudaGetErrorString(e)) << ")");
+  if (devices.empty()) {
+    for (int d = 0; d < visible; ++d) devices.push_back(d);
+  }
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    SYMMCOMM_EXPECTS(devices[i] >= 0 && devices[i] < visible,
+                     "devices[" << i << "] = " << devices[i] << " is not a visible device (0.."
+                                << visible - 1 << ")");
+    for (std::size_t j = 0; j < i; ++j) {
+      SYMMCOMM_EXPECTS(devices[i] != devices[j],
+                       "devices[" << i << "] = " << devices[i]
+                                  << " repeats a device: NCCL refuses two ranks on one GPU");
+    }
+  }
+  check_nccl_runtime();
+  int const n = static_cast<int>(devices.size());
+  ncclUniqueId id;
+  SYMMCOMM_NCCL_TRY(ncclGetUniqueId(&id));
+  std::vector<ncclComm_t> raw(devices.size(), nullptr);
+  {
+    detail::DeviceGuard guard(devices[0]);
+    SYMMCOMM_NCCL_TRY(ncclGroupStart());
+    for (int r = 0; r < n; ++r) {
+      SYMMCOMM_CUDA_TRY(cudaSetDevice(devices[r]));
+      ncclResult_t const res = config != nullptr
+                                   ? ncclCommInitRankConfig(&raw[r], n, id, r, config)
+                                   : ncclCommInitRank(&raw[r], n, id, r);
+      if (res != ncclSuccess) {
+        (void)ncclGroupEnd();
+        SYMMCOMM_NCCL_TRY(res);
+      }
+    }
+    SYMMCOMM_NCCL_TRY(ncclGroupEnd());
+  }
+  std::vector<Communicator> comms;
+  comms.reserve(devices.size());
+  for (auto c : raw) comms.push_back(Communicator::own(c, Communicator::Probe::No));
+  std::vector<Communicator*> pointers;
+  for (auto& c : comms) pointers.push_back(&c);
+  probe_capabilities(pointers);
+  return comms;
+}
+
+}  // namespace symmcomm

@@ -1,0 +1,63 @@
+// The NCCL device communicator (NCCL 2.28+ device API): created once per Communicator where
+// symmetric memory is supported. Creating it is also how symmcomm learns whether NCCL supports
+// symmetric memory on a communicator, since NCCL exposes no direct query.
+
+#include <cstring>
+#include <string>
+
+#include "dev_comm.hpp"
+#include "symmcomm/error.hpp"
+#include "symmcomm/logging.hpp"
+
+#if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
+#include <nccl_device.h>
+#endif
+
+namespace symmcomm::detail {
+
+#if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
+struct DevCommHolder {
+  ncclComm_t comm = nullptr;
+  ncclDevComm dev{};
+};
+
+bool create_dev_comm(CommState& state, std::string& reason) {
+  ncclDevCommRequirements requirements;
+  // NCCL 2.28 reads every field: zero the struct rather than trusting an initializer.
+  std::memset(&requirements, 0, sizeof(requirements));
+  requirements.lsaBarrierCount = kMaxLsaCtas;
+  auto holder = std::make_unique<DevCommHolder>();
+  holder->comm = state.comm;
+  ncclResult_t const r = ncclDevCommCreate(state.comm, &requirements, &holder->dev);
+  if (r != ncclSuccess) {
+    const char* last = ncclGetLastError(state.comm);
+    reason = std::string("ncclDevCommCreate failed (") + ncclGetErrorString(r) + ")" +
+             (last != nullptr && *last != '\0' ? std::string(": ") + last : std::string());
+    return false;
+  }
+  state.caps.lsa_team_size = holder->dev.lsaSize;
+  state.dev_comm.reset(holder.release());
+  return true;
+}
+
+void DevCommDeleter::operator()(DevCommHolder* holder) const noexcept {
+  if (holder == nullptr) return;
+  SYMMCOMM_NCCL_LOG_ON_ERROR(ncclDevCommDestroy(holder->comm, &holder->dev));
+  delete holder;
+}
+
+const void* dev_comm_handle(const CommState& state) noexcept {
+  return state.dev_comm ? &state.dev_comm->dev : nullptr;
+}
+#else
+struct DevCommHolder {};
+bool create_dev_comm(CommState&, std::string& reason) {
+  reason = "symmcomm was built against NCCL headers without nccl_device.h (NCCL < 2.28): "
+           "symmetric support cannot be probed";
+  return false;
+}
+void DevCommDeleter::operator()(DevCommHolder* holder) const noexcept { delete holder; }
+const void* dev_comm_handle(const CommState&) noexcept { return nullptr; }
+#endif
+
+}  // namespace symmcomm::detail

@@ -1,0 +1,19 @@
+#pragma once
+// Private: creation of the NCCL device communicator (dev_comm.cu).
+
+#include <string>
+
+#include "symmcomm/comm/communicator.hpp"
+
+namespace symmcomm::detail {
+
+/// LSA barriers reserved per device communicator: the most CTAs our own kernels launch.
+inline constexpr int kMaxLsaCtas = 64;
+
+/// Creates the device communicator (collective). On failure returns false with NCCL's reason.
+bool create_dev_comm(CommState& state, std::string& reason);
+
+/// The ncclDevComm of a communicator (as an opaque pointer), or null when there is none.
+const void* dev_comm_handle(const CommState& state) noexcept;
+
+}  // namespace symmcomm::detail

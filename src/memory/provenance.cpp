@@ -1,0 +1,131 @@
+#include "symmcomm/memory/provenance.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <sstream>
+
+#include "symmcomm/error.hpp"
+
+namespace symmcomm {
+
+std::string Provenance::describe(const char* name, const void* ptr, std::size_t bytes) const {
+  std::ostringstream os;
+  os << name << " " << ptr << " (" << bytes << " bytes) ";
+  switch (status) {
+    case ProvenanceStatus::Symmetric:
+      os << "lies at offset " << offset << " of symmetric window " << window_base << " ("
+         << window_bytes << " bytes) of communicator " << comm_id;
+      break;
+    case ProvenanceStatus::Null: os << "is a null pointer"; break;
+    case ProvenanceStatus::Empty: os << "is empty"; break;
+    case ProvenanceStatus::NotRegistered:
+      os << "is not inside any symmetric window (plain device memory, e.g. cudaMalloc)";
+      break;
+    case ProvenanceStatus::OtherCommunicator:
+      os << "is inside a symmetric window of another communicator (" << comm_id
+         << "), not of this one";
+      break;
+    case ProvenanceStatus::StraddlesWindowEnd:
+      os << "starts at offset " << offset << " of symmetric window " << window_base << " but the "
+         << "window ends after " << window_bytes << " bytes";
+      break;
+  }
+  return os.str();
+}
+
+ProvenanceRegistry& ProvenanceRegistry::global() {
+  static ProvenanceRegistry registry;
+  return registry;
+}
+
+void ProvenanceRegistry::add(const WindowEntry& entry) {
+  std::unique_lock lock(mutex_);
+  auto& windows = by_comm_[entry.comm_id];
+  auto it = std::lower_bound(windows.begin(), windows.end(), entry.base,
+                             [](const WindowEntry& w, std::uintptr_t b) { return w.base < b; });
+  bool const overlaps_next = it != windows.end() && it->base < entry.base + entry.bytes;
+  bool const overlaps_prev = it != windows.begin() && std::prev(it)->base + std::prev(it)->bytes > entry.base;
+  SYMMCOMM_EXPECTS(!overlaps_next && !overlaps_prev,
+                   "window " << reinterpret_cast<const void*>(entry.base) << " (" << entry.bytes
+                             << " bytes) overlaps a window already registered on communicator "
+                             << entry.comm_id);
+  windows.insert(it, entry);
+}
+
+bool ProvenanceRegistry::remove(std::uint64_t comm_id, const void* base) noexcept {
+  std::unique_lock lock(mutex_);
+  auto found = by_comm_.find(comm_id);
+  if (found == by_comm_.end()) return false;
+  auto& windows = found->second;
+  auto const b = reinterpret_cast<std::uintptr_t>(base);
+  auto it = std::lower_bound(windows.begin(), windows.end(), b,
+                             [](const WindowEntry& w, std::uintptr_t x) { return w.base < x; });
+  if (it == windows.end() || it->base != b) return false;
+  windows.erase(it);
+  if (windows.empty()) by_comm_.erase(found);
+  return true;
+}
+
+namespace {
+// The window of `windows` (sorted) whose start is the last at or below `p`.
+const WindowEntry* containing_start(const std::vector<WindowEntry>& windows, std::uintptr_t p) {
+  auto it = std::upper_bound(windows.begin(), windows.end(), p,
+                             [](std::uintptr_t x, const WindowEntry& w) { return x < w.base; });
+  if (it == windows.begin()) return nullptr;
+  const WindowEntry& w = *std::prev(it);
+  return p < w.base + w.bytes ? &w : nullptr;
+}
+
+Provenance from_entry(const WindowEntry& w, std::uintptr_t p, ProvenanceStatus status) {
+  Provenance result;
+  result.status = status;
+  result.window = w.window;
+  result.window_base = reinterpret_cast<const void*>(w.base);
+  result.window_bytes = w.bytes;
+  result.offset = p - w.base;
+  result.comm_id = w.comm_id;
+  result.window_seq = w.window_seq;
+  return result;
+}
+}  // namespace
+
+Provenance ProvenanceRegistry::lookup(const void* ptr, std::size_t bytes,
+                                      std::uint64_t comm_id) const {
+  Provenance result;
+  if (bytes == 0) {
+    result.status = ProvenanceStatus::Empty;
+    return result;
+  }
+  if (ptr == nullptr) {
+    result.status = ProvenanceStatus::Null;
+    return result;
+  }
+  auto const p = reinterpret_cast<std::uintptr_t>(ptr);
+  std::shared_lock lock(mutex_);
+  auto mine = by_comm_.find(comm_id);
+  if (mine != by_comm_.end()) {
+    if (const WindowEntry* w = containing_start(mine->second, p)) {
+      bool const fits = bytes <= w->bytes - (p - w->base);
+      return from_entry(*w, p, fits ? ProvenanceStatus::Symmetric
+                                    : ProvenanceStatus::StraddlesWindowEnd);
+    }
+  }
+  // Cold path: explain why.
+  for (const auto& [other_id, windows] : by_comm_) {
+    if (other_id == comm_id) continue;
+    if (const WindowEntry* w = containing_start(windows, p)) {
+      return from_entry(*w, p, ProvenanceStatus::OtherCommunicator);
+    }
+  }
+  result.status = ProvenanceStatus::NotRegistered;
+  return result;
+}
+
+std::size_t ProvenanceRegistry::size() const {
+  std::shared_lock lock(mutex_);
+  std::size_t n = 0;
+  for (const auto& [id, windows] : by_comm_) n += windows.size();
+  return n;
+}
+
+}  // namespace symmcomm

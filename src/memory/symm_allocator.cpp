@@ -1,0 +1,202 @@
+#include "symmcomm/memory/symm_allocator.hpp"
+
+#include <algorithm>
+
+#include "symmcomm/detail/cuda_utils.hpp"
+#include "symmcomm/error.hpp"
+#include "symmcomm/logging.hpp"
+
+namespace symmcomm {
+namespace {
+bool is_power_of_two(std::size_t x) { return x != 0 && (x & (x - 1)) == 0; }
+std::size_t round_up(std::size_t x, std::size_t a) { return (x + a - 1) / a * a; }
+// Far beyond any device: requests above this are bugs (negative sizes cast to size_t, ...).
+constexpr std::size_t kAbsurdBytes = std::size_t{1} << 50;
+}  // namespace
+
+SymmAllocator::SymmAllocator(const Communicator& comm, PoolOptions options)
+    : comm_(comm.state()), options_(options), book_(options.alignment) {
+  SYMMCOMM_EXPECTS(comm, "SymmAllocator: comm is empty");
+  SYMMCOMM_EXPECTS(is_power_of_two(options.alignment) && options.alignment >= 256,
+                   "PoolOptions.alignment " << options.alignment
+                                            << " is not a power of two >= 256");
+  SYMMCOMM_EXPECTS(options.growth_bytes > 0 || !options.allow_growth,
+                   "PoolOptions.growth_bytes is 0 but allow_growth is set");
+  {
+    std::lock_guard lock(comm_->mutex);
+    comm_->participants.push_back(this);
+  }
+  if (options.initial_bytes > 0) {
+    try {
+      reserve(options.initial_bytes);
+    } catch (...) {
+      std::lock_guard lock(comm_->mutex);
+      auto& p = comm_->participants;
+      p.erase(std::remove(p.begin(), p.end(), this), p.end());
+      throw;
+    }
+  }
+}
+
+SymmAllocator::~SymmAllocator() {
+  {
+    std::lock_guard lock(mutex_);
+    if (book_.live_blocks() > 0) {
+      SYMMCOMM_LOG_WARN("SymmAllocator destroyed with " << book_.live_blocks() << " live allocation(s) ("
+                                                        << book_.in_use_bytes() << " bytes): leaked "
+                                                        << "pointers are now dangling");
+    }
+  }
+  std::lock_guard lock(comm_->mutex);
+  auto& p = comm_->participants;
+  p.erase(std::remove(p.begin(), p.end(), this), p.end());
+  // arenas_ are destroyed after this body: deregister, then free.
+}
+
+void SymmAllocator::add_arena_locked(std::size_t bytes, cudaStream_t stream) {
+  SYMMCOMM_EXPECTS(!detail::capture_in_progress(stream),
+                   "SymmAllocator: growing the pool by "
+                       << bytes << " bytes while a CUDA graph is being captured is refused (NCCL "
+                       << "window registration is illegal under capture); reserve() enough "
+                       << "before capturing");
+  if (options_.max_bytes != 0 && book_.reserved_bytes() + bytes > options_.max_bytes) {
+    throw OutOfMemory("symmcomm: SymmAllocator: reserving " + std::to_string(bytes) +
+                      " more bytes would exceed PoolOptions.max_bytes " +
+                      std::to_string(options_.max_bytes) + " (reserved " +
+                      std::to_string(book_.reserved_bytes()) + ")");
+  }
+  SymmetricBuffer arena(comm_, bytes);  // collective; throws before anything changes here
+  std::size_t const index = book_.add_arena(bytes);
+  SYMMCOMM_EXPECTS(index == arenas_.size(), "pool bookkeeping out of step with its arenas");
+  arenas_.push_back(std::move(arena));
+}
+
+void SymmAllocator::reserve(std::size_t bytes) {
+  SYMMCOMM_EXPECTS(bytes > 0, "SymmAllocator::reserve: bytes is 0");
+  SYMMCOMM_EXPECTS(bytes <= kAbsurdBytes,
+                   "SymmAllocator::reserve: bytes " << bytes << " is absurd (over 1 PiB)");
+  comm_->check_usable("SymmAllocator::reserve");
+  std::lock_guard lock(mutex_);
+  add_arena_locked(round_up(bytes, options_.alignment), nullptr);
+}
+
+void* SymmAllocator::allocate(std::size_t bytes, std::size_t alignment, cudaStream_t stream) {
+  SYMMCOMM_EXPECTS(bytes > 0, "SymmAllocator::allocate: bytes is 0");
+  SYMMCOMM_EXPECTS(bytes <= kAbsurdBytes,
+                   "SymmAllocator::allocate: bytes " << bytes << " is absurd (over 1 PiB)");
+  if (alignment == 0) alignment = options_.alignment;
+  SYMMCOMM_EXPECTS(is_power_of_two(alignment),
+                   "SymmAllocator::allocate: alignment " << alignment << " is not a power of two");
+  comm_->check_usable("SymmAllocator::allocate");
+  std::lock_guard lock(mutex_);
+  auto block = book_.allocate(bytes, alignment);
+  if (!block) {
+    if (!options_.allow_growth) {
+      throw OutOfMemory("symmcomm: SymmAllocator cannot place " + std::to_string(bytes) +
+                        " bytes (largest free range " + std::to_string(book_.largest_free()) +
+                        " of " + std::to_string(book_.reserved_bytes()) +
+                        " reserved) and PoolOptions.allow_growth is off");
+    }
+    std::size_t const arena_bytes =
+        std::max(options_.growth_bytes, round_up(bytes, options_.alignment) + alignment);
+    add_arena_locked(round_up(arena_bytes, options_.alignment), stream);
+    ++growths_;
+    SYMMCOMM_LOG_DEBUG("SymmAllocator grew by " << arena_bytes << " bytes for a request of "
+                                                << bytes);
+    block = book_.allocate(bytes, alignment);
+    SYMMCOMM_EXPECTS(block.has_value(), "a fresh arena could not hold the request");
+  }
+  void* ptr = static_cast<char*>(arenas_[block->arena].data()) + block->offset;
+  arena_of_ptr_.emplace(ptr, block->arena);
+  ++allocations_;
+  high_water_ = std::max(high_water_, book_.in_use_bytes());
+  return ptr;
+}
+
+void SymmAllocator::deallocate(void* ptr) {
+  std::lock_guard lock(mutex_);
+  auto it = arena_of_ptr_.find(ptr);
+  SYMMCOMM_EXPECTS(it != arena_of_ptr_.end(),
+                   "SymmAllocator::deallocate: ptr " << ptr
+                                                     << " was not allocated by this pool, or was "
+                                                        "already freed");
+  std::size_t const arena = it->second;
+  std::size_t const offset =
+      static_cast<std::size_t>(static_cast<char*>(ptr) - static_cast<char*>(arenas_[arena].data()));
+  auto const freed = book_.deallocate(arena, offset);
+  SYMMCOMM_EXPECTS(freed.has_value(), "pool bookkeeping lost the block at " << ptr);
+  arena_of_ptr_.erase(it);
+}
+
+void SymmAllocator::deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = arena_of_ptr_.find(ptr);
+    if (it != arena_of_ptr_.end()) {
+      std::size_t const offset = static_cast<std::size_t>(
+          static_cast<char*>(ptr) - static_cast<char*>(arenas_[it->second].data()));
+      auto const block = book_.find(it->second, offset);
+      SYMMCOMM_EXPECTS(block && block->bytes >= bytes,
+                       "SymmAllocator::deallocate_sync: ptr " << ptr << " holds "
+                                                              << (block ? block->bytes : 0)
+                                                              << " bytes, not " << bytes);
+      SYMMCOMM_EXPECTS(reinterpret_cast<std::uintptr_t>(ptr) % (alignment ? alignment : 1) == 0,
+                       "SymmAllocator::deallocate_sync: ptr " << ptr << " is not aligned to "
+                                                              << alignment);
+    }
+  }
+  deallocate(ptr);
+}
+
+SymmetricRegion SymmAllocator::region_of(const void* ptr) const {
+  std::lock_guard lock(mutex_);
+  auto it = arena_of_ptr_.find(ptr);
+  SYMMCOMM_EXPECTS(it != arena_of_ptr_.end(),
+                   "SymmAllocator::region_of: ptr " << ptr << " is not a live allocation of this pool");
+  const SymmetricBuffer& arena = arenas_[it->second];
+  std::size_t const offset =
+      static_cast<std::size_t>(static_cast<const char*>(ptr) - static_cast<const char*>(arena.data()));
+  auto const block = book_.find(it->second, offset);
+  return arena.region(offset, block ? block->bytes : 0);
+}
+
+PoolStats SymmAllocator::stats() const {
+  std::lock_guard lock(mutex_);
+  PoolStats s;
+  s.reserved_bytes = book_.reserved_bytes();
+  s.in_use_bytes = book_.in_use_bytes();
+  s.high_water_bytes = high_water_;
+  s.arena_count = book_.arena_count();
+  s.live_allocations = book_.live_blocks();
+  s.allocations = allocations_;
+  s.growths = growths_;
+  return s;
+}
+
+std::uint64_t SymmAllocator::comm_id() const noexcept { return comm_->id; }
+
+std::size_t SymmAllocator::release_unused() {
+  std::lock_guard lock(mutex_);
+  std::size_t released = 0;
+  while (!arenas_.empty()) {
+    std::size_t const bytes = book_.arena_bytes(book_.arena_count() - 1);
+    if (!book_.remove_last_arena_if_empty()) break;
+    arenas_.pop_back();  // collective deregistration
+    released += bytes;
+  }
+  return released;
+}
+
+std::vector<detail::SymmetryParticipant::Record> SymmAllocator::symmetry_records() const {
+  std::lock_guard lock(mutex_);
+  std::vector<Record> records;
+  for (std::size_t a = 0; a < book_.arena_count(); ++a) {
+    records.push_back(Record{a, ~std::uint64_t{0}, book_.arena_bytes(a)});
+  }
+  for (const auto& block : book_.live()) {
+    records.push_back(Record{block.arena, block.offset, block.bytes});
+  }
+  return records;
+}
+
+}  // namespace symmcomm

@@ -1,0 +1,129 @@
+#include "symmcomm/memory/symmetric_buffer.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include "symmcomm/comm/group.hpp"
+#include "symmcomm/detail/cuda_utils.hpp"
+#include "symmcomm/error.hpp"
+#include "symmcomm/logging.hpp"
+#include "symmcomm/memory/provenance.hpp"
+
+namespace symmcomm {
+namespace {
+
+void* allocate_window_memory(int device, std::size_t bytes) {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  SYMMCOMM_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (bytes > total_bytes) {
+    throw OutOfMemory("symmcomm: symmetric buffer of " + std::to_string(bytes) +
+                      " bytes exceeds the " + std::to_string(total_bytes) +
+                      " bytes of device " + std::to_string(device));
+  }
+  void* ptr = nullptr;
+  ncclResult_t const r = ncclMemAlloc(&ptr, bytes);
+  if (r != ncclSuccess) {
+    (void)cudaGetLastError();
+    std::string const text = std::string("symmcomm: ncclMemAlloc of ") + std::to_string(bytes) +
+                             " bytes on device " + std::to_string(device) + " failed (" +
+                             ncclGetErrorString(r) + "; " + std::to_string(free_bytes) +
+                             " bytes were free)";
+    if (bytes > free_bytes / 2 || r == ncclUnhandledCudaError || r == ncclSystemError) {
+      throw OutOfMemory(text);
+    }
+    throw NcclError(r, text);
+  }
+  return ptr;
+}
+
+void publish(detail::WindowRecord& record) {
+  ProvenanceRegistry::global().add(WindowEntry{reinterpret_cast<std::uintptr_t>(record.ptr),
+                                               record.bytes, record.window, record.comm->id,
+                                               record.seq});
+  std::lock_guard lock(record.comm->mutex);
+  record.comm->live_windows.emplace(record.seq, record.bytes);
+  record.registered = true;
+}
+
+}  // namespace
+
+SymmetricBuffer::SymmetricBuffer(std::shared_ptr<detail::CommState> comm, std::size_t bytes) {
+  SYMMCOMM_EXPECTS(comm != nullptr, "SymmetricBuffer: comm is empty");
+  comm->check_usable("SymmetricBuffer");
+  SYMMCOMM_EXPECTS(bytes > 0, "SymmetricBuffer: bytes is 0; a symmetric window cannot be empty");
+  SYMMCOMM_EXPECTS(!detail::capture_in_progress(nullptr),
+                   "SymmetricBuffer: cannot register a window of "
+                       << bytes << " bytes while a CUDA graph is being captured (NCCL registration "
+                                   "is illegal under capture); allocate before capturing");
+  detail::DeviceGuard guard(comm->device);
+  auto record = std::make_unique<detail::WindowRecord>();
+  record->comm = comm;
+  record->bytes = bytes;
+  record->ptr = allocate_window_memory(comm->device, bytes);
+  {
+    std::lock_guard lock(record->comm->mutex);
+    record->seq = record->comm->next_window_seq++;
+  }
+  ncclResult_t const r = ncclCommWindowRegister(comm->comm, record->ptr, bytes, &record->window,
+                                                NCCL_WIN_COLL_SYMMETRIC);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    SYMMCOMM_NCCL_LOG_ON_ERROR(ncclMemFree(record->ptr));
+    SYMMCOMM_NCCL_TRY(r);
+  }
+  detail::WindowRecord* raw = record.get();
+  record_ = std::move(record);
+  // Inside a Group, NCCL fills the window handle at ncclGroupEnd: publish it then.
+  Group::defer([raw] { publish(*raw); });
+}
+
+SymmetricBuffer& SymmetricBuffer::operator=(SymmetricBuffer&& other) noexcept {
+  if (this != &other) {
+    reset();
+    record_ = std::move(other.record_);
+  }
+  return *this;
+}
+
+SymmetricBuffer::~SymmetricBuffer() { reset(); }
+
+void SymmetricBuffer::reset() noexcept {
+  if (!record_) return;
+  std::unique_ptr<detail::WindowRecord> record = std::move(record_);
+  try {
+    detail::CommState& comm = *record->comm;
+    if (record->registered) {
+      ProvenanceRegistry::global().remove(comm.id, record->ptr);
+      std::lock_guard lock(comm.mutex);
+      comm.live_windows.erase(record->seq);
+    }
+    detail::DeviceGuard guard(comm.device);
+    if (comm.detached.load(std::memory_order_acquire)) {
+      SYMMCOMM_LOG_WARN("symmetric buffer " << record->ptr << ": its borrowed communicator was "
+                                               "released first; freeing without deregistration");
+    } else if (record->window != nullptr) {
+      SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommWindowDeregister(comm.comm, record->window));
+    }
+    // Inside a Group the deregistration completes at ncclGroupEnd: free only after it.
+    std::shared_ptr<detail::WindowRecord> shared(std::move(record));
+    Group::defer([shared] {
+      try {
+        detail::DeviceGuard free_guard(shared->comm->device);
+        SYMMCOMM_NCCL_LOG_ON_ERROR(ncclMemFree(shared->ptr));
+      } catch (const std::exception& e) {
+        SYMMCOMM_LOG_WARN("freeing symmetric buffer: " << e.what());
+      }
+    });
+  } catch (const std::exception& e) {
+    SYMMCOMM_LOG_WARN("releasing symmetric buffer: " << e.what());
+  }
+}
+
+SymmetricRegion SymmetricBuffer::region(std::size_t offset, std::size_t bytes) const {
+  SYMMCOMM_EXPECTS(record_ != nullptr, "region() of an empty SymmetricBuffer");
+  record_->comm->check_usable("SymmetricBuffer::region");
+  SYMMCOMM_EXPECTS(offset <= record_->bytes && bytes <= record_->bytes - offset,
+                   "region [" << offset << ", " << offset << " + " << bytes
+                              << ") is outside the buffer of " << record_->bytes << " bytes");
+  return SymmetricRegion{static_cast<char*>(record_->ptr) + offset, bytes, record_->window, offset};
+}
+
+}  // namespace symmcomm

@@ -1,0 +1,329 @@
+// The memory layer on a real one-rank NCCL communicator.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/comm_fixture.hpp"
+#include "symmcomm/comm/group.hpp"
+#include "symmcomm/memory/provenance.hpp"
+#include "symmcomm/memory/symm_allocator.hpp"
+#include "symmcomm/memory/symmetric_buffer.hpp"
+#include "symmcomm/memory/verify.hpp"
+
+namespace {
+
+using namespace symmcomm;
+using symmcomm::test::device_free_bytes;
+using symmcomm::test::one_rank_comm;
+
+template <class E, class F>
+std::string error_text(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "(no exception of the expected type)";
+}
+
+TEST(Communicator, OneRankFacts) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  EXPECT_EQ(comm.rank(), 0);
+  EXPECT_EQ(comm.size(), 1);
+  EXPECT_EQ(comm.device(), 0);
+  EXPECT_TRUE(comm.capabilities().probed);
+  EXPECT_GE(comm.capabilities().runtime_version, kMinNcclVersion);
+  // NCCL reports no symmetric support for a single rank (measured on H200, NCCL 2.28): the
+  // probe must say so with NCCL's reason rather than claim support.
+  if (!comm.capabilities().symmetric_memory) {
+    EXPECT_FALSE(comm.capabilities().reason.empty());
+    std::cout << "symmetric support: no (" << comm.capabilities().reason << ")\n";
+  }
+}
+
+TEST(Communicator, RejectsBadDevices) {
+  SYMMCOMM_REQUIRE_GPU();
+  std::string const m = error_text<LogicError>([] { create_local_communicators({0, 0}); });
+  EXPECT_NE(m.find("repeats a device"), std::string::npos) << m;
+  EXPECT_NE(error_text<LogicError>([] { create_local_communicators({999}); }).find("devices[0] = 999"),
+            std::string::npos);
+}
+
+TEST(SymmetricBuffer, AllocateRegisterDeregisterFree) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  std::size_t const before = ProvenanceRegistry::global().size();
+  {
+    SymmetricBuffer buffer(comm, 1 << 20);
+    ASSERT_NE(buffer.data(), nullptr);
+    EXPECT_NE(buffer.window(), nullptr);
+    EXPECT_EQ(buffer.size(), 1u << 20);
+    EXPECT_EQ(ProvenanceRegistry::global().size(), before + 1);
+    SYMMCOMM_CUDA_TRY(cudaMemset(buffer.data(), 1, buffer.size()));
+    Provenance p = ProvenanceRegistry::global().lookup(
+        static_cast<char*>(buffer.data()) + 4096, 4096, comm.id());
+    EXPECT_TRUE(p.symmetric());
+    EXPECT_EQ(p.offset, 4096u);
+    EXPECT_EQ(p.window, buffer.window());
+    auto span = buffer.span<float>(16, 32);
+    EXPECT_EQ(static_cast<void*>(span.data), static_cast<char*>(buffer.data()) + 64);
+    EXPECT_THROW(buffer.region(1 << 20, 1), LogicError);
+    SymmetricBuffer moved = std::move(buffer);
+    EXPECT_EQ(buffer.data(), nullptr);  // NOLINT(bugprone-use-after-move): moved-from is empty
+    EXPECT_NE(moved.data(), nullptr);
+  }
+  EXPECT_EQ(ProvenanceRegistry::global().size(), before);
+}
+
+TEST(SymmetricBuffer, ThousandCyclesKeepDeviceMemoryFlat) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  { SymmetricBuffer warm(comm, 4 << 20); }
+  std::size_t const before = device_free_bytes();
+  for (int i = 0; i < 1000; ++i) {
+    SymmetricBuffer buffer(comm, 4 << 20);
+    ASSERT_NE(buffer.window(), nullptr);
+  }
+  std::size_t const after = device_free_bytes();
+  // Allow NCCL's own lazily grown bookkeeping a little slack, far below 1000 x 4 MiB.
+  EXPECT_LE(before - std::min(before, after), std::size_t{64} << 20)
+      << "free before " << before << ", after " << after;
+}
+
+TEST(SymmetricBuffer, BadSizes) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  EXPECT_NE(error_text<LogicError>([&] { SymmetricBuffer b(comm, 0); }).find("bytes is 0"),
+            std::string::npos);
+  std::string const m = error_text<OutOfMemory>([&] { SymmetricBuffer b(comm, std::size_t{1} << 50); });
+  EXPECT_NE(m.find("exceeds"), std::string::npos) << m;
+  SymmetricBuffer still_fine(comm, 4096);  // the communicator is still usable
+  EXPECT_NE(still_fine.window(), nullptr);
+}
+
+TEST(SymmetricBuffer, RegistrationDuringCaptureIsRefused) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  cudaStream_t stream;
+  SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  std::string const m = error_text<LogicError>([&] { SymmetricBuffer b(comm, 4096); });
+  cudaGraph_t graph;
+  SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(stream, &graph));
+  SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
+  SYMMCOMM_CUDA_TRY(cudaStreamDestroy(stream));
+  EXPECT_NE(m.find("captured"), std::string::npos) << m;
+}
+
+TEST(SymmetricBuffer, BuffersKeepTheirOwnedCommunicatorAlive) {
+  SYMMCOMM_REQUIRE_GPU();
+  auto comms = create_local_communicators({0});
+  SymmetricBuffer buffer(comms[0], 8192);
+  std::uint64_t const id = comms[0].id();
+  comms.clear();  // the ncclComm_t must outlive the window: teardown waits for the buffer
+  EXPECT_TRUE(ProvenanceRegistry::global().lookup(buffer.data(), 8192, id).symmetric());
+  EXPECT_NO_THROW(buffer.region(0, 8192));
+}
+
+TEST(SymmetricBuffer, UseAfterBorrowedCommunicatorReleasedIsRefused) {
+  SYMMCOMM_REQUIRE_GPU();
+  ncclComm_t raw = nullptr;
+  int device = 0;
+  SYMMCOMM_NCCL_TRY(ncclCommInitAll(&raw, 1, &device));
+  {
+    SymmetricBuffer buffer;
+    {
+      Communicator borrowed = Communicator::borrow(raw, Communicator::Probe::No);
+      buffer = SymmetricBuffer(borrowed, 8192);
+    }
+    std::string const m = error_text<LogicError>([&] { buffer.region(0, 16); });
+    EXPECT_NE(m.find("was released"), std::string::npos) << m;
+  }
+  SYMMCOMM_NCCL_TRY(ncclCommDestroy(raw));
+}
+
+TEST(SymmAllocator, AllocateFreeStatsAndProvenance) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  SymmAllocator pool(comm, PoolOptions{8 << 20, 8 << 20, true, 0, 256});
+  void* a = pool.allocate(1000);
+  void* b = pool.allocate(5000, 4096);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a) % 256, 0u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b) % 4096, 0u);
+  PoolStats s = pool.stats();
+  EXPECT_EQ(s.arena_count, 1u);
+  EXPECT_EQ(s.reserved_bytes, 8u << 20);
+  EXPECT_EQ(s.live_allocations, 2u);
+  EXPECT_EQ(s.in_use_bytes, 1024u + 5120u);
+
+  Provenance p = ProvenanceRegistry::global().lookup(b, 5000, comm.id());
+  EXPECT_TRUE(p.symmetric());
+  EXPECT_EQ(p.offset, pool.region_of(b).window_offset);
+  void* plain = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaMalloc(&plain, 4096));
+  EXPECT_EQ(ProvenanceRegistry::global().lookup(plain, 4096, comm.id()).status,
+            ProvenanceStatus::NotRegistered);
+  SYMMCOMM_CUDA_TRY(cudaFree(plain));
+
+  // Growth on demand: a request larger than the arena adds one.
+  void* big = pool.allocate(12 << 20);
+  EXPECT_EQ(pool.stats().arena_count, 2u);
+  EXPECT_EQ(pool.stats().growths, 1u);
+  pool.deallocate(big);
+  EXPECT_EQ(pool.release_unused(), (std::size_t{12} << 20) + 256);  // the grown arena only
+  pool.deallocate(a);
+  pool.deallocate_sync(b, 5000, 4096);
+  EXPECT_EQ(pool.stats().in_use_bytes, 0u);
+  EXPECT_GE(pool.stats().high_water_bytes, std::size_t{12} << 20);
+  EXPECT_TRUE(pool == pool);
+}
+
+TEST(SymmAllocator, BadInputIsRefusedAndPoolStaysUsable) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  SymmAllocator pool(comm, PoolOptions{4 << 20, 4 << 20, true, 64 << 20, 256});
+  EXPECT_NE(error_text<LogicError>([&] { pool.allocate(0); }).find("bytes is 0"), std::string::npos);
+  EXPECT_NE(error_text<LogicError>([&] { pool.allocate(std::size_t{1} << 60); }).find("absurd"),
+            std::string::npos);
+  EXPECT_NE(error_text<LogicError>([&] { pool.allocate(64, 100); }).find("alignment 100"),
+            std::string::npos);
+  // Over the cap: OutOfMemory, nothing changed.
+  PoolStats const before = pool.stats();
+  EXPECT_NE(error_text<OutOfMemory>([&] { pool.allocate(100 << 20); }).find("max_bytes"),
+            std::string::npos);
+  EXPECT_EQ(pool.stats().reserved_bytes, before.reserved_bytes);
+  // Foreign and double frees.
+  int host_value = 0;
+  EXPECT_NE(error_text<LogicError>([&] { pool.deallocate(&host_value); }).find("not allocated by this pool"),
+            std::string::npos);
+  void* p = pool.allocate(4096);
+  pool.deallocate(p);
+  EXPECT_NE(error_text<LogicError>([&] { pool.deallocate(p); }).find("already freed"), std::string::npos);
+  // Still usable.
+  void* q = pool.allocate(4096);
+  EXPECT_EQ(q, p);  // deterministic first fit
+  pool.deallocate(q);
+}
+
+TEST(SymmAllocator, RealDeviceExhaustionLeavesPoolConsistent) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  SymmAllocator pool(comm, PoolOptions{4 << 20, 4 << 20, true, 0, 256});
+  void* keep = pool.allocate(1 << 20);
+  std::size_t const free_now = device_free_bytes();
+  EXPECT_THROW(pool.allocate(free_now + (std::size_t{1} << 30)), OutOfMemory);
+  PoolStats const s = pool.stats();
+  EXPECT_EQ(s.arena_count, 1u);
+  EXPECT_EQ(s.live_allocations, 1u);
+  void* more = pool.allocate(1 << 20);
+  EXPECT_NE(more, nullptr);
+  pool.deallocate(more);
+  pool.deallocate(keep);
+}
+
+TEST(SymmAllocator, GrowthDuringCaptureIsRefusedButReservedSpaceIsHandedOut) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  SymmAllocator pool(comm, PoolOptions{1 << 20, 1 << 20, true, 0, 256});
+  cudaStream_t stream;
+  SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  void* inside = nullptr;
+  EXPECT_NO_THROW(inside = pool.allocate(4096, 0, stream));
+  std::string const m = error_text<LogicError>([&] { pool.allocate(8 << 20, 0, stream); });
+  cudaGraph_t graph;
+  SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(stream, &graph));
+  SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
+  SYMMCOMM_CUDA_TRY(cudaStreamDestroy(stream));
+  EXPECT_NE(m.find("captured"), std::string::npos) << m;
+  EXPECT_EQ(pool.stats().arena_count, 1u);
+  pool.deallocate(inside);
+}
+
+TEST(SymmAllocator, ThousandArenaCyclesAndTenThousandAllocationsKeepMemoryFlat) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  { SymmAllocator warm(comm, PoolOptions{2 << 20, 2 << 20, true, 0, 256}); }
+  std::size_t const before = device_free_bytes();
+  {
+    SymmAllocator pool(comm, PoolOptions{0, 2 << 20, true, 0, 256});
+    for (int i = 0; i < 1000; ++i) {
+      pool.reserve(2 << 20);
+      ASSERT_EQ(pool.release_unused(), std::size_t{2} << 20);
+    }
+    pool.reserve(16 << 20);
+    for (int i = 0; i < 10000; ++i) {
+      void* p = pool.allocate(256 + static_cast<std::size_t>(i % 97) * 512);
+      pool.deallocate(p);
+    }
+    EXPECT_EQ(pool.stats().live_allocations, 0u);
+    EXPECT_EQ(pool.stats().allocations, 10000u);
+  }
+  std::size_t const after = device_free_bytes();
+  EXPECT_LE(before - std::min(before, after), std::size_t{64} << 20)
+      << "free before " << before << ", after " << after;
+}
+
+TEST(SymmAllocator, ThreadSafeUnderConcurrentUse) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  SymmAllocator pool(comm, PoolOptions{64 << 20, 64 << 20, false, 0, 256});
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      std::vector<void*> mine;
+      for (int i = 0; i < 2000; ++i) {
+        try {
+          mine.push_back(pool.allocate(1024 + static_cast<std::size_t>(i % 7) * 256));
+          if (mine.size() > 16) {
+            pool.deallocate(mine.front());
+            mine.erase(mine.begin());
+          }
+        } catch (...) {
+          ++failures;
+        }
+      }
+      for (void* p : mine) pool.deallocate(p);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(pool.stats().live_allocations, 0u);
+}
+
+TEST(VerifySymmetric, PassesOnOneRank) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  SymmAllocator pool(comm, PoolOptions{1 << 20, 1 << 20, true, 0, 256});
+  void* p = pool.allocate(1000);
+  SymmetricBuffer extra(comm, 1 << 16);
+  EXPECT_NO_THROW(verify_symmetric(comm));
+  pool.deallocate(p);
+}
+
+TEST(Group, BuffersCreatedInsideAGroupGetTheirWindowAtTheEnd) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  std::vector<SymmetricBuffer> buffers;
+  {
+    Group group;
+    for (int i = 0; i < 3; ++i) buffers.emplace_back(comm, 1 << 16);
+  }
+  for (auto& b : buffers) {
+    EXPECT_NE(b.window(), nullptr);
+    EXPECT_TRUE(ProvenanceRegistry::global().lookup(b.data(), 1 << 16, comm.id()).symmetric());
+  }
+  {
+    Group group;
+    buffers.clear();  // deregistrations grouped, frees after the group ends
+  }
+  EXPECT_FALSE(Group::active());
+}
+
+}  // namespace
