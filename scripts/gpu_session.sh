@@ -24,4 +24,13 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   "$build/bench/symmcomm_micro_bench" --benchmark_out="$out/micro.json" \
     --benchmark_out_format=json --benchmark_counters_tabular=true 2>&1 | tee "$out/micro.txt" | tail -30
 fi
+if [ "$what" = sass ] || [ "$what" = all ]; then
+  # Instruction counts of the codec kernels (cuobjdump lives on the device machine only).
+  if command -v cuobjdump >/dev/null 2>&1; then
+    obj=$(find "$build" -name 'codecs.cu.o' | head -1)
+    cuobjdump --dump-sass "$obj" >"$out/sass_codecs.txt" 2>&1 || true
+    awk '/Function :/ {name=$3} /^ +\/\*[0-9a-f]+\*\// {n[name]++} END {for (k in n) print n[k], k}' \
+      "$out/sass_codecs.txt" | sort -k2 | tee "$out/sass_counts.txt"
+  fi
+fi
 exit $rc
