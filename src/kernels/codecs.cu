@@ -5,6 +5,8 @@
 // the shared host/device code of symmcomm/formats, so kernels and CPU references agree bit for
 // bit.
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
 #include "launch.cuh"
@@ -57,8 +59,33 @@ __global__ void fp8_finalize_scale_kernel(float* slot, Fp8Format format) {
 
 // ---- NVFP4 --------------------------------------------------------------------------------
 
-__device__ __forceinline__ void quantize_one_block(const uint4 (&in)[2], float global_scale,
-                                                   uint2& packed, std::uint8_t& scale) {
+// Multipliers for every e4m3 scale code, computed once per CTA: the per-block IEEE divisions
+// (g / s to quantize, s / g to dequantize) become one shared-memory load.
+__device__ __forceinline__ void fill_quant_table(float* table, float global_scale) {
+  for (int i = threadIdx.x; i < 256; i += blockDim.x) {
+    table[i] = nvfp4_quant_multiplier(static_cast<std::uint8_t>(i), global_scale);
+  }
+  __syncthreads();
+}
+__device__ __forceinline__ void fill_dequant_table(float* table, float global_scale) {
+  for (int i = threadIdx.x; i < 256; i += blockDim.x) {
+    table[i] = nvfp4_dequant_multiplier(static_cast<std::uint8_t>(i), global_scale);
+  }
+  __syncthreads();
+}
+
+__device__ __forceinline__ std::uint8_t e4m3_code(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  // Hardware cvt.rn.satfinite: identical to encode_e4m3 for non-NaN input.
+  return static_cast<std::uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
+#else
+  return encode_e4m3(x);
+#endif
+}
+
+__device__ __forceinline__ void quantize_one_block(const uint4 (&in)[2], float scale_factor,
+                                                   const float* quant_table, uint2& packed,
+                                                   std::uint8_t& scale) {
   float x[16];
   std::uint32_t const w[8] = {in[0].x, in[0].y, in[0].z, in[0].w,
                               in[1].x, in[1].y, in[1].z, in[1].w};
@@ -70,8 +97,8 @@ __device__ __forceinline__ void quantize_one_block(const uint4 (&in)[2], float g
   float block_amax = 0.0f;
 #pragma unroll
   for (int k = 0; k < 16; ++k) block_amax = fmaxf(block_amax, fabsf(x[k]));
-  scale = nvfp4_block_scale(block_amax, global_scale);
-  float const mult = nvfp4_quant_multiplier(scale, global_scale);
+  scale = e4m3_code(block_amax * scale_factor);
+  float const mult = quant_table[scale];
   std::uint32_t lo = 0, hi = 0;
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
@@ -85,8 +112,11 @@ __device__ __forceinline__ void quantize_one_block(const uint4 (&in)[2], float g
 __global__ void quantize_nvfp4_kernel(const uint4* __restrict__ src, std::size_t blocks,
                                       uint2* __restrict__ data, std::uint8_t* __restrict__ scales,
                                       const float* __restrict__ scale_slot, bool slot_is_amax) {
+  __shared__ float quant_table[256];
   float const slot = *scale_slot;
   float const global_scale = slot_is_amax ? nvfp4_global_scale(slot) : slot;
+  float const scale_factor = nvfp4_scale_factor(global_scale);
+  fill_quant_table(quant_table, global_scale);
   std::size_t const stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t b0 = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
        b0 < blocks; b0 += stride * kUnroll) {
@@ -105,12 +135,27 @@ __global__ void quantize_nvfp4_kernel(const uint4* __restrict__ src, std::size_t
       if (b < blocks) {
         uint2 packed;
         std::uint8_t scale;
-        quantize_one_block(in[u], global_scale, packed, scale);
+        quantize_one_block(in[u], scale_factor, quant_table, packed, scale);
         data[b] = packed;
         scales[b] = scale;
       }
     }
   }
+}
+
+// Two floats as bf16x2 (round-to-nearest-even; hardware cvt, equal to float_to_bf16_bits for
+// every non-NaN input).
+__device__ __forceinline__ std::uint32_t pack_bf16x2(float first, float second) {
+  __nv_bfloat162 const p = __floats2bfloat162_rn(first, second);
+  return *reinterpret_cast<const std::uint32_t*>(&p);
+}
+
+// Element k of a packed e2m1 word, decoded without a table: the code's exponent and mantissa
+// bits placed in bits 22..24 of a float are e2m1's value times 2^-126 (0.5 is the subnormal).
+__device__ __forceinline__ float e2m1_from_word(std::uint32_t word, int k) {
+  std::uint32_t const code = (word >> (4 * k)) & 0xfu;
+  std::uint32_t const bits = ((code & 0x8u) << 28) | ((code & 0x7u) << 22);
+  return __uint_as_float(bits) * 8.507059173023462e37f;  // 2^126
 }
 
 template <class Out>
@@ -120,10 +165,7 @@ template <>
 __device__ __forceinline__ void store16<bf16>(bf16* dst, std::size_t b, const float (&v)[16]) {
   std::uint32_t w[8];
 #pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    w[k] = static_cast<std::uint32_t>(float_to_bf16_bits(v[2 * k])) |
-           (static_cast<std::uint32_t>(float_to_bf16_bits(v[2 * k + 1])) << 16);
-  }
+  for (int k = 0; k < 8; ++k) w[k] = pack_bf16x2(v[2 * k], v[2 * k + 1]);
   uint4* out = reinterpret_cast<uint4*>(dst) + 2 * b;
   out[0] = make_uint4(w[0], w[1], w[2], w[3]);
   out[1] = make_uint4(w[4], w[5], w[6], w[7]);
@@ -141,7 +183,8 @@ __global__ void dequantize_nvfp4_kernel(const uint2* __restrict__ data,
                                         const std::uint8_t* __restrict__ scales,
                                         const float* __restrict__ global_scale_ptr,
                                         std::size_t blocks, Out* __restrict__ dst) {
-  float const global_scale = *global_scale_ptr;
+  __shared__ float dequant_table[256];
+  fill_dequant_table(dequant_table, *global_scale_ptr);
   std::size_t const stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t b0 = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
        b0 < blocks; b0 += stride * kUnroll) {
@@ -159,12 +202,12 @@ __global__ void dequantize_nvfp4_kernel(const uint2* __restrict__ data,
     for (int u = 0; u < kUnroll; ++u) {
       std::size_t const b = b0 + u * stride;
       if (b < blocks) {
-        float const mult = nvfp4_dequant_multiplier(scale[u], global_scale);
+        float const mult = dequant_table[scale[u]];
         float v[16];
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
-          v[k] = decode_e2m1(static_cast<std::uint8_t>(packed[u].x >> (4 * k))) * mult;
-          v[8 + k] = decode_e2m1(static_cast<std::uint8_t>(packed[u].y >> (4 * k))) * mult;
+          v[k] = e2m1_from_word(packed[u].x, k) * mult;
+          v[8 + k] = e2m1_from_word(packed[u].y, k) * mult;
         }
         store16(dst, b, v);
       }
@@ -216,6 +259,18 @@ __global__ void quantize_fp8_kernel(const uint4* __restrict__ src, std::size_t g
   }
 }
 
+// Two FP8 codes (first in the low byte) to floats; exact (every FP8 value is a half).
+__device__ __forceinline__ float2 decode_fp8x2(std::uint16_t codes, Fp8Format format) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  __half2_raw const h = __nv_cvt_fp8x2_to_halfraw2(
+      static_cast<__nv_fp8x2_storage_t>(codes), format == Fp8Format::E4M3 ? __NV_E4M3 : __NV_E5M2);
+  return __half22float2(*reinterpret_cast<const __half2*>(&h));
+#else
+  return make_float2(decode_fp8(static_cast<std::uint8_t>(codes), format),
+                     decode_fp8(static_cast<std::uint8_t>(codes >> 8), format));
+#endif
+}
+
 template <class Out>
 __global__ void dequantize_fp8_kernel(const uint2* __restrict__ src, std::size_t groups,
                                       const float* __restrict__ scale_ptr, Fp8Format format,
@@ -227,9 +282,13 @@ __global__ void dequantize_fp8_kernel(const uint2* __restrict__ src, std::size_t
     uint2 const codes = src[g];
     float v[8];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      v[k] = decode_fp8(static_cast<std::uint8_t>(codes.x >> (8 * k)), format) * scale;
-      v[4 + k] = decode_fp8(static_cast<std::uint8_t>(codes.y >> (8 * k)), format) * scale;
+    for (int k = 0; k < 2; ++k) {
+      float2 const a = decode_fp8x2(static_cast<std::uint16_t>(codes.x >> (16 * k)), format);
+      float2 const b = decode_fp8x2(static_cast<std::uint16_t>(codes.y >> (16 * k)), format);
+      v[2 * k] = a.x * scale;
+      v[2 * k + 1] = a.y * scale;
+      v[4 + 2 * k] = b.x * scale;
+      v[4 + 2 * k + 1] = b.y * scale;
     }
     if constexpr (std::is_same_v<Out, float>) {
       float4* out = reinterpret_cast<float4*>(dst) + 2 * g;
@@ -238,10 +297,7 @@ __global__ void dequantize_fp8_kernel(const uint2* __restrict__ src, std::size_t
     } else {
       std::uint32_t w[4];
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        w[k] = static_cast<std::uint32_t>(float_to_bf16_bits(v[2 * k])) |
-               (static_cast<std::uint32_t>(float_to_bf16_bits(v[2 * k + 1])) << 16);
-      }
+      for (int k = 0; k < 4; ++k) w[k] = pack_bf16x2(v[2 * k], v[2 * k + 1]);
       reinterpret_cast<uint4*>(dst)[g] = make_uint4(w[0], w[1], w[2], w[3]);
     }
   }

@@ -33,13 +33,46 @@ std::string Provenance::describe(const char* name, const void* ptr, std::size_t 
   return os.str();
 }
 
+namespace {
+class ReadLock {
+ public:
+  explicit ReadLock(pthread_rwlock_t& l) : l_(l) { pthread_rwlock_rdlock(&l_); }
+  ~ReadLock() { pthread_rwlock_unlock(&l_); }
+  ReadLock(const ReadLock&) = delete;
+  ReadLock& operator=(const ReadLock&) = delete;
+
+ private:
+  pthread_rwlock_t& l_;
+};
+class WriteLock {
+ public:
+  explicit WriteLock(pthread_rwlock_t& l) : l_(l) { pthread_rwlock_wrlock(&l_); }
+  ~WriteLock() { pthread_rwlock_unlock(&l_); }
+  WriteLock(const WriteLock&) = delete;
+  WriteLock& operator=(const WriteLock&) = delete;
+
+ private:
+  pthread_rwlock_t& l_;
+};
+}  // namespace
+
+ProvenanceRegistry::ProvenanceRegistry() {
+  pthread_rwlockattr_t attributes;
+  pthread_rwlockattr_init(&attributes);
+  pthread_rwlockattr_setkind_np(&attributes, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+  pthread_rwlock_init(&lock_, &attributes);
+  pthread_rwlockattr_destroy(&attributes);
+}
+
+ProvenanceRegistry::~ProvenanceRegistry() { pthread_rwlock_destroy(&lock_); }
+
 ProvenanceRegistry& ProvenanceRegistry::global() {
   static ProvenanceRegistry registry;
   return registry;
 }
 
 void ProvenanceRegistry::add(const WindowEntry& entry) {
-  std::unique_lock lock(mutex_);
+  WriteLock lock(lock_);
   auto& windows = by_comm_[entry.comm_id];
   auto it = std::lower_bound(windows.begin(), windows.end(), entry.base,
                              [](const WindowEntry& w, std::uintptr_t b) { return w.base < b; });
@@ -53,7 +86,7 @@ void ProvenanceRegistry::add(const WindowEntry& entry) {
 }
 
 bool ProvenanceRegistry::remove(std::uint64_t comm_id, const void* base) noexcept {
-  std::unique_lock lock(mutex_);
+  WriteLock lock(lock_);
   auto found = by_comm_.find(comm_id);
   if (found == by_comm_.end()) return false;
   auto& windows = found->second;
@@ -101,7 +134,7 @@ Provenance ProvenanceRegistry::lookup(const void* ptr, std::size_t bytes,
     return result;
   }
   auto const p = reinterpret_cast<std::uintptr_t>(ptr);
-  std::shared_lock lock(mutex_);
+  ReadLock lock(lock_);
   auto mine = by_comm_.find(comm_id);
   if (mine != by_comm_.end()) {
     if (const WindowEntry* w = containing_start(mine->second, p)) {
@@ -122,7 +155,7 @@ Provenance ProvenanceRegistry::lookup(const void* ptr, std::size_t bytes,
 }
 
 std::size_t ProvenanceRegistry::size() const {
-  std::shared_lock lock(mutex_);
+  ReadLock lock(lock_);
   std::size_t n = 0;
   for (const auto& [id, windows] : by_comm_) n += windows.size();
   return n;

@@ -65,7 +65,7 @@ void SymmAllocator::add_arena_locked(std::size_t bytes, cudaStream_t stream) {
                       std::to_string(options_.max_bytes) + " (reserved " +
                       std::to_string(book_.reserved_bytes()) + ")");
   }
-  SymmetricBuffer arena(comm_, bytes);  // collective; throws before anything changes here
+  SymmetricBuffer arena(comm_, bytes, stream);  // collective; throws before anything changes here
   std::size_t const index = book_.add_arena(bytes);
   SYMMCOMM_EXPECTS(index == arenas_.size(), "pool bookkeeping out of step with its arenas");
   arenas_.push_back(std::move(arena));

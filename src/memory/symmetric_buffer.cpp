@@ -46,11 +46,12 @@ void publish(detail::WindowRecord& record) {
 
 }  // namespace
 
-SymmetricBuffer::SymmetricBuffer(std::shared_ptr<detail::CommState> comm, std::size_t bytes) {
+SymmetricBuffer::SymmetricBuffer(std::shared_ptr<detail::CommState> comm, std::size_t bytes,
+                                 cudaStream_t stream) {
   SYMMCOMM_EXPECTS(comm != nullptr, "SymmetricBuffer: comm is empty");
   comm->check_usable("SymmetricBuffer");
   SYMMCOMM_EXPECTS(bytes > 0, "SymmetricBuffer: bytes is 0; a symmetric window cannot be empty");
-  SYMMCOMM_EXPECTS(!detail::capture_in_progress(nullptr),
+  SYMMCOMM_EXPECTS(!detail::capture_in_progress(stream),
                    "SymmetricBuffer: cannot register a window of "
                        << bytes << " bytes while a CUDA graph is being captured (NCCL registration "
                                    "is illegal under capture); allocate before capturing");

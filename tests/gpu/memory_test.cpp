@@ -112,7 +112,7 @@ TEST(SymmetricBuffer, RegistrationDuringCaptureIsRefused) {
   cudaStream_t stream;
   SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  std::string const m = error_text<LogicError>([&] { SymmetricBuffer b(comm, 4096); });
+  std::string const m = error_text<LogicError>([&] { SymmetricBuffer b(comm, 4096, stream); });
   cudaGraph_t graph;
   SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(stream, &graph));
   SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));

@@ -6,7 +6,7 @@
 /// Conventions (those of TensorRT-LLM and FlashInfer, so buffers interoperate):
 /// - global scale `g = 448 * 6 / amax(tensor)` (a *quantization* multiplier: it maps the
 ///   tensor's largest magnitude to the largest e4m3 block scale times the largest e2m1 value);
-/// - block scale `s = e4m3(amax(block) / 6 * g)`;
+/// - block scale `s = e4m3(amax(block) * (g / 6))` (g / 6 computed once per tensor);
 /// - element code `q = e2m1(x * (g / s))` (0 when s is 0);
 /// - dequantization `x ~= decode(q) * (s / g)`.
 /// - Layout: packed data of count/2 bytes, element 2i in the low nibble of byte i; block scales
@@ -38,9 +38,12 @@ SYMMCOMM_HD float nvfp4_global_scale(float amax) {
   return g <= 3.4028234663852886e38f ? g : 3.4028234663852886e38f;
 }
 
+/// @brief The per-tensor factor g / 6 that maps a block's absolute maximum to its scale.
+SYMMCOMM_HD float nvfp4_scale_factor(float global_scale) { return global_scale / kE2m1Max; }
+
 /// @brief The e4m3 block scale code for a block of absolute maximum `block_amax`.
 SYMMCOMM_HD std::uint8_t nvfp4_block_scale(float block_amax, float global_scale) {
-  return encode_e4m3(block_amax / kE2m1Max * global_scale);
+  return encode_e4m3(block_amax * nvfp4_scale_factor(global_scale));
 }
 
 /// @brief Multiplier applied to each element before e2m1 encoding: g / s (0 when s == 0).

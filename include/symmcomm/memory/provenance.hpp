@@ -8,7 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <shared_mutex>
+#include <pthread.h>
+
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -53,6 +54,11 @@ struct WindowEntry {
 /// @brief Registry of symmetric windows, keyed by communicator then address.
 class ProvenanceRegistry {
  public:
+  ProvenanceRegistry();
+  ~ProvenanceRegistry();
+  ProvenanceRegistry(const ProvenanceRegistry&) = delete;
+  ProvenanceRegistry& operator=(const ProvenanceRegistry&) = delete;
+
   /// @brief The process-wide registry symmcomm's owners record their windows in.
   static ProvenanceRegistry& global();
 
@@ -66,7 +72,9 @@ class ProvenanceRegistry {
   std::size_t size() const;
 
  private:
-  mutable std::shared_mutex mutex_;
+  // A writer-preferring reader/writer lock: lookups (every collective call) never starve
+  // registrations.
+  mutable pthread_rwlock_t lock_;
   // Per communicator: windows sorted by base address (non-overlapping within a communicator).
   std::unordered_map<std::uint64_t, std::vector<WindowEntry>> by_comm_;
 };

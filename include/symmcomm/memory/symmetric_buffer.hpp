@@ -3,6 +3,7 @@
 /// @brief symmcomm::SymmetricBuffer: device memory from `ncclMemAlloc`, registered as an NCCL
 /// symmetric window (`NCCL_WIN_COLL_SYMMETRIC`) of one communicator. Move-only RAII.
 
+#include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include <cstddef>
@@ -42,12 +43,16 @@ class SymmetricBuffer {
   /// @brief Allocates `bytes` on the communicator's device and registers the window.
   /// **Collective**: every rank calls with the same size, in the same order. Inside a
   /// symmcomm::Group the window handle is valid once the group ends.
+  /// Registration is illegal while a CUDA graph is captured: it is refused when `stream` is
+  /// capturing, or when a global-mode capture makes the legacy stream unusable (CUDA offers no
+  /// query for a capture on some other non-blocking stream: pass the stream you capture on).
   /// @throws LogicError (zero bytes, under stream capture, communicator released),
   /// OutOfMemory (more than the device can give), NcclError.
-  SymmetricBuffer(const Communicator& comm, std::size_t bytes)
-      : SymmetricBuffer(comm.state(), bytes) {}
+  SymmetricBuffer(const Communicator& comm, std::size_t bytes, cudaStream_t stream = nullptr)
+      : SymmetricBuffer(comm.state(), bytes, stream) {}
   /// @brief As above, from a communicator's shared state (for symmcomm's own owners).
-  SymmetricBuffer(std::shared_ptr<detail::CommState> comm, std::size_t bytes);
+  SymmetricBuffer(std::shared_ptr<detail::CommState> comm, std::size_t bytes,
+                  cudaStream_t stream = nullptr);
   SymmetricBuffer(SymmetricBuffer&& other) noexcept = default;
   SymmetricBuffer& operator=(SymmetricBuffer&& other) noexcept;
   SymmetricBuffer(const SymmetricBuffer&) = delete;

@@ -64,6 +64,15 @@ TEST(E2m1, MillionRandomFloatsEncodeAsCuda) {
   EXPECT_EQ(mismatches, 0u);
 }
 
+TEST(E2m1, NeighboursOfEveryMidpointEncodeAsCuda) {
+  for (float m : {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 6.0f, 6.5f, 7.0f}) {
+    for (float x : {std::nextafter(m, 0.0f), m, std::nextafter(m, 100.0f)}) {
+      EXPECT_EQ(symmcomm::encode_e2m1(x), cuda_encode(x)) << "x = " << x;
+      EXPECT_EQ(symmcomm::encode_e2m1(-x), cuda_encode(-x)) << "x = " << -x;
+    }
+  }
+}
+
 TEST(E2m1, RoundTripOfRepresentableValues) {
   for (unsigned code = 0; code < 16; ++code) {
     float const v = symmcomm::decode_e2m1(static_cast<std::uint8_t>(code));
