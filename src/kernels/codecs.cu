@@ -102,8 +102,8 @@ __device__ __forceinline__ void quantize_one_block(const uint4 (&in)[2], float s
   std::uint32_t lo = 0, hi = 0;
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
-    lo |= static_cast<std::uint32_t>(encode_e2m1(x[k] * mult)) << (4 * k);
-    hi |= static_cast<std::uint32_t>(encode_e2m1(x[8 + k] * mult)) << (4 * k);
+    lo |= encode_e2m1_u32(x[k] * mult) << (4 * k);
+    hi |= encode_e2m1_u32(x[8 + k] * mult) << (4 * k);
   }
   packed = make_uint2(lo, hi);
 }

@@ -28,6 +28,13 @@ std::vector<std::uint16_t> random_bf16(std::size_t n, std::uint32_t seed) {
   return v;
 }
 
+// Adds NaN, +-inf and -0 at a few places (the encoders' special cases must agree too).
+std::vector<std::uint16_t> with_specials(std::vector<std::uint16_t> v) {
+  std::uint16_t const specials[] = {0x7fc0, 0xffc0, 0x7f81, 0x7f80, 0xff80, 0x8000};
+  for (std::size_t i = 0, k = 0; i < v.size(); i += 997, ++k) v[i] = specials[k % 6];
+  return v;
+}
+
 float host_amax(const std::vector<std::uint16_t>& x) {
   float m = 0.0f;
   for (auto b : x) m = std::fmax(m, std::fabs(bf16_bits_to_float(b)));
@@ -47,7 +54,7 @@ class Nvfp4Kernels : public ::testing::TestWithParam<std::size_t> {};
 TEST_P(Nvfp4Kernels, QuantizeAndDequantizeMatchCpuBitForBit) {
   SYMMCOMM_REQUIRE_GPU();
   std::size_t const n = GetParam();
-  auto const x = random_bf16(n, static_cast<std::uint32_t>(n));
+  auto const x = with_specials(random_bf16(n, static_cast<std::uint32_t>(n)));
   DeviceArray<std::uint16_t> src(n);
   src.upload(x);
   for (ScaleMode mode : {ScaleMode::Given, ScaleMode::Compute}) {

@@ -17,7 +17,7 @@ namespace symmcomm {
 /// @brief Largest finite e2m1 magnitude.
 inline constexpr float kE2m1Max = 6.0f;
 
-/// @brief Encodes a float as a 4-bit e2m1 code (low nibble of the result).
+/// @brief Encodes a float as a 4-bit e2m1 code (the low nibble; the other bits are zero).
 ///
 /// Branch-free and cheap on GPUs (about a dozen instructions): the value is first clamped to
 /// [-6.5, 6.5] (NaN, quiet or signalling, becomes +6.5, as CUDA maps NaN to +6), then rounded
@@ -26,16 +26,24 @@ inline constexpr float kE2m1Max = 6.0f;
 /// round-to-nearest-even is exactly e2m1's rounding. The rounded value v in {0, .5, 1, ..., 6}
 /// is then mapped to its code by reading the bits of v * 2^-126, where e2m1's exponent and
 /// mantissa (and its one subnormal, 0.5) land in bits 22..24.
-SYMMCOMM_HD std::uint8_t encode_e2m1(float x) {
-  // An explicit NaN test: hosts' fminf and GPUs' min disagree on signalling NaNs.
-  float const clamped = x != x ? 6.5f : fmaxf(fminf(x, 6.5f), -6.5f);  // NOLINT(misc-redundant-expression)
-  std::uint32_t const sign = (detail::float_bits(clamped) >> 28) & 0x8u;
+SYMMCOMM_HD std::uint32_t encode_e2m1_u32(float x) {
+#if defined(__CUDA_ARCH__)
+  // PTX min/max return the non-NaN operand for any NaN input: NaN -> +6.5.
+  float const clamped = fmaxf(fminf(x, 6.5f), -6.5f);
+#else
+  // Hosts' fminf returns NaN for a signalling NaN: test explicitly.
+  float const clamped = x != x ? 6.5f : fmaxf(fminf(x, 6.5f), -6.5f);  // NOLINT
+#endif
   float const a = fabsf(clamped);
   float const magic = a < 2.0f ? 6291456.0f : (a < 4.0f ? 12582912.0f : 25165824.0f);
   float const rounded = (a + magic) - magic;
-  std::uint32_t const code = detail::float_bits(rounded * detail::exp2i(-126)) >> 22;
-  return static_cast<std::uint8_t>(code | sign);
+  // rounded <= 6, so the code needs no mask: bits 22..24 only.
+  return (detail::float_bits(rounded * detail::exp2i(-126)) >> 22) |
+         ((detail::float_bits(clamped) >> 28) & 0x8u);
 }
+
+/// @brief encode_e2m1_u32() as a byte.
+SYMMCOMM_HD std::uint8_t encode_e2m1(float x) { return static_cast<std::uint8_t>(encode_e2m1_u32(x)); }
 
 /// @brief Decodes the low nibble of `code` as e2m1.
 SYMMCOMM_HD float decode_e2m1(std::uint8_t code) {
