@@ -61,6 +61,7 @@ CommState::~CommState() {
   }
   try {
     DeviceGuard guard(device);
+    if (workspace != nullptr) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(workspace));
     dev_comm.reset();
     if (owned) SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommDestroy(comm));
   } catch (const std::exception& e) {

@@ -1,17 +1,15 @@
-// BF16 <-> NVFP4 / FP8 conversion kernels (public API in symmcomm/formats/codecs.hpp).
+// BF16/FP32 <-> NVFP4 / FP8 conversion kernels (public API in symmcomm/formats/codecs.hpp).
 //
 // Each thread converts whole 16-element NVFP4 blocks (or 8-element FP8 groups) with 16-byte
 // loads and stores, several independent blocks in flight per thread. The element arithmetic is
-// the shared host/device code of symmcomm/formats, so kernels and CPU references agree bit for
-// bit.
+// the shared host/device code of symmcomm/formats (or hardware conversions proven equal to it),
+// so kernels and CPU references agree bit for bit.
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
+#include <type_traits>
 
+#include "device_codecs.cuh"
 #include "launch.cuh"
 #include "symmcomm/error.hpp"
-#include "symmcomm/formats/bf16.hpp"
 #include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
 
@@ -21,26 +19,52 @@ namespace {
 
 constexpr int kUnroll = 2;
 
-__device__ __forceinline__ float bf16_lo(std::uint32_t w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float bf16_hi(std::uint32_t w) {
-  return __uint_as_float(w & 0xffff0000u);
+// 16-byte vectors holding N input elements of type In.
+template <class In, int N>
+struct Vectors {
+  static constexpr int kCount = static_cast<int>(sizeof(In)) * N / 16;
+  uint4 v[kCount];
+};
+
+template <class In, int N>
+__device__ __forceinline__ void load(const In* src, std::size_t group, Vectors<In, N>& out) {
+  const uint4* p = reinterpret_cast<const uint4*>(src) + group * Vectors<In, N>::kCount;
+#pragma unroll
+  for (int k = 0; k < Vectors<In, N>::kCount; ++k) out.v[k] = p[k];
+}
+
+template <class In, int N>
+__device__ __forceinline__ void to_floats(const Vectors<In, N>& in, float (&x)[N]) {
+#pragma unroll
+  for (int k = 0; k < Vectors<In, N>::kCount; ++k) {
+    std::uint32_t const w[4] = {in.v[k].x, in.v[k].y, in.v[k].z, in.v[k].w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if constexpr (std::is_same_v<In, float>) {
+        x[4 * k + j] = __uint_as_float(w[j]);
+      } else {
+        x[8 * k + 2 * j] = bf16_lo(w[j]);
+        x[8 * k + 2 * j + 1] = bf16_hi(w[j]);
+      }
+    }
+  }
 }
 
 // ---- absolute maximum (ScaleMode::Compute) --------------------------------------------------
 
-__global__ void amax_bf16_kernel(const uint4* __restrict__ src, std::size_t vec_count,
-                                 unsigned* __restrict__ amax_bits) {
+template <class In>
+__global__ void amax_kernel(const In* __restrict__ src, std::size_t groups,
+                            unsigned* __restrict__ amax_bits) {
   float m = 0.0f;
   std::size_t const stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-       i < vec_count; i += stride) {
-    uint4 const v = src[i];
-    std::uint32_t const w[4] = {v.x, v.y, v.z, v.w};
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < groups;
+       i += stride) {
+    Vectors<In, 8> in;
+    load(src, i, in);
+    float x[8];
+    to_floats(in, x);
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      m = fmaxf(m, fabsf(bf16_lo(w[k])));
-      m = fmaxf(m, fabsf(bf16_hi(w[k])));
-    }
+    for (int k = 0; k < 8; ++k) m = fmaxf(m, fabsf(x[k]));
   }
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) {
@@ -74,26 +98,9 @@ __device__ __forceinline__ void fill_dequant_table(float* table, float global_sc
   __syncthreads();
 }
 
-__device__ __forceinline__ std::uint8_t e4m3_code(float x) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  // Hardware cvt.rn.satfinite: identical to encode_e4m3 for non-NaN input.
-  return static_cast<std::uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
-#else
-  return encode_e4m3(x);
-#endif
-}
-
-__device__ __forceinline__ void quantize_one_block(const uint4 (&in)[2], float scale_factor,
+__device__ __forceinline__ void quantize_one_block(const float (&x)[16], float scale_factor,
                                                    const float* quant_table, uint2& packed,
                                                    std::uint8_t& scale) {
-  float x[16];
-  std::uint32_t const w[8] = {in[0].x, in[0].y, in[0].z, in[0].w,
-                              in[1].x, in[1].y, in[1].z, in[1].w};
-#pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    x[2 * k] = bf16_lo(w[k]);
-    x[2 * k + 1] = bf16_hi(w[k]);
-  }
   float block_amax = 0.0f;
 #pragma unroll
   for (int k = 0; k < 16; ++k) block_amax = fmaxf(block_amax, fabsf(x[k]));
@@ -109,7 +116,8 @@ __device__ __forceinline__ void quantize_one_block(const uint4 (&in)[2], float s
 }
 
 // `scale_slot` holds the global scale (Given) or the tensor's amax (Compute).
-__global__ void quantize_nvfp4_kernel(const uint4* __restrict__ src, std::size_t blocks,
+template <class In>
+__global__ void quantize_nvfp4_kernel(const In* __restrict__ src, std::size_t blocks,
                                       uint2* __restrict__ data, std::uint8_t* __restrict__ scales,
                                       const float* __restrict__ scale_slot, bool slot_is_amax) {
   __shared__ float quant_table[256];
@@ -120,22 +128,20 @@ __global__ void quantize_nvfp4_kernel(const uint4* __restrict__ src, std::size_t
   std::size_t const stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t b0 = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
        b0 < blocks; b0 += stride * kUnroll) {
-    uint4 in[kUnroll][2];
+    Vectors<In, 16> in[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      std::size_t const b = b0 + u * stride;
-      if (b < blocks) {
-        in[u][0] = src[2 * b];
-        in[u][1] = src[2 * b + 1];
-      }
+      if (b0 + u * stride < blocks) load(src, b0 + u * stride, in[u]);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       std::size_t const b = b0 + u * stride;
       if (b < blocks) {
+        float x[16];
+        to_floats(in[u], x);
         uint2 packed;
         std::uint8_t scale;
-        quantize_one_block(in[u], scale_factor, quant_table, packed, scale);
+        quantize_one_block(x, scale_factor, quant_table, packed, scale);
         data[b] = packed;
         scales[b] = scale;
       }
@@ -143,39 +149,21 @@ __global__ void quantize_nvfp4_kernel(const uint4* __restrict__ src, std::size_t
   }
 }
 
-// Two floats as bf16x2 (round-to-nearest-even; hardware cvt, equal to float_to_bf16_bits for
-// every non-NaN input).
-__device__ __forceinline__ std::uint32_t pack_bf16x2(float first, float second) {
-  __nv_bfloat162 const p = __floats2bfloat162_rn(first, second);
-  return *reinterpret_cast<const std::uint32_t*>(&p);
-}
-
-// Element k of a packed e2m1 word, decoded without a table: the code's exponent and mantissa
-// bits placed in bits 22..24 of a float are e2m1's value times 2^-126 (0.5 is the subnormal).
-__device__ __forceinline__ float e2m1_from_word(std::uint32_t word, int k) {
-  std::uint32_t const code = (word >> (4 * k)) & 0xfu;
-  std::uint32_t const bits = ((code & 0x8u) << 28) | ((code & 0x7u) << 22);
-  return __uint_as_float(bits) * 8.507059173023462e37f;  // 2^126
-}
-
-template <class Out>
-__device__ __forceinline__ void store16(Out* dst, std::size_t b, const float (&v)[16]);
-
-template <>
-__device__ __forceinline__ void store16<bf16>(bf16* dst, std::size_t b, const float (&v)[16]) {
-  std::uint32_t w[8];
+template <int N, class Out>
+__device__ __forceinline__ void store(Out* dst, std::size_t group, const float (&v)[N]) {
+  if constexpr (std::is_same_v<Out, float>) {
+    float4* out = reinterpret_cast<float4*>(dst) + group * (N / 4);
 #pragma unroll
-  for (int k = 0; k < 8; ++k) w[k] = pack_bf16x2(v[2 * k], v[2 * k + 1]);
-  uint4* out = reinterpret_cast<uint4*>(dst) + 2 * b;
-  out[0] = make_uint4(w[0], w[1], w[2], w[3]);
-  out[1] = make_uint4(w[4], w[5], w[6], w[7]);
-}
-
-template <>
-__device__ __forceinline__ void store16<float>(float* dst, std::size_t b, const float (&v)[16]) {
-  float4* out = reinterpret_cast<float4*>(dst) + 4 * b;
+    for (int k = 0; k < N / 4; ++k) out[k] = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
+  } else {
+    uint4* out = reinterpret_cast<uint4*>(dst) + group * (N / 8);
 #pragma unroll
-  for (int k = 0; k < 4; ++k) out[k] = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
+    for (int k = 0; k < N / 8; ++k) {
+      out[k] = make_uint4(pack_bf16x2(v[8 * k], v[8 * k + 1]), pack_bf16x2(v[8 * k + 2], v[8 * k + 3]),
+                          pack_bf16x2(v[8 * k + 4], v[8 * k + 5]),
+                          pack_bf16x2(v[8 * k + 6], v[8 * k + 7]));
+    }
+  }
 }
 
 template <class Out>
@@ -209,7 +197,7 @@ __global__ void dequantize_nvfp4_kernel(const uint2* __restrict__ data,
           v[k] = e2m1_from_word(packed[u].x, k) * mult;
           v[8 + k] = e2m1_from_word(packed[u].y, k) * mult;
         }
-        store16(dst, b, v);
+        store<16>(dst, b, v);
       }
     }
   }
@@ -217,19 +205,8 @@ __global__ void dequantize_nvfp4_kernel(const uint2* __restrict__ data,
 
 // ---- FP8 ----------------------------------------------------------------------------------
 
-__device__ __forceinline__ std::uint32_t encode_fp8x2(float a, float b, Fp8Format format) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  // Hardware conversion (cvt.rn.satfinite); bit-identical to encode_fp8 for non-NaN input.
-  __nv_fp8x2_storage_t const s = __nv_cvt_float2_to_fp8x2(
-      make_float2(a, b), __NV_SATFINITE, format == Fp8Format::E4M3 ? __NV_E4M3 : __NV_E5M2);
-  return static_cast<std::uint32_t>(s);
-#else
-  return static_cast<std::uint32_t>(encode_fp8(a, format)) |
-         (static_cast<std::uint32_t>(encode_fp8(b, format)) << 8);
-#endif
-}
-
-__global__ void quantize_fp8_kernel(const uint4* __restrict__ src, std::size_t groups,
+template <class In>
+__global__ void quantize_fp8_kernel(const In* __restrict__ src, std::size_t groups,
                                     uint2* __restrict__ dst, const float* __restrict__ scale_slot,
                                     bool slot_is_amax, Fp8Format format) {
   float const slot = *scale_slot;
@@ -238,37 +215,26 @@ __global__ void quantize_fp8_kernel(const uint4* __restrict__ src, std::size_t g
   std::size_t const stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t g0 = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
        g0 < groups; g0 += stride * kUnroll) {
-    uint4 in[kUnroll];
+    Vectors<In, 8> in[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      if (g0 + u * stride < groups) in[u] = src[g0 + u * stride];
+      if (g0 + u * stride < groups) load(src, g0 + u * stride, in[u]);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       std::size_t const g = g0 + u * stride;
       if (g < groups) {
-        std::uint32_t const w[4] = {in[u].x, in[u].y, in[u].z, in[u].w};
+        float x[8];
+        to_floats(in[u], x);
         std::uint32_t half[4];
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-          half[k] = encode_fp8x2(bf16_lo(w[k]) * inv_scale, bf16_hi(w[k]) * inv_scale, format);
+          half[k] = encode_fp8x2(x[2 * k] * inv_scale, x[2 * k + 1] * inv_scale, format);
         }
         dst[g] = make_uint2(half[0] | (half[1] << 16), half[2] | (half[3] << 16));
       }
     }
   }
-}
-
-// Two FP8 codes (first in the low byte) to floats; exact (every FP8 value is a half).
-__device__ __forceinline__ float2 decode_fp8x2(std::uint16_t codes, Fp8Format format) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  __half2_raw const h = __nv_cvt_fp8x2_to_halfraw2(
-      static_cast<__nv_fp8x2_storage_t>(codes), format == Fp8Format::E4M3 ? __NV_E4M3 : __NV_E5M2);
-  return __half22float2(*reinterpret_cast<const __half2*>(&h));
-#else
-  return make_float2(decode_fp8(static_cast<std::uint8_t>(codes), format),
-                     decode_fp8(static_cast<std::uint8_t>(codes >> 8), format));
-#endif
 }
 
 template <class Out>
@@ -290,16 +256,7 @@ __global__ void dequantize_fp8_kernel(const uint2* __restrict__ src, std::size_t
       v[4 + 2 * k] = b.x * scale;
       v[4 + 2 * k + 1] = b.y * scale;
     }
-    if constexpr (std::is_same_v<Out, float>) {
-      float4* out = reinterpret_cast<float4*>(dst) + 2 * g;
-      out[0] = make_float4(v[0], v[1], v[2], v[3]);
-      out[1] = make_float4(v[4], v[5], v[6], v[7]);
-    } else {
-      std::uint32_t w[4];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) w[k] = pack_bf16x2(v[2 * k], v[2 * k + 1]);
-      reinterpret_cast<uint4*>(dst)[g] = make_uint4(w[0], w[1], w[2], w[3]);
-    }
+    store<8>(dst, g, v);
   }
 }
 
@@ -309,11 +266,72 @@ void check_device_pointer(const void* p, std::size_t count, const char* name) {
                    name << " " << p << " is not " << kVectorAlignment << "-byte aligned");
 }
 
-void launch_amax(const bf16* src, std::size_t count, float* slot, cudaStream_t stream) {
+template <class In>
+void launch_amax(const In* src, std::size_t count, float* slot, cudaStream_t stream) {
   SYMMCOMM_CUDA_TRY(cudaMemsetAsync(slot, 0, sizeof(float), stream));
-  std::size_t const vecs = count / 8;
-  amax_bf16_kernel<<<grid_for(vecs, 4), kThreadsPerCta, 0, stream>>>(
-      reinterpret_cast<const uint4*>(src), vecs, reinterpret_cast<unsigned*>(slot));
+  std::size_t const groups = count / 8;
+  amax_kernel<In><<<grid_for(groups, 4), kThreadsPerCta, 0, stream>>>(
+      src, groups, reinterpret_cast<unsigned*>(slot));
+  SYMMCOMM_CHECK_LAUNCH();
+}
+
+template <class In>
+void quantize_nvfp4_impl(const In* src, Nvfp4View dst, ScaleMode mode, cudaStream_t stream) {
+  validate(dst, "dst");
+  check_device_pointer(src, dst.count, "src");
+  if (dst.count == 0) return;
+  bool const compute = mode == ScaleMode::Compute;
+  if (compute) launch_amax(src, dst.count, dst.global_scale, stream);
+  std::size_t const blocks = dst.count / kNvfp4BlockSize;
+  quantize_nvfp4_kernel<In><<<grid_for(blocks), kThreadsPerCta, 0, stream>>>(
+      src, blocks, reinterpret_cast<uint2*>(dst.data), dst.block_scales, dst.global_scale, compute);
+  SYMMCOMM_CHECK_LAUNCH();
+  if (compute) {
+    nvfp4_finalize_global_scale_kernel<<<1, 1, 0, stream>>>(dst.global_scale);
+    SYMMCOMM_CHECK_LAUNCH();
+  }
+}
+
+template <class Out>
+void dequantize_nvfp4_impl(Nvfp4View src, Out* dst, cudaStream_t stream) {
+  validate(src, "src");
+  check_device_pointer(dst, src.count, "dst");
+  if (src.count == 0) return;
+  std::size_t const blocks = src.count / kNvfp4BlockSize;
+  dequantize_nvfp4_kernel<Out><<<grid_for(blocks), kThreadsPerCta, 0, stream>>>(
+      reinterpret_cast<const uint2*>(src.data), src.block_scales, src.global_scale, blocks, dst);
+  SYMMCOMM_CHECK_LAUNCH();
+}
+
+template <class In>
+void quantize_fp8_impl(const In* src, Fp8View dst, ScaleMode mode, cudaStream_t stream) {
+  validate(dst, "dst");
+  check_device_pointer(src, dst.count, "src");
+  SYMMCOMM_EXPECTS(dst.count % 8 == 0,
+                   "dst.count " << dst.count << " is not a multiple of 8 (FP8 kernels convert "
+                                                "8 elements per access)");
+  if (dst.count == 0) return;
+  bool const compute = mode == ScaleMode::Compute;
+  if (compute) launch_amax(src, dst.count, dst.scale, stream);
+  std::size_t const groups = dst.count / 8;
+  quantize_fp8_kernel<In><<<grid_for(groups), kThreadsPerCta, 0, stream>>>(
+      src, groups, reinterpret_cast<uint2*>(dst.data), dst.scale, compute, dst.format);
+  SYMMCOMM_CHECK_LAUNCH();
+  if (compute) {
+    fp8_finalize_scale_kernel<<<1, 1, 0, stream>>>(dst.scale, dst.format);
+    SYMMCOMM_CHECK_LAUNCH();
+  }
+}
+
+template <class Out>
+void dequantize_fp8_impl(Fp8View src, Out* dst, cudaStream_t stream) {
+  validate(src, "src");
+  check_device_pointer(dst, src.count, "dst");
+  SYMMCOMM_EXPECTS(src.count % 8 == 0, "src.count " << src.count << " is not a multiple of 8");
+  if (src.count == 0) return;
+  std::size_t const groups = src.count / 8;
+  dequantize_fp8_kernel<Out><<<grid_for(groups), kThreadsPerCta, 0, stream>>>(
+      reinterpret_cast<const uint2*>(src.data), groups, src.scale, src.format, dst);
   SYMMCOMM_CHECK_LAUNCH();
 }
 
@@ -321,79 +339,28 @@ void launch_amax(const bf16* src, std::size_t count, float* slot, cudaStream_t s
 }  // namespace detail
 
 void quantize_nvfp4(const bf16* src, Nvfp4View dst, ScaleMode mode, cudaStream_t stream) {
-  validate(dst, "dst");
-  detail::check_device_pointer(src, dst.count, "src");
-  if (dst.count == 0) return;
-  bool const compute = mode == ScaleMode::Compute;
-  if (compute) detail::launch_amax(src, dst.count, dst.global_scale, stream);
-  std::size_t const blocks = dst.count / kNvfp4BlockSize;
-  detail::quantize_nvfp4_kernel<<<detail::grid_for(blocks), detail::kThreadsPerCta, 0, stream>>>(
-      reinterpret_cast<const uint4*>(src), blocks, reinterpret_cast<uint2*>(dst.data),
-      dst.block_scales, dst.global_scale, compute);
-  SYMMCOMM_CHECK_LAUNCH();
-  if (compute) {
-    detail::nvfp4_finalize_global_scale_kernel<<<1, 1, 0, stream>>>(dst.global_scale);
-    SYMMCOMM_CHECK_LAUNCH();
-  }
+  detail::quantize_nvfp4_impl(src, dst, mode, stream);
 }
-
-template <class Out>
-static void dequantize_nvfp4_impl(Nvfp4View src, Out* dst, cudaStream_t stream) {
-  validate(src, "src");
-  detail::check_device_pointer(dst, src.count, "dst");
-  if (src.count == 0) return;
-  std::size_t const blocks = src.count / kNvfp4BlockSize;
-  detail::dequantize_nvfp4_kernel<Out><<<detail::grid_for(blocks), detail::kThreadsPerCta, 0,
-                                         stream>>>(reinterpret_cast<const uint2*>(src.data),
-                                                   src.block_scales, src.global_scale, blocks, dst);
-  SYMMCOMM_CHECK_LAUNCH();
+void quantize_nvfp4(const float* src, Nvfp4View dst, ScaleMode mode, cudaStream_t stream) {
+  detail::quantize_nvfp4_impl(src, dst, mode, stream);
 }
-
 void dequantize_nvfp4(Nvfp4View src, bf16* dst, cudaStream_t stream) {
-  dequantize_nvfp4_impl(src, dst, stream);
+  detail::dequantize_nvfp4_impl(src, dst, stream);
 }
 void dequantize_nvfp4(Nvfp4View src, float* dst, cudaStream_t stream) {
-  dequantize_nvfp4_impl(src, dst, stream);
+  detail::dequantize_nvfp4_impl(src, dst, stream);
 }
-
 void quantize_fp8(const bf16* src, Fp8View dst, ScaleMode mode, cudaStream_t stream) {
-  validate(dst, "dst");
-  detail::check_device_pointer(src, dst.count, "src");
-  SYMMCOMM_EXPECTS(dst.count % 8 == 0,
-                   "dst.count " << dst.count << " is not a multiple of 8 (FP8 kernels convert "
-                                                "8 elements per 16-byte access)");
-  if (dst.count == 0) return;
-  bool const compute = mode == ScaleMode::Compute;
-  if (compute) detail::launch_amax(src, dst.count, dst.scale, stream);
-  std::size_t const groups = dst.count / 8;
-  detail::quantize_fp8_kernel<<<detail::grid_for(groups), detail::kThreadsPerCta, 0, stream>>>(
-      reinterpret_cast<const uint4*>(src), groups, reinterpret_cast<uint2*>(dst.data), dst.scale,
-      compute, dst.format);
-  SYMMCOMM_CHECK_LAUNCH();
-  if (compute) {
-    detail::fp8_finalize_scale_kernel<<<1, 1, 0, stream>>>(dst.scale, dst.format);
-    SYMMCOMM_CHECK_LAUNCH();
-  }
+  detail::quantize_fp8_impl(src, dst, mode, stream);
 }
-
-template <class Out>
-static void dequantize_fp8_impl(Fp8View src, Out* dst, cudaStream_t stream) {
-  validate(src, "src");
-  detail::check_device_pointer(dst, src.count, "dst");
-  SYMMCOMM_EXPECTS(src.count % 8 == 0, "src.count " << src.count << " is not a multiple of 8");
-  if (src.count == 0) return;
-  std::size_t const groups = src.count / 8;
-  detail::dequantize_fp8_kernel<Out>
-      <<<detail::grid_for(groups), detail::kThreadsPerCta, 0, stream>>>(
-          reinterpret_cast<const uint2*>(src.data), groups, src.scale, src.format, dst);
-  SYMMCOMM_CHECK_LAUNCH();
+void quantize_fp8(const float* src, Fp8View dst, ScaleMode mode, cudaStream_t stream) {
+  detail::quantize_fp8_impl(src, dst, mode, stream);
 }
-
 void dequantize_fp8(Fp8View src, bf16* dst, cudaStream_t stream) {
-  dequantize_fp8_impl(src, dst, stream);
+  detail::dequantize_fp8_impl(src, dst, stream);
 }
 void dequantize_fp8(Fp8View src, float* dst, cudaStream_t stream) {
-  dequantize_fp8_impl(src, dst, stream);
+  detail::dequantize_fp8_impl(src, dst, stream);
 }
 
 }  // namespace symmcomm

@@ -82,6 +82,11 @@ struct CommState {
   std::atomic<bool> detached{false};  ///< a borrowed communicator was released by its wrapper
   std::unique_ptr<DevCommHolder, DevCommDeleter> dev_comm;
 
+  // Scratch for collectives that need it (quantized reduce-scatter fallback); grown outside
+  // graph capture, freed with the state.
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+
   // Live windows (registration sequence -> bytes) and pools, for the symmetry verifier.
   mutable std::mutex mutex;
   std::uint64_t next_window_seq = 0;

@@ -1,6 +1,7 @@
 #pragma once
 /// @file codecs.hpp
 /// @brief Stream-ordered conversion kernels between BF16/FP32 and NVFP4/FP8.
+/// FP32 sources and destinations follow the same rules as BF16 ones.
 ///
 /// **Stream:** every function enqueues kernels on `stream` and returns without synchronising;
 /// none allocates. All pointers are device pointers; bf16/fp32 buffers and packed data must be
@@ -19,6 +20,8 @@ enum class ScaleMode { Given, Compute };
 /// @brief BF16 -> NVFP4. With ScaleMode::Compute, writes `*dst.global_scale` =
 /// nvfp4_global_scale(amax(src)) first (two extra small launches and one extra read of src).
 void quantize_nvfp4(const bf16* src, Nvfp4View dst, ScaleMode mode, cudaStream_t stream);
+/// @brief FP32 -> NVFP4 (as above; used to re-quantize fp32 reductions with one rounding).
+void quantize_nvfp4(const float* src, Nvfp4View dst, ScaleMode mode, cudaStream_t stream);
 /// @brief NVFP4 -> BF16 (rounded to nearest even).
 void dequantize_nvfp4(Nvfp4View src, bf16* dst, cudaStream_t stream);
 /// @brief NVFP4 -> FP32.
@@ -26,6 +29,8 @@ void dequantize_nvfp4(Nvfp4View src, float* dst, cudaStream_t stream);
 
 /// @brief BF16 -> FP8 with the per-tensor dequantization scale `*dst.scale` (Compute: amax/max).
 void quantize_fp8(const bf16* src, Fp8View dst, ScaleMode mode, cudaStream_t stream);
+/// @brief FP32 -> FP8 (as above).
+void quantize_fp8(const float* src, Fp8View dst, ScaleMode mode, cudaStream_t stream);
 /// @brief FP8 -> BF16.
 void dequantize_fp8(Fp8View src, bf16* dst, cudaStream_t stream);
 /// @brief FP8 -> FP32.

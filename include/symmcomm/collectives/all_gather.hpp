@@ -1,0 +1,74 @@
+#pragma once
+/// @file all_gather.hpp
+/// @brief Typed all-gathers: BF16, FP8 (with each rank's scale) and NVFP4 (packed data, block
+/// scales and each rank's global scale in one call), several tensors at once, and variable
+/// counts per rank (all_gatherv).
+///
+/// Common rules:
+/// - **Collective**: every rank calls with matching arguments, in the same order.
+/// - **Stream:** enqueued on `stream`; no host synchronisation, no allocation: capturable in a
+///   CUDA graph.
+/// - The path comes from the buffers' provenance (see planner.hpp) and is returned; it is
+///   counted in the communicator's stats() and logged with its reason at SYMMCOMM_LOG=debug.
+/// - Receive layout: rank r's elements follow rank r-1's. For NVFP4 the receive view's block
+///   scales stay in linear (unswizzled) order; GEMM-specific swizzles are applied after the
+///   gather, as engines do. A gathered NVFP4 or FP8 view has one scale per rank:
+///   `recv.global_scale` (`recv.scale`) points to comm.size() floats, rank r's at index r.
+/// - NCCL's symmetric kernels need equal counts: all_gatherv takes the fallback path
+///   (grouped ncclBroadcast), or our LSA kernel where available.
+///
+/// @throws LogicError for bad arguments (naming the argument and value) or a forced path that
+/// cannot be taken; NcclError/CudaError when NCCL or CUDA fail.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "symmcomm/collectives/options.hpp"
+#include "symmcomm/formats/views.hpp"
+
+namespace symmcomm {
+
+/// @brief One raw tensor of a multi-tensor gather: `bytes_per_rank` bytes at `send`; rank r's
+/// land at `recv + r * bytes_per_rank`.
+struct GatherItem {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  std::size_t bytes_per_rank = 0;
+  const char* name = "item";  ///< used in error messages and plans
+};
+
+/// @brief BF16 all-gather: recv.count == send.count * comm.size().
+Plan all_gather(const Communicator& comm, Bf16Span send, Bf16Span recv, cudaStream_t stream,
+                const Options& options = {});
+/// @brief FP8 all-gather of codes and each rank's scale (recv.scale: comm.size() floats).
+Plan all_gather(const Communicator& comm, Fp8View send, Fp8View recv, cudaStream_t stream,
+                const Options& options = {});
+/// @brief NVFP4 all-gather of packed data, block scales and each rank's global scale
+/// (recv.global_scale: comm.size() floats), in one NCCL group.
+Plan all_gather(const Communicator& comm, Nvfp4View send, Nvfp4View recv, cudaStream_t stream,
+                const Options& options = {});
+/// @brief NVFP4 all-gather plus extra tensors (top-k ids and weights) in the same NCCL group.
+Plan all_gather(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
+                const std::vector<GatherItem>& extras, cudaStream_t stream,
+                const Options& options = {});
+/// @brief Several raw tensors in one NCCL group.
+Plan all_gather(const Communicator& comm, const std::vector<GatherItem>& items,
+                cudaStream_t stream, const Options& options = {});
+
+/// @brief BF16 all-gather with `counts[r]` elements from rank r (host vector of comm.size());
+/// send.count == counts[rank], recv.count == sum(counts).
+Plan all_gatherv(const Communicator& comm, Bf16Span send, Bf16Span recv,
+                 const std::vector<std::size_t>& counts, cudaStream_t stream,
+                 const Options& options = {});
+/// @brief FP8 all-gatherv (codes; recv.scale: comm.size() floats).
+Plan all_gatherv(const Communicator& comm, Fp8View send, Fp8View recv,
+                 const std::vector<std::size_t>& counts, cudaStream_t stream,
+                 const Options& options = {});
+/// @brief NVFP4 all-gatherv (counts multiples of 16; recv.global_scale: comm.size() floats).
+Plan all_gatherv(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
+                 const std::vector<std::size_t>& counts, cudaStream_t stream,
+                 const Options& options = {});
+
+}  // namespace symmcomm

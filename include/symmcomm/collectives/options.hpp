@@ -1,0 +1,74 @@
+#pragma once
+/// @file options.hpp
+/// @brief Options of symmcomm's collectives and the plan a call takes.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "symmcomm/comm/communicator.hpp"
+#include "symmcomm/memory/provenance.hpp"
+
+namespace symmcomm {
+
+/// @brief Which path a collective may take: Auto lets the planner decide; the others force a
+/// path and make the call fail (LogicError naming the buffer and why) when it cannot be taken.
+enum class PathChoice : std::uint8_t { Auto, NcclSymmetric, LsaKernel, Fallback };
+/// @brief "auto", "nccl-symmetric", "lsa-kernel", "fallback".
+const char* to_string(PathChoice choice) noexcept;
+
+/// @brief Symmetric scratch for staging (copying plain buffers into symmetric memory to use a
+/// symmetric path, as vLLM does for small all-reduces). Both ranges must lie in symmetric
+/// windows of the communicator, at the same offsets on every rank (e.g. from one SymmAllocator).
+struct Staging {
+  void* send = nullptr;
+  std::size_t send_bytes = 0;  ///< capacity: at least the payload of this rank
+  void* recv = nullptr;
+  std::size_t recv_bytes = 0;  ///< capacity: at least the payload of all ranks
+};
+
+/// @brief Options of a collective call.
+struct Options {
+  PathChoice path = PathChoice::Auto;
+  /// Device scratch for quantized reduce-scatter fallbacks (see reduce_scatter_workspace_bytes);
+  /// null: a workspace owned by the communicator, grown outside graph capture.
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+  /// Copy plain buffers through `staging` when that allows a symmetric path and is faster.
+  bool allow_staging = false;
+  Staging staging{};
+};
+
+/// @brief The collectives symmcomm plans.
+enum class Operation : std::uint8_t { AllGather, ReduceScatter };
+
+/// @brief Why the planner chose a path (formatted by Plan::reason()).
+enum class PlanReason : std::uint8_t {
+  AllSymmetric,          ///< every buffer in a window of this communicator
+  LsaKernelFaster,       ///< our LSA kernel beats NCCL here
+  ForcedFallback,        ///< Options::path == Fallback
+  NoSymmetricSupport,    ///< communicator has no symmetric memory support
+  BufferNotSymmetric,    ///< buffers[buffer_index] is not in a window of this communicator
+  VariableCounts,        ///< NCCL's symmetric kernels need equal counts per rank
+  ScaledReduction,       ///< NCCL cannot reduce per-rank-scaled quantized data
+  LsaKernelUnavailable,  ///< no LSA kernel for this operation and type in this build
+  Staged,                ///< plain buffers copied through symmetric staging scratch
+};
+
+/// @brief The path a call took and why.
+struct Plan {
+  Path path = Path::Fallback;
+  PlanReason why = PlanReason::ForcedFallback;
+  bool staged = false;
+  int buffer_index = -1;               ///< the buffer the reason is about, if any
+  const char* buffer_name = nullptr;   ///< its name ("recv.block_scales", ...)
+  Provenance provenance{};             ///< its provenance
+  const void* buffer_ptr = nullptr;
+  std::size_t buffer_bytes = 0;
+  std::string capability_note;         ///< the communicator's reason when unsupported
+  /// @brief Human-readable explanation ("fallback: recv.data 0x.. (4096 bytes) is not inside
+  /// any symmetric window ...").
+  std::string reason() const;
+};
+
+}  // namespace symmcomm

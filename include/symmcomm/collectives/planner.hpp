@@ -1,0 +1,46 @@
+#pragma once
+/// @file planner.hpp
+/// @brief The planner: a pure function of (operation, buffers' provenance, communicator
+/// capabilities, sizes, options) returning the path a collective takes and why.
+
+#include <cstddef>
+#include <vector>
+
+#include "symmcomm/collectives/options.hpp"
+#include "symmcomm/formats/traits.hpp"
+
+namespace symmcomm {
+
+/// @brief A buffer a collective touches, with its provenance already looked up.
+struct PlannedBuffer {
+  const char* name = "";
+  const void* ptr = nullptr;
+  std::size_t bytes = 0;
+  Provenance provenance{};
+};
+
+/// @brief Everything the planner decides from.
+struct PlanRequest {
+  Operation operation = Operation::AllGather;
+  DataType send_type = DataType::Bf16;
+  DataType recv_type = DataType::Bf16;
+  std::vector<PlannedBuffer> buffers;  ///< send buffers first, then receive buffers
+  const Capabilities* capabilities = nullptr;
+  int comm_size = 1;
+  bool equal_counts = true;
+  std::size_t bytes_per_rank = 0;  ///< payload bytes each rank contributes
+  PathChoice choice = PathChoice::Auto;
+  bool staging_usable = false;     ///< allow_staging with symmetric scratch big enough
+  bool lsa_kernel_available = false;
+};
+
+/// @brief True when NCCL itself can run this reduction (a plain sum without per-rank scales).
+constexpr bool nccl_reduces_natively(DataType send, DataType recv) noexcept {
+  return send == recv && (send == DataType::Bf16 || send == DataType::Fp32);
+}
+
+/// @brief Decides the path. @throws LogicError when a forced path cannot be taken, naming the
+/// first buffer (or capability) that prevents it.
+Plan plan_collective(const PlanRequest& request);
+
+}  // namespace symmcomm

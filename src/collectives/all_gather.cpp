@@ -1,0 +1,241 @@
+// All-gather executors: every typed call becomes a list of byte parts moved in one NCCL group.
+
+#include "symmcomm/collectives/all_gather.hpp"
+
+#include <nccl.h>
+
+#include <string>
+
+#include "common.hpp"
+#include "symmcomm/comm/group.hpp"
+#include "symmcomm/detail/cuda_utils.hpp"
+#include "symmcomm/error.hpp"
+
+namespace symmcomm {
+namespace {
+
+// One tensor to gather: bytes[r] bytes from rank r, laid out rank after rank in recv.
+struct Part {
+  const char* send_name;
+  const void* send;
+  const char* recv_name;
+  void* recv;
+  std::vector<std::size_t> bytes;  // per rank
+};
+
+Part equal_part(const char* send_name, const void* send, const char* recv_name, void* recv,
+                std::size_t bytes, int ranks) {
+  return Part{send_name, send, recv_name, recv, std::vector<std::size_t>(ranks, bytes)};
+}
+
+// `type` names the payload in logs; the planner needs no type for gathers (bytes move as is).
+Plan gather_parts(const Communicator& comm, const char* operation, const char* type,
+                  std::size_t count, const std::vector<Part>& parts, cudaStream_t stream,
+                  const Options& options) {
+  detail::CommState& state = detail::usable_state(comm, operation);
+  int const n = state.size;
+  int const me = state.rank;
+  bool equal = true;
+  std::size_t send_total = 0, recv_total = 0;
+  PlanRequest request;
+  request.operation = Operation::AllGather;
+  request.capabilities = &state.caps;
+  request.comm_size = n;
+  request.choice = options.path;
+  for (const Part& p : parts) {
+    std::size_t sum = 0;
+    for (std::size_t b : p.bytes) {
+      sum += b;
+      equal = equal && b == p.bytes[0];
+    }
+    send_total += p.bytes[static_cast<std::size_t>(me)];
+    recv_total += sum;
+    request.buffers.push_back(
+        detail::planned_buffer(state, p.send_name, p.send, p.bytes[static_cast<std::size_t>(me)]));
+  }
+  for (const Part& p : parts) {
+    std::size_t sum = 0;
+    for (std::size_t b : p.bytes) sum += b;
+    request.buffers.push_back(detail::planned_buffer(state, p.recv_name, p.recv, sum));
+  }
+  request.equal_counts = equal;
+  request.bytes_per_rank = send_total;
+  request.staging_usable = equal && detail::staging_usable(state, options, send_total, recv_total);
+  Plan const plan = plan_collective(request);
+  SYMMCOMM_EXPECTS(plan.path != Path::LsaKernel, operation << ": the lsa-kernel executor is not "
+                                                              "built yet; use Auto or another path");
+
+  detail::DeviceGuard guard(state.device);
+  if (plan.staged) {
+    // Pack this rank's parts, gather once through symmetric scratch, unpack with 2-D copies.
+    auto* staged_send = static_cast<char*>(options.staging.send);
+    auto* staged_recv = static_cast<char*>(options.staging.recv);
+    std::size_t offset = 0;
+    for (const Part& p : parts) {
+      SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(staged_send + offset, p.send, p.bytes[0],
+                                        cudaMemcpyDeviceToDevice, stream));
+      offset += p.bytes[0];
+    }
+    SYMMCOMM_NCCL_TRY(ncclAllGather(staged_send, staged_recv, send_total, ncclUint8, state.comm, stream));
+    offset = 0;
+    for (const Part& p : parts) {
+      if (p.bytes[0] > 0) {
+        SYMMCOMM_CUDA_TRY(cudaMemcpy2DAsync(p.recv, p.bytes[0], staged_recv + offset, send_total,
+                                            p.bytes[0], static_cast<std::size_t>(n),
+                                            cudaMemcpyDeviceToDevice, stream));
+      }
+      offset += p.bytes[0];
+    }
+  } else if (equal) {
+    Group group;
+    for (const Part& p : parts) {
+      if (p.bytes[0] == 0) continue;
+      SYMMCOMM_NCCL_TRY(ncclAllGather(p.send, p.recv, p.bytes[0], ncclUint8, state.comm, stream));
+    }
+    group.end();
+  } else {
+    // Variable counts: one broadcast per root (what NCCL offers for all-gatherv).
+    Group group;
+    for (const Part& p : parts) {
+      std::size_t displacement = 0;
+      for (int r = 0; r < n; ++r) {
+        std::size_t const b = p.bytes[static_cast<std::size_t>(r)];
+        char* dst = static_cast<char*>(p.recv) + displacement;
+        if (b > 0) {
+          SYMMCOMM_NCCL_TRY(ncclBroadcast(r == me ? p.send : dst, dst, b, ncclUint8, r, state.comm, stream));
+        }
+        displacement += b;
+      }
+    }
+    group.end();
+  }
+  detail::record_plan(state, plan, operation, type, count);
+  return plan;
+}
+
+void check_fp8_pair(const Fp8View& send, const Fp8View& recv) {
+  validate(send, "send", 1);
+  validate(recv, "recv", 1);
+  SYMMCOMM_EXPECTS(send.format == recv.format,
+                   "send.format " << to_string(send.dtype()) << " differs from recv.format "
+                                  << to_string(recv.dtype()));
+}
+
+void check_gathered_count(std::size_t send_count, std::size_t recv_count, int n) {
+  SYMMCOMM_EXPECTS(recv_count == send_count * static_cast<std::size_t>(n),
+                   "recv.count " << recv_count << " is not send.count " << send_count
+                                 << " x comm.size() " << n);
+}
+
+std::vector<std::size_t> scaled(const std::vector<std::size_t>& counts, std::size_t num,
+                                std::size_t den) {
+  std::vector<std::size_t> out(counts.size());
+  for (std::size_t i = 0; i < counts.size(); ++i) out[i] = counts[i] * num / den;
+  return out;
+}
+
+std::vector<Part> nvfp4_parts(Nvfp4View send, Nvfp4View recv, const std::vector<std::size_t>& counts) {
+  std::size_t const n = counts.size();
+  return {Part{"send.data", send.data, "recv.data", recv.data, scaled(counts, 1, 2)},
+          Part{"send.block_scales", send.block_scales, "recv.block_scales", recv.block_scales,
+               scaled(counts, 1, kNvfp4BlockSize)},
+          Part{"send.global_scale", send.global_scale, "recv.global_scale", recv.global_scale,
+               std::vector<std::size_t>(n, sizeof(float))}};
+}
+
+std::vector<Part> fp8_parts(Fp8View send, Fp8View recv, const std::vector<std::size_t>& counts) {
+  return {Part{"send.data", send.data, "recv.data", recv.data, counts},
+          Part{"send.scale", send.scale, "recv.scale", recv.scale,
+               std::vector<std::size_t>(counts.size(), sizeof(float))}};
+}
+
+}  // namespace
+
+Plan all_gather(const Communicator& comm, Bf16Span send, Bf16Span recv, cudaStream_t stream,
+                const Options& options) {
+  validate(send, "send", 2);
+  validate(recv, "recv", 2);
+  check_gathered_count(send.count, recv.count, comm.size());
+  return gather_parts(comm, "all_gather", "bf16", send.count,
+                      {equal_part("send.data", send.data, "recv.data", recv.data,
+                                  send.data_bytes(), comm.size())},
+                      stream, options);
+}
+
+Plan all_gather(const Communicator& comm, Fp8View send, Fp8View recv, cudaStream_t stream,
+                const Options& options) {
+  check_fp8_pair(send, recv);
+  check_gathered_count(send.count, recv.count, comm.size());
+  std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), send.count);
+  return gather_parts(comm, "all_gather", to_string(send.dtype()), send.count, fp8_parts(send, recv, counts),
+                      stream, options);
+}
+
+Plan all_gather(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
+                const std::vector<GatherItem>& extras, cudaStream_t stream,
+                const Options& options) {
+  validate(send, "send", 1);
+  validate(recv, "recv", 1);
+  check_gathered_count(send.count, recv.count, comm.size());
+  std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), send.count);
+  std::vector<Part> parts = nvfp4_parts(send, recv, counts);
+  for (const auto& item : extras) {
+    parts.push_back(equal_part(item.name, item.send, item.name, item.recv, item.bytes_per_rank,
+                               comm.size()));
+  }
+  return gather_parts(comm, "all_gather", "nvfp4", send.count, parts, stream, options);
+}
+
+Plan all_gather(const Communicator& comm, Nvfp4View send, Nvfp4View recv, cudaStream_t stream,
+                const Options& options) {
+  return all_gather(comm, send, recv, std::vector<GatherItem>{}, stream, options);
+}
+
+Plan all_gather(const Communicator& comm, const std::vector<GatherItem>& items, cudaStream_t stream,
+                const Options& options) {
+  SYMMCOMM_EXPECTS(!items.empty(), "all_gather: items is empty");
+  std::vector<Part> parts;
+  std::size_t total = 0;
+  for (const auto& item : items) {
+    parts.push_back(equal_part(item.name, item.send, item.name, item.recv, item.bytes_per_rank,
+                               comm.size()));
+    total += item.bytes_per_rank;
+  }
+  return gather_parts(comm, "all_gather", "bytes", total, parts, stream,
+                      options);
+}
+
+Plan all_gatherv(const Communicator& comm, Bf16Span send, Bf16Span recv,
+                 const std::vector<std::size_t>& counts, cudaStream_t stream,
+                 const Options& options) {
+  validate(send, "send", 2);
+  validate(recv, "recv", 2);
+  detail::check_counts(counts, comm.size(), comm.rank(), send.count, recv.count, 1, "send.count",
+                       "recv.count");
+  return gather_parts(comm, "all_gatherv", "bf16", send.count,
+                      {Part{"send.data", send.data, "recv.data", recv.data, scaled(counts, 2, 1)}},
+                      stream, options);
+}
+
+Plan all_gatherv(const Communicator& comm, Fp8View send, Fp8View recv,
+                 const std::vector<std::size_t>& counts, cudaStream_t stream,
+                 const Options& options) {
+  check_fp8_pair(send, recv);
+  detail::check_counts(counts, comm.size(), comm.rank(), send.count, recv.count, 1, "send.count",
+                       "recv.count");
+  return gather_parts(comm, "all_gatherv", to_string(send.dtype()), send.count, fp8_parts(send, recv, counts),
+                      stream, options);
+}
+
+Plan all_gatherv(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
+                 const std::vector<std::size_t>& counts, cudaStream_t stream,
+                 const Options& options) {
+  validate(send, "send", 1);
+  validate(recv, "recv", 1);
+  detail::check_counts(counts, comm.size(), comm.rank(), send.count, recv.count, kNvfp4BlockSize,
+                       "send.count", "recv.count");
+  return gather_parts(comm, "all_gatherv", "nvfp4", send.count,
+                      nvfp4_parts(send, recv, counts), stream, options);
+}
+
+}  // namespace symmcomm

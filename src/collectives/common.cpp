@@ -1,0 +1,104 @@
+#include "common.hpp"
+
+#include "symmcomm/detail/cuda_utils.hpp"
+#include "symmcomm/error.hpp"
+#include "symmcomm/logging.hpp"
+
+namespace symmcomm::detail {
+
+CommState& usable_state(const Communicator& comm, const char* what) {
+  SYMMCOMM_EXPECTS(comm, what << ": comm is empty");
+  comm.state()->check_usable(what);
+  return *comm.state();
+}
+
+PlannedBuffer planned_buffer(const CommState& comm, const char* name, const void* ptr,
+                             std::size_t bytes) {
+  PlannedBuffer b;
+  b.name = name;
+  b.ptr = ptr;
+  b.bytes = bytes;
+  if (bytes == 0) {
+    b.provenance.status = ProvenanceStatus::Symmetric;  // nothing to move: no constraint
+    return b;
+  }
+  SYMMCOMM_EXPECTS(ptr != nullptr, name << " is null (" << bytes << " bytes)");
+  b.provenance = ProvenanceRegistry::global().lookup(ptr, bytes, comm.id);
+  if (!b.provenance.symmetric()) {
+    // Windows are known to be on the communicator's device; other memory is checked.
+    int const device = device_of_pointer(ptr);
+    SYMMCOMM_EXPECTS(device == comm.device,
+                     name << " " << ptr << " (" << bytes << " bytes) is "
+                          << (device < 0 ? std::string("not device memory")
+                                         : "on device " + std::to_string(device))
+                          << ", but the communicator's rank " << comm.rank << " is on device "
+                          << comm.device);
+  }
+  return b;
+}
+
+bool staging_usable(const CommState& comm, const Options& options, std::size_t send_bytes,
+                    std::size_t recv_bytes) {
+  if (!options.allow_staging) return false;
+  const Staging& s = options.staging;
+  if (s.send == nullptr || s.recv == nullptr || s.send_bytes < send_bytes ||
+      s.recv_bytes < recv_bytes) {
+    return false;
+  }
+  auto& registry = ProvenanceRegistry::global();
+  return registry.lookup(s.send, send_bytes, comm.id).symmetric() &&
+         registry.lookup(s.recv, recv_bytes, comm.id).symmetric();
+}
+
+void record_plan(CommState& comm, const Plan& plan, const char* operation, const char* type,
+                 std::size_t count) {
+  comm.stats.calls[static_cast<std::size_t>(plan.path)].fetch_add(1, std::memory_order_relaxed);
+  SYMMCOMM_LOG_DEBUG(operation << " " << type << " count " << count << " on rank "
+                               << comm.rank << "/" << comm.size << " -> " << plan.reason());
+}
+
+void* acquire_workspace(CommState& comm, const Options& options, std::size_t bytes,
+                        cudaStream_t stream) {
+  if (options.workspace != nullptr) {
+    SYMMCOMM_EXPECTS(options.workspace_bytes >= bytes,
+                     "Options::workspace_bytes " << options.workspace_bytes << " is below the "
+                                                 << bytes << " bytes this call needs");
+    return options.workspace;
+  }
+  if (comm.workspace_bytes >= bytes) return comm.workspace;
+  SYMMCOMM_EXPECTS(!capture_in_progress(stream),
+                   "this call needs " << bytes << " bytes of workspace, the communicator holds "
+                                      << comm.workspace_bytes
+                                      << ", and it cannot grow during graph capture: run the call "
+                                         "once before capturing, or pass Options::workspace");
+  DeviceGuard guard(comm.device);
+  if (comm.workspace != nullptr) {
+    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));  // earlier calls may still read it
+    SYMMCOMM_CUDA_TRY(cudaFree(comm.workspace));
+    comm.workspace = nullptr;
+    comm.workspace_bytes = 0;
+  }
+  SYMMCOMM_CUDA_TRY(cudaMalloc(&comm.workspace, bytes));
+  comm.workspace_bytes = bytes;
+  return comm.workspace;
+}
+
+void check_counts(const std::vector<std::size_t>& counts, int ranks, int rank, std::size_t mine,
+                  std::size_t total, std::size_t multiple, const char* mine_name,
+                  const char* total_name) {
+  SYMMCOMM_EXPECTS(counts.size() == static_cast<std::size_t>(ranks),
+                   "counts has " << counts.size() << " entries for " << ranks << " ranks");
+  std::size_t sum = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    SYMMCOMM_EXPECTS(counts[r] % multiple == 0,
+                     "counts[" << r << "] = " << counts[r] << " is not a multiple of " << multiple);
+    sum += counts[r];
+  }
+  SYMMCOMM_EXPECTS(counts[static_cast<std::size_t>(rank)] == mine,
+                   mine_name << " " << mine << " differs from counts[" << rank << "] = "
+                             << counts[static_cast<std::size_t>(rank)]);
+  SYMMCOMM_EXPECTS(sum == total, total_name << " " << total << " differs from the sum of counts "
+                                            << sum);
+}
+
+}  // namespace symmcomm::detail

@@ -1,0 +1,53 @@
+#pragma once
+// Private helpers shared by the collectives' executors.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <numeric>
+#include <vector>
+
+#include "symmcomm/collectives/options.hpp"
+#include "symmcomm/collectives/planner.hpp"
+#include "symmcomm/comm/communicator.hpp"
+
+namespace symmcomm::detail {
+
+/// The communicator's state, checked usable.
+CommState& usable_state(const Communicator& comm, const char* what);
+
+/// A buffer with its provenance for `comm`; non-symmetric buffers are checked to be device
+/// memory of the communicator's device (LogicError naming `name` otherwise).
+PlannedBuffer planned_buffer(const CommState& comm, const char* name, const void* ptr,
+                             std::size_t bytes);
+
+/// True when `staging` can hold `send_bytes` / `recv_bytes` in windows of `comm`.
+bool staging_usable(const CommState& comm, const Options& options, std::size_t send_bytes,
+                    std::size_t recv_bytes);
+
+/// Counts the plan in the communicator's stats and logs it at debug level.
+void record_plan(CommState& comm, const Plan& plan, const char* operation, const char* type,
+                 std::size_t count);
+
+/// Scratch of at least `bytes`: Options::workspace when given (checked big enough), else the
+/// communicator's own, grown when not capturing.
+void* acquire_workspace(CommState& comm, const Options& options, std::size_t bytes,
+                        cudaStream_t stream);
+
+/// Validates per-rank counts: size == ranks, counts[rank] == mine, sum == total,
+/// each a multiple of `multiple`.
+void check_counts(const std::vector<std::size_t>& counts, int ranks, int rank, std::size_t mine,
+                  std::size_t total, std::size_t multiple, const char* mine_name,
+                  const char* total_name);
+
+/// Exclusive prefix sums of counts (element displacements).
+inline std::vector<std::size_t> displacements(const std::vector<std::size_t>& counts) {
+  std::vector<std::size_t> d(counts.size(), 0);
+  for (std::size_t r = 1; r < counts.size(); ++r) d[r] = d[r - 1] + counts[r - 1];
+  return d;
+}
+
+/// Rounds up to 256 bytes (workspace region alignment).
+constexpr std::size_t align256(std::size_t x) { return (x + 255) / 256 * 256; }
+
+}  // namespace symmcomm::detail

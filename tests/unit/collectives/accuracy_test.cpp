@@ -1,0 +1,113 @@
+// Accuracy of quantized reduce-scatter (CPU, the kernels' arithmetic): fp32 accumulation with
+// one rounding at the end, against an fp64 reference, beside a per-step FP8 ring reduction
+// (what a reduction in the low-precision type along a ring gives) and beside one quantization
+// of the exact sum.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "support/reference.hpp"
+#include "symmcomm/formats/bf16.hpp"
+
+namespace {
+
+using namespace symmcomm;
+using namespace symmcomm::test;
+
+constexpr int kRanks = 8;
+constexpr std::size_t kCount = 1 << 16;
+
+std::vector<std::vector<float>> inputs(std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::vector<float>> x(kRanks, std::vector<float>(kCount));
+  for (auto& r : x) {
+    for (auto& v : r) v = normal(rng);
+  }
+  return x;
+}
+
+std::vector<float> to_bf16(const std::vector<float>& v) {
+  std::vector<float> out;
+  for (float f : v) out.push_back(bf16_bits_to_float(float_to_bf16_bits(f)));
+  return out;
+}
+
+// A ring that sums FP8 values and rounds to FP8 at every step (one shared scale, as NCCL's fp8
+// reductions have none per rank).
+std::vector<double> fp8_ring(const std::vector<HostFp8>& ranks, Fp8Format f, float scale) {
+  std::vector<double> out(kCount);
+  float const inv = 1.0f / scale;
+  for (std::size_t i = 0; i < kCount; ++i) {
+    float partial = decode_fp8(encode_fp8(static_cast<float>(ranks[0].value(i)) * inv, f), f);
+    for (int r = 1; r < kRanks; ++r) {
+      float const next = decode_fp8(encode_fp8(static_cast<float>(ranks[r].value(i)) * inv, f), f);
+      partial = decode_fp8(encode_fp8(partial + next, f), f);
+    }
+    out[i] = static_cast<double>(partial) * scale;
+  }
+  return out;
+}
+
+TEST(Accuracy, Fp8ReduceScatterBeatsAPerStepRingAndMatchesOneRounding) {
+  for (Fp8Format f : {Fp8Format::E4M3, Fp8Format::E5M2}) {
+    auto const x = inputs(11);
+    std::vector<HostFp8> q;
+    for (const auto& r : x) q.push_back(HostFp8::quantize(r, f));
+    auto const exact = exact_sum(q, 0, kCount);
+    auto const ours32 = reduce_like_kernel(q, 0, kCount);
+    double const e_fp32 = relative_error(ours32, exact);
+    double const e_bf16 = relative_error(to_bf16(ours32), exact);
+    // Re-quantized output: our fp32 sum quantized once, vs the exact sum quantized once.
+    auto const ours_q = HostFp8::quantize(ours32, f);
+    std::vector<float> exact_f(exact.begin(), exact.end());
+    auto const once = HostFp8::quantize(exact_f, f);
+    std::vector<double> ours_requant(kCount), exact_requant(kCount);
+    for (std::size_t i = 0; i < kCount; ++i) {
+      ours_requant[i] = ours_q.value(i);
+      exact_requant[i] = once.value(i);
+    }
+    double const e_ours_q = relative_error(ours_requant, exact);
+    double const e_once = relative_error(exact_requant, exact);
+    double const e_ring = relative_error(fp8_ring(q, f, ours_q.scale), exact);
+    std::printf("FP8 %s, %d ranks: fp32 out %.2e, bf16 out %.2e, re-quantized %.3e, one "
+                "quantization of the exact sum %.3e, per-step fp8 ring %.3e\n",
+                f == Fp8Format::E4M3 ? "e4m3" : "e5m2", kRanks, e_fp32, e_bf16, e_ours_q, e_once,
+                e_ring);
+    EXPECT_LT(e_fp32, 1e-6);
+    EXPECT_LT(e_bf16, 4e-3);
+    EXPECT_LE(e_ours_q, e_once * 1.001 + 1e-9);
+    EXPECT_LT(e_ours_q, e_ring);
+  }
+}
+
+TEST(Accuracy, Nvfp4ReduceScatterIsNoWorseThanOneQuantizationOfTheExactSum) {
+  auto const x = inputs(12);
+  std::vector<HostNvfp4> q;
+  for (const auto& r : x) q.push_back(HostNvfp4::quantize(r));
+  auto const exact = exact_sum(q, 0, kCount);
+  auto const ours32 = reduce_like_kernel(q, 0, kCount);
+  double const e_fp32 = relative_error(ours32, exact);
+  double const e_bf16 = relative_error(to_bf16(ours32), exact);
+  auto const ours_q = HostNvfp4::quantize(ours32);
+  std::vector<float> exact_f(exact.begin(), exact.end());
+  auto const once = HostNvfp4::quantize(exact_f);
+  std::vector<double> ours_requant(kCount), exact_requant(kCount);
+  for (std::size_t i = 0; i < kCount; ++i) {
+    ours_requant[i] = ours_q.value(i);
+    exact_requant[i] = once.value(i);
+  }
+  double const e_ours_q = relative_error(ours_requant, exact);
+  double const e_once = relative_error(exact_requant, exact);
+  std::printf("NVFP4, %d ranks: fp32 out %.2e, bf16 out %.2e, re-quantized %.3e, one quantization "
+              "of the exact sum %.3e\n",
+              kRanks, e_fp32, e_bf16, e_ours_q, e_once);
+  EXPECT_LT(e_fp32, 1e-6);
+  EXPECT_LT(e_bf16, 4e-3);
+  EXPECT_LE(e_ours_q, e_once * 1.001 + 1e-9);
+}
+
+}  // namespace

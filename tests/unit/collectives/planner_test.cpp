@@ -1,0 +1,186 @@
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "symmcomm/collectives/planner.hpp"
+#include "symmcomm/collectives/thresholds.hpp"
+#include "symmcomm/error.hpp"
+
+namespace {
+
+using namespace symmcomm;
+
+Capabilities caps(bool symmetric, int lsa = 8) {
+  Capabilities c;
+  c.probed = true;
+  c.symmetric_memory = symmetric;
+  c.lsa_team_size = symmetric ? lsa : 1;
+  c.reason = symmetric ? "" : "isAllDirectP2p 0";
+  return c;
+}
+
+PlannedBuffer buffer(const char* name, ProvenanceStatus status) {
+  PlannedBuffer b;
+  b.name = name;
+  b.ptr = reinterpret_cast<const void*>(std::uintptr_t{0x1000});
+  b.bytes = 4096;
+  b.provenance.status = status;
+  return b;
+}
+
+PlanRequest request(Operation op, DataType send, DataType recv, const Capabilities& c,
+                    ProvenanceStatus send_status, ProvenanceStatus recv_status) {
+  PlanRequest r;
+  r.operation = op;
+  r.send_type = send;
+  r.recv_type = recv;
+  r.capabilities = &c;
+  r.comm_size = 8;
+  r.bytes_per_rank = 4096;
+  r.buffers = {buffer("send.data", send_status), buffer("recv.data", recv_status)};
+  return r;
+}
+
+struct Case {
+  Operation op;
+  DataType send;
+  DataType recv;
+};
+
+// Every operation x format: NCCL can gather anything, but only sums unscaled bf16/fp32.
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (DataType t : {DataType::Nvfp4, DataType::Fp8E4M3, DataType::Fp8E5M2, DataType::Bf16, DataType::Fp32}) {
+    cases.push_back({Operation::AllGather, t, t});
+  }
+  for (DataType t : {DataType::Bf16, DataType::Fp32}) cases.push_back({Operation::ReduceScatter, t, t});
+  for (DataType in : {DataType::Nvfp4, DataType::Fp8E4M3, DataType::Fp8E5M2}) {
+    for (DataType out : {DataType::Bf16, DataType::Fp32, in}) {
+      cases.push_back({Operation::ReduceScatter, in, out});
+    }
+  }
+  return cases;
+}
+
+bool native(const Case& c) {
+  return c.op == Operation::AllGather || nccl_reduces_natively(c.send, c.recv);
+}
+
+TEST(Planner, TableOfEveryOperationFormatAndProvenance) {
+  Capabilities const with = caps(true), without = caps(false);
+  std::vector<ProvenanceStatus> const statuses = {
+      ProvenanceStatus::Symmetric, ProvenanceStatus::NotRegistered,
+      ProvenanceStatus::OtherCommunicator, ProvenanceStatus::StraddlesWindowEnd};
+  int checked = 0;
+  for (const Case& c : all_cases()) {
+    for (const Capabilities* cap : {&with, &without}) {
+      for (auto s : statuses) {
+        for (auto r : statuses) {
+          Plan const p = plan_collective(request(c.op, c.send, c.recv, *cap, s, r));
+          bool const all_symmetric = s == ProvenanceStatus::Symmetric && r == ProvenanceStatus::Symmetric;
+          bool const expect_symmetric = cap->symmetric_memory && all_symmetric && native(c);
+          EXPECT_EQ(p.path, expect_symmetric ? Path::NcclSymmetric : Path::Fallback)
+              << to_string(c.send) << "->" << to_string(c.recv) << " " << p.reason();
+          if (!expect_symmetric) {
+            if (!cap->symmetric_memory) {
+              EXPECT_EQ(p.why, PlanReason::NoSymmetricSupport);
+              EXPECT_NE(p.reason().find("isAllDirectP2p 0"), std::string::npos);
+            } else if (!native(c)) {
+              EXPECT_EQ(p.why, PlanReason::ScaledReduction);
+            } else {
+              EXPECT_EQ(p.why, PlanReason::BufferNotSymmetric);
+              EXPECT_EQ(p.buffer_index, s != ProvenanceStatus::Symmetric ? 0 : 1);
+            }
+          }
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, static_cast<int>(all_cases().size()) * 2 * 16);
+}
+
+TEST(Planner, ForcingAnImpossiblePathNamesTheBuffer) {
+  Capabilities const c = caps(true);
+  auto r = request(Operation::AllGather, DataType::Nvfp4, DataType::Nvfp4, c,
+                   ProvenanceStatus::Symmetric, ProvenanceStatus::NotRegistered);
+  r.choice = PathChoice::NcclSymmetric;
+  try {
+    plan_collective(r);
+    FAIL() << "no throw";
+  } catch (const LogicError& e) {
+    std::string const m = e.what();
+    EXPECT_NE(m.find("Options::path = nccl-symmetric cannot be taken"), std::string::npos) << m;
+    EXPECT_NE(m.find("recv.data 0x1000 (4096 bytes) is not inside any symmetric window"),
+              std::string::npos)
+        << m;
+  }
+  r.choice = PathChoice::LsaKernel;
+  EXPECT_THROW(plan_collective(r), LogicError);
+  r.choice = PathChoice::Fallback;
+  EXPECT_EQ(plan_collective(r).path, Path::Fallback);
+  EXPECT_EQ(plan_collective(r).why, PlanReason::ForcedFallback);
+}
+
+TEST(Planner, ForcedSymmetricOnAScaledReductionSaysWhy) {
+  Capabilities const c = caps(true);
+  auto r = request(Operation::ReduceScatter, DataType::Nvfp4, DataType::Bf16, c,
+                   ProvenanceStatus::Symmetric, ProvenanceStatus::Symmetric);
+  r.choice = PathChoice::NcclSymmetric;
+  try {
+    plan_collective(r);
+    FAIL() << "no throw";
+  } catch (const LogicError& e) {
+    EXPECT_NE(std::string(e.what()).find("per-rank-scaled"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Planner, VariableCountsTakeTheFallback) {
+  Capabilities const c = caps(true);
+  auto r = request(Operation::AllGather, DataType::Bf16, DataType::Bf16, c,
+                   ProvenanceStatus::Symmetric, ProvenanceStatus::Symmetric);
+  r.equal_counts = false;
+  Plan const p = plan_collective(r);
+  EXPECT_EQ(p.path, Path::Fallback);
+  EXPECT_EQ(p.why, PlanReason::VariableCounts);
+}
+
+TEST(Planner, StagingOnlyWhenUsableAndSmall) {
+  Capabilities const c = caps(true);
+  auto r = request(Operation::AllGather, DataType::Bf16, DataType::Bf16, c,
+                   ProvenanceStatus::NotRegistered, ProvenanceStatus::NotRegistered);
+  EXPECT_EQ(plan_collective(r).path, Path::Fallback);
+  r.staging_usable = true;
+  Plan p = plan_collective(r);
+  EXPECT_EQ(p.path, Path::NcclSymmetric);
+  EXPECT_TRUE(p.staged);
+  EXPECT_NE(p.reason().find("staged"), std::string::npos);
+  r.bytes_per_rank = thresholds::kStagingMaxBytesPerRank + 1;
+  EXPECT_EQ(plan_collective(r).path, Path::Fallback);
+  Capabilities const none = caps(false);
+  r = request(Operation::AllGather, DataType::Bf16, DataType::Bf16, none,
+              ProvenanceStatus::NotRegistered, ProvenanceStatus::NotRegistered);
+  r.staging_usable = true;
+  EXPECT_EQ(plan_collective(r).path, Path::Fallback);
+}
+
+TEST(Planner, LsaKernelChosenWhenAvailableAndCovering) {
+  Capabilities const c = caps(true, 8);
+  auto r = request(Operation::ReduceScatter, DataType::Nvfp4, DataType::Bf16, c,
+                   ProvenanceStatus::Symmetric, ProvenanceStatus::Symmetric);
+  r.lsa_kernel_available = true;
+  EXPECT_EQ(plan_collective(r).path, Path::LsaKernel);
+  Capabilities const partial = caps(true, 4);  // LSA team smaller than the communicator
+  r.capabilities = &partial;
+  EXPECT_EQ(plan_collective(r).path, Path::Fallback);
+  r.choice = PathChoice::LsaKernel;
+  EXPECT_THROW(plan_collective(r), LogicError);
+}
+
+TEST(Planner, EmptyBuffersDoNotBlockAndMissingCapabilitiesAreRefused) {
+  PlanRequest r;
+  EXPECT_THROW(plan_collective(r), LogicError);
+}
+
+}  // namespace
