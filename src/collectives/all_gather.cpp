@@ -67,6 +67,7 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
 
   detail::DeviceGuard guard(state.device);
   if (plan.staged) {
+    detail::refuse_inside_group(operation, "staged path");
     // Pack this rank's parts, gather once through symmetric scratch, unpack with 2-D copies.
     auto* staged_send = static_cast<char*>(options.staging.send);
     auto* staged_recv = static_cast<char*>(options.staging.recv);

@@ -1,5 +1,6 @@
 #include "common.hpp"
 
+#include "symmcomm/comm/group.hpp"
 #include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/logging.hpp"
@@ -81,6 +82,14 @@ void* acquire_workspace(CommState& comm, const Options& options, std::size_t byt
   SYMMCOMM_CUDA_TRY(cudaMalloc(&comm.workspace, bytes));
   comm.workspace_bytes = bytes;
   return comm.workspace;
+}
+
+void refuse_inside_group(const char* operation, const char* why) {
+  SYMMCOMM_EXPECTS(!Group::active(),
+                   operation << " (" << why << ") cannot run inside a symmcomm::Group: NCCL "
+                             << "enqueues grouped calls only at the end of the group, after the "
+                             << "kernels that must follow them. Drive each rank from its own "
+                             << "thread instead");
 }
 
 void check_counts(const std::vector<std::size_t>& counts, int ranks, int rank, std::size_t mine,

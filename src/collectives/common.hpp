@@ -40,6 +40,11 @@ void check_counts(const std::vector<std::size_t>& counts, int ranks, int rank, s
                   std::size_t total, std::size_t multiple, const char* mine_name,
                   const char* total_name);
 
+/// Throws LogicError when called inside a symmcomm::Group: `operation` mixes NCCL calls with
+/// its own kernels or copies, which must follow NCCL's work on the stream, but NCCL enqueues
+/// grouped work only when the outermost group ends.
+void refuse_inside_group(const char* operation, const char* why);
+
 /// Exclusive prefix sums of counts (element displacements).
 inline std::vector<std::size_t> displacements(const std::vector<std::size_t>& counts) {
   std::vector<std::size_t> d(counts.size(), 0);

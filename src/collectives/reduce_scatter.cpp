@@ -56,6 +56,7 @@ Plan native_reduce_scatter(const Communicator& comm, Span<T> send, Span<T> recv,
                    operation << ": the lsa-kernel executor is not built yet; use Auto or another path");
   detail::DeviceGuard guard(state.device);
   if (plan.staged) {
+    detail::refuse_inside_group(operation, "staged path");
     SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(options.staging.send, send.data, send.data_bytes(),
                                       cudaMemcpyDeviceToDevice, stream));
     SYMMCOMM_NCCL_TRY(ncclReduceScatter(options.staging.send, options.staging.recv, recv.count,
@@ -170,6 +171,7 @@ Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in
                    operation << ": path " << to_string(plan.path)
                              << " has no quantized reduce-scatter executor in this build");
 
+  detail::refuse_inside_group(operation, "quantized reduction");
   WorkspaceLayout const layout = layout_for(in.nvfp4, out.type, out.count, n);
   auto* ws = static_cast<char*>(detail::acquire_workspace(state, options, layout.total, stream));
   auto* ws_data = reinterpret_cast<std::uint8_t*>(ws + layout.data);

@@ -13,7 +13,9 @@
 /// Quantized fallback: an all-to-all of quantized shards (grouped ncclSend/ncclRecv) into a
 /// workspace, then a local fp32 reduce. Its workspace comes from Options::workspace, or from
 /// the communicator (grown outside graph capture; concurrent calls on several streams of one
-/// communicator need their own Options::workspace).
+/// communicator need their own Options::workspace). It launches a kernel after its NCCL calls,
+/// so it refuses to run inside a symmcomm::Group (NCCL would enqueue its calls only at the end
+/// of the group): one thread driving several ranks must use one thread per rank for it.
 
 #include <cuda_runtime_api.h>
 

@@ -1,0 +1,384 @@
+// Collectives on a real one-rank NCCL communicator (every op x format x path one rank can
+// take), validation errors, CUDA-graph replay, and the local reduce kernel through a loopback
+// table of N virtual ranks' shards on one GPU.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "support/comm_fixture.hpp"
+#include "support/reference.hpp"
+#include "symmcomm/collectives/all_gather.hpp"
+#include "symmcomm/collectives/local_reduce.hpp"
+#include "symmcomm/collectives/reduce_scatter.hpp"
+#include "symmcomm/formats/codecs.hpp"
+#include "symmcomm/logging.hpp"
+#include "symmcomm/memory/symm_allocator.hpp"
+
+namespace {
+
+using namespace symmcomm;
+using symmcomm::test::DeviceArray;
+using symmcomm::test::HostFp8;
+using symmcomm::test::HostNvfp4;
+using symmcomm::test::one_rank_comm;
+
+template <class F>
+std::string logic_error_text(F&& f) {
+  try {
+    f();
+  } catch (const LogicError& e) {
+    return e.what();
+  }
+  return "(no LogicError)";
+}
+
+std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float sigma = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, sigma);
+  std::vector<float> v(n);
+  for (auto& x : v) x = normal(rng);
+  return v;
+}
+
+std::vector<std::uint16_t> to_bf16_bits(const std::vector<float>& v) {
+  std::vector<std::uint16_t> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = float_to_bf16_bits(v[i]);
+  return out;
+}
+
+// An NVFP4 tensor in device memory (plain cudaMalloc), filled from a host quantization.
+struct DeviceNvfp4 {
+  explicit DeviceNvfp4(std::size_t elements, std::size_t global_scales = 1)
+      : data(elements / 2), block_scales(elements / 16), global(global_scales), count(elements) {}
+  void upload(const HostNvfp4& q) {
+    data.upload(q.data);
+    block_scales.upload(q.scales);
+    global.upload({q.global_scale});
+  }
+  Nvfp4View view() { return Nvfp4View{data.get(), block_scales.get(), global.get(), count}; }
+  DeviceArray<std::uint8_t> data, block_scales;
+  DeviceArray<float> global;
+  std::size_t count;
+};
+
+TEST(Collectives, OneRankAllGatherOfEveryFormatCopiesAndSaysWhy) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  std::size_t const n = 7168 * 4;
+  auto const x = random_floats(n, 1);
+  // BF16.
+  DeviceArray<std::uint16_t> send(n), recv(n);
+  send.upload(to_bf16_bits(x));
+  Plan const plan = all_gather(comm, Bf16Span{reinterpret_cast<bf16*>(send.get()), n},
+                               Bf16Span{reinterpret_cast<bf16*>(recv.get()), n}, nullptr);
+  SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+  EXPECT_EQ(recv.download(), send.download());
+  EXPECT_EQ(plan.path, Path::Fallback);
+  if (!comm.capabilities().symmetric_memory) {
+    EXPECT_EQ(plan.why, PlanReason::NoSymmetricSupport) << plan.reason();
+  }
+  // NVFP4 with top-k ids as an extra tensor in the same group.
+  auto const q = HostNvfp4::quantize(x);
+  DeviceNvfp4 qs(n), qr(n);
+  qs.upload(q);
+  DeviceArray<std::int32_t> ids(64), ids_out(64);
+  std::vector<std::int32_t> host_ids(64);
+  for (int i = 0; i < 64; ++i) host_ids[static_cast<std::size_t>(i)] = i * 3;
+  ids.upload(host_ids);
+  all_gather(comm, qs.view(), qr.view(), {GatherItem{ids.get(), ids_out.get(), 256, "topk_ids"}},
+             nullptr);
+  SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+  EXPECT_EQ(qr.data.download(), q.data);
+  EXPECT_EQ(qr.block_scales.download(), q.scales);
+  EXPECT_EQ(qr.global.download()[0], q.global_scale);
+  EXPECT_EQ(ids_out.download(), host_ids);
+  // FP8 with its scale.
+  auto const f = HostFp8::quantize(x, Fp8Format::E5M2);
+  DeviceArray<std::uint8_t> fs(n), fr(n);
+  DeviceArray<float> ss(1), sr(1);
+  fs.upload(f.codes);
+  ss.upload({f.scale});
+  all_gather(comm, Fp8View{fs.get(), ss.get(), n, Fp8Format::E5M2},
+             Fp8View{fr.get(), sr.get(), n, Fp8Format::E5M2}, nullptr);
+  // all_gatherv with one rank.
+  DeviceNvfp4 qv(n);
+  all_gatherv(comm, qs.view(), qv.view(), std::vector<std::size_t>{n}, nullptr);
+  SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+  EXPECT_EQ(fr.download(), f.codes);
+  EXPECT_EQ(sr.download()[0], f.scale);
+  EXPECT_EQ(qv.data.download(), q.data);
+}
+
+TEST(Collectives, ForcedSymmetricPathIsRefusedWithTheReason) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  DeviceArray<std::uint16_t> send(256), recv(256);
+  Options options;
+  options.path = PathChoice::NcclSymmetric;
+  std::string const m = logic_error_text([&] {
+    all_gather(comm, Bf16Span{reinterpret_cast<bf16*>(send.get()), 256},
+               Bf16Span{reinterpret_cast<bf16*>(recv.get()), 256}, nullptr, options);
+  });
+  EXPECT_NE(m.find("Options::path = nccl-symmetric cannot be taken"), std::string::npos) << m;
+  options.path = PathChoice::LsaKernel;
+  EXPECT_THROW(reduce_scatter(comm, Bf16Span{reinterpret_cast<bf16*>(send.get()), 256},
+                              Bf16Span{reinterpret_cast<bf16*>(recv.get()), 256}, nullptr, options),
+               LogicError);
+}
+
+TEST(Collectives, OneRankReduceScatterOfEveryFormat) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  std::size_t const n = 16 * 5000;
+  auto const x = random_floats(n, 2);
+  // BF16 and FP32: the sum over one rank is the input.
+  DeviceArray<std::uint16_t> bs(n), br(n);
+  bs.upload(to_bf16_bits(x));
+  reduce_scatter(comm, Bf16Span{reinterpret_cast<bf16*>(bs.get()), n},
+                 Bf16Span{reinterpret_cast<bf16*>(br.get()), n}, nullptr);
+  DeviceArray<float> fs(n), fr(n);
+  fs.upload(x);
+  reduce_scatter(comm, Fp32Span{fs.get(), n}, Fp32Span{fr.get(), n}, nullptr);
+  SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+  EXPECT_EQ(br.download(), bs.download());
+  EXPECT_EQ(fr.download(), x);
+
+  // NVFP4 into fp32, bf16 and NVFP4; FP8 likewise.
+  auto const q = HostNvfp4::quantize(x);
+  auto const ref = symmcomm::test::reduce_like_kernel(std::vector<HostNvfp4>{q}, 0, n);
+  DeviceNvfp4 qs(n);
+  qs.upload(q);
+  DeviceArray<float> out32(n);
+  DeviceArray<std::uint16_t> out16(n);
+  Plan const plan = reduce_scatter(comm, qs.view(), Fp32Span{out32.get(), n}, nullptr);
+  EXPECT_EQ(plan.path, Path::Fallback);
+  reduce_scatter(comm, qs.view(), Bf16Span{reinterpret_cast<bf16*>(out16.get()), n}, nullptr);
+  DeviceNvfp4 requant(n);
+  reduce_scatter(comm, qs.view(), requant.view(), nullptr);
+  SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+  auto const got32 = out32.download();
+  auto const got16 = out16.download();
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_NEAR(got32[i], ref[i], 1e-6f * std::fabs(ref[i]) + 1e-30f) << i;
+    ASSERT_LE(std::abs(static_cast<int>(got16[i]) - static_cast<int>(float_to_bf16_bits(ref[i]))), 1) << i;
+  }
+  // Re-quantized: equals quantizing the fp32 sum once (a rare element may differ by the last
+  // fp32 bit of the sum, hence the tolerance on matches).
+  auto const expect = HostNvfp4::quantize(ref);
+  EXPECT_NEAR(requant.global.download()[0], expect.global_scale, 1e-6f * expect.global_scale);
+  auto const got_data = requant.data.download();
+  std::size_t same = 0;
+  for (std::size_t i = 0; i < got_data.size(); ++i) same += got_data[i] == expect.data[i];
+  EXPECT_GE(same, got_data.size() * 999 / 1000);
+
+  for (Fp8Format f : {Fp8Format::E4M3, Fp8Format::E5M2}) {
+    auto const q8 = HostFp8::quantize(x, f);
+    auto const ref8 = symmcomm::test::reduce_like_kernel(std::vector<HostFp8>{q8}, 0, n);
+    DeviceArray<std::uint8_t> codes(n), requant8(n);
+    DeviceArray<float> scale(1), requant_scale(1), out(n);
+    codes.upload(q8.codes);
+    scale.upload({q8.scale});
+    Fp8View const view{codes.get(), scale.get(), n, f};
+    reduce_scatter(comm, view, Fp32Span{out.get(), n}, nullptr);
+    reduce_scatter(comm, view, Fp8View{requant8.get(), requant_scale.get(), n, f}, nullptr);
+    SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+    auto const got = out.download();
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], ref8[i]) << i;  // one product: exact
+    EXPECT_EQ(requant8.download(), HostFp8::quantize(ref8, f).codes);
+  }
+}
+
+TEST(Collectives, ValidationNamesArgumentAndValue) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  DeviceArray<std::uint16_t> a(256), b(512);
+  auto* pa = reinterpret_cast<bf16*>(a.get());
+  auto* pb = reinterpret_cast<bf16*>(b.get());
+  EXPECT_NE(logic_error_text([&] { all_gather(comm, Bf16Span{pa, 256}, Bf16Span{pb, 512}, nullptr); })
+                .find("recv.count 512 is not send.count 256 x comm.size() 1"),
+            std::string::npos);
+  EXPECT_NE(logic_error_text([&] { reduce_scatter(comm, Bf16Span{pa, 256}, Bf16Span{pb, 512}, nullptr); })
+                .find("send.count 256 is not recv.count 512"),
+            std::string::npos);
+  std::vector<std::uint16_t> host(256);
+  std::string const host_msg = logic_error_text([&] {
+    all_gather(comm, Bf16Span{reinterpret_cast<bf16*>(host.data()), 256}, Bf16Span{pb, 256}, nullptr);
+  });
+  EXPECT_NE(host_msg.find("send.data"), std::string::npos) << host_msg;
+  EXPECT_NE(host_msg.find("is not device memory"), std::string::npos) << host_msg;
+  DeviceArray<std::uint8_t> c1(256), c2(256);
+  DeviceArray<float> s1(1), s2(1);
+  EXPECT_NE(logic_error_text([&] {
+              all_gather(comm, Fp8View{c1.get(), s1.get(), 256, Fp8Format::E4M3},
+                         Fp8View{c2.get(), s2.get(), 256, Fp8Format::E5M2}, nullptr);
+            }).find("send.format fp8e4m3 differs from recv.format fp8e5m2"),
+            std::string::npos);
+  EXPECT_NE(logic_error_text([&] {
+              all_gatherv(comm, Bf16Span{pa, 256}, Bf16Span{pb, 256}, {128}, nullptr);
+            }).find("send.count 256 differs from counts[0] = 128"),
+            std::string::npos);
+  EXPECT_NE(logic_error_text([&] {
+              all_gatherv(comm, Bf16Span{pa, 256}, Bf16Span{pb, 256}, {256, 1}, nullptr);
+            }).find("counts has 2 entries for 1 ranks"),
+            std::string::npos);
+  DeviceNvfp4 q(256), r(256);
+  Nvfp4View no_scale = q.view();
+  no_scale.global_scale = nullptr;
+  EXPECT_NE(logic_error_text([&] { all_gather(comm, no_scale, r.view(), nullptr); })
+                .find("send.global_scale is null"),
+            std::string::npos);
+  DeviceArray<float> out(256);
+  Options tiny;
+  DeviceArray<std::uint8_t> scratch(16);
+  tiny.workspace = scratch.get();
+  tiny.workspace_bytes = 16;
+  EXPECT_NE(logic_error_text([&] { reduce_scatter(comm, q.view(), Fp32Span{out.get(), 256}, nullptr, tiny); })
+                .find("Options::workspace_bytes 16 is below"),
+            std::string::npos);
+  EXPECT_NE(logic_error_text([&] { reduce_scatter(comm, q.view(), Fp32Span{out.get(), 250}, nullptr); })
+                .find("send.count 256 is not recv.count 250"),
+            std::string::npos);
+}
+
+TEST(Collectives, BufferOfAnotherCommunicatorIsExplained) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  auto others = create_local_communicators({0});
+  SymmAllocator other_pool(others[0], PoolOptions{1 << 20});
+  void* foreign = other_pool.allocate(512);
+  DeviceArray<std::uint16_t> recv(256);
+  Plan const plan = all_gather(comm, Bf16Span{static_cast<bf16*>(foreign), 256},
+                               Bf16Span{reinterpret_cast<bf16*>(recv.get()), 256}, nullptr);
+  SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+  EXPECT_EQ(plan.path, Path::Fallback);
+  if (comm.capabilities().symmetric_memory) {
+    EXPECT_NE(plan.reason().find("another communicator"), std::string::npos) << plan.reason();
+  }
+  other_pool.deallocate(foreign);
+}
+
+TEST(Collectives, StatsCountPathsAndDebugLogSaysWhy) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  std::uint64_t const before = comm.stats().count(Path::Fallback);
+  std::vector<std::string> lines;
+  LogSink previous = set_log_sink([&](LogLevel, const std::string& m) { lines.push_back(m); });
+  LogLevel const old = log_level();
+  set_log_level(LogLevel::Debug);
+  DeviceArray<std::uint16_t> a(256), b(256);
+  all_gather(comm, Bf16Span{reinterpret_cast<bf16*>(a.get()), 256},
+             Bf16Span{reinterpret_cast<bf16*>(b.get()), 256}, nullptr);
+  set_log_level(old);
+  set_log_sink(previous);
+  EXPECT_EQ(comm.stats().count(Path::Fallback), before + 1);
+  bool found = false;
+  for (const auto& l : lines) found = found || (l.find("all_gather bf16 count 256") != std::string::npos && l.find("fallback") != std::string::npos);
+  EXPECT_TRUE(found);
+}
+
+TEST(Collectives, GraphReplayMatchesEagerWithChangingInputs) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  std::size_t const n = 16 * 2048;
+  DeviceArray<std::uint16_t> input(n), rs_out(n), bf_out(n);
+  DeviceNvfp4 quant(n), gathered(n);
+  cudaStream_t stream;
+  SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  auto sequence = [&] {
+    quantize_nvfp4(reinterpret_cast<const bf16*>(input.get()), quant.view(), ScaleMode::Compute, stream);
+    all_gather(comm, quant.view(), gathered.view(), stream);
+    reduce_scatter(comm, gathered.view(), Bf16Span{reinterpret_cast<bf16*>(rs_out.get()), n}, stream);
+    reduce_scatter(comm, Bf16Span{reinterpret_cast<bf16*>(rs_out.get()), n},
+                   Bf16Span{reinterpret_cast<bf16*>(bf_out.get()), n}, stream);
+  };
+  // Eager once (this also sizes the communicator's workspace outside capture).
+  input.upload(to_bf16_bits(random_floats(n, 100)));
+  sequence();
+  SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  sequence();
+  SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(stream, &graph));
+  SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < 100; ++i) {
+    auto const x = to_bf16_bits(random_floats(n, 1000 + static_cast<std::uint32_t>(i), 1.0f + static_cast<float>(i)));
+    input.upload(x);
+    bf_out.poison();
+    SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, stream));
+    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+    auto const replayed = bf_out.download();
+    bf_out.poison();
+    sequence();
+    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+    ASSERT_EQ(replayed, bf_out.download()) << "replay " << i;
+  }
+  SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(exec));
+  SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
+  SYMMCOMM_CUDA_TRY(cudaStreamDestroy(stream));
+}
+
+// The local reduce kernel with N virtual ranks' shards on one GPU, against the CPU: fp64 for
+// accuracy, the kernels' own arithmetic for agreement; outputs poisoned with NaN bytes.
+class LoopbackReduce : public ::testing::TestWithParam<int> {};
+
+TEST_P(LoopbackReduce, Nvfp4AndFp8ShardsMatchCpuReference) {
+  SYMMCOMM_REQUIRE_GPU();
+  int const ranks = GetParam();
+  std::size_t const count = 16 * 4099;
+  std::vector<HostNvfp4> q;
+  std::vector<HostFp8> q8;
+  std::vector<std::unique_ptr<DeviceNvfp4>> shards;
+  std::vector<std::unique_ptr<DeviceArray<std::uint8_t>>> codes;
+  std::vector<std::unique_ptr<DeviceArray<float>>> scales;
+  QuantizedShards table, table8;
+  table.ranks = table8.ranks = ranks;
+  for (int r = 0; r < ranks; ++r) {
+    auto const x = random_floats(count, 77 + static_cast<std::uint32_t>(r), 1.0f + static_cast<float>(r));
+    q.push_back(HostNvfp4::quantize(x));
+    shards.push_back(std::make_unique<DeviceNvfp4>(count));
+    shards.back()->upload(q.back());
+    table.data[r] = shards.back()->data.get();
+    table.block_scales[r] = shards.back()->block_scales.get();
+    table.scale[r] = shards.back()->global.get();
+    q8.push_back(HostFp8::quantize(x, Fp8Format::E4M3));
+    codes.push_back(std::make_unique<DeviceArray<std::uint8_t>>(count));
+    codes.back()->upload(q8.back().codes);
+    scales.push_back(std::make_unique<DeviceArray<float>>(1));
+    scales.back()->upload({q8.back().scale});
+    table8.data[r] = codes.back()->get();
+    table8.scale[r] = scales.back()->get();
+  }
+  DeviceArray<float> out(count);
+  out.poison(0xFF);
+  reduce_nvfp4_shards(table, count, out.get(), nullptr);
+  SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+  auto const got = out.download();
+  auto const mine = symmcomm::test::reduce_like_kernel(q, 0, count);
+  auto const exact = symmcomm::test::exact_sum(q, 0, count);
+  for (std::size_t i = 0; i < count; ++i) {
+    ASSERT_FALSE(std::isnan(got[i])) << "element " << i << " not written";
+    ASSERT_NEAR(got[i], mine[i], 2e-6f * (std::fabs(mine[i]) + 1.0f)) << i;
+  }
+  EXPECT_LT(symmcomm::test::relative_error(got, exact), 1e-6);
+
+  out.poison(0xFF);
+  reduce_fp8_shards(table8, count, Fp8Format::E4M3, out.get(), nullptr);
+  SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+  auto const got8 = out.download();
+  auto const mine8 = symmcomm::test::reduce_like_kernel(q8, 0, count);
+  for (std::size_t i = 0; i < count; ++i) {
+    ASSERT_FALSE(std::isnan(got8[i])) << "element " << i << " not written";
+    ASSERT_NEAR(got8[i], mine8[i], 2e-6f * (std::fabs(mine8[i]) + 1.0f)) << i;
+  }
+  EXPECT_LT(symmcomm::test::relative_error(got8, symmcomm::test::exact_sum(q8, 0, count)), 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(VirtualRanks, LoopbackReduce, ::testing::Values(2, 3, 4, 8));
+
+}  // namespace
