@@ -361,9 +361,16 @@ TEST_P(LoopbackReduce, Nvfp4AndFp8ShardsMatchCpuReference) {
   auto const got = out.download();
   auto const mine = symmcomm::test::reduce_like_kernel(q, 0, count);
   auto const exact = symmcomm::test::exact_sum(q, 0, count);
+  // fp32 accumulation in rank order: the device fuses multiply-adds, the host does not, so each
+  // of the `ranks` steps may round differently by half an ulp of the partial sum.
+  auto bound = [&](const auto& inputs, std::size_t i) {
+    double magnitude = 0.0;
+    for (const auto& r : inputs) magnitude += std::fabs(r.value(i));
+    return static_cast<float>(magnitude * ranks * 1.2e-7) + 1e-30f;
+  };
   for (std::size_t i = 0; i < count; ++i) {
     ASSERT_FALSE(std::isnan(got[i])) << "element " << i << " not written";
-    ASSERT_NEAR(got[i], mine[i], 2e-6f * (std::fabs(mine[i]) + 1.0f)) << i;
+    ASSERT_NEAR(got[i], mine[i], bound(q, i)) << i;
   }
   EXPECT_LT(symmcomm::test::relative_error(got, exact), 1e-6);
 
@@ -374,7 +381,7 @@ TEST_P(LoopbackReduce, Nvfp4AndFp8ShardsMatchCpuReference) {
   auto const mine8 = symmcomm::test::reduce_like_kernel(q8, 0, count);
   for (std::size_t i = 0; i < count; ++i) {
     ASSERT_FALSE(std::isnan(got8[i])) << "element " << i << " not written";
-    ASSERT_NEAR(got8[i], mine8[i], 2e-6f * (std::fabs(mine8[i]) + 1.0f)) << i;
+    ASSERT_NEAR(got8[i], mine8[i], bound(q8, i)) << i;
   }
   EXPECT_LT(symmcomm::test::relative_error(got8, symmcomm::test::exact_sum(q8, 0, count)), 1e-6);
 }
