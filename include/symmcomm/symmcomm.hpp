@@ -2,6 +2,12 @@
 /// @file symmcomm.hpp
 /// @brief Convenience umbrella: includes every public symmcomm header.
 
+#include "symmcomm/collectives/all_gather.hpp"
+#include "symmcomm/collectives/local_reduce.hpp"
+#include "symmcomm/collectives/options.hpp"
+#include "symmcomm/collectives/planner.hpp"
+#include "symmcomm/collectives/reduce_scatter.hpp"
+#include "symmcomm/collectives/thresholds.hpp"
 #include "symmcomm/comm/communicator.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/error.hpp"

@@ -166,38 +166,43 @@ __device__ __forceinline__ void store(Out* dst, std::size_t group, const float (
   }
 }
 
+// One thread writes 16 bytes of output (8 bf16 or 4 fp32 elements): a warp's store then covers
+// 512 contiguous bytes (whole sectors), instead of each thread writing a whole block in two
+// strided stores that leave every sector half-written per instruction.
 template <class Out>
-__global__ void dequantize_nvfp4_kernel(const uint2* __restrict__ data,
+__global__ void dequantize_nvfp4_kernel(const std::uint8_t* __restrict__ data,
                                         const std::uint8_t* __restrict__ scales,
                                         const float* __restrict__ global_scale_ptr,
-                                        std::size_t blocks, Out* __restrict__ dst) {
+                                        std::size_t items, Out* __restrict__ dst) {
+  constexpr int kElems = 16 / static_cast<int>(sizeof(Out));  // per thread
   __shared__ float dequant_table[256];
   fill_dequant_table(dequant_table, *global_scale_ptr);
   std::size_t const stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t b0 = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-       b0 < blocks; b0 += stride * kUnroll) {
-    uint2 packed[kUnroll];
+  for (std::size_t i0 = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+       i0 < items; i0 += stride * kUnroll) {
+    std::uint32_t packed[kUnroll];
     std::uint8_t scale[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      std::size_t const b = b0 + u * stride;
-      if (b < blocks) {
-        packed[u] = data[b];
-        scale[u] = scales[b];
+      std::size_t const i = i0 + u * stride;
+      if (i < items) {
+        if constexpr (kElems == 8) {
+          packed[u] = reinterpret_cast<const std::uint32_t*>(data)[i];
+        } else {
+          packed[u] = reinterpret_cast<const std::uint16_t*>(data)[i];
+        }
+        scale[u] = scales[i * kElems / kNvfp4BlockSize];
       }
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      std::size_t const b = b0 + u * stride;
-      if (b < blocks) {
+      std::size_t const i = i0 + u * stride;
+      if (i < items) {
         float const mult = dequant_table[scale[u]];
-        float v[16];
+        float v[kElems];
 #pragma unroll
-        for (int k = 0; k < 8; ++k) {
-          v[k] = e2m1_from_word(packed[u].x, k) * mult;
-          v[8 + k] = e2m1_from_word(packed[u].y, k) * mult;
-        }
-        store<16>(dst, b, v);
+        for (int k = 0; k < kElems; ++k) v[k] = e2m1_from_word(packed[u], k) * mult;
+        store<kElems>(dst, i, v);
       }
     }
   }
@@ -297,9 +302,9 @@ void dequantize_nvfp4_impl(Nvfp4View src, Out* dst, cudaStream_t stream) {
   validate(src, "src");
   check_device_pointer(dst, src.count, "dst");
   if (src.count == 0) return;
-  std::size_t const blocks = src.count / kNvfp4BlockSize;
-  dequantize_nvfp4_kernel<Out><<<grid_for(blocks), kThreadsPerCta, 0, stream>>>(
-      reinterpret_cast<const uint2*>(src.data), src.block_scales, src.global_scale, blocks, dst);
+  std::size_t const items = src.count / (16 / sizeof(Out));
+  dequantize_nvfp4_kernel<Out><<<grid_for(items), kThreadsPerCta, 0, stream>>>(
+      src.data, src.block_scales, src.global_scale, items, dst);
   SYMMCOMM_CHECK_LAUNCH();
 }
 
