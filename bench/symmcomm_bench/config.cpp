@@ -1,0 +1,228 @@
+#include "config.hpp"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+namespace symmcomm::bench {
+
+const char* to_string(Op op) { return op == Op::AllGather ? "allgather" : "reducescatter"; }
+
+const char* to_string(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::Nvfp4: return "nvfp4";
+    case Dtype::Fp8E4M3: return "fp8e4m3";
+    case Dtype::Fp8E5M2: return "fp8e5m2";
+    case Dtype::Bf16: return "bf16";
+  }
+  return "?";
+}
+
+const char* to_string(BenchPath path) {
+  switch (path) {
+    case BenchPath::Auto: return "auto";
+    case BenchPath::NcclSymmetric: return "nccl-symmetric";
+    case BenchPath::Lsa: return "lsa";
+    case BenchPath::Fallback: return "fallback";
+    case BenchPath::Nccl: return "nccl";
+  }
+  return "?";
+}
+
+std::size_t parse_size(const std::string& text) {
+  if (text.empty()) throw std::invalid_argument("size '' is empty");
+  std::size_t pos = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &pos);
+  } catch (const std::exception&) {
+    throw std::invalid_argument("size '" + text + "' is not a number with an optional K/M/G suffix");
+  }
+  std::string suffix = text.substr(pos);
+  std::transform(suffix.begin(), suffix.end(), suffix.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  if (!suffix.empty() && suffix.back() == 'B') suffix.pop_back();
+  static const std::map<std::string, unsigned> shifts = {{"", 0}, {"K", 10}, {"M", 20}, {"G", 30}};
+  auto it = shifts.find(suffix);
+  if (it == shifts.end() || text[0] == '-') {
+    throw std::invalid_argument("size '" + text + "' is not a number with an optional K/M/G suffix");
+  }
+  return static_cast<std::size_t>(value) << it->second;
+}
+
+ParseResult parse_command_line(int argc, const char* const* argv) {
+  Config c;
+  CLI::App app{"symmcomm-bench: all-gather and reduce-scatter in NVFP4, FP8 and BF16 over NCCL "
+               "symmetric memory, beside plain NCCL (nccl-tests' flags and columns)"};
+  std::string op = "allgather", dtype = "bf16", path = "auto", min_size = "32M", max_size = "32M";
+  std::string scenario = "none", combine = "bf16";
+  int check = 1;
+  app.add_option("--op", op, "allgather | reducescatter")
+      ->check(CLI::IsMember({"allgather", "reducescatter"}));
+  app.add_option("--dtype,-d", dtype, "nvfp4 | fp8e4m3 | fp8e5m2 | bf16")
+      ->check(CLI::IsMember({"nvfp4", "fp8e4m3", "fp8e5m2", "bf16"}));
+  app.add_option("--path", path,
+                 "auto | nccl-symmetric | lsa | fallback | nccl (plain NCCL on cudaMalloc buffers)")
+      ->check(CLI::IsMember({"auto", "nccl-symmetric", "lsa", "fallback", "nccl"}));
+  app.add_option("-b,--minbytes", min_size, "smallest size (K/M/G suffixes)");
+  app.add_option("-e,--maxbytes", max_size, "largest size (K/M/G suffixes)");
+  app.add_option("-f,--stepfactor", c.step_factor, "size multiplication factor")->check(CLI::Range(2, 1 << 20));
+  app.add_option("-n,--iters", c.iters, "timed iterations per size")->check(CLI::Range(1, 1 << 24));
+  app.add_option("-w,--warmup_iters", c.warmup, "warm-up iterations per size")->check(CLI::Range(0, 1 << 24));
+  app.add_option("-c,--check", check, "check results (0/1)")->check(CLI::Range(0, 1));
+  app.add_option("-g,--gpus", c.gpus, "GPUs to drive (one rank each; 0: all visible)")->check(CLI::Range(0, 1024));
+  app.add_option("--json", c.json_path, "write results as JSON to this file");
+  app.add_option("--csv", c.csv_path, "write results as CSV to this file");
+  app.add_option("--scenario", scenario, "none | moe-dp (DeepSeek-R1 MoE layer, DP attention + EP)")
+      ->check(CLI::IsMember({"none", "moe-dp"}));
+  app.add_option("--moe-hidden", c.moe_hidden, "moe-dp hidden size")->check(CLI::Range(16, 1 << 20));
+  app.add_option("--moe-topk", c.moe_topk, "moe-dp experts per token")->check(CLI::Range(1, 256));
+  app.add_option("--moe-max-tokens", c.moe_max_tokens, "moe-dp largest tokens per rank")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--moe-combine", combine, "moe-dp combine format: bf16 | nvfp4")
+      ->check(CLI::IsMember({"bf16", "nvfp4"}));
+  try {
+    app.parse(argc, argv);
+    c.min_bytes = parse_size(min_size);
+    c.max_bytes = parse_size(max_size);
+  } catch (const CLI::ParseError& e) {
+    int const code = app.exit(e);  // prints help, or the usage error
+    return ParseResult{std::nullopt, code == 0 ? 0 : 1};
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "symmcomm-bench: %s\nRun with --help for more information.\n", e.what());
+    return ParseResult{std::nullopt, 1};
+  }
+  if (c.min_bytes == 0 || c.max_bytes < c.min_bytes) {
+    std::fprintf(stderr, "symmcomm-bench: -b %zu / -e %zu: need 0 < minbytes <= maxbytes\n", c.min_bytes,
+                 c.max_bytes);
+    return ParseResult{std::nullopt, 1};
+  }
+  c.op = op == "allgather" ? Op::AllGather : Op::ReduceScatter;
+  static const std::map<std::string, Dtype> dtypes = {
+      {"nvfp4", Dtype::Nvfp4}, {"fp8e4m3", Dtype::Fp8E4M3}, {"fp8e5m2", Dtype::Fp8E5M2}, {"bf16", Dtype::Bf16}};
+  c.dtype = dtypes.at(dtype);
+  static const std::map<std::string, BenchPath> paths = {
+      {"auto", BenchPath::Auto}, {"nccl-symmetric", BenchPath::NcclSymmetric}, {"lsa", BenchPath::Lsa},
+      {"fallback", BenchPath::Fallback}, {"nccl", BenchPath::Nccl}};
+  c.path = paths.at(path);
+  c.check = check != 0;
+  c.scenario = scenario == "moe-dp" ? Scenario::MoeDp : Scenario::None;
+  c.moe_combine = dtypes.at(combine);
+  for (int i = 0; i < argc; ++i) c.command_line += (i ? " " : "") + std::string(argv[i]);
+  return ParseResult{c, 0};
+}
+
+std::vector<std::size_t> size_sweep(std::size_t min_bytes, std::size_t max_bytes, std::size_t factor) {
+  std::vector<std::size_t> sizes;
+  if (factor < 2) factor = 2;
+  for (std::size_t s = min_bytes; s <= max_bytes; s *= factor) {
+    sizes.push_back(s);
+    if (s > max_bytes / factor) break;
+  }
+  if (sizes.empty()) sizes.push_back(max_bytes);
+  return sizes;
+}
+
+double bytes_per_element(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::Nvfp4: return 9.0 / 16.0;
+    case Dtype::Fp8E4M3:
+    case Dtype::Fp8E5M2: return 1.0;
+    case Dtype::Bf16: return 2.0;
+  }
+  return 1.0;
+}
+
+std::size_t element_count(Dtype dtype, std::size_t bytes, int ranks) {
+  std::size_t const unit = 16 * static_cast<std::size_t>(ranks);
+  auto const raw = static_cast<std::size_t>(static_cast<double>(bytes) / bytes_per_element(dtype));
+  std::size_t const count = raw / unit * unit;
+  return count > 0 ? count : unit;
+}
+
+double bus_bandwidth(double algbw, int ranks) {
+  return ranks > 0 ? algbw * static_cast<double>(ranks - 1) / static_cast<double>(ranks) : 0.0;
+}
+
+std::string to_json(const Meta& meta, const std::vector<Result>& results,
+                    const std::vector<MoeResult>& moe) {
+  nlohmann::json doc;
+  doc["meta"] = {{"gpu", meta.gpu},   {"gpu_count", meta.gpu_count}, {"nccl", meta.nccl},
+                 {"date", meta.date}, {"command", meta.command},     {"symmcomm", meta.symmcomm}};
+  doc["results"] = nlohmann::json::array();
+  for (const auto& r : results) {
+    doc["results"].push_back({{"op", r.op},
+                              {"dtype", r.dtype},
+                              {"path", r.path},
+                              {"plan", r.plan},
+                              {"size", r.size},
+                              {"count", r.count},
+                              {"time_us", r.time_us},
+                              {"algbw_GBps", r.algbw},
+                              {"busbw_GBps", r.busbw},
+                              {"wrong", r.wrong},
+                              {"baseline", r.baseline},
+                              {"baseline_time_us", r.baseline_time_us},
+                              {"ratio_to_baseline", r.ratio()}});
+  }
+  doc["moe"] = nlohmann::json::array();
+  for (const auto& m : moe) {
+    doc["moe"].push_back({{"tokens_per_rank", m.tokens_per_rank},
+                          {"path", m.path},
+                          {"dispatch_us", m.dispatch_us},
+                          {"combine_us", m.combine_us},
+                          {"total_us", m.total_us()}});
+  }
+  return doc.dump(2);
+}
+
+std::string to_csv(const std::vector<Result>& results) {
+  std::ostringstream os;
+  os << "op,dtype,path,size,count,time_us,algbw_GBps,busbw_GBps,wrong,baseline,baseline_time_us,"
+        "ratio_to_baseline\n";
+  for (const auto& r : results) {
+    os << r.op << ',' << r.dtype << ',' << r.path << ',' << r.size << ',' << r.count << ','
+       << r.time_us << ',' << r.algbw << ',' << r.busbw << ',' << r.wrong << ',' << r.baseline << ','
+       << r.baseline_time_us << ',' << r.ratio() << '\n';
+  }
+  return os.str();
+}
+
+std::string table_header() {
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "#%11s %12s %8s %6s %15s   %10s %8s %8s %7s   %10s %7s\n"
+                "#%11s %12s %8s %6s %15s   %10s %8s %8s %7s   %10s %7s\n",
+                "size", "count", "type", "redop", "path", "time", "algbw", "busbw", "#wrong",
+                "nccl time", "ratio", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)",
+                "", "(us)", "");
+  return line;
+}
+
+std::string format_row(const Result& r) {
+  char line[512];
+  char wrong[32], baseline[32], ratio[32];
+  if (r.wrong < 0) {
+    std::snprintf(wrong, sizeof wrong, "N/A");
+  } else {
+    std::snprintf(wrong, sizeof wrong, "%lld", r.wrong);
+  }
+  if (r.baseline_time_us > 0) {
+    std::snprintf(baseline, sizeof baseline, "%.2f", r.baseline_time_us);
+    std::snprintf(ratio, sizeof ratio, "%.3f", r.ratio());
+  } else {
+    std::snprintf(baseline, sizeof baseline, "-");
+    std::snprintf(ratio, sizeof ratio, "-");
+  }
+  std::snprintf(line, sizeof line, " %11zu %12zu %8s %6s %15s   %10.2f %8.2f %8.2f %7s   %10s %7s",
+                r.size, r.count, r.dtype.c_str(), r.op == "allgather" ? "none" : "sum",
+                r.path.c_str(), r.time_us, r.algbw, r.busbw, wrong, baseline, ratio);
+  return line;
+}
+
+}  // namespace symmcomm::bench

@@ -1,0 +1,111 @@
+#pragma once
+// symmcomm-bench's configuration and the pure arithmetic of its report (CPU-testable): command
+// line parsing with nccl-tests' flags, size sweeps, bus bandwidth, JSON/CSV output.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace symmcomm::bench {
+
+enum class Op { AllGather, ReduceScatter };
+enum class Dtype { Nvfp4, Fp8E4M3, Fp8E5M2, Bf16 };
+/// Paths the benchmark can ask for; Nccl is plain NCCL on plain cudaMalloc buffers.
+enum class BenchPath { Auto, NcclSymmetric, Lsa, Fallback, Nccl };
+enum class Scenario { None, MoeDp };
+
+const char* to_string(Op op);
+const char* to_string(Dtype dtype);
+const char* to_string(BenchPath path);
+
+struct Config {
+  Op op = Op::AllGather;
+  Dtype dtype = Dtype::Bf16;
+  BenchPath path = BenchPath::Auto;
+  std::size_t min_bytes = 32 << 20;
+  std::size_t max_bytes = 32 << 20;
+  std::size_t step_factor = 2;
+  int iters = 20;
+  int warmup = 5;
+  bool check = true;
+  int gpus = 0;  // 0: all visible
+  std::string json_path;
+  std::string csv_path;
+  Scenario scenario = Scenario::None;
+  int moe_hidden = 7168;
+  int moe_topk = 8;
+  int moe_max_tokens = 4096;
+  Dtype moe_combine = Dtype::Bf16;  // Bf16 or Nvfp4
+  std::string command_line;
+};
+
+/// Parses "512", "4K", "1M", "1G" (binary multiples, case-insensitive). Throws
+/// std::invalid_argument naming the text.
+std::size_t parse_size(const std::string& text);
+
+/// Parses the command line. Returns the config, or an exit code when it printed help or a
+/// usage error (0 for --help, 1 for bad flags).
+struct ParseResult {
+  std::optional<Config> config;
+  int exit_code = 0;
+};
+ParseResult parse_command_line(int argc, const char* const* argv);
+
+/// min, min*f, ... up to max (inclusive of max when reached exactly; max alone if min > max).
+std::vector<std::size_t> size_sweep(std::size_t min_bytes, std::size_t max_bytes, std::size_t factor);
+
+/// Payload bytes per element: nvfp4 9/16 (data + block scales), fp8 1, bf16 2.
+double bytes_per_element(Dtype dtype);
+
+/// Elements for a size in bytes on `ranks` ranks: total count, a multiple of 16 * ranks (every
+/// rank's part a whole number of NVFP4 blocks and 16-element reduction groups), at least that.
+std::size_t element_count(Dtype dtype, std::size_t bytes, int ranks);
+
+/// nccl-tests' bus bandwidth for all-gather and reduce-scatter: algbw * (n - 1) / n.
+double bus_bandwidth(double algbw, int ranks);
+
+/// One line of the report.
+struct Result {
+  std::string op, dtype, path, plan;  // plan: the reason symmcomm gave for its path
+  std::size_t size = 0;               // bytes (nccl-tests' meaning: whole payload)
+  std::size_t count = 0;              // elements (whole payload)
+  double time_us = 0;                 // mean per iteration, max over ranks
+  double algbw = 0;                   // GB/s
+  double busbw = 0;                   // GB/s
+  long long wrong = -1;               // -1: not checked
+  double baseline_time_us = 0;        // plain NCCL measured in the same run (0: none)
+  std::string baseline;               // what the baseline was
+  double ratio() const { return baseline_time_us > 0 ? time_us / baseline_time_us : 0.0; }
+};
+
+/// The moe-dp scenario: one MoE layer's communication per tokens-per-rank value.
+struct MoeResult {
+  int tokens_per_rank = 0;
+  std::string path;
+  double dispatch_us = 0, combine_us = 0;
+  double total_us() const { return dispatch_us + combine_us; }
+};
+
+/// Run metadata for the JSON/CSV outputs.
+struct Meta {
+  std::string gpu;
+  int gpu_count = 0;
+  std::string nccl;
+  std::string date;
+  std::string command;
+  std::string symmcomm;
+};
+
+/// JSON document: {"meta": {...}, "results": [...], "moe": [...]}.
+std::string to_json(const Meta& meta, const std::vector<Result>& results,
+                    const std::vector<MoeResult>& moe);
+/// CSV with a header line, one row per result.
+std::string to_csv(const std::vector<Result>& results);
+/// The nccl-tests-style table line for a result.
+std::string format_row(const Result& r);
+/// The table header (two lines).
+std::string table_header();
+
+}  // namespace symmcomm::bench

@@ -1,0 +1,103 @@
+// symmcomm-bench: all-gather and reduce-scatter in NVFP4, FP8 and BF16, nccl-tests' flags and
+// columns, each size beside plain NCCL measured in the same run; and the moe-dp scenario.
+
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+
+#include "config.hpp"
+#include "runner.hpp"
+#include "symmcomm/runtime.hpp"
+#include "symmcomm/version.hpp"
+
+using namespace symmcomm::bench;
+
+namespace {
+std::string today() {
+  std::time_t const t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+  return static_cast<bool>(f);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  ParseResult parsed = parse_command_line(argc, argv);
+  if (!parsed.config) return parsed.exit_code;
+  Config const& c = *parsed.config;
+  int visible = 0;
+  cudaError_t const e = cudaGetDeviceCount(&visible);
+  if (e != cudaSuccess || visible == 0) {
+    std::fprintf(stderr,
+                 "symmcomm-bench: no CUDA GPU on this machine (%s). The benchmark measures "
+                 "collectives on GPUs and needs at least one.\n",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    return 2;
+  }
+  int const gpus = c.gpus == 0 ? visible : c.gpus;
+  if (gpus > visible) {
+    std::fprintf(stderr, "symmcomm-bench: -g %d asks for more GPUs than the %d visible\n", gpus, visible);
+    return 1;
+  }
+  try {
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, 0);
+    auto const v = symmcomm::nccl_runtime_version();
+    Meta meta{prop.name, gpus, std::to_string(v.major) + "." + std::to_string(v.minor) + "." + std::to_string(v.patch),
+              today(), c.command_line, symmcomm::kVersion};
+    std::size_t pool = 3 * c.max_bytes + (std::size_t{64} << 20);
+    if (c.scenario == Scenario::MoeDp) {
+      std::size_t const per_rank = static_cast<std::size_t>(c.moe_max_tokens) * static_cast<std::size_t>(c.moe_hidden);
+      pool = std::max(pool, per_rank * static_cast<std::size_t>(gpus) * 4 + (std::size_t{64} << 20));
+    }
+    Ranks ranks = make_ranks(gpus, pool);
+    std::printf("# symmcomm-bench %s | %d x %s | NCCL %s | %s\n# %s\n", meta.symmcomm.c_str(), gpus,
+                meta.gpu.c_str(), meta.nccl.c_str(), meta.date.c_str(), meta.command.c_str());
+    std::printf("# symmetric memory: %s\n", ranks.comms[0].capabilities().symmetric_memory
+                                                ? "yes"
+                                                : ranks.comms[0].capabilities().reason.c_str());
+    std::vector<Result> results;
+    std::vector<MoeResult> moe;
+    if (c.scenario == Scenario::MoeDp) {
+      moe = run_moe(c, ranks);
+      std::printf("#%9s %10s %12s %12s %12s\n", "tokens", "path", "dispatch_us", "combine_us", "total_us");
+      for (const auto& m : moe) {
+        std::printf(" %9d %10s %12.2f %12.2f %12.2f\n", m.tokens_per_rank, m.path.c_str(), m.dispatch_us,
+                    m.combine_us, m.total_us());
+      }
+    } else {
+      results = run_sweep(c, ranks);
+      std::printf("%s", table_header().c_str());
+      for (const auto& r : results) std::printf("%s\n", format_row(r).c_str());
+      if (!results.empty()) std::printf("# path: %s\n", results.back().plan.c_str());
+    }
+    release_ranks(ranks);
+    if (!c.json_path.empty() && !write_file(c.json_path, to_json(meta, results, moe))) {
+      std::fprintf(stderr, "symmcomm-bench: cannot write --json %s\n", c.json_path.c_str());
+      return 1;
+    }
+    if (!c.csv_path.empty() && !write_file(c.csv_path, to_csv(results))) {
+      std::fprintf(stderr, "symmcomm-bench: cannot write --csv %s\n", c.csv_path.c_str());
+      return 1;
+    }
+    long long wrong = 0;
+    for (const auto& r : results) wrong += r.wrong > 0 ? r.wrong : 0;
+    if (wrong > 0) {
+      std::fprintf(stderr, "symmcomm-bench: %lld wrong elements\n", wrong);
+      return 3;
+    }
+  } catch (const std::exception& ex) {
+    std::fprintf(stderr, "symmcomm-bench: %s\n", ex.what());
+    return 1;
+  }
+  return 0;
+}

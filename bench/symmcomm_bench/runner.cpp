@@ -1,0 +1,433 @@
+#include "runner.hpp"
+
+#include <nccl.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "symmcomm/collectives/all_gather.hpp"
+#include "symmcomm/collectives/reduce_scatter.hpp"
+#include "symmcomm/comm/group.hpp"
+#include "symmcomm/detail/cuda_utils.hpp"
+#include "symmcomm/error.hpp"
+#include "symmcomm/formats/bf16.hpp"
+#include "symmcomm/formats/fp8.hpp"
+
+namespace symmcomm::bench {
+namespace {
+
+class Barrier {
+ public:
+  explicit Barrier(int parties) : parties_(parties) {}
+  void wait() {
+    std::unique_lock lock(mutex_);
+    int const generation = generation_;
+    if (++waiting_ == parties_) {
+      waiting_ = 0;
+      ++generation_;
+      cv_.notify_all();
+    } else {
+      cv_.wait(lock, [&] { return generation != generation_; });
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int parties_, waiting_ = 0, generation_ = 0;
+};
+
+void parallel(Ranks& ranks, const std::function<void(int)>& body) {
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> errors(ranks.comms.size());
+  for (int r = 0; r < ranks.size(); ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        detail::DeviceGuard guard(ranks.comms[static_cast<std::size_t>(r)].device());
+        body(r);
+      } catch (...) {
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+// Buffers of one rank for one measurement: from the pool (symmetric) or cudaMalloc (plain).
+class Buffers {
+ public:
+  explicit Buffers(SymmAllocator& pool) : pool_(pool) {}
+  ~Buffers() {
+    for (auto [p, from_pool] : owned_) {
+      if (from_pool) {
+        pool_.deallocate(p);
+      } else {
+        cudaFree(p);
+      }
+    }
+  }
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+  template <class T = std::uint8_t>
+  T* get(std::size_t bytes, bool symmetric) {
+    void* p = nullptr;
+    if (symmetric) {
+      p = pool_.allocate(std::max<std::size_t>(bytes, 16));
+    } else {
+      SYMMCOMM_CUDA_TRY(cudaMalloc(&p, std::max<std::size_t>(bytes, 16)));
+    }
+    owned_.emplace_back(p, symmetric);
+    return static_cast<T*>(p);
+  }
+
+ private:
+  SymmAllocator& pool_;
+  std::vector<std::pair<void*, bool>> owned_;
+};
+
+double time_iterations(cudaStream_t stream, Barrier& barrier, int warmup, int iters,
+                       const std::function<void()>& work) {
+  for (int i = 0; i < warmup; ++i) work();
+  SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+  barrier.wait();
+  cudaEvent_t start, stop;
+  SYMMCOMM_CUDA_TRY(cudaEventCreate(&start));
+  SYMMCOMM_CUDA_TRY(cudaEventCreate(&stop));
+  SYMMCOMM_CUDA_TRY(cudaEventRecord(start, stream));
+  for (int i = 0; i < iters; ++i) work();
+  SYMMCOMM_CUDA_TRY(cudaEventRecord(stop, stream));
+  SYMMCOMM_CUDA_TRY(cudaEventSynchronize(stop));
+  float ms = 0;
+  SYMMCOMM_CUDA_TRY(cudaEventElapsedTime(&ms, start, stop));
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return static_cast<double>(ms) * 1e3 / iters;
+}
+
+PathChoice choice_of(BenchPath p) {
+  switch (p) {
+    case BenchPath::NcclSymmetric: return PathChoice::NcclSymmetric;
+    case BenchPath::Lsa: return PathChoice::LsaKernel;
+    case BenchPath::Fallback: return PathChoice::Fallback;
+    default: return PathChoice::Auto;
+  }
+}
+
+Fp8Format fp8_of(Dtype d) { return d == Dtype::Fp8E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3; }
+
+void fill(void* p, std::size_t bytes, const std::vector<std::uint8_t>& pattern) {
+  for (std::size_t off = 0; off < bytes; off += pattern.size()) {
+    SYMMCOMM_CUDA_TRY(cudaMemcpy(static_cast<char*>(p) + off, pattern.data(),
+                                 std::min(pattern.size(), bytes - off), cudaMemcpyHostToDevice));
+  }
+}
+
+std::vector<std::uint8_t> rank_pattern(int rank) {
+  std::vector<std::uint8_t> p(1 << 16);
+  for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<std::uint8_t>(rank * 37 + i * 11 + (i >> 8));
+  return p;
+}
+
+template <class T>
+std::vector<std::uint8_t> repeat(T value) {
+  std::vector<std::uint8_t> p(1 << 16);
+  for (std::size_t i = 0; i < p.size(); i += sizeof(T)) std::memcpy(&p[i], &value, sizeof(T));
+  return p;
+}
+
+// One rank's measurement of one size: the call under test, its baseline, and its check.
+struct RankJob {
+  std::function<void()> run;       // the measured call
+  std::function<void()> baseline;  // plain NCCL on plain buffers
+  std::function<long long()> check;
+  std::string plan;
+};
+
+RankJob make_job(const Config& c, Ranks& ranks, int r, std::size_t count, Buffers& b) {
+  auto& comm = ranks.comms[static_cast<std::size_t>(r)];
+  cudaStream_t const stream = ranks.streams[static_cast<std::size_t>(r)];
+  int const n = ranks.size();
+  std::size_t const shard = count / static_cast<std::size_t>(n);
+  bool const plain_nccl = c.path == BenchPath::Nccl;
+  bool const symmetric = !plain_nccl;
+  Options options;
+  options.path = choice_of(c.path);
+  ncclComm_t const raw = comm.get();
+  RankJob job;
+  auto plan_of = [&job](const Plan& p) { job.plan = p.reason(); };
+
+  if (c.op == Op::AllGather) {
+    // Parts: data (+ scales) per rank; NVFP4 also its global scale.
+    std::size_t data_bytes = c.dtype == Dtype::Nvfp4 ? shard / 2 : c.dtype == Dtype::Bf16 ? shard * 2 : shard;
+    std::size_t scale_bytes = c.dtype == Dtype::Nvfp4 ? shard / 16 : 0;
+    bool const has_scale = c.dtype != Dtype::Bf16;
+    auto* sd = b.get(data_bytes, symmetric);
+    auto* rd = b.get(data_bytes * n, symmetric);
+    auto* ss = b.get(scale_bytes, symmetric);
+    auto* rs = b.get(scale_bytes * n, symmetric);
+    auto* sg = b.get<float>(4, symmetric);
+    auto* rg = b.get<float>(4 * n, symmetric);
+    fill(sd, data_bytes, rank_pattern(r));
+    if (scale_bytes) fill(ss, scale_bytes, rank_pattern(r + 100));
+    fill(sg, 4, repeat(1.0f + static_cast<float>(r)));
+    if (plain_nccl) {
+      job.run = [=] {
+        Group g;
+        SYMMCOMM_NCCL_TRY(ncclAllGather(sd, rd, data_bytes, ncclUint8, raw, stream));
+        if (scale_bytes) SYMMCOMM_NCCL_TRY(ncclAllGather(ss, rs, scale_bytes, ncclUint8, raw, stream));
+        if (has_scale) SYMMCOMM_NCCL_TRY(ncclAllGather(sg, rg, 1, ncclFloat32, raw, stream));
+      };
+      job.plan = "plain NCCL on cudaMalloc buffers";
+    } else if (c.dtype == Dtype::Nvfp4) {
+      job.run = [=, &comm] { plan_of(all_gather(comm, Nvfp4View{sd, ss, sg, shard}, Nvfp4View{rd, rs, rg, count}, stream, options)); };
+    } else if (c.dtype == Dtype::Bf16) {
+      job.run = [=, &comm] {
+        plan_of(all_gather(comm, Bf16Span{reinterpret_cast<bf16*>(sd), shard}, Bf16Span{reinterpret_cast<bf16*>(rd), count}, stream, options));
+      };
+    } else {
+      Fp8Format const f = fp8_of(c.dtype);
+      job.run = [=, &comm] { plan_of(all_gather(comm, Fp8View{sd, sg, shard, f}, Fp8View{rd, rg, count, f}, stream, options)); };
+    }
+    // Baseline: the same bytes gathered by plain NCCL from plain buffers.
+    auto* bsd = b.get(data_bytes + scale_bytes, false);
+    auto* brd = b.get((data_bytes + scale_bytes) * n, false);
+    job.baseline = [=] {
+      Group g;
+      SYMMCOMM_NCCL_TRY(ncclAllGather(bsd, brd, data_bytes, ncclUint8, raw, stream));
+      if (scale_bytes) SYMMCOMM_NCCL_TRY(ncclAllGather(bsd + data_bytes, brd + data_bytes * n, scale_bytes, ncclUint8, raw, stream));
+    };
+    job.check = [=] {
+      long long wrong = 0;
+      std::vector<std::uint8_t> got(data_bytes);
+      for (int k = 0; k < n; ++k) {
+        SYMMCOMM_CUDA_TRY(cudaMemcpy(got.data(), rd + data_bytes * k, data_bytes, cudaMemcpyDeviceToHost));
+        auto const expect = rank_pattern(k);
+        for (std::size_t i = 0; i < data_bytes; ++i) wrong += got[i] != expect[i % expect.size()];
+      }
+      return wrong;
+    };
+    return job;
+  }
+
+  // Reduce-scatter: every input element decodes to r + 1, so each output is n(n+1)/2.
+  float const expect = static_cast<float>(n * (n + 1)) / 2.0f;
+  auto* out = b.get<std::uint16_t>(shard * 2, symmetric);
+  if (c.dtype == Dtype::Bf16) {
+    auto* in = b.get<std::uint16_t>(count * 2, symmetric);
+    fill(in, count * 2, repeat(float_to_bf16_bits(static_cast<float>(r + 1))));
+    if (plain_nccl) {
+      job.run = [=] { SYMMCOMM_NCCL_TRY(ncclReduceScatter(in, out, shard, ncclBfloat16, ncclSum, raw, stream)); };
+      job.plan = "plain NCCL on cudaMalloc buffers";
+    } else {
+      job.run = [=, &comm] {
+        plan_of(reduce_scatter(comm, Bf16Span{reinterpret_cast<bf16*>(in), count}, Bf16Span{reinterpret_cast<bf16*>(out), shard}, stream, options));
+      };
+    }
+  } else if (c.dtype == Dtype::Nvfp4) {
+    SYMMCOMM_EXPECTS(!plain_nccl, "--path nccl: plain NCCL has no NVFP4 reduction (use --dtype bf16 for the baseline)");
+    auto* data = b.get(count / 2, symmetric);
+    auto* scales = b.get(count / 16, symmetric);
+    auto* global = b.get<float>(4, symmetric);
+    fill(data, count / 2, repeat(std::uint8_t{0x22}));    // e2m1 1.0 twice
+    fill(scales, count / 16, repeat(std::uint8_t{0x38}));  // e4m3 1.0
+    fill(global, 4, repeat(1.0f / static_cast<float>(r + 1)));
+    job.run = [=, &comm] {
+      plan_of(reduce_scatter(comm, Nvfp4View{data, scales, global, count}, Bf16Span{reinterpret_cast<bf16*>(out), shard}, stream, options));
+    };
+  } else {
+    Fp8Format const f = fp8_of(c.dtype);
+    auto* codes = b.get(count, symmetric);
+    auto* scale = b.get<float>(4, symmetric);
+    fill(codes, count, repeat(encode_fp8(1.0f, f)));
+    fill(scale, 4, repeat(static_cast<float>(r + 1)));
+    if (plain_nccl) {
+      // What plain NCCL offers: a sum in FP8 itself, no scales (rounds at every step).
+      auto* out8 = b.get(shard, false);
+      job.run = [=] {
+        SYMMCOMM_NCCL_TRY(ncclReduceScatter(codes, out8, shard, f == Fp8Format::E4M3 ? ncclFloat8e4m3 : ncclFloat8e5m2, ncclSum, raw, stream));
+      };
+      job.plan = "plain NCCL FP8 sum (no per-rank scales)";
+    } else {
+      job.run = [=, &comm] {
+        plan_of(reduce_scatter(comm, Fp8View{codes, scale, count, f}, Bf16Span{reinterpret_cast<bf16*>(out), shard}, stream, options));
+      };
+    }
+  }
+  // Baseline: NCCL's BF16 reduce-scatter of the same element count, plain buffers.
+  auto* bin = b.get(count * 2, false);
+  auto* bout = b.get(shard * 2, false);
+  job.baseline = [=] { SYMMCOMM_NCCL_TRY(ncclReduceScatter(bin, bout, shard, ncclBfloat16, ncclSum, raw, stream)); };
+  bool const checkable = !(plain_nccl && c.dtype != Dtype::Bf16);
+  job.check = [=]() -> long long {
+    if (!checkable) return -1;
+    std::vector<std::uint16_t> got(shard);
+    SYMMCOMM_CUDA_TRY(cudaMemcpy(got.data(), out, shard * 2, cudaMemcpyDeviceToHost));
+    long long wrong = 0;
+    std::uint16_t const want = float_to_bf16_bits(expect);
+    for (auto v : got) wrong += std::abs(static_cast<int>(v) - static_cast<int>(want)) > 1;
+    return wrong;
+  };
+  return job;
+}
+
+}  // namespace
+
+Ranks make_ranks(int gpus, std::size_t pool_bytes) {
+  std::vector<int> devices;
+  for (int d = 0; d < gpus; ++d) devices.push_back(d);
+  Ranks ranks;
+  ranks.comms = create_local_communicators(devices);
+  {
+    Group group;
+    for (auto& c : ranks.comms) ranks.pools.push_back(std::make_unique<SymmAllocator>(c, PoolOptions{pool_bytes}));
+  }
+  for (auto& c : ranks.comms) {
+    detail::DeviceGuard guard(c.device());
+    cudaStream_t s;
+    SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    ranks.streams.push_back(s);
+  }
+  return ranks;
+}
+
+void release_ranks(Ranks& ranks) {
+  {
+    Group group;
+    ranks.pools.clear();
+  }
+  for (std::size_t r = 0; r < ranks.streams.size(); ++r) {
+    detail::DeviceGuard guard(ranks.comms[r].device());
+    cudaStreamDestroy(ranks.streams[r]);
+  }
+  ranks.streams.clear();
+  ranks.comms.clear();
+}
+
+std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
+  std::vector<Result> results;
+  auto const sizes = size_sweep(c.min_bytes, c.max_bytes, c.step_factor);
+  int const n = ranks.size();
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    std::size_t const count = element_count(c.dtype, sizes[i], n);
+    std::fprintf(stderr, "[symmcomm-bench] %s %s %s: size %zu (%zu/%zu)\n", to_string(c.op), to_string(c.dtype),
+                 to_string(c.path), sizes[i], i + 1, sizes.size());
+    std::vector<double> times(static_cast<std::size_t>(n)), base(static_cast<std::size_t>(n));
+    std::vector<long long> wrong(static_cast<std::size_t>(n), 0);
+    std::vector<std::string> plans(static_cast<std::size_t>(n));
+    Barrier barrier(n);
+    parallel(ranks, [&](int r) {
+      Buffers buffers(*ranks.pools[static_cast<std::size_t>(r)]);
+      RankJob job = make_job(c, ranks, r, count, buffers);
+      cudaStream_t const s = ranks.streams[static_cast<std::size_t>(r)];
+      times[static_cast<std::size_t>(r)] = time_iterations(s, barrier, c.warmup, c.iters, job.run);
+      wrong[static_cast<std::size_t>(r)] = c.check ? job.check() : -1;
+      base[static_cast<std::size_t>(r)] = time_iterations(s, barrier, c.warmup, c.iters, job.baseline);
+      plans[static_cast<std::size_t>(r)] = job.plan;
+      SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
+      barrier.wait();  // nobody frees buffers a peer may still read
+    });
+    Result res;
+    res.op = to_string(c.op);
+    res.dtype = to_string(c.dtype);
+    res.path = to_string(c.path);
+    res.plan = plans[0];
+    res.count = count;
+    res.size = static_cast<std::size_t>(static_cast<double>(count) * bytes_per_element(c.dtype));
+    res.time_us = *std::max_element(times.begin(), times.end());
+    res.baseline_time_us = *std::max_element(base.begin(), base.end());
+    res.baseline = c.op == Op::AllGather ? "nccl allgather, same bytes, plain buffers"
+                                         : "nccl bf16 reducescatter, same count, plain buffers";
+    res.algbw = static_cast<double>(res.size) / 1e3 / res.time_us;
+    res.busbw = bus_bandwidth(res.algbw, n);
+    res.wrong = c.check ? 0 : -1;
+    for (long long w : wrong) res.wrong = (w < 0 || res.wrong < 0) ? -1 : res.wrong + w;
+    results.push_back(res);
+  }
+  return results;
+}
+
+std::vector<MoeResult> run_moe(const Config& c, Ranks& ranks) {
+  std::vector<MoeResult> results;
+  int const n = ranks.size();
+  std::size_t const hidden = static_cast<std::size_t>(c.moe_hidden);
+  std::size_t const topk = static_cast<std::size_t>(c.moe_topk);
+  for (int tokens = 1; tokens <= c.moe_max_tokens; tokens *= 2) {
+    for (BenchPath path : {BenchPath::Auto, BenchPath::Fallback, BenchPath::Nccl}) {
+      std::fprintf(stderr, "[symmcomm-bench] moe-dp: %d tokens per rank, %s\n", tokens, to_string(path));
+      std::size_t const count = static_cast<std::size_t>(tokens) * hidden;  // per rank
+      std::vector<double> dispatch(static_cast<std::size_t>(n)), combine(static_cast<std::size_t>(n));
+      Barrier barrier(n);
+      parallel(ranks, [&](int r) {
+        auto& comm = ranks.comms[static_cast<std::size_t>(r)];
+        cudaStream_t const s = ranks.streams[static_cast<std::size_t>(r)];
+        bool const sym = path != BenchPath::Nccl;
+        Buffers b(*ranks.pools[static_cast<std::size_t>(r)]);
+        Nvfp4View const send{b.get(count / 2, sym), b.get(count / 16, sym), b.get<float>(4, sym), count};
+        Nvfp4View const recv{b.get(count / 2 * n, sym), b.get(count / 16 * n, sym), b.get<float>(4 * n, sym), count * n};
+        std::size_t const route_bytes = static_cast<std::size_t>(tokens) * topk * 4;
+        auto* ids = b.get(route_bytes, sym);
+        auto* ids_all = b.get(route_bytes * n, sym);
+        auto* weights = b.get(route_bytes, sym);
+        auto* weights_all = b.get(route_bytes * n, sym);
+        fill(send.global_scale, 4, repeat(1.0f));
+        fill(send.block_scales, count / 16, repeat(std::uint8_t{0x38}));
+        Options options;
+        options.path = path == BenchPath::Fallback ? PathChoice::Fallback : PathChoice::Auto;
+        ncclComm_t const raw = comm.get();
+        std::function<void()> run_dispatch = [&] {
+          if (path == BenchPath::Nccl) {
+            Group g;
+            SYMMCOMM_NCCL_TRY(ncclAllGather(send.data, recv.data, count / 2, ncclUint8, raw, s));
+            SYMMCOMM_NCCL_TRY(ncclAllGather(send.block_scales, recv.block_scales, count / 16, ncclUint8, raw, s));
+            SYMMCOMM_NCCL_TRY(ncclAllGather(send.global_scale, recv.global_scale, 1, ncclFloat32, raw, s));
+            SYMMCOMM_NCCL_TRY(ncclAllGather(ids, ids_all, route_bytes, ncclUint8, raw, s));
+            SYMMCOMM_NCCL_TRY(ncclAllGather(weights, weights_all, route_bytes, ncclUint8, raw, s));
+          } else {
+            all_gather(comm, send, recv,
+                       {GatherItem{ids, ids_all, route_bytes, "topk_ids"}, GatherItem{weights, weights_all, route_bytes, "topk_weights"}},
+                       s, options);
+          }
+        };
+        // Combine: every rank holds outputs for all gathered tokens and reduce-scatters them.
+        std::function<void()> run_combine;
+        auto* combined = b.get<bf16>(count * 2, sym);
+        if (c.moe_combine == Dtype::Nvfp4 && path != BenchPath::Nccl) {
+          Nvfp4View const partial{b.get(count * n / 2, sym), b.get(count * n / 16, sym), b.get<float>(4, sym), count * n};
+          fill(partial.global_scale, 4, repeat(1.0f));
+          fill(partial.block_scales, count * n / 16, repeat(std::uint8_t{0x38}));
+          run_combine = [&, partial] { reduce_scatter(comm, partial, Bf16Span{combined, count}, s, options); };
+        } else {
+          auto* partial = b.get<bf16>(count * n * 2, sym);
+          run_combine = [&, partial] {
+            if (path == BenchPath::Nccl) {
+              SYMMCOMM_NCCL_TRY(ncclReduceScatter(partial, combined, count, ncclBfloat16, ncclSum, raw, s));
+            } else {
+              reduce_scatter(comm, Bf16Span{partial, count * n}, Bf16Span{combined, count}, s, options);
+            }
+          };
+        }
+        dispatch[static_cast<std::size_t>(r)] = time_iterations(s, barrier, c.warmup, c.iters, run_dispatch);
+        combine[static_cast<std::size_t>(r)] = time_iterations(s, barrier, c.warmup, c.iters, run_combine);
+        SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
+        barrier.wait();
+      });
+      MoeResult m;
+      m.tokens_per_rank = tokens;
+      m.path = to_string(path);
+      m.dispatch_us = *std::max_element(dispatch.begin(), dispatch.end());
+      m.combine_us = *std::max_element(combine.begin(), combine.end());
+      results.push_back(m);
+    }
+  }
+  return results;
+}
+
+}  // namespace symmcomm::bench

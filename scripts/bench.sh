@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The main job: symmcomm-bench over all visible GPUs (one rank each). Installs missing Debian
+# packages (apt-get), configures, builds, runs the sweep of every op x format against plain
+# NCCL, then the moe-dp scenario. Results (text + JSON) go to ${OUT:-bench/results/latest}.
+# On a machine without a GPU it says so and exits non-zero.
+# Usage: scripts/bench.sh [build-dir] [extra symmcomm-bench flags...]
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+build_dir="${1:-$SYMMCOMM_ROOT/build-bench}"
+shift || true
+export NCCL_NVLS_ENABLE=0
+symmcomm_install_missing
+symmcomm_configure_build "$build_dir" -DSYMMCOMM_BUILD_TESTS=OFF >/dev/null
+bench="$build_dir/bench/symmcomm-bench"
+out="${OUT:-$SYMMCOMM_ROOT/bench/results/latest}"
+mkdir -p "$out"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  "$bench" -b 1K -e 1K || exit $?   # prints why (no GPU) and exits non-zero
+fi
+"$build_dir/bench/symmcomm_micro_bench" --benchmark_out="$out/micro.json" --benchmark_out_format=json \
+  --benchmark_counters_tabular=true | tee "$out/micro.txt"
+for case in "allgather nvfp4" "allgather fp8e4m3" "allgather bf16" "reducescatter bf16" \
+            "reducescatter nvfp4" "reducescatter fp8e4m3"; do
+  set -- $case
+  for path in auto fallback nccl; do
+    if [ "$2" = nvfp4 ] && [ "$1" = reducescatter ] && [ "$path" = nccl ]; then continue; fi
+    "$bench" --op "$1" -d "$2" --path "$path" -b 1K -e 1G -f 4 -n 20 -w 5 -c 1 \
+      --json "$out/$1_$2_$path.json" "$@" | tee "$out/$1_$2_$path.txt"
+  done
+done
+"$bench" --scenario moe-dp -n 20 -w 5 --json "$out/moe_dp.json" | tee "$out/moe_dp.txt"
+"$bench" --scenario moe-dp --moe-combine nvfp4 -n 20 -w 5 --json "$out/moe_dp_nvfp4.json" | tee "$out/moe_dp_nvfp4.txt"
+echo "results in $out"

@@ -1,0 +1,120 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+
+namespace {
+
+using namespace symmcomm::bench;
+
+ParseResult parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "symmcomm-bench");
+  return parse_command_line(static_cast<int>(args.size()), args.data());
+}
+
+TEST(BenchCli, SizesWithSuffixes) {
+  EXPECT_EQ(parse_size("512"), 512u);
+  EXPECT_EQ(parse_size("4K"), 4096u);
+  EXPECT_EQ(parse_size("1m"), 1u << 20);
+  EXPECT_EQ(parse_size("2G"), std::size_t{2} << 30);
+  EXPECT_EQ(parse_size("8KB"), 8192u);
+  EXPECT_THROW(parse_size("12X"), std::invalid_argument);
+  EXPECT_THROW(parse_size("K"), std::invalid_argument);
+  EXPECT_THROW(parse_size("-4K"), std::invalid_argument);
+  EXPECT_THROW(parse_size(""), std::invalid_argument);
+}
+
+TEST(BenchCli, NcclTestsFlags) {
+  auto r = parse({"--op", "reducescatter", "-d", "nvfp4", "--path", "fallback", "-b", "1K", "-e", "1G",
+                  "-f", "4", "-n", "7", "-w", "2", "-c", "0", "-g", "2", "--json", "o.json"});
+  ASSERT_TRUE(r.config.has_value());
+  Config const& c = *r.config;
+  EXPECT_EQ(c.op, Op::ReduceScatter);
+  EXPECT_EQ(c.dtype, Dtype::Nvfp4);
+  EXPECT_EQ(c.path, BenchPath::Fallback);
+  EXPECT_EQ(c.min_bytes, 1024u);
+  EXPECT_EQ(c.max_bytes, std::size_t{1} << 30);
+  EXPECT_EQ(c.step_factor, 4u);
+  EXPECT_EQ(c.iters, 7);
+  EXPECT_EQ(c.warmup, 2);
+  EXPECT_FALSE(c.check);
+  EXPECT_EQ(c.gpus, 2);
+  EXPECT_EQ(c.json_path, "o.json");
+  EXPECT_NE(c.command_line.find("--op reducescatter"), std::string::npos);
+}
+
+TEST(BenchCli, BadFlagsAreUsageErrors) {
+  EXPECT_EQ(parse({"--dtype", "fp16"}).exit_code, 1);
+  EXPECT_EQ(parse({"--path", "magic"}).exit_code, 1);
+  EXPECT_EQ(parse({"--bogus"}).exit_code, 1);
+  EXPECT_EQ(parse({"-b", "1Q"}).exit_code, 1);
+  EXPECT_EQ(parse({"-b", "1G", "-e", "1M"}).exit_code, 1);
+  EXPECT_EQ(parse({"-f", "1"}).exit_code, 1);
+  EXPECT_FALSE(parse({"-n", "0"}).config.has_value());
+  auto help = parse({"--help"});
+  EXPECT_FALSE(help.config.has_value());
+  EXPECT_EQ(help.exit_code, 0);
+  auto moe = parse({"--scenario", "moe-dp", "--moe-combine", "nvfp4"});
+  ASSERT_TRUE(moe.config.has_value());
+  EXPECT_EQ(moe.config->scenario, Scenario::MoeDp);
+  EXPECT_EQ(moe.config->moe_combine, Dtype::Nvfp4);
+}
+
+TEST(BenchCli, SizeSweep) {
+  EXPECT_EQ(size_sweep(1024, 8192, 2), (std::vector<std::size_t>{1024, 2048, 4096, 8192}));
+  EXPECT_EQ(size_sweep(1024, 5000, 2), (std::vector<std::size_t>{1024, 2048, 4096}));
+  EXPECT_EQ(size_sweep(1 << 10, 1 << 30, 4).size(), 11u);
+  EXPECT_EQ(size_sweep(64, 64, 2), (std::vector<std::size_t>{64}));
+  EXPECT_EQ(size_sweep(std::size_t{1} << 62, std::size_t{1} << 63, 4).size(), 1u);  // no overflow
+}
+
+TEST(BenchCli, BusBandwidthAndCounts) {
+  EXPECT_DOUBLE_EQ(bus_bandwidth(100.0, 8), 87.5);
+  EXPECT_DOUBLE_EQ(bus_bandwidth(100.0, 1), 0.0);
+  EXPECT_DOUBLE_EQ(bus_bandwidth(100.0, 2), 50.0);
+  EXPECT_EQ(element_count(Dtype::Bf16, 1 << 20, 8), (1u << 19));
+  EXPECT_EQ(element_count(Dtype::Nvfp4, 9 << 10, 1), 16u << 10);
+  EXPECT_EQ(element_count(Dtype::Fp8E4M3, 100, 8) % (16 * 8), 0u);
+  EXPECT_EQ(element_count(Dtype::Fp8E4M3, 1, 8), 128u);  // never empty
+}
+
+TEST(BenchCli, JsonSchemaAndTableRow) {
+  Result r;
+  r.op = "allgather";
+  r.dtype = "nvfp4";
+  r.path = "auto";
+  r.plan = "fallback: ...";
+  r.size = 1 << 20;
+  r.count = 1864135;
+  r.time_us = 10.0;
+  r.algbw = 104.8576;
+  r.busbw = 91.75;
+  r.wrong = 0;
+  r.baseline_time_us = 20.0;
+  r.baseline = "nccl";
+  MoeResult m{16, "auto", 5.0, 7.0};
+  Meta meta{"NVIDIA H200", 8, "2.28.3", "2026-12-02", "symmcomm-bench -b 1M", "0.1.0"};
+  auto const doc = nlohmann::json::parse(to_json(meta, {r}, {m}));
+  EXPECT_EQ(doc["meta"]["gpu_count"], 8);
+  EXPECT_EQ(doc["meta"]["nccl"], "2.28.3");
+  ASSERT_EQ(doc["results"].size(), 1u);
+  for (const char* key : {"op", "dtype", "path", "plan", "size", "count", "time_us", "algbw_GBps",
+                          "busbw_GBps", "wrong", "baseline", "baseline_time_us", "ratio_to_baseline"}) {
+    EXPECT_TRUE(doc["results"][0].contains(key)) << key;
+  }
+  EXPECT_DOUBLE_EQ(doc["results"][0]["ratio_to_baseline"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(doc["moe"][0]["total_us"].get<double>(), 12.0);
+  std::string const row = format_row(r);
+  EXPECT_NE(row.find("1048576"), std::string::npos);
+  EXPECT_NE(row.find("nvfp4"), std::string::npos);
+  EXPECT_NE(row.find("0.500"), std::string::npos);
+  EXPECT_NE(table_header().find("busbw"), std::string::npos);
+  EXPECT_NE(to_csv({r}).find("op,dtype,path,size"), std::string::npos);
+}
+
+}  // namespace
