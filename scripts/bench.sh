@@ -8,6 +8,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 build_dir="${1:-$SYMMCOMM_ROOT/build-bench}"
 shift || true
+extra=("$@")
 export NCCL_NVLS_ENABLE=0
 symmcomm_install_missing
 symmcomm_configure_build "$build_dir" -DSYMMCOMM_BUILD_TESTS=OFF >/dev/null
@@ -25,7 +26,7 @@ for case in "allgather nvfp4" "allgather fp8e4m3" "allgather bf16" "reducescatte
   for path in auto fallback nccl; do
     if [ "$2" = nvfp4 ] && [ "$1" = reducescatter ] && [ "$path" = nccl ]; then continue; fi
     "$bench" --op "$1" -d "$2" --path "$path" -b 1K -e 1G -f 4 -n 20 -w 5 -c 1 \
-      --json "$out/$1_$2_$path.json" "$@" | tee "$out/$1_$2_$path.txt"
+      --json "$out/$1_$2_$path.json" "${extra[@]}" | tee "$out/$1_$2_$path.txt"
   done
 done
 "$bench" --scenario moe-dp -n 20 -w 5 --json "$out/moe_dp.json" | tee "$out/moe_dp.txt"
