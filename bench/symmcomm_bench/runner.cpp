@@ -196,13 +196,18 @@ RankJob make_job(const Config& c, Ranks& ranks, int r, std::size_t count, Buffer
       Fp8Format const f = fp8_of(c.dtype);
       job.run = [=, &comm] { plan_of(all_gather(comm, Fp8View{sd, sg, shard, f}, Fp8View{rd, rg, count, f}, stream, options)); };
     }
-    // Baseline: the same bytes gathered by plain NCCL from plain buffers.
-    auto* bsd = b.get(data_bytes + scale_bytes, false);
-    auto* brd = b.get((data_bytes + scale_bytes) * n, false);
+    // Baseline: the same tensors (data, block scales, per-rank scale) gathered by plain NCCL
+    // from plain buffers, in one group: what an engine does without symmcomm.
+    auto* bsd = b.get(data_bytes + scale_bytes + 4, false);
+    auto* brd = b.get((data_bytes + scale_bytes + 4) * n, false);
     job.baseline = [=] {
       Group g;
       SYMMCOMM_NCCL_TRY(ncclAllGather(bsd, brd, data_bytes, ncclUint8, raw, stream));
       if (scale_bytes) SYMMCOMM_NCCL_TRY(ncclAllGather(bsd + data_bytes, brd + data_bytes * n, scale_bytes, ncclUint8, raw, stream));
+      if (has_scale) {
+        SYMMCOMM_NCCL_TRY(ncclAllGather(bsd + data_bytes + scale_bytes, brd + (data_bytes + scale_bytes) * n, 1,
+                                        ncclFloat32, raw, stream));
+      }
     };
     job.check = [=] {
       long long wrong = 0;
@@ -343,7 +348,7 @@ std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
     res.size = static_cast<std::size_t>(static_cast<double>(count) * bytes_per_element(c.dtype));
     res.time_us = *std::max_element(times.begin(), times.end());
     res.baseline_time_us = *std::max_element(base.begin(), base.end());
-    res.baseline = c.op == Op::AllGather ? "nccl allgather, same bytes, plain buffers"
+    res.baseline = c.op == Op::AllGather ? "nccl allgather of the same tensors, plain buffers"
                                          : "nccl bf16 reducescatter, same count, plain buffers";
     res.algbw = static_cast<double>(res.size) / 1e3 / res.time_us;
     res.busbw = bus_bandwidth(res.algbw, n);
