@@ -205,8 +205,8 @@ RankJob make_job(const Config& c, Ranks& ranks, int r, std::size_t count, Buffer
       SYMMCOMM_NCCL_TRY(ncclAllGather(bsd, brd, data_bytes, ncclUint8, raw, stream));
       if (scale_bytes) SYMMCOMM_NCCL_TRY(ncclAllGather(bsd + data_bytes, brd + data_bytes * n, scale_bytes, ncclUint8, raw, stream));
       if (has_scale) {
-        SYMMCOMM_NCCL_TRY(ncclAllGather(bsd + data_bytes + scale_bytes, brd + (data_bytes + scale_bytes) * n, 1,
-                                        ncclFloat32, raw, stream));
+        SYMMCOMM_NCCL_TRY(ncclAllGather(bsd + data_bytes + scale_bytes, brd + (data_bytes + scale_bytes) * n, 4,
+                                        ncclUint8, raw, stream));
       }
     };
     job.check = [=] {
