@@ -25,7 +25,8 @@ int main() {
   std::vector<std::unique_ptr<SymmAllocator>> pools;
   {
     Group group;
-    for (auto& c : comms) pools.push_back(std::make_unique<SymmAllocator>(c, PoolOptions{64 << 20}));
+    for (auto& c : comms)
+      pools.push_back(std::make_unique<SymmAllocator>(c, PoolOptions{64 << 20}));
   }
   int failures = 0;
   for_each_rank(comms, [&](Communicator& comm) {
@@ -33,7 +34,8 @@ int main() {
     // Activations: token t, channel h of rank r has value sin(r + t * h) (any data would do).
     std::vector<std::uint16_t> host(kCount);
     for (std::size_t i = 0; i < kCount; ++i) {
-      host[i] = float_to_bf16_bits(std::sin(static_cast<float>(comm.rank()) + 0.001f * static_cast<float>(i)));
+      host[i] = float_to_bf16_bits(
+          std::sin(static_cast<float>(comm.rank()) + 0.001f * static_cast<float>(i)));
     }
     void* activations = nullptr;
     cudaMalloc(&activations, kCount * 2);

@@ -11,7 +11,9 @@
 using namespace symmcomm;
 
 namespace {
-float value(int rank, std::size_t i) { return std::cos(0.37f * static_cast<float>(rank) + 0.01f * static_cast<float>(i % 9973)); }
+float value(int rank, std::size_t i) {
+  return std::cos(0.37f * static_cast<float>(rank) + 0.01f * static_cast<float>(i % 9973));
+}
 }  // namespace
 
 int main() {
@@ -37,7 +39,8 @@ int main() {
     Nvfp4View const send{static_cast<std::uint8_t*>(data), static_cast<std::uint8_t*>(scales),
                          static_cast<float*>(global), total};
     quantize_nvfp4(static_cast<const bf16*>(input), send, ScaleMode::Compute, nullptr);
-    Plan const plan = reduce_scatter(comm, send, Bf16Span{static_cast<bf16*>(out), kShard}, nullptr);
+    Plan const plan =
+        reduce_scatter(comm, send, Bf16Span{static_cast<bf16*>(out), kShard}, nullptr);
     std::vector<std::uint16_t> result(kShard);
     cudaMemcpy(result.data(), out, kShard * 2, cudaMemcpyDeviceToHost);
     std::printf("rank %d: %s\n", comm.rank(), plan.reason().c_str());
@@ -47,7 +50,8 @@ int main() {
     for (std::size_t i = 0; i < kShard; ++i) {
       std::size_t const global_index = static_cast<std::size_t>(comm.rank()) * kShard + i;
       double sum = 0.0;
-      for (int r = 0; r < n; ++r) sum += bf16_bits_to_float(float_to_bf16_bits(value(r, global_index)));
+      for (int r = 0; r < n; ++r)
+        sum += bf16_bits_to_float(float_to_bf16_bits(value(r, global_index)));
       double const d = bf16_bits_to_float(result[i]) - sum;
       err += d * d;
       ref += sum * sum;

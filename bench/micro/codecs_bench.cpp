@@ -17,7 +17,9 @@ struct DeviceMemory {
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
   template <class T>
-  T* as() const { return static_cast<T*>(ptr); }
+  T* as() const {
+    return static_cast<T*>(ptr);
+  }
   void* ptr = nullptr;
 };
 
@@ -30,8 +32,8 @@ void fill_bf16(DeviceMemory& m, std::size_t count) {
   }
   for (std::size_t off = 0; off < count; off += pattern.size()) {
     std::size_t const n = std::min(pattern.size(), count - off);
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(m.as<std::uint16_t>() + off, pattern.data(), n * 2,
-                                 cudaMemcpyHostToDevice));
+    SYMMCOMM_CUDA_TRY(
+        cudaMemcpy(m.as<std::uint16_t>() + off, pattern.data(), n * 2, cudaMemcpyHostToDevice));
   }
 }
 
@@ -76,7 +78,8 @@ void BM_QuantizeFp8(benchmark::State& state) {
   float const s = 10.0f / kE4m3Max;
   SYMMCOMM_CUDA_TRY(cudaMemcpy(scale.ptr, &s, sizeof s, cudaMemcpyHostToDevice));
   Fp8View const view{codes.as<std::uint8_t>(), scale.as<float>(), n, Fp8Format::E4M3};
-  time_device(state, nullptr, [&] { quantize_fp8(src.as<bf16>(), view, ScaleMode::Given, nullptr); });
+  time_device(state, nullptr,
+              [&] { quantize_fp8(src.as<bf16>(), view, ScaleMode::Given, nullptr); });
   report_bandwidth(state, static_cast<double>(n * 3));
 }
 
@@ -93,7 +96,11 @@ void BM_DequantizeFp8(benchmark::State& state) {
 constexpr std::int64_t kElems = std::int64_t{1} << 28;  // 512 MiB of bf16
 
 BENCHMARK(BM_DeviceCopy)->Arg(kElems * 2)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_QuantizeNvfp4)->Args({kElems, 0})->Args({kElems, 1})->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QuantizeNvfp4)
+    ->Args({kElems, 0})
+    ->Args({kElems, 1})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DequantizeNvfp4)->Arg(kElems)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeFp8)->Arg(kElems)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DequantizeFp8)->Arg(kElems)->UseManualTime()->Unit(benchmark::kMicrosecond);

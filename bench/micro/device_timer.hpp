@@ -37,11 +37,13 @@ double copy_bandwidth_bytes_per_second();
 
 /// Adds bytes/s and the ratio to the copy bandwidth measured in this run.
 inline void report_bandwidth(benchmark::State& state, double bytes_per_iteration) {
-  state.SetBytesProcessed(static_cast<int64_t>(bytes_per_iteration * static_cast<double>(state.iterations())));
+  state.SetBytesProcessed(
+      static_cast<int64_t>(bytes_per_iteration * static_cast<double>(state.iterations())));
   state.counters["bytes_per_iter"] = bytes_per_iteration;
-  state.counters["vs_copy"] = benchmark::Counter(
-      bytes_per_iteration * static_cast<double>(state.iterations()) / copy_bandwidth_bytes_per_second(),
-      benchmark::Counter::kIsRate);
+  state.counters["vs_copy"] =
+      benchmark::Counter(bytes_per_iteration * static_cast<double>(state.iterations()) /
+                             copy_bandwidth_bytes_per_second(),
+                         benchmark::Counter::kIsRate);
 }
 
 }  // namespace symmcomm::bench

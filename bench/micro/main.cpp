@@ -58,8 +58,9 @@ int main(int argc, char** argv) {
   auto const nccl = symmcomm::nccl_runtime_version();
   benchmark::AddCustomContext("gpu", prop.name);
   benchmark::AddCustomContext("gpu_count", std::to_string(devices));
-  benchmark::AddCustomContext("nccl", std::to_string(nccl.major) + "." + std::to_string(nccl.minor) +
-                                          "." + std::to_string(nccl.patch));
+  benchmark::AddCustomContext("nccl", std::to_string(nccl.major) + "." +
+                                          std::to_string(nccl.minor) + "." +
+                                          std::to_string(nccl.patch));
   benchmark::AddCustomContext(
       "copy_bandwidth_GBps",
       std::to_string(symmcomm::bench::copy_bandwidth_bytes_per_second() / 1e9));

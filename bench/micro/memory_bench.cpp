@@ -78,7 +78,10 @@ void BM_ProvenanceLookup1000Windows(benchmark::State& state) {
   }
 }
 
-BENCHMARK(BM_NcclAllocRegisterDeregisterFree)->Arg(1 << 20)->Unit(benchmark::kMicrosecond)->Iterations(200);
+BENCHMARK(BM_NcclAllocRegisterDeregisterFree)
+    ->Arg(1 << 20)
+    ->Unit(benchmark::kMicrosecond)
+    ->Iterations(200);
 BENCHMARK(BM_PoolAllocateFree)->Arg(1 << 20)->Arg(4096);
 BENCHMARK(BM_ProvenanceLookupPool1000Live);
 BENCHMARK(BM_ProvenanceLookup1000Windows);

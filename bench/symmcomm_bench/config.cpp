@@ -12,25 +12,36 @@
 
 namespace symmcomm::bench {
 
-const char* to_string(Op op) { return op == Op::AllGather ? "allgather" : "reducescatter"; }
+const char* to_string(Op op) {
+  return op == Op::AllGather ? "allgather" : "reducescatter";
+}
 
 const char* to_string(Dtype dtype) {
   switch (dtype) {
-    case Dtype::Nvfp4: return "nvfp4";
-    case Dtype::Fp8E4M3: return "fp8e4m3";
-    case Dtype::Fp8E5M2: return "fp8e5m2";
-    case Dtype::Bf16: return "bf16";
+    case Dtype::Nvfp4:
+      return "nvfp4";
+    case Dtype::Fp8E4M3:
+      return "fp8e4m3";
+    case Dtype::Fp8E5M2:
+      return "fp8e5m2";
+    case Dtype::Bf16:
+      return "bf16";
   }
   return "?";
 }
 
 const char* to_string(BenchPath path) {
   switch (path) {
-    case BenchPath::Auto: return "auto";
-    case BenchPath::NcclSymmetric: return "nccl-symmetric";
-    case BenchPath::Lsa: return "lsa";
-    case BenchPath::Fallback: return "fallback";
-    case BenchPath::Nccl: return "nccl";
+    case BenchPath::Auto:
+      return "auto";
+    case BenchPath::NcclSymmetric:
+      return "nccl-symmetric";
+    case BenchPath::Lsa:
+      return "lsa";
+    case BenchPath::Fallback:
+      return "fallback";
+    case BenchPath::Nccl:
+      return "nccl";
   }
   return "?";
 }
@@ -42,7 +53,8 @@ std::size_t parse_size(const std::string& text) {
   try {
     value = std::stoull(text, &pos);
   } catch (const std::exception&) {
-    throw std::invalid_argument("size '" + text + "' is not a number with an optional K/M/G suffix");
+    throw std::invalid_argument("size '" + text +
+                                "' is not a number with an optional K/M/G suffix");
   }
   std::string suffix = text.substr(pos);
   std::transform(suffix.begin(), suffix.end(), suffix.begin(),
@@ -51,15 +63,17 @@ std::size_t parse_size(const std::string& text) {
   static const std::map<std::string, unsigned> shifts = {{"", 0}, {"K", 10}, {"M", 20}, {"G", 30}};
   auto it = shifts.find(suffix);
   if (it == shifts.end() || text[0] == '-') {
-    throw std::invalid_argument("size '" + text + "' is not a number with an optional K/M/G suffix");
+    throw std::invalid_argument("size '" + text +
+                                "' is not a number with an optional K/M/G suffix");
   }
   return static_cast<std::size_t>(value) << it->second;
 }
 
 ParseResult parse_command_line(int argc, const char* const* argv) {
   Config c;
-  CLI::App app{"symmcomm-bench: all-gather and reduce-scatter in NVFP4, FP8 and BF16 over NCCL "
-               "symmetric memory, beside plain NCCL (nccl-tests' flags and columns)"};
+  CLI::App app{
+      "symmcomm-bench: all-gather and reduce-scatter in NVFP4, FP8 and BF16 over NCCL "
+      "symmetric memory, beside plain NCCL (nccl-tests' flags and columns)"};
   std::string op = "allgather", dtype = "bf16", path = "auto", min_size = "32M", max_size = "32M";
   std::string scenario = "none", combine = "bf16";
   int check = 1;
@@ -72,18 +86,23 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
       ->check(CLI::IsMember({"auto", "nccl-symmetric", "lsa", "fallback", "nccl"}));
   app.add_option("-b,--minbytes", min_size, "smallest size (K/M/G suffixes)");
   app.add_option("-e,--maxbytes", max_size, "largest size (K/M/G suffixes)");
-  app.add_option("-f,--stepfactor", c.step_factor, "size multiplication factor")->check(CLI::Range(2, 1 << 20));
+  app.add_option("-f,--stepfactor", c.step_factor, "size multiplication factor")
+      ->check(CLI::Range(2, 1 << 20));
   app.add_option("-n,--iters", c.iters, "timed iterations per size")->check(CLI::Range(1, 1 << 24));
-  app.add_option("-w,--warmup_iters", c.warmup, "warm-up iterations per size")->check(CLI::Range(0, 1 << 24));
+  app.add_option("-w,--warmup_iters", c.warmup, "warm-up iterations per size")
+      ->check(CLI::Range(0, 1 << 24));
   app.add_option("-c,--check", check, "check results (0/1)")->check(CLI::Range(0, 1));
-  app.add_option("-g,--gpus", c.gpus, "GPUs to drive (one rank each; 0: all visible)")->check(CLI::Range(0, 1024));
+  app.add_option("-g,--gpus", c.gpus, "GPUs to drive (one rank each; 0: all visible)")
+      ->check(CLI::Range(0, 1024));
   app.add_option("--json", c.json_path, "write results as JSON to this file");
   app.add_option("--csv", c.csv_path, "write results as CSV to this file");
   app.add_option("--scenario", scenario, "none | moe-dp (DeepSeek-R1 MoE layer, DP attention + EP)")
       ->check(CLI::IsMember({"none", "moe-dp"}));
-  app.add_option("--moe-hidden", c.moe_hidden, "moe-dp hidden size")->check(CLI::Range(16, 1 << 20));
+  app.add_option("--moe-hidden", c.moe_hidden, "moe-dp hidden size")
+      ->check(CLI::Range(16, 1 << 20));
   app.add_option("--moe-topk", c.moe_topk, "moe-dp experts per token")->check(CLI::Range(1, 256));
-  app.add_option("--moe-max-tokens", c.moe_max_tokens, "moe-dp largest tokens per rank")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--moe-max-tokens", c.moe_max_tokens, "moe-dp largest tokens per rank")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--moe-combine", combine, "moe-dp combine format: bf16 | nvfp4")
       ->check(CLI::IsMember({"bf16", "nvfp4"}));
   try {
@@ -98,17 +117,22 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
     return ParseResult{std::nullopt, 1};
   }
   if (c.min_bytes == 0 || c.max_bytes < c.min_bytes) {
-    std::fprintf(stderr, "symmcomm-bench: -b %zu / -e %zu: need 0 < minbytes <= maxbytes\n", c.min_bytes,
-                 c.max_bytes);
+    std::fprintf(stderr, "symmcomm-bench: -b %zu / -e %zu: need 0 < minbytes <= maxbytes\n",
+                 c.min_bytes, c.max_bytes);
     return ParseResult{std::nullopt, 1};
   }
   c.op = op == "allgather" ? Op::AllGather : Op::ReduceScatter;
-  static const std::map<std::string, Dtype> dtypes = {
-      {"nvfp4", Dtype::Nvfp4}, {"fp8e4m3", Dtype::Fp8E4M3}, {"fp8e5m2", Dtype::Fp8E5M2}, {"bf16", Dtype::Bf16}};
+  static const std::map<std::string, Dtype> dtypes = {{"nvfp4", Dtype::Nvfp4},
+                                                      {"fp8e4m3", Dtype::Fp8E4M3},
+                                                      {"fp8e5m2", Dtype::Fp8E5M2},
+                                                      {"bf16", Dtype::Bf16}};
   c.dtype = dtypes.at(dtype);
   static const std::map<std::string, BenchPath> paths = {
-      {"auto", BenchPath::Auto}, {"nccl-symmetric", BenchPath::NcclSymmetric}, {"lsa", BenchPath::Lsa},
-      {"fallback", BenchPath::Fallback}, {"nccl", BenchPath::Nccl}};
+      {"auto", BenchPath::Auto},
+      {"nccl-symmetric", BenchPath::NcclSymmetric},
+      {"lsa", BenchPath::Lsa},
+      {"fallback", BenchPath::Fallback},
+      {"nccl", BenchPath::Nccl}};
   c.path = paths.at(path);
   c.check = check != 0;
   c.scenario = scenario == "moe-dp" ? Scenario::MoeDp : Scenario::None;
@@ -117,7 +141,8 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
   return ParseResult{c, 0};
 }
 
-std::vector<std::size_t> size_sweep(std::size_t min_bytes, std::size_t max_bytes, std::size_t factor) {
+std::vector<std::size_t> size_sweep(std::size_t min_bytes, std::size_t max_bytes,
+                                    std::size_t factor) {
   std::vector<std::size_t> sizes;
   if (factor < 2) factor = 2;
   for (std::size_t s = min_bytes; s <= max_bytes; s *= factor) {
@@ -130,10 +155,13 @@ std::vector<std::size_t> size_sweep(std::size_t min_bytes, std::size_t max_bytes
 
 double bytes_per_element(Dtype dtype) {
   switch (dtype) {
-    case Dtype::Nvfp4: return 9.0 / 16.0;
+    case Dtype::Nvfp4:
+      return 9.0 / 16.0;
     case Dtype::Fp8E4M3:
-    case Dtype::Fp8E5M2: return 1.0;
-    case Dtype::Bf16: return 2.0;
+    case Dtype::Fp8E5M2:
+      return 1.0;
+    case Dtype::Bf16:
+      return 2.0;
   }
   return 1.0;
 }
@@ -187,8 +215,8 @@ std::string to_csv(const std::vector<Result>& results) {
         "ratio_to_baseline\n";
   for (const auto& r : results) {
     os << r.op << ',' << r.dtype << ',' << r.path << ',' << r.size << ',' << r.count << ','
-       << r.time_us << ',' << r.algbw << ',' << r.busbw << ',' << r.wrong << ',' << r.baseline << ','
-       << r.baseline_time_us << ',' << r.ratio() << '\n';
+       << r.time_us << ',' << r.algbw << ',' << r.busbw << ',' << r.wrong << ',' << r.baseline
+       << ',' << r.baseline_time_us << ',' << r.ratio() << '\n';
   }
   return os.str();
 }

@@ -54,7 +54,8 @@ struct ParseResult {
 ParseResult parse_command_line(int argc, const char* const* argv);
 
 /// min, min*f, ... up to max (inclusive of max when reached exactly; max alone if min > max).
-std::vector<std::size_t> size_sweep(std::size_t min_bytes, std::size_t max_bytes, std::size_t factor);
+std::vector<std::size_t> size_sweep(std::size_t min_bytes, std::size_t max_bytes,
+                                    std::size_t factor);
 
 /// Payload bytes per element: nvfp4 9/16 (data + block scales), fp8 1, bf16 2.
 double bytes_per_element(Dtype dtype);

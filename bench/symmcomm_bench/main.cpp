@@ -45,19 +45,27 @@ int main(int argc, char** argv) {
   }
   int const gpus = c.gpus == 0 ? visible : c.gpus;
   if (gpus > visible) {
-    std::fprintf(stderr, "symmcomm-bench: -g %d asks for more GPUs than the %d visible\n", gpus, visible);
+    std::fprintf(stderr, "symmcomm-bench: -g %d asks for more GPUs than the %d visible\n", gpus,
+                 visible);
     return 1;
   }
   try {
     cudaDeviceProp prop{};
     cudaGetDeviceProperties(&prop, 0);
     auto const v = symmcomm::nccl_runtime_version();
-    Meta meta{prop.name, gpus, std::to_string(v.major) + "." + std::to_string(v.minor) + "." + std::to_string(v.patch),
-              today(), c.command_line, symmcomm::kVersion};
+    Meta meta{
+        prop.name,
+        gpus,
+        std::to_string(v.major) + "." + std::to_string(v.minor) + "." + std::to_string(v.patch),
+        today(),
+        c.command_line,
+        symmcomm::kVersion};
     std::size_t pool = 3 * c.max_bytes + (std::size_t{64} << 20);
     if (c.scenario == Scenario::MoeDp) {
-      std::size_t const per_rank = static_cast<std::size_t>(c.moe_max_tokens) * static_cast<std::size_t>(c.moe_hidden);
-      pool = std::max(pool, per_rank * static_cast<std::size_t>(gpus) * 4 + (std::size_t{64} << 20));
+      std::size_t const per_rank =
+          static_cast<std::size_t>(c.moe_max_tokens) * static_cast<std::size_t>(c.moe_hidden);
+      pool =
+          std::max(pool, per_rank * static_cast<std::size_t>(gpus) * 4 + (std::size_t{64} << 20));
     }
     Ranks ranks = make_ranks(gpus, pool);
     std::printf("# symmcomm-bench %s | %d x %s | NCCL %s | %s\n# %s\n", meta.symmcomm.c_str(), gpus,
@@ -69,10 +77,11 @@ int main(int argc, char** argv) {
     std::vector<MoeResult> moe;
     if (c.scenario == Scenario::MoeDp) {
       moe = run_moe(c, ranks);
-      std::printf("#%9s %10s %12s %12s %12s\n", "tokens", "path", "dispatch_us", "combine_us", "total_us");
+      std::printf("#%9s %10s %12s %12s %12s\n", "tokens", "path", "dispatch_us", "combine_us",
+                  "total_us");
       for (const auto& m : moe) {
-        std::printf(" %9d %10s %12.2f %12.2f %12.2f\n", m.tokens_per_rank, m.path.c_str(), m.dispatch_us,
-                    m.combine_us, m.total_us());
+        std::printf(" %9d %10s %12.2f %12.2f %12.2f\n", m.tokens_per_rank, m.path.c_str(),
+                    m.dispatch_us, m.combine_us, m.total_us());
       }
     } else {
       results = run_sweep(c, ranks);

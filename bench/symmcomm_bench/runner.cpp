@@ -114,14 +114,20 @@ double time_iterations(cudaStream_t stream, Barrier& barrier, int warmup, int it
 
 PathChoice choice_of(BenchPath p) {
   switch (p) {
-    case BenchPath::NcclSymmetric: return PathChoice::NcclSymmetric;
-    case BenchPath::Lsa: return PathChoice::LsaKernel;
-    case BenchPath::Fallback: return PathChoice::Fallback;
-    default: return PathChoice::Auto;
+    case BenchPath::NcclSymmetric:
+      return PathChoice::NcclSymmetric;
+    case BenchPath::Lsa:
+      return PathChoice::LsaKernel;
+    case BenchPath::Fallback:
+      return PathChoice::Fallback;
+    default:
+      return PathChoice::Auto;
   }
 }
 
-Fp8Format fp8_of(Dtype d) { return d == Dtype::Fp8E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3; }
+Fp8Format fp8_of(Dtype d) {
+  return d == Dtype::Fp8E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3;
+}
 
 void fill(void* p, std::size_t bytes, const std::vector<std::uint8_t>& pattern) {
   for (std::size_t off = 0; off < bytes; off += pattern.size()) {
@@ -132,7 +138,8 @@ void fill(void* p, std::size_t bytes, const std::vector<std::uint8_t>& pattern) 
 
 std::vector<std::uint8_t> rank_pattern(int rank) {
   std::vector<std::uint8_t> p(1 << 16);
-  for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<std::uint8_t>(rank * 37 + i * 11 + (i >> 8));
+  for (std::size_t i = 0; i < p.size(); ++i)
+    p[i] = static_cast<std::uint8_t>(rank * 37 + i * 11 + (i >> 8));
   return p;
 }
 
@@ -166,7 +173,9 @@ RankJob make_job(const Config& c, Ranks& ranks, int r, std::size_t count, Buffer
 
   if (c.op == Op::AllGather) {
     // Parts: data (+ scales) per rank; NVFP4 also its global scale.
-    std::size_t data_bytes = c.dtype == Dtype::Nvfp4 ? shard / 2 : c.dtype == Dtype::Bf16 ? shard * 2 : shard;
+    std::size_t data_bytes = c.dtype == Dtype::Nvfp4  ? shard / 2
+                             : c.dtype == Dtype::Bf16 ? shard * 2
+                                                      : shard;
     std::size_t scale_bytes = c.dtype == Dtype::Nvfp4 ? shard / 16 : 0;
     bool const has_scale = c.dtype != Dtype::Bf16;
     auto* sd = b.get(data_bytes, symmetric);
@@ -182,19 +191,27 @@ RankJob make_job(const Config& c, Ranks& ranks, int r, std::size_t count, Buffer
       job.run = [=] {
         Group g;
         SYMMCOMM_NCCL_TRY(ncclAllGather(sd, rd, data_bytes, ncclUint8, raw, stream));
-        if (scale_bytes) SYMMCOMM_NCCL_TRY(ncclAllGather(ss, rs, scale_bytes, ncclUint8, raw, stream));
+        if (scale_bytes)
+          SYMMCOMM_NCCL_TRY(ncclAllGather(ss, rs, scale_bytes, ncclUint8, raw, stream));
         if (has_scale) SYMMCOMM_NCCL_TRY(ncclAllGather(sg, rg, 1, ncclFloat32, raw, stream));
       };
       job.plan = "plain NCCL on cudaMalloc buffers";
     } else if (c.dtype == Dtype::Nvfp4) {
-      job.run = [=, &comm] { plan_of(all_gather(comm, Nvfp4View{sd, ss, sg, shard}, Nvfp4View{rd, rs, rg, count}, stream, options)); };
+      job.run = [=, &comm] {
+        plan_of(all_gather(comm, Nvfp4View{sd, ss, sg, shard}, Nvfp4View{rd, rs, rg, count}, stream,
+                           options));
+      };
     } else if (c.dtype == Dtype::Bf16) {
       job.run = [=, &comm] {
-        plan_of(all_gather(comm, Bf16Span{reinterpret_cast<bf16*>(sd), shard}, Bf16Span{reinterpret_cast<bf16*>(rd), count}, stream, options));
+        plan_of(all_gather(comm, Bf16Span{reinterpret_cast<bf16*>(sd), shard},
+                           Bf16Span{reinterpret_cast<bf16*>(rd), count}, stream, options));
       };
     } else {
       Fp8Format const f = fp8_of(c.dtype);
-      job.run = [=, &comm] { plan_of(all_gather(comm, Fp8View{sd, sg, shard, f}, Fp8View{rd, rg, count, f}, stream, options)); };
+      job.run = [=, &comm] {
+        plan_of(all_gather(comm, Fp8View{sd, sg, shard, f}, Fp8View{rd, rg, count, f}, stream,
+                           options));
+      };
     }
     // Baseline: the same tensors (data, block scales, per-rank scale) gathered by plain NCCL
     // from plain buffers, in one group: what an engine does without symmcomm.
@@ -203,17 +220,21 @@ RankJob make_job(const Config& c, Ranks& ranks, int r, std::size_t count, Buffer
     job.baseline = [=] {
       Group g;
       SYMMCOMM_NCCL_TRY(ncclAllGather(bsd, brd, data_bytes, ncclUint8, raw, stream));
-      if (scale_bytes) SYMMCOMM_NCCL_TRY(ncclAllGather(bsd + data_bytes, brd + data_bytes * n, scale_bytes, ncclUint8, raw, stream));
-      if (has_scale) {
-        SYMMCOMM_NCCL_TRY(ncclAllGather(bsd + data_bytes + scale_bytes, brd + (data_bytes + scale_bytes) * n, 4,
+      if (scale_bytes)
+        SYMMCOMM_NCCL_TRY(ncclAllGather(bsd + data_bytes, brd + data_bytes * n, scale_bytes,
                                         ncclUint8, raw, stream));
+      if (has_scale) {
+        SYMMCOMM_NCCL_TRY(ncclAllGather(bsd + data_bytes + scale_bytes,
+                                        brd + (data_bytes + scale_bytes) * n, 4, ncclUint8, raw,
+                                        stream));
       }
     };
     job.check = [=] {
       long long wrong = 0;
       std::vector<std::uint8_t> got(data_bytes);
       for (int k = 0; k < n; ++k) {
-        SYMMCOMM_CUDA_TRY(cudaMemcpy(got.data(), rd + data_bytes * k, data_bytes, cudaMemcpyDeviceToHost));
+        SYMMCOMM_CUDA_TRY(
+            cudaMemcpy(got.data(), rd + data_bytes * k, data_bytes, cudaMemcpyDeviceToHost));
         auto const expect = rank_pattern(k);
         for (std::size_t i = 0; i < data_bytes; ++i) wrong += got[i] != expect[i % expect.size()];
       }
@@ -229,23 +250,29 @@ RankJob make_job(const Config& c, Ranks& ranks, int r, std::size_t count, Buffer
     auto* in = b.get<std::uint16_t>(count * 2, symmetric);
     fill(in, count * 2, repeat(float_to_bf16_bits(static_cast<float>(r + 1))));
     if (plain_nccl) {
-      job.run = [=] { SYMMCOMM_NCCL_TRY(ncclReduceScatter(in, out, shard, ncclBfloat16, ncclSum, raw, stream)); };
+      job.run = [=] {
+        SYMMCOMM_NCCL_TRY(ncclReduceScatter(in, out, shard, ncclBfloat16, ncclSum, raw, stream));
+      };
       job.plan = "plain NCCL on cudaMalloc buffers";
     } else {
       job.run = [=, &comm] {
-        plan_of(reduce_scatter(comm, Bf16Span{reinterpret_cast<bf16*>(in), count}, Bf16Span{reinterpret_cast<bf16*>(out), shard}, stream, options));
+        plan_of(reduce_scatter(comm, Bf16Span{reinterpret_cast<bf16*>(in), count},
+                               Bf16Span{reinterpret_cast<bf16*>(out), shard}, stream, options));
       };
     }
   } else if (c.dtype == Dtype::Nvfp4) {
-    SYMMCOMM_EXPECTS(!plain_nccl, "--path nccl: plain NCCL has no NVFP4 reduction (use --dtype bf16 for the baseline)");
+    SYMMCOMM_EXPECTS(
+        !plain_nccl,
+        "--path nccl: plain NCCL has no NVFP4 reduction (use --dtype bf16 for the baseline)");
     auto* data = b.get(count / 2, symmetric);
     auto* scales = b.get(count / 16, symmetric);
     auto* global = b.get<float>(4, symmetric);
-    fill(data, count / 2, repeat(std::uint8_t{0x22}));    // e2m1 1.0 twice
+    fill(data, count / 2, repeat(std::uint8_t{0x22}));     // e2m1 1.0 twice
     fill(scales, count / 16, repeat(std::uint8_t{0x38}));  // e4m3 1.0
     fill(global, 4, repeat(1.0f / static_cast<float>(r + 1)));
     job.run = [=, &comm] {
-      plan_of(reduce_scatter(comm, Nvfp4View{data, scales, global, count}, Bf16Span{reinterpret_cast<bf16*>(out), shard}, stream, options));
+      plan_of(reduce_scatter(comm, Nvfp4View{data, scales, global, count},
+                             Bf16Span{reinterpret_cast<bf16*>(out), shard}, stream, options));
     };
   } else {
     Fp8Format const f = fp8_of(c.dtype);
@@ -257,19 +284,24 @@ RankJob make_job(const Config& c, Ranks& ranks, int r, std::size_t count, Buffer
       // What plain NCCL offers: a sum in FP8 itself, no scales (rounds at every step).
       auto* out8 = b.get(shard, false);
       job.run = [=] {
-        SYMMCOMM_NCCL_TRY(ncclReduceScatter(codes, out8, shard, f == Fp8Format::E4M3 ? ncclFloat8e4m3 : ncclFloat8e5m2, ncclSum, raw, stream));
+        SYMMCOMM_NCCL_TRY(ncclReduceScatter(codes, out8, shard,
+                                            f == Fp8Format::E4M3 ? ncclFloat8e4m3 : ncclFloat8e5m2,
+                                            ncclSum, raw, stream));
       };
       job.plan = "plain NCCL FP8 sum (no per-rank scales)";
     } else {
       job.run = [=, &comm] {
-        plan_of(reduce_scatter(comm, Fp8View{codes, scale, count, f}, Bf16Span{reinterpret_cast<bf16*>(out), shard}, stream, options));
+        plan_of(reduce_scatter(comm, Fp8View{codes, scale, count, f},
+                               Bf16Span{reinterpret_cast<bf16*>(out), shard}, stream, options));
       };
     }
   }
   // Baseline: NCCL's BF16 reduce-scatter of the same element count, plain buffers.
   auto* bin = b.get(count * 2, false);
   auto* bout = b.get(shard * 2, false);
-  job.baseline = [=] { SYMMCOMM_NCCL_TRY(ncclReduceScatter(bin, bout, shard, ncclBfloat16, ncclSum, raw, stream)); };
+  job.baseline = [=] {
+    SYMMCOMM_NCCL_TRY(ncclReduceScatter(bin, bout, shard, ncclBfloat16, ncclSum, raw, stream));
+  };
   bool const checkable = !(plain_nccl && c.dtype != Dtype::Bf16);
   job.check = [=]() -> long long {
     if (!checkable) return -1;
@@ -292,7 +324,8 @@ Ranks make_ranks(int gpus, std::size_t pool_bytes) {
   ranks.comms = create_local_communicators(devices);
   {
     Group group;
-    for (auto& c : ranks.comms) ranks.pools.push_back(std::make_unique<SymmAllocator>(c, PoolOptions{pool_bytes}));
+    for (auto& c : ranks.comms)
+      ranks.pools.push_back(std::make_unique<SymmAllocator>(c, PoolOptions{pool_bytes}));
   }
   for (auto& c : ranks.comms) {
     detail::DeviceGuard guard(c.device());
@@ -322,8 +355,8 @@ std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
   int const n = ranks.size();
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     std::size_t const count = element_count(c.dtype, sizes[i], n);
-    std::fprintf(stderr, "[symmcomm-bench] %s %s %s: size %zu (%zu/%zu)\n", to_string(c.op), to_string(c.dtype),
-                 to_string(c.path), sizes[i], i + 1, sizes.size());
+    std::fprintf(stderr, "[symmcomm-bench] %s %s %s: size %zu (%zu/%zu)\n", to_string(c.op),
+                 to_string(c.dtype), to_string(c.path), sizes[i], i + 1, sizes.size());
     std::vector<double> times(static_cast<std::size_t>(n)), base(static_cast<std::size_t>(n));
     std::vector<long long> wrong(static_cast<std::size_t>(n), 0);
     std::vector<std::string> plans(static_cast<std::size_t>(n));
@@ -334,7 +367,8 @@ std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
       cudaStream_t const s = ranks.streams[static_cast<std::size_t>(r)];
       times[static_cast<std::size_t>(r)] = time_iterations(s, barrier, c.warmup, c.iters, job.run);
       wrong[static_cast<std::size_t>(r)] = c.check ? job.check() : -1;
-      base[static_cast<std::size_t>(r)] = time_iterations(s, barrier, c.warmup, c.iters, job.baseline);
+      base[static_cast<std::size_t>(r)] =
+          time_iterations(s, barrier, c.warmup, c.iters, job.baseline);
       plans[static_cast<std::size_t>(r)] = job.plan;
       SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
       barrier.wait();  // nobody frees buffers a peer may still read
@@ -366,17 +400,21 @@ std::vector<MoeResult> run_moe(const Config& c, Ranks& ranks) {
   std::size_t const topk = static_cast<std::size_t>(c.moe_topk);
   for (int tokens = 1; tokens <= c.moe_max_tokens; tokens *= 2) {
     for (BenchPath path : {BenchPath::Auto, BenchPath::Fallback, BenchPath::Nccl}) {
-      std::fprintf(stderr, "[symmcomm-bench] moe-dp: %d tokens per rank, %s\n", tokens, to_string(path));
+      std::fprintf(stderr, "[symmcomm-bench] moe-dp: %d tokens per rank, %s\n", tokens,
+                   to_string(path));
       std::size_t const count = static_cast<std::size_t>(tokens) * hidden;  // per rank
-      std::vector<double> dispatch(static_cast<std::size_t>(n)), combine(static_cast<std::size_t>(n));
+      std::vector<double> dispatch(static_cast<std::size_t>(n)),
+          combine(static_cast<std::size_t>(n));
       Barrier barrier(n);
       parallel(ranks, [&](int r) {
         auto& comm = ranks.comms[static_cast<std::size_t>(r)];
         cudaStream_t const s = ranks.streams[static_cast<std::size_t>(r)];
         bool const sym = path != BenchPath::Nccl;
         Buffers b(*ranks.pools[static_cast<std::size_t>(r)]);
-        Nvfp4View const send{b.get(count / 2, sym), b.get(count / 16, sym), b.get<float>(4, sym), count};
-        Nvfp4View const recv{b.get(count / 2 * n, sym), b.get(count / 16 * n, sym), b.get<float>(4 * n, sym), count * n};
+        Nvfp4View const send{b.get(count / 2, sym), b.get(count / 16, sym), b.get<float>(4, sym),
+                             count};
+        Nvfp4View const recv{b.get(count / 2 * n, sym), b.get(count / 16 * n, sym),
+                             b.get<float>(4 * n, sym), count * n};
         std::size_t const route_bytes = static_cast<std::size_t>(tokens) * topk * 4;
         auto* ids = b.get(route_bytes, sym);
         auto* ids_all = b.get(route_bytes * n, sym);
@@ -391,13 +429,16 @@ std::vector<MoeResult> run_moe(const Config& c, Ranks& ranks) {
           if (path == BenchPath::Nccl) {
             Group g;
             SYMMCOMM_NCCL_TRY(ncclAllGather(send.data, recv.data, count / 2, ncclUint8, raw, s));
-            SYMMCOMM_NCCL_TRY(ncclAllGather(send.block_scales, recv.block_scales, count / 16, ncclUint8, raw, s));
-            SYMMCOMM_NCCL_TRY(ncclAllGather(send.global_scale, recv.global_scale, 1, ncclFloat32, raw, s));
+            SYMMCOMM_NCCL_TRY(
+                ncclAllGather(send.block_scales, recv.block_scales, count / 16, ncclUint8, raw, s));
+            SYMMCOMM_NCCL_TRY(
+                ncclAllGather(send.global_scale, recv.global_scale, 1, ncclFloat32, raw, s));
             SYMMCOMM_NCCL_TRY(ncclAllGather(ids, ids_all, route_bytes, ncclUint8, raw, s));
             SYMMCOMM_NCCL_TRY(ncclAllGather(weights, weights_all, route_bytes, ncclUint8, raw, s));
           } else {
             all_gather(comm, send, recv,
-                       {GatherItem{ids, ids_all, route_bytes, "topk_ids"}, GatherItem{weights, weights_all, route_bytes, "topk_weights"}},
+                       {GatherItem{ids, ids_all, route_bytes, "topk_ids"},
+                        GatherItem{weights, weights_all, route_bytes, "topk_weights"}},
                        s, options);
           }
         };
@@ -405,22 +446,29 @@ std::vector<MoeResult> run_moe(const Config& c, Ranks& ranks) {
         std::function<void()> run_combine;
         auto* combined = b.get<bf16>(count * 2, sym);
         if (c.moe_combine == Dtype::Nvfp4 && path != BenchPath::Nccl) {
-          Nvfp4View const partial{b.get(count * n / 2, sym), b.get(count * n / 16, sym), b.get<float>(4, sym), count * n};
+          Nvfp4View const partial{b.get(count * n / 2, sym), b.get(count * n / 16, sym),
+                                  b.get<float>(4, sym), count * n};
           fill(partial.global_scale, 4, repeat(1.0f));
           fill(partial.block_scales, count * n / 16, repeat(std::uint8_t{0x38}));
-          run_combine = [&, partial] { reduce_scatter(comm, partial, Bf16Span{combined, count}, s, options); };
+          run_combine = [&, partial] {
+            reduce_scatter(comm, partial, Bf16Span{combined, count}, s, options);
+          };
         } else {
           auto* partial = b.get<bf16>(count * n * 2, sym);
           run_combine = [&, partial] {
             if (path == BenchPath::Nccl) {
-              SYMMCOMM_NCCL_TRY(ncclReduceScatter(partial, combined, count, ncclBfloat16, ncclSum, raw, s));
+              SYMMCOMM_NCCL_TRY(
+                  ncclReduceScatter(partial, combined, count, ncclBfloat16, ncclSum, raw, s));
             } else {
-              reduce_scatter(comm, Bf16Span{partial, count * n}, Bf16Span{combined, count}, s, options);
+              reduce_scatter(comm, Bf16Span{partial, count * n}, Bf16Span{combined, count}, s,
+                             options);
             }
           };
         }
-        dispatch[static_cast<std::size_t>(r)] = time_iterations(s, barrier, c.warmup, c.iters, run_dispatch);
-        combine[static_cast<std::size_t>(r)] = time_iterations(s, barrier, c.warmup, c.iters, run_combine);
+        dispatch[static_cast<std::size_t>(r)] =
+            time_iterations(s, barrier, c.warmup, c.iters, run_dispatch);
+        combine[static_cast<std::size_t>(r)] =
+            time_iterations(s, barrier, c.warmup, c.iters, run_combine);
         SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
         barrier.wait();
       });

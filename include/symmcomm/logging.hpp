@@ -29,13 +29,13 @@ void log_message(LogLevel level, const std::string& message) noexcept;
 }  // namespace symmcomm
 
 /// @brief Streams a message at a level, building the string only when the level is enabled.
-#define SYMMCOMM_LOG(level, msg)                                          \
-  do {                                                                    \
+#define SYMMCOMM_LOG(level, msg)                                                \
+  do {                                                                          \
     if (static_cast<int>(level) <= static_cast<int>(::symmcomm::log_level())) { \
-      std::ostringstream symmcomm_log_os_;                                \
-      symmcomm_log_os_ << msg; /* NOLINT(bugprone-macro-parentheses) */   \
-      ::symmcomm::log_message(level, symmcomm_log_os_.str());             \
-    }                                                                     \
+      std::ostringstream symmcomm_log_os_;                                      \
+      symmcomm_log_os_ << msg; /* NOLINT(bugprone-macro-parentheses) */         \
+      ::symmcomm::log_message(level, symmcomm_log_os_.str());                   \
+    }                                                                           \
   } while (0)
 #define SYMMCOMM_LOG_WARN(msg) SYMMCOMM_LOG(::symmcomm::LogLevel::Warn, msg)
 #define SYMMCOMM_LOG_INFO(msg) SYMMCOMM_LOG(::symmcomm::LogLevel::Info, msg)

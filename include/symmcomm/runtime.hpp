@@ -15,9 +15,15 @@ struct NcclVersion {
   }
   constexpr int code() const noexcept { return major * 10000 + minor * 100 + patch; }
 };
-constexpr bool operator<(NcclVersion a, NcclVersion b) noexcept { return a.code() < b.code(); }
-constexpr bool operator>=(NcclVersion a, NcclVersion b) noexcept { return !(a < b); }
-constexpr bool operator==(NcclVersion a, NcclVersion b) noexcept { return a.code() == b.code(); }
+constexpr bool operator<(NcclVersion a, NcclVersion b) noexcept {
+  return a.code() < b.code();
+}
+constexpr bool operator>=(NcclVersion a, NcclVersion b) noexcept {
+  return !(a < b);
+}
+constexpr bool operator==(NcclVersion a, NcclVersion b) noexcept {
+  return a.code() == b.code();
+}
 
 /// @brief Oldest NCCL with symmetric windows (`NCCL_WIN_COLL_SYMMETRIC`).
 inline constexpr NcclVersion kMinNcclVersion{2, 27, 0};

@@ -62,8 +62,9 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
   request.bytes_per_rank = send_total;
   request.staging_usable = equal && detail::staging_usable(state, options, send_total, recv_total);
   Plan const plan = plan_collective(request);
-  SYMMCOMM_EXPECTS(plan.path != Path::LsaKernel, operation << ": the lsa-kernel executor is not "
-                                                              "built yet; use Auto or another path");
+  SYMMCOMM_EXPECTS(plan.path != Path::LsaKernel, operation
+                                                     << ": the lsa-kernel executor is not "
+                                                        "built yet; use Auto or another path");
 
   detail::DeviceGuard guard(state.device);
   if (plan.staged) {
@@ -77,7 +78,8 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
                                         cudaMemcpyDeviceToDevice, stream));
       offset += p.bytes[0];
     }
-    SYMMCOMM_NCCL_TRY(ncclAllGather(staged_send, staged_recv, send_total, ncclUint8, state.comm, stream));
+    SYMMCOMM_NCCL_TRY(
+        ncclAllGather(staged_send, staged_recv, send_total, ncclUint8, state.comm, stream));
     offset = 0;
     for (const Part& p : parts) {
       if (p.bytes[0] > 0) {
@@ -103,7 +105,8 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
         std::size_t const b = p.bytes[static_cast<std::size_t>(r)];
         char* dst = static_cast<char*>(p.recv) + displacement;
         if (b > 0) {
-          SYMMCOMM_NCCL_TRY(ncclBroadcast(r == me ? p.send : dst, dst, b, ncclUint8, r, state.comm, stream));
+          SYMMCOMM_NCCL_TRY(
+              ncclBroadcast(r == me ? p.send : dst, dst, b, ncclUint8, r, state.comm, stream));
         }
         displacement += b;
       }
@@ -117,15 +120,15 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
 void check_fp8_pair(const Fp8View& send, const Fp8View& recv) {
   validate(send, "send", 1);
   validate(recv, "recv", 1);
-  SYMMCOMM_EXPECTS(send.format == recv.format,
-                   "send.format " << to_string(send.dtype()) << " differs from recv.format "
-                                  << to_string(recv.dtype()));
+  SYMMCOMM_EXPECTS(send.format == recv.format, "send.format " << to_string(send.dtype())
+                                                              << " differs from recv.format "
+                                                              << to_string(recv.dtype()));
 }
 
 void check_gathered_count(std::size_t send_count, std::size_t recv_count, int n) {
-  SYMMCOMM_EXPECTS(recv_count == send_count * static_cast<std::size_t>(n),
-                   "recv.count " << recv_count << " is not send.count " << send_count
-                                 << " x comm.size() " << n);
+  SYMMCOMM_EXPECTS(
+      recv_count == send_count * static_cast<std::size_t>(n),
+      "recv.count " << recv_count << " is not send.count " << send_count << " x comm.size() " << n);
 }
 
 std::vector<std::size_t> scaled(const std::vector<std::size_t>& counts, std::size_t num,
@@ -135,7 +138,8 @@ std::vector<std::size_t> scaled(const std::vector<std::size_t>& counts, std::siz
   return out;
 }
 
-std::vector<Part> nvfp4_parts(Nvfp4View send, Nvfp4View recv, const std::vector<std::size_t>& counts) {
+std::vector<Part> nvfp4_parts(Nvfp4View send, Nvfp4View recv,
+                              const std::vector<std::size_t>& counts) {
   std::size_t const n = counts.size();
   return {Part{"send.data", send.data, "recv.data", recv.data, scaled(counts, 1, 2)},
           Part{"send.block_scales", send.block_scales, "recv.block_scales", recv.block_scales,
@@ -157,10 +161,10 @@ Plan all_gather(const Communicator& comm, Bf16Span send, Bf16Span recv, cudaStre
   validate(send, "send", 2);
   validate(recv, "recv", 2);
   check_gathered_count(send.count, recv.count, comm.size());
-  return gather_parts(comm, "all_gather", "bf16", send.count,
-                      {equal_part("send.data", send.data, "recv.data", recv.data,
-                                  send.data_bytes(), comm.size())},
-                      stream, options);
+  return gather_parts(
+      comm, "all_gather", "bf16", send.count,
+      {equal_part("send.data", send.data, "recv.data", recv.data, send.data_bytes(), comm.size())},
+      stream, options);
 }
 
 Plan all_gather(const Communicator& comm, Fp8View send, Fp8View recv, cudaStream_t stream,
@@ -168,8 +172,8 @@ Plan all_gather(const Communicator& comm, Fp8View send, Fp8View recv, cudaStream
   check_fp8_pair(send, recv);
   check_gathered_count(send.count, recv.count, comm.size());
   std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), send.count);
-  return gather_parts(comm, "all_gather", to_string(send.dtype()), send.count, fp8_parts(send, recv, counts),
-                      stream, options);
+  return gather_parts(comm, "all_gather", to_string(send.dtype()), send.count,
+                      fp8_parts(send, recv, counts), stream, options);
 }
 
 Plan all_gather(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
@@ -181,8 +185,8 @@ Plan all_gather(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
   std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), send.count);
   std::vector<Part> parts = nvfp4_parts(send, recv, counts);
   for (const auto& item : extras) {
-    parts.push_back(equal_part(item.name, item.send, item.name, item.recv, item.bytes_per_rank,
-                               comm.size()));
+    parts.push_back(
+        equal_part(item.name, item.send, item.name, item.recv, item.bytes_per_rank, comm.size()));
   }
   return gather_parts(comm, "all_gather", "nvfp4", send.count, parts, stream, options);
 }
@@ -198,12 +202,11 @@ Plan all_gather(const Communicator& comm, const std::vector<GatherItem>& items, 
   std::vector<Part> parts;
   std::size_t total = 0;
   for (const auto& item : items) {
-    parts.push_back(equal_part(item.name, item.send, item.name, item.recv, item.bytes_per_rank,
-                               comm.size()));
+    parts.push_back(
+        equal_part(item.name, item.send, item.name, item.recv, item.bytes_per_rank, comm.size()));
     total += item.bytes_per_rank;
   }
-  return gather_parts(comm, "all_gather", "bytes", total, parts, stream,
-                      options);
+  return gather_parts(comm, "all_gather", "bytes", total, parts, stream, options);
 }
 
 Plan all_gatherv(const Communicator& comm, Bf16Span send, Bf16Span recv,
@@ -224,8 +227,8 @@ Plan all_gatherv(const Communicator& comm, Fp8View send, Fp8View recv,
   check_fp8_pair(send, recv);
   detail::check_counts(counts, comm.size(), comm.rank(), send.count, recv.count, 1, "send.count",
                        "recv.count");
-  return gather_parts(comm, "all_gatherv", to_string(send.dtype()), send.count, fp8_parts(send, recv, counts),
-                      stream, options);
+  return gather_parts(comm, "all_gatherv", to_string(send.dtype()), send.count,
+                      fp8_parts(send, recv, counts), stream, options);
 }
 
 Plan all_gatherv(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
@@ -235,8 +238,8 @@ Plan all_gatherv(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
   validate(recv, "recv", 1);
   detail::check_counts(counts, comm.size(), comm.rank(), send.count, recv.count, kNvfp4BlockSize,
                        "send.count", "recv.count");
-  return gather_parts(comm, "all_gatherv", "nvfp4", send.count,
-                      nvfp4_parts(send, recv, counts), stream, options);
+  return gather_parts(comm, "all_gatherv", "nvfp4", send.count, nvfp4_parts(send, recv, counts),
+                      stream, options);
 }
 
 }  // namespace symmcomm

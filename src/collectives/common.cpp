@@ -54,8 +54,8 @@ bool staging_usable(const CommState& comm, const Options& options, std::size_t s
 void record_plan(CommState& comm, const Plan& plan, const char* operation, const char* type,
                  std::size_t count) {
   comm.stats.calls[static_cast<std::size_t>(plan.path)].fetch_add(1, std::memory_order_relaxed);
-  SYMMCOMM_LOG_DEBUG(operation << " " << type << " count " << count << " on rank "
-                               << comm.rank << "/" << comm.size << " -> " << plan.reason());
+  SYMMCOMM_LOG_DEBUG(operation << " " << type << " count " << count << " on rank " << comm.rank
+                               << "/" << comm.size << " -> " << plan.reason());
 }
 
 void* acquire_workspace(CommState& comm, const Options& options, std::size_t bytes,
@@ -104,10 +104,10 @@ void check_counts(const std::vector<std::size_t>& counts, int ranks, int rank, s
     sum += counts[r];
   }
   SYMMCOMM_EXPECTS(counts[static_cast<std::size_t>(rank)] == mine,
-                   mine_name << " " << mine << " differs from counts[" << rank << "] = "
-                             << counts[static_cast<std::size_t>(rank)]);
-  SYMMCOMM_EXPECTS(sum == total, total_name << " " << total << " differs from the sum of counts "
-                                            << sum);
+                   mine_name << " " << mine << " differs from counts[" << rank
+                             << "] = " << counts[static_cast<std::size_t>(rank)]);
+  SYMMCOMM_EXPECTS(sum == total,
+                   total_name << " " << total << " differs from the sum of counts " << sum);
 }
 
 }  // namespace symmcomm::detail

@@ -53,6 +53,8 @@ inline std::vector<std::size_t> displacements(const std::vector<std::size_t>& co
 }
 
 /// Rounds up to 256 bytes (workspace region alignment).
-constexpr std::size_t align256(std::size_t x) { return (x + 255) / 256 * 256; }
+constexpr std::size_t align256(std::size_t x) {
+  return (x + 255) / 256 * 256;
+}
 
 }  // namespace symmcomm::detail

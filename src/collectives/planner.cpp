@@ -10,10 +10,14 @@ namespace symmcomm {
 
 const char* to_string(PathChoice choice) noexcept {
   switch (choice) {
-    case PathChoice::Auto: return "auto";
-    case PathChoice::NcclSymmetric: return "nccl-symmetric";
-    case PathChoice::LsaKernel: return "lsa-kernel";
-    case PathChoice::Fallback: return "fallback";
+    case PathChoice::Auto:
+      return "auto";
+    case PathChoice::NcclSymmetric:
+      return "nccl-symmetric";
+    case PathChoice::LsaKernel:
+      return "lsa-kernel";
+    case PathChoice::Fallback:
+      return "fallback";
   }
   return "unknown";
 }
@@ -28,7 +32,9 @@ std::string Plan::reason() const {
     case PlanReason::LsaKernelFaster:
       os << "symmcomm's LSA kernel reads peers' windows directly (faster than NCCL here)";
       break;
-    case PlanReason::ForcedFallback: os << "forced by Options::path"; break;
+    case PlanReason::ForcedFallback:
+      os << "forced by Options::path";
+      break;
     case PlanReason::NoSymmetricSupport:
       os << "the communicator has no symmetric memory support (" << capability_note << ")";
       break;
@@ -86,8 +92,8 @@ std::optional<Plan> nccl_symmetric_blocker(const PlanRequest& r, int bad) {
     p.capability_note = r.capabilities->reason;
     return p;
   }
-  bool const native = r.operation == Operation::AllGather ||
-                      nccl_reduces_natively(r.send_type, r.recv_type);
+  bool const native =
+      r.operation == Operation::AllGather || nccl_reduces_natively(r.send_type, r.recv_type);
   if (!native) return make(Path::Fallback, PlanReason::ScaledReduction);
   if (!r.equal_counts) return make(Path::Fallback, PlanReason::VariableCounts);
   if (bad >= 0) return about_buffer(Path::Fallback, r.buffers[static_cast<std::size_t>(bad)], bad);
@@ -119,7 +125,8 @@ Plan plan_collective(const PlanRequest& r) {
   SYMMCOMM_EXPECTS(r.capabilities != nullptr, "plan_collective: capabilities is null");
   int const bad = first_non_symmetric(r);
   switch (r.choice) {
-    case PathChoice::Fallback: return make(Path::Fallback, PlanReason::ForcedFallback);
+    case PathChoice::Fallback:
+      return make(Path::Fallback, PlanReason::ForcedFallback);
     case PathChoice::NcclSymmetric: {
       if (auto blocker = nccl_symmetric_blocker(r, bad)) refuse(r.choice, *blocker);
       return make(Path::NcclSymmetric, PlanReason::AllSymmetric);
@@ -128,7 +135,8 @@ Plan plan_collective(const PlanRequest& r) {
       if (auto blocker = lsa_blocker(r, bad)) refuse(r.choice, *blocker);
       return make(Path::LsaKernel, PlanReason::LsaKernelFaster);
     }
-    case PathChoice::Auto: break;
+    case PathChoice::Auto:
+      break;
   }
   if (!lsa_blocker(r, bad)) return make(Path::LsaKernel, PlanReason::LsaKernelFaster);
   auto blocker = nccl_symmetric_blocker(r, bad);

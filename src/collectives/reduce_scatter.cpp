@@ -33,10 +33,9 @@ Plan native_reduce_scatter(const Communicator& comm, Span<T> send, Span<T> recv,
     detail::check_counts(*counts, state.size, state.rank, recv.count, send.count, 1, "recv.count",
                          "send.count");
   } else {
-    SYMMCOMM_EXPECTS(send.count == recv.count * n, "send.count " << send.count
-                                                                 << " is not recv.count "
-                                                                 << recv.count << " x comm.size() "
-                                                                 << n);
+    SYMMCOMM_EXPECTS(send.count == recv.count * n, "send.count "
+                                                       << send.count << " is not recv.count "
+                                                       << recv.count << " x comm.size() " << n);
   }
   PlanRequest request;
   request.operation = Operation::ReduceScatter;
@@ -49,11 +48,13 @@ Plan native_reduce_scatter(const Communicator& comm, Span<T> send, Span<T> recv,
   request.bytes_per_rank = recv.data_bytes();
   request.buffers = {detail::planned_buffer(state, "send.data", send.data, send.data_bytes()),
                      detail::planned_buffer(state, "recv.data", recv.data, recv.data_bytes())};
-  request.staging_usable = counts == nullptr &&
-                           detail::staging_usable(state, options, send.data_bytes(), recv.data_bytes());
+  request.staging_usable =
+      counts == nullptr &&
+      detail::staging_usable(state, options, send.data_bytes(), recv.data_bytes());
   Plan const plan = plan_collective(request);
-  SYMMCOMM_EXPECTS(plan.path != Path::LsaKernel,
-                   operation << ": the lsa-kernel executor is not built yet; use Auto or another path");
+  SYMMCOMM_EXPECTS(
+      plan.path != Path::LsaKernel,
+      operation << ": the lsa-kernel executor is not built yet; use Auto or another path");
   detail::DeviceGuard guard(state.device);
   if (plan.staged) {
     detail::refuse_inside_group(operation, "staged path");
@@ -71,8 +72,8 @@ Plan native_reduce_scatter(const Communicator& comm, Span<T> send, Span<T> recv,
     Group group;
     for (std::size_t r = 0; r < n; ++r) {
       if ((*counts)[r] == 0) continue;
-      SYMMCOMM_NCCL_TRY(ncclReduce(send.data + displ[r], recv.data, (*counts)[r], nccl_type, ncclSum,
-                                   static_cast<int>(r), state.comm, stream));
+      SYMMCOMM_NCCL_TRY(ncclReduce(send.data + displ[r], recv.data, (*counts)[r], nccl_type,
+                                   ncclSum, static_cast<int>(r), state.comm, stream));
     }
     group.end();
   }
@@ -84,10 +85,10 @@ Plan native_reduce_scatter(const Communicator& comm, Span<T> send, Span<T> recv,
 
 // Where the output of a quantized reduce-scatter goes.
 struct QuantizedOutput {
-  DataType type;                 // Bf16, Fp32, Nvfp4 or an FP8 type
-  void* data = nullptr;          // bf16/fp32 data, or packed codes
+  DataType type;         // Bf16, Fp32, Nvfp4 or an FP8 type
+  void* data = nullptr;  // bf16/fp32 data, or packed codes
   std::uint8_t* block_scales = nullptr;
-  float* scale = nullptr;        // NVFP4 global scale / FP8 scale (written)
+  float* scale = nullptr;  // NVFP4 global scale / FP8 scale (written)
   Fp8Format fp8_format = Fp8Format::E4M3;
   std::size_t count = 0;
   const char* name = "recv";
@@ -101,7 +102,10 @@ struct QuantizedInput {
   const std::uint8_t* block_scales = nullptr;
   const float* scale = nullptr;
   std::size_t count = 0;
-  DataType type() const { return nvfp4 ? DataType::Nvfp4 : (fp8_format == Fp8Format::E4M3 ? DataType::Fp8E4M3 : DataType::Fp8E5M2); }
+  DataType type() const {
+    return nvfp4 ? DataType::Nvfp4
+                 : (fp8_format == Fp8Format::E4M3 ? DataType::Fp8E4M3 : DataType::Fp8E5M2);
+  }
   std::size_t data_bytes(std::size_t elements) const { return nvfp4 ? elements / 2 : elements; }
 };
 
@@ -137,15 +141,17 @@ Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in
                          (std::string(out.name) + ".count").c_str(), "send.count");
     shard_counts = *counts;
   } else {
-    SYMMCOMM_EXPECTS(in.count == out.count * n, "send.count " << in.count << " is not "
-                                                              << out.name << ".count " << out.count
+    SYMMCOMM_EXPECTS(in.count == out.count * n, "send.count " << in.count << " is not " << out.name
+                                                              << ".count " << out.count
                                                               << " x comm.size() " << n);
     SYMMCOMM_EXPECTS(out.count % 16 == 0, out.name << ".count " << out.count
                                                    << " is not a multiple of 16 (quantized "
                                                       "shards are reduced 16 elements at a time)");
     shard_counts.assign(n, out.count);
   }
-  std::size_t const out_elem_bytes = out.type == DataType::Fp32 ? 4 : out.type == DataType::Bf16 ? 2 : 0;
+  std::size_t const out_elem_bytes = out.type == DataType::Fp32   ? 4
+                                     : out.type == DataType::Bf16 ? 2
+                                                                  : 0;
 
   PlanRequest request;
   request.operation = Operation::ReduceScatter;
@@ -156,15 +162,17 @@ Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in
   request.choice = options.path;
   request.equal_counts = counts == nullptr;
   request.bytes_per_rank = in.data_bytes(out.count);
-  request.buffers.push_back(detail::planned_buffer(state, "send.data", in.data, in.data_bytes(in.count)));
+  request.buffers.push_back(
+      detail::planned_buffer(state, "send.data", in.data, in.data_bytes(in.count)));
   if (in.nvfp4) {
     request.buffers.push_back(detail::planned_buffer(state, "send.block_scales", in.block_scales,
                                                      in.count / kNvfp4BlockSize));
   }
-  request.buffers.push_back(detail::planned_buffer(state, in.nvfp4 ? "send.global_scale" : "send.scale",
-                                                   in.scale, sizeof(float)));
-  std::size_t const out_data_bytes = out_elem_bytes > 0 ? out.count * out_elem_bytes
-                                     : out.type == DataType::Nvfp4 ? out.count / 2 : out.count;
+  request.buffers.push_back(detail::planned_buffer(
+      state, in.nvfp4 ? "send.global_scale" : "send.scale", in.scale, sizeof(float)));
+  std::size_t const out_data_bytes = out_elem_bytes > 0            ? out.count * out_elem_bytes
+                                     : out.type == DataType::Nvfp4 ? out.count / 2
+                                                                   : out.count;
   request.buffers.push_back(detail::planned_buffer(state, "recv.data", out.data, out_data_bytes));
   Plan const plan = plan_collective(request);
   SYMMCOMM_EXPECTS(plan.path == Path::Fallback,
@@ -188,8 +196,9 @@ Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in
     for (std::size_t r = 0; r < n; ++r) {
       int const peer = static_cast<int>(r);
       if (shard_counts[r] > 0) {
-        SYMMCOMM_NCCL_TRY(ncclSend(in.data + in.data_bytes(displ[r]), in.data_bytes(shard_counts[r]),
-                                   ncclUint8, peer, state.comm, stream));
+        SYMMCOMM_NCCL_TRY(ncclSend(in.data + in.data_bytes(displ[r]),
+                                   in.data_bytes(shard_counts[r]), ncclUint8, peer, state.comm,
+                                   stream));
         if (in.nvfp4) {
           SYMMCOMM_NCCL_TRY(ncclSend(in.block_scales + displ[r] / kNvfp4BlockSize,
                                      shard_counts[r] / kNvfp4BlockSize, ncclUint8, peer, state.comm,
@@ -201,7 +210,8 @@ Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in
                                    ncclUint8, peer, state.comm, stream));
         if (in.nvfp4) {
           SYMMCOMM_NCCL_TRY(ncclRecv(ws_scales + r * (my_count / kNvfp4BlockSize),
-                                     my_count / kNvfp4BlockSize, ncclUint8, peer, state.comm, stream));
+                                     my_count / kNvfp4BlockSize, ncclUint8, peer, state.comm,
+                                     stream));
         }
       }
     }
@@ -223,21 +233,28 @@ Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in
     }
   };
   switch (out.type) {
-    case DataType::Bf16: reduce_into(static_cast<bf16*>(out.data)); break;
-    case DataType::Fp32: reduce_into(static_cast<float*>(out.data)); break;
+    case DataType::Bf16:
+      reduce_into(static_cast<bf16*>(out.data));
+      break;
+    case DataType::Fp32:
+      reduce_into(static_cast<float*>(out.data));
+      break;
     case DataType::Nvfp4: {
       auto* temp = reinterpret_cast<float*>(ws + layout.temp);
       reduce_into(temp);
-      quantize_nvfp4(temp, Nvfp4View{static_cast<std::uint8_t*>(out.data), out.block_scales, out.scale, my_count},
-                     ScaleMode::Compute, stream);
+      quantize_nvfp4(
+          temp,
+          Nvfp4View{static_cast<std::uint8_t*>(out.data), out.block_scales, out.scale, my_count},
+          ScaleMode::Compute, stream);
       break;
     }
     case DataType::Fp8E4M3:
     case DataType::Fp8E5M2: {
       auto* temp = reinterpret_cast<float*>(ws + layout.temp);
       reduce_into(temp);
-      quantize_fp8(temp, Fp8View{static_cast<std::uint8_t*>(out.data), out.scale, my_count, out.fp8_format},
-                   ScaleMode::Compute, stream);
+      quantize_fp8(
+          temp, Fp8View{static_cast<std::uint8_t*>(out.data), out.scale, my_count, out.fp8_format},
+          ScaleMode::Compute, stream);
       break;
     }
   }
@@ -255,15 +272,18 @@ QuantizedInput input_of(const Fp8View& v) {
 }
 QuantizedOutput output_of(const Bf16Span& s) {
   validate(s, "recv");
-  return QuantizedOutput{DataType::Bf16, s.data, nullptr, nullptr, Fp8Format::E4M3, s.count, "recv"};
+  return QuantizedOutput{DataType::Bf16,  s.data,  nullptr, nullptr,
+                         Fp8Format::E4M3, s.count, "recv"};
 }
 QuantizedOutput output_of(const Fp32Span& s) {
   validate(s, "recv");
-  return QuantizedOutput{DataType::Fp32, s.data, nullptr, nullptr, Fp8Format::E4M3, s.count, "recv"};
+  return QuantizedOutput{DataType::Fp32,  s.data,  nullptr, nullptr,
+                         Fp8Format::E4M3, s.count, "recv"};
 }
 QuantizedOutput output_of(const Nvfp4View& v) {
   validate(v, "recv");
-  return QuantizedOutput{DataType::Nvfp4, v.data, v.block_scales, v.global_scale, Fp8Format::E4M3, v.count, "recv"};
+  return QuantizedOutput{DataType::Nvfp4, v.data,  v.block_scales, v.global_scale,
+                         Fp8Format::E4M3, v.count, "recv"};
 }
 QuantizedOutput output_of(const Fp8View& v) {
   validate(v, "recv");

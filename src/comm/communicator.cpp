@@ -15,9 +15,12 @@ namespace symmcomm {
 
 const char* to_string(Path path) noexcept {
   switch (path) {
-    case Path::NcclSymmetric: return "nccl-symmetric";
-    case Path::LsaKernel: return "lsa-kernel";
-    case Path::Fallback: return "fallback";
+    case Path::NcclSymmetric:
+      return "nccl-symmetric";
+    case Path::LsaKernel:
+      return "lsa-kernel";
+    case Path::Fallback:
+      return "fallback";
   }
   return "unknown";
 }
@@ -96,7 +99,9 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
   return *this;
 }
 
-Communicator::~Communicator() { release(); }
+Communicator::~Communicator() {
+  release();
+}
 
 void Communicator::release() noexcept {
   if (!state_) return;
@@ -174,9 +179,8 @@ std::vector<Communicator> create_local_communicators(std::vector<int> devices,
     SYMMCOMM_NCCL_TRY(ncclGroupStart());
     for (int r = 0; r < n; ++r) {
       SYMMCOMM_CUDA_TRY(cudaSetDevice(devices[r]));
-      ncclResult_t const res = config != nullptr
-                                   ? ncclCommInitRankConfig(&raw[r], n, id, r, config)
-                                   : ncclCommInitRank(&raw[r], n, id, r);
+      ncclResult_t const res = config != nullptr ? ncclCommInitRankConfig(&raw[r], n, id, r, config)
+                                                 : ncclCommInitRank(&raw[r], n, id, r);
       if (res != ncclSuccess) {
         (void)ncclGroupEnd();
         SYMMCOMM_NCCL_TRY(res);

@@ -52,12 +52,17 @@ const void* dev_comm_handle(const CommState& state) noexcept {
 #else
 struct DevCommHolder {};
 bool create_dev_comm(CommState&, std::string& reason) {
-  reason = "symmcomm was built against NCCL headers without nccl_device.h (NCCL < 2.28): "
-           "symmetric support cannot be probed";
+  reason =
+      "symmcomm was built against NCCL headers without nccl_device.h (NCCL < 2.28): "
+      "symmetric support cannot be probed";
   return false;
 }
-void DevCommDeleter::operator()(DevCommHolder* holder) const noexcept { delete holder; }
-const void* dev_comm_handle(const CommState&) noexcept { return nullptr; }
+void DevCommDeleter::operator()(DevCommHolder* holder) const noexcept {
+  delete holder;
+}
+const void* dev_comm_handle(const CommState&) noexcept {
+  return nullptr;
+}
 #endif
 
 }  // namespace symmcomm::detail

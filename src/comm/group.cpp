@@ -54,7 +54,9 @@ void Group::end() {
   SYMMCOMM_NCCL_TRY(result);
 }
 
-bool Group::active() noexcept { return group_state.depth > 0; }
+bool Group::active() noexcept {
+  return group_state.depth > 0;
+}
 
 void Group::defer(std::function<void()> work) {
   if (group_state.depth > 0) {

@@ -39,8 +39,8 @@ void log_cuda_failure(cudaError_t code, const char* expr, const char* file, int 
 }
 
 void log_nccl_failure(ncclResult_t code, const char* expr, const char* file, int line) noexcept {
-  SYMMCOMM_LOG_WARN("NCCL error " << ncclGetErrorString(code) << " in " << expr
-                                  << where(file, line) << " (ignored: called from a noexcept path)");
+  SYMMCOMM_LOG_WARN("NCCL error " << ncclGetErrorString(code) << " in " << expr << where(file, line)
+                                  << " (ignored: called from a noexcept path)");
 }
 
 }  // namespace symmcomm::detail

@@ -18,8 +18,10 @@ int level_from_environment() {
   try {
     return static_cast<int>(parse_log_level(env));
   } catch (const LogicError&) {
-    std::fprintf(stderr, "[symmcomm:warn] SYMMCOMM_LOG=%s is not one of off|warn|info|debug; "
-                         "using warn\n", env);
+    std::fprintf(stderr,
+                 "[symmcomm:warn] SYMMCOMM_LOG=%s is not one of off|warn|info|debug; "
+                 "using warn\n",
+                 env);
     return static_cast<int>(LogLevel::Warn);
   }
 }
@@ -40,10 +42,14 @@ LogSink& sink_storage() {
 
 const char* level_name(LogLevel level) {
   switch (level) {
-    case LogLevel::Warn: return "warn";
-    case LogLevel::Info: return "info";
-    case LogLevel::Debug: return "debug";
-    case LogLevel::Off: break;
+    case LogLevel::Warn:
+      return "warn";
+    case LogLevel::Info:
+      return "info";
+    case LogLevel::Debug:
+      return "debug";
+    case LogLevel::Off:
+      break;
   }
   return "off";
 }

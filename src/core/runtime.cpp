@@ -7,7 +7,9 @@
 
 namespace symmcomm {
 
-NcclVersion nccl_build_version() noexcept { return NcclVersion::from_code(NCCL_VERSION_CODE); }
+NcclVersion nccl_build_version() noexcept {
+  return NcclVersion::from_code(NCCL_VERSION_CODE);
+}
 
 NcclVersion nccl_runtime_version() {
   int code = 0;

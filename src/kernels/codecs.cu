@@ -114,7 +114,8 @@ __global__ void quantize_nvfp4_kernel(const In* __restrict__ src, std::size_t ha
   unsigned const lane = threadIdx.x & 31u;
   std::size_t const stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;  // multiple of 32
   // The loop runs per warp (warp_base is uniform), so every lane reaches the shuffle.
-  for (std::size_t warp_base = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) - lane;
+  for (std::size_t warp_base =
+           (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) - lane;
        warp_base < halves; warp_base += stride * kUnroll) {
     Vectors<In, 8> in[kUnroll] = {};
 #pragma unroll
@@ -151,14 +152,15 @@ __device__ __forceinline__ void store(Out* dst, std::size_t group, const float (
   if constexpr (std::is_same_v<Out, float>) {
     float4* out = reinterpret_cast<float4*>(dst) + group * (N / 4);
 #pragma unroll
-    for (int k = 0; k < N / 4; ++k) out[k] = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
+    for (int k = 0; k < N / 4; ++k)
+      out[k] = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
   } else {
     uint4* out = reinterpret_cast<uint4*>(dst) + group * (N / 8);
 #pragma unroll
     for (int k = 0; k < N / 8; ++k) {
-      out[k] = make_uint4(pack_bf16x2(v[8 * k], v[8 * k + 1]), pack_bf16x2(v[8 * k + 2], v[8 * k + 3]),
-                          pack_bf16x2(v[8 * k + 4], v[8 * k + 5]),
-                          pack_bf16x2(v[8 * k + 6], v[8 * k + 7]));
+      out[k] = make_uint4(
+          pack_bf16x2(v[8 * k], v[8 * k + 1]), pack_bf16x2(v[8 * k + 2], v[8 * k + 3]),
+          pack_bf16x2(v[8 * k + 4], v[8 * k + 5]), pack_bf16x2(v[8 * k + 6], v[8 * k + 7]));
     }
   }
 }
@@ -175,8 +177,8 @@ __global__ void dequantize_nvfp4_kernel(const std::uint8_t* __restrict__ data,
   __shared__ float dequant_table[256];
   fill_dequant_table(dequant_table, *global_scale_ptr);
   std::size_t const stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i0 = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-       i0 < items; i0 += stride * kUnroll) {
+  for (std::size_t i0 = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i0 < items;
+       i0 += stride * kUnroll) {
     std::uint32_t packed[kUnroll];
     std::uint8_t scale[kUnroll];
 #pragma unroll
@@ -310,9 +312,10 @@ template <class In>
 void quantize_fp8_impl(const In* src, Fp8View dst, ScaleMode mode, cudaStream_t stream) {
   validate(dst, "dst");
   check_device_pointer(src, dst.count, "src");
-  SYMMCOMM_EXPECTS(dst.count % 8 == 0,
-                   "dst.count " << dst.count << " is not a multiple of 8 (FP8 kernels convert "
-                                                "8 elements per access)");
+  SYMMCOMM_EXPECTS(dst.count % 8 == 0, "dst.count "
+                                           << dst.count
+                                           << " is not a multiple of 8 (FP8 kernels convert "
+                                              "8 elements per access)");
   if (dst.count == 0) return;
   bool const compute = mode == ScaleMode::Compute;
   if (compute) launch_amax(src, dst.count, dst.scale, stream);

@@ -14,7 +14,9 @@
 namespace symmcomm::detail {
 
 /// BF16 halves of a 32-bit word as floats (exact).
-__device__ __forceinline__ float bf16_lo(std::uint32_t w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf16_lo(std::uint32_t w) {
+  return __uint_as_float(w << 16);
+}
 __device__ __forceinline__ float bf16_hi(std::uint32_t w) {
   return __uint_as_float(w & 0xffff0000u);
 }

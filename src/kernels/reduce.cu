@@ -22,13 +22,15 @@ __device__ __forceinline__ void store(Out* out, std::size_t first, const float (
   if constexpr (std::is_same_v<Out, float>) {
     float4* o = reinterpret_cast<float4*>(out + first);
 #pragma unroll
-    for (int k = 0; k < N / 4; ++k) o[k] = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
+    for (int k = 0; k < N / 4; ++k)
+      o[k] = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
   } else {
     uint4* o = reinterpret_cast<uint4*>(out + first);
 #pragma unroll
     for (int k = 0; k < N / 8; ++k) {
-      o[k] = make_uint4(pack_bf16x2(v[8 * k], v[8 * k + 1]), pack_bf16x2(v[8 * k + 2], v[8 * k + 3]),
-                        pack_bf16x2(v[8 * k + 4], v[8 * k + 5]), pack_bf16x2(v[8 * k + 6], v[8 * k + 7]));
+      o[k] = make_uint4(
+          pack_bf16x2(v[8 * k], v[8 * k + 1]), pack_bf16x2(v[8 * k + 2], v[8 * k + 3]),
+          pack_bf16x2(v[8 * k + 4], v[8 * k + 5]), pack_bf16x2(v[8 * k + 6], v[8 * k + 7]));
     }
   }
 }
@@ -37,7 +39,8 @@ template <class Out>
 __global__ void reduce_nvfp4_kernel(const __grid_constant__ QuantizedShards shards,
                                     std::size_t blocks, Out* __restrict__ out) {
   __shared__ float inv_global[QuantizedShards::kMaxRanks];
-  for (int r = threadIdx.x; r < shards.ranks; r += blockDim.x) inv_global[r] = 1.0f / *shards.scale[r];
+  for (int r = threadIdx.x; r < shards.ranks; r += blockDim.x)
+    inv_global[r] = 1.0f / *shards.scale[r];
   __syncthreads();
   std::size_t const stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t b = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; b < blocks;
@@ -57,8 +60,8 @@ __global__ void reduce_nvfp4_kernel(const __grid_constant__ QuantizedShards shar
 }
 
 template <class Out>
-__global__ void reduce_fp8_kernel(const __grid_constant__ QuantizedShards shards, std::size_t groups,
-                                  Fp8Format format, Out* __restrict__ out) {
+__global__ void reduce_fp8_kernel(const __grid_constant__ QuantizedShards shards,
+                                  std::size_t groups, Fp8Format format, Out* __restrict__ out) {
   std::size_t const stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t g = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; g < groups;
        g += stride) {
@@ -94,7 +97,8 @@ void check_shards(const QuantizedShards& s, std::size_t count, const void* out, 
                      "shards.data[" << r << "] " << static_cast<const void*>(s.data[r])
                                     << " is not " << (nvfp4 ? 8 : 16) << "-byte aligned");
     SYMMCOMM_EXPECTS(s.scale[r] != nullptr, "shards.scale[" << r << "] is null");
-    SYMMCOMM_EXPECTS(!nvfp4 || s.block_scales[r] != nullptr, "shards.block_scales[" << r << "] is null");
+    SYMMCOMM_EXPECTS(!nvfp4 || s.block_scales[r] != nullptr,
+                     "shards.block_scales[" << r << "] is null");
   }
 }
 
@@ -107,8 +111,8 @@ static void reduce_nvfp4_impl(const QuantizedShards& shards, std::size_t count, 
   detail::check_shards(shards, count, out, true);
   if (count == 0) return;
   std::size_t const blocks = count / 16;
-  detail::reduce_nvfp4_kernel<Out><<<detail::grid_for(blocks), detail::kThreadsPerCta, 0, stream>>>(
-      shards, blocks, out);
+  detail::reduce_nvfp4_kernel<Out>
+      <<<detail::grid_for(blocks), detail::kThreadsPerCta, 0, stream>>>(shards, blocks, out);
   SYMMCOMM_CHECK_LAUNCH();
 }
 

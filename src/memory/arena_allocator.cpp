@@ -4,8 +4,12 @@
 
 namespace symmcomm::detail {
 namespace {
-std::size_t round_up(std::size_t x, std::size_t a) { return (x + a - 1) / a * a; }
-bool is_power_of_two(std::size_t x) { return x != 0 && (x & (x - 1)) == 0; }
+std::size_t round_up(std::size_t x, std::size_t a) {
+  return (x + a - 1) / a * a;
+}
+bool is_power_of_two(std::size_t x) {
+  return x != 0 && (x & (x - 1)) == 0;
+}
 }  // namespace
 
 ArenaAllocator::ArenaAllocator(std::size_t granularity) : granularity_(granularity) {
@@ -33,9 +37,10 @@ bool ArenaAllocator::remove_last_arena_if_empty() {
 }
 
 std::optional<ArenaAllocator::Block> ArenaAllocator::allocate(std::size_t bytes,
-                                                               std::size_t alignment) {
+                                                              std::size_t alignment) {
   SYMMCOMM_EXPECTS(bytes > 0, "bytes is 0");
-  SYMMCOMM_EXPECTS(is_power_of_two(alignment), "alignment " << alignment << " is not a power of two");
+  SYMMCOMM_EXPECTS(is_power_of_two(alignment),
+                   "alignment " << alignment << " is not a power of two");
   if (alignment < granularity_) alignment = granularity_;
   if (bytes > SIZE_MAX - granularity_) return std::nullopt;
   std::size_t const size = round_up(bytes, granularity_);
@@ -90,7 +95,7 @@ std::optional<std::size_t> ArenaAllocator::deallocate(std::size_t arena_index, s
 }
 
 std::optional<ArenaAllocator::Block> ArenaAllocator::find(std::size_t arena_index,
-                                                           std::size_t offset) const {
+                                                          std::size_t offset) const {
   if (arena_index >= arenas_.size()) return std::nullopt;
   auto const& used = arenas_[arena_index].used;
   auto it = used.find(offset);
@@ -125,7 +130,8 @@ bool ArenaAllocator::check_invariants() const {
     std::size_t cursor = 0;
     bool previous_was_free = false;
     while (f != arena.free.end() || u != arena.used.end()) {
-      bool const take_free = u == arena.used.end() || (f != arena.free.end() && f->first < u->first);
+      bool const take_free =
+          u == arena.used.end() || (f != arena.free.end() && f->first < u->first);
       auto const& range = take_free ? *f : *u;
       if (range.first != cursor || range.second == 0) return false;
       if (range.first % granularity_ != 0 || range.second % granularity_ != 0) return false;

@@ -16,8 +16,12 @@ std::string Provenance::describe(const char* name, const void* ptr, std::size_t 
       os << "lies at offset " << offset << " of symmetric window " << window_base << " ("
          << window_bytes << " bytes) of communicator " << comm_id;
       break;
-    case ProvenanceStatus::Null: os << "is a null pointer"; break;
-    case ProvenanceStatus::Empty: os << "is empty"; break;
+    case ProvenanceStatus::Null:
+      os << "is a null pointer";
+      break;
+    case ProvenanceStatus::Empty:
+      os << "is empty";
+      break;
     case ProvenanceStatus::NotRegistered:
       os << "is not inside any symmetric window (plain device memory, e.g. cudaMalloc)";
       break;
@@ -64,7 +68,9 @@ ProvenanceRegistry::ProvenanceRegistry() {
   pthread_rwlockattr_destroy(&attributes);
 }
 
-ProvenanceRegistry::~ProvenanceRegistry() { pthread_rwlock_destroy(&lock_); }
+ProvenanceRegistry::~ProvenanceRegistry() {
+  pthread_rwlock_destroy(&lock_);
+}
 
 ProvenanceRegistry& ProvenanceRegistry::global() {
   static ProvenanceRegistry registry;
@@ -77,7 +83,8 @@ void ProvenanceRegistry::add(const WindowEntry& entry) {
   auto it = std::lower_bound(windows.begin(), windows.end(), entry.base,
                              [](const WindowEntry& w, std::uintptr_t b) { return w.base < b; });
   bool const overlaps_next = it != windows.end() && it->base < entry.base + entry.bytes;
-  bool const overlaps_prev = it != windows.begin() && std::prev(it)->base + std::prev(it)->bytes > entry.base;
+  bool const overlaps_prev =
+      it != windows.begin() && std::prev(it)->base + std::prev(it)->bytes > entry.base;
   SYMMCOMM_EXPECTS(!overlaps_next && !overlaps_prev,
                    "window " << reinterpret_cast<const void*>(entry.base) << " (" << entry.bytes
                              << " bytes) overlaps a window already registered on communicator "
@@ -139,8 +146,8 @@ Provenance ProvenanceRegistry::lookup(const void* ptr, std::size_t bytes,
   if (mine != by_comm_.end()) {
     if (const WindowEntry* w = containing_start(mine->second, p)) {
       bool const fits = bytes <= w->bytes - (p - w->base);
-      return from_entry(*w, p, fits ? ProvenanceStatus::Symmetric
-                                    : ProvenanceStatus::StraddlesWindowEnd);
+      return from_entry(*w, p,
+                        fits ? ProvenanceStatus::Symmetric : ProvenanceStatus::StraddlesWindowEnd);
     }
   }
   // Cold path: explain why.

@@ -8,8 +8,12 @@
 
 namespace symmcomm {
 namespace {
-bool is_power_of_two(std::size_t x) { return x != 0 && (x & (x - 1)) == 0; }
-std::size_t round_up(std::size_t x, std::size_t a) { return (x + a - 1) / a * a; }
+bool is_power_of_two(std::size_t x) {
+  return x != 0 && (x & (x - 1)) == 0;
+}
+std::size_t round_up(std::size_t x, std::size_t a) {
+  return (x + a - 1) / a * a;
+}
 // Far beyond any device: requests above this are bugs (negative sizes cast to size_t, ...).
 constexpr std::size_t kAbsurdBytes = std::size_t{1} << 50;
 }  // namespace
@@ -17,9 +21,9 @@ constexpr std::size_t kAbsurdBytes = std::size_t{1} << 50;
 SymmAllocator::SymmAllocator(const Communicator& comm, PoolOptions options)
     : comm_(comm.state()), options_(options), book_(options.alignment) {
   SYMMCOMM_EXPECTS(comm, "SymmAllocator: comm is empty");
-  SYMMCOMM_EXPECTS(is_power_of_two(options.alignment) && options.alignment >= 256,
-                   "PoolOptions.alignment " << options.alignment
-                                            << " is not a power of two >= 256");
+  SYMMCOMM_EXPECTS(
+      is_power_of_two(options.alignment) && options.alignment >= 256,
+      "PoolOptions.alignment " << options.alignment << " is not a power of two >= 256");
   SYMMCOMM_EXPECTS(options.growth_bytes > 0 || !options.allow_growth,
                    "PoolOptions.growth_bytes is 0 but allow_growth is set");
   {
@@ -42,9 +46,10 @@ SymmAllocator::~SymmAllocator() {
   {
     std::lock_guard lock(mutex_);
     if (book_.live_blocks() > 0) {
-      SYMMCOMM_LOG_WARN("SymmAllocator destroyed with " << book_.live_blocks() << " live allocation(s) ("
-                                                        << book_.in_use_bytes() << " bytes): leaked "
-                                                        << "pointers are now dangling");
+      SYMMCOMM_LOG_WARN("SymmAllocator destroyed with "
+                        << book_.live_blocks() << " live allocation(s) (" << book_.in_use_bytes()
+                        << " bytes): leaked "
+                        << "pointers are now dangling");
     }
   }
   std::lock_guard lock(comm_->mutex);
@@ -116,10 +121,10 @@ void* SymmAllocator::allocate(std::size_t bytes, std::size_t alignment, cudaStre
 void SymmAllocator::deallocate(void* ptr) {
   std::lock_guard lock(mutex_);
   auto it = arena_of_ptr_.find(ptr);
-  SYMMCOMM_EXPECTS(it != arena_of_ptr_.end(),
-                   "SymmAllocator::deallocate: ptr " << ptr
-                                                     << " was not allocated by this pool, or was "
-                                                        "already freed");
+  SYMMCOMM_EXPECTS(it != arena_of_ptr_.end(), "SymmAllocator::deallocate: ptr "
+                                                  << ptr
+                                                  << " was not allocated by this pool, or was "
+                                                     "already freed");
   std::size_t const arena = it->second;
   std::size_t const offset =
       static_cast<std::size_t>(static_cast<char*>(ptr) - static_cast<char*>(arenas_[arena].data()));
@@ -136,13 +141,13 @@ void SymmAllocator::deallocate_sync(void* ptr, std::size_t bytes, std::size_t al
       std::size_t const offset = static_cast<std::size_t>(
           static_cast<char*>(ptr) - static_cast<char*>(arenas_[it->second].data()));
       auto const block = book_.find(it->second, offset);
-      SYMMCOMM_EXPECTS(block && block->bytes >= bytes,
-                       "SymmAllocator::deallocate_sync: ptr " << ptr << " holds "
-                                                              << (block ? block->bytes : 0)
-                                                              << " bytes, not " << bytes);
-      SYMMCOMM_EXPECTS(reinterpret_cast<std::uintptr_t>(ptr) % (alignment ? alignment : 1) == 0,
-                       "SymmAllocator::deallocate_sync: ptr " << ptr << " is not aligned to "
-                                                              << alignment);
+      SYMMCOMM_EXPECTS(block && block->bytes >= bytes, "SymmAllocator::deallocate_sync: ptr "
+                                                           << ptr << " holds "
+                                                           << (block ? block->bytes : 0)
+                                                           << " bytes, not " << bytes);
+      SYMMCOMM_EXPECTS(
+          reinterpret_cast<std::uintptr_t>(ptr) % (alignment ? alignment : 1) == 0,
+          "SymmAllocator::deallocate_sync: ptr " << ptr << " is not aligned to " << alignment);
     }
   }
   deallocate(ptr);
@@ -151,11 +156,12 @@ void SymmAllocator::deallocate_sync(void* ptr, std::size_t bytes, std::size_t al
 SymmetricRegion SymmAllocator::region_of(const void* ptr) const {
   std::lock_guard lock(mutex_);
   auto it = arena_of_ptr_.find(ptr);
-  SYMMCOMM_EXPECTS(it != arena_of_ptr_.end(),
-                   "SymmAllocator::region_of: ptr " << ptr << " is not a live allocation of this pool");
+  SYMMCOMM_EXPECTS(it != arena_of_ptr_.end(), "SymmAllocator::region_of: ptr "
+                                                  << ptr
+                                                  << " is not a live allocation of this pool");
   const SymmetricBuffer& arena = arenas_[it->second];
-  std::size_t const offset =
-      static_cast<std::size_t>(static_cast<const char*>(ptr) - static_cast<const char*>(arena.data()));
+  std::size_t const offset = static_cast<std::size_t>(static_cast<const char*>(ptr) -
+                                                      static_cast<const char*>(arena.data()));
   auto const block = book_.find(it->second, offset);
   return arena.region(offset, block ? block->bytes : 0);
 }
@@ -173,7 +179,9 @@ PoolStats SymmAllocator::stats() const {
   return s;
 }
 
-std::uint64_t SymmAllocator::comm_id() const noexcept { return comm_->id; }
+std::uint64_t SymmAllocator::comm_id() const noexcept {
+  return comm_->id;
+}
 
 std::size_t SymmAllocator::release_unused() {
   std::lock_guard lock(mutex_);

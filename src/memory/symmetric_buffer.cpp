@@ -16,8 +16,8 @@ void* allocate_window_memory(int device, std::size_t bytes) {
   SYMMCOMM_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
   if (bytes > total_bytes) {
     throw OutOfMemory("symmcomm: symmetric buffer of " + std::to_string(bytes) +
-                      " bytes exceeds the " + std::to_string(total_bytes) +
-                      " bytes of device " + std::to_string(device));
+                      " bytes exceeds the " + std::to_string(total_bytes) + " bytes of device " +
+                      std::to_string(device));
   }
   void* ptr = nullptr;
   ncclResult_t const r = ncclMemAlloc(&ptr, bytes);
@@ -53,8 +53,9 @@ SymmetricBuffer::SymmetricBuffer(std::shared_ptr<detail::CommState> comm, std::s
   SYMMCOMM_EXPECTS(bytes > 0, "SymmetricBuffer: bytes is 0; a symmetric window cannot be empty");
   SYMMCOMM_EXPECTS(!detail::capture_in_progress(stream),
                    "SymmetricBuffer: cannot register a window of "
-                       << bytes << " bytes while a CUDA graph is being captured (NCCL registration "
-                                   "is illegal under capture); allocate before capturing");
+                       << bytes
+                       << " bytes while a CUDA graph is being captured (NCCL registration "
+                          "is illegal under capture); allocate before capturing");
   detail::DeviceGuard guard(comm->device);
   auto record = std::make_unique<detail::WindowRecord>();
   record->comm = comm;
@@ -84,7 +85,9 @@ SymmetricBuffer& SymmetricBuffer::operator=(SymmetricBuffer&& other) noexcept {
   return *this;
 }
 
-SymmetricBuffer::~SymmetricBuffer() { reset(); }
+SymmetricBuffer::~SymmetricBuffer() {
+  reset();
+}
 
 void SymmetricBuffer::reset() noexcept {
   if (!record_) return;
@@ -98,7 +101,8 @@ void SymmetricBuffer::reset() noexcept {
     }
     detail::DeviceGuard guard(comm.device);
     if (comm.detached.load(std::memory_order_acquire)) {
-      SYMMCOMM_LOG_WARN("symmetric buffer " << record->ptr << ": its borrowed communicator was "
+      SYMMCOMM_LOG_WARN("symmetric buffer " << record->ptr
+                                            << ": its borrowed communicator was "
                                                "released first; freeing without deregistration");
     } else if (record->window != nullptr) {
       SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommWindowDeregister(comm.comm, record->window));

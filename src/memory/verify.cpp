@@ -57,8 +57,8 @@ std::string describe(const Entry& e) {
   } else if (e[2] == kArenaMarker) {
     os << "pool #" << e[0] - 2 << " arena #" << e[1] << " of " << e[3] << " bytes";
   } else {
-    os << "pool #" << e[0] - 2 << " allocation at offset " << e[2] << " of arena #" << e[1]
-       << ", " << e[3] << " bytes";
+    os << "pool #" << e[0] - 2 << " allocation at offset " << e[2] << " of arena #" << e[1] << ", "
+       << e[3] << " bytes";
   }
   return os.str();
 }
@@ -91,7 +91,8 @@ void all_gather_words(std::vector<RankWork>& ranks) {
       std::size_t const words = r.local.size();
       r.gathered.assign(words * static_cast<std::size_t>(r.comm->size()), 0);
       SYMMCOMM_CUDA_TRY(cudaMalloc(&scratch[i].send, std::max<std::size_t>(words, 1) * 8));
-      SYMMCOMM_CUDA_TRY(cudaMalloc(&scratch[i].recv, std::max<std::size_t>(r.gathered.size(), 1) * 8));
+      SYMMCOMM_CUDA_TRY(
+          cudaMalloc(&scratch[i].recv, std::max<std::size_t>(r.gathered.size(), 1) * 8));
       SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(scratch[i].send, r.local.data(), words * 8,
                                         cudaMemcpyHostToDevice, r.stream));
     }
@@ -100,8 +101,8 @@ void all_gather_words(std::vector<RankWork>& ranks) {
       for (std::size_t i = 0; i < ranks.size(); ++i) {
         auto& r = ranks[i];
         detail::DeviceGuard guard(r.comm->device());
-        SYMMCOMM_NCCL_TRY(ncclAllGather(scratch[i].send, scratch[i].recv, r.local.size(), ncclUint64,
-                                        r.comm->get(), r.stream));
+        SYMMCOMM_NCCL_TRY(ncclAllGather(scratch[i].send, scratch[i].recv, r.local.size(),
+                                        ncclUint64, r.comm->get(), r.stream));
       }
       group.end();
     }
@@ -130,7 +131,8 @@ void verify_symmetric(const std::vector<const Communicator*>& comms,
   std::vector<RankWork> ranks(comms.size());
   std::vector<std::vector<Entry>> layouts(comms.size());
   for (std::size_t i = 0; i < comms.size(); ++i) {
-    SYMMCOMM_EXPECTS(comms[i] != nullptr && *comms[i], "verify_symmetric: comms[" << i << "] is empty");
+    SYMMCOMM_EXPECTS(comms[i] != nullptr && *comms[i],
+                     "verify_symmetric: comms[" << i << "] is empty");
     comms[i]->state()->check_usable("verify_symmetric");
     ranks[i].comm = comms[i];
     ranks[i].stream = streams.empty() ? nullptr : streams[i];
@@ -143,7 +145,8 @@ void verify_symmetric(const std::vector<const Communicator*>& comms,
   std::uint64_t max_entries = 0;
   for (const auto& r : ranks) {
     for (int k = 0; k < r.comm->size(); ++k) {
-      all_equal = all_equal && r.gathered[2 * k] == r.gathered[0] && r.gathered[2 * k + 1] == r.gathered[1];
+      all_equal =
+          all_equal && r.gathered[2 * k] == r.gathered[0] && r.gathered[2 * k + 1] == r.gathered[1];
       max_entries = std::max(max_entries, r.gathered[2 * k + 1]);
     }
   }
@@ -163,7 +166,8 @@ void verify_symmetric(const std::vector<const Communicator*>& comms,
     std::copy_n(g.begin() + 4 * e, 4, reference.begin());
     for (int k = 1; k < n; ++k) {
       Entry other{};
-      std::copy_n(g.begin() + static_cast<std::size_t>(k) * max_entries * 4 + 4 * e, 4, other.begin());
+      std::copy_n(g.begin() + static_cast<std::size_t>(k) * max_entries * 4 + 4 * e, 4,
+                  other.begin());
       if (other != reference) {
         std::ostringstream os;
         os << "symmcomm: ranks are not symmetric: entry " << e << " is " << describe(reference)

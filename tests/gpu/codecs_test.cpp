@@ -146,11 +146,13 @@ INSTANTIATE_TEST_SUITE_P(Formats, Fp8Kernels, ::testing::Values(Fp8Format::E4M3,
 
 TEST(CodecKernels, RejectBadArgumentsBeforeLaunching) {
   Nvfp4View bad{nullptr, nullptr, nullptr, 17};
-  EXPECT_THROW(quantize_nvfp4(static_cast<const bf16*>(nullptr), bad, ScaleMode::Given, nullptr), LogicError);
+  EXPECT_THROW(quantize_nvfp4(static_cast<const bf16*>(nullptr), bad, ScaleMode::Given, nullptr),
+               LogicError);
   auto* fake = reinterpret_cast<std::uint8_t*>(std::uintptr_t{0x1000});
   auto* fake_scale = reinterpret_cast<float*>(std::uintptr_t{0x2000});
   Nvfp4View const ok{fake, fake, fake_scale, 32};
-  EXPECT_THROW(quantize_nvfp4(static_cast<const bf16*>(nullptr), ok, ScaleMode::Given, nullptr), LogicError);
+  EXPECT_THROW(quantize_nvfp4(static_cast<const bf16*>(nullptr), ok, ScaleMode::Given, nullptr),
+               LogicError);
   EXPECT_THROW(quantize_nvfp4(reinterpret_cast<const bf16*>(std::uintptr_t{0x1002}), ok,
                               ScaleMode::Given, nullptr),
                LogicError);

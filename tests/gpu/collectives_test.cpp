@@ -165,7 +165,9 @@ TEST(Collectives, OneRankReduceScatterOfEveryFormat) {
   auto const got16 = out16.download();
   for (std::size_t i = 0; i < n; ++i) {
     ASSERT_NEAR(got32[i], ref[i], 1e-6f * std::fabs(ref[i]) + 1e-30f) << i;
-    ASSERT_LE(std::abs(static_cast<int>(got16[i]) - static_cast<int>(float_to_bf16_bits(ref[i]))), 1) << i;
+    ASSERT_LE(std::abs(static_cast<int>(got16[i]) - static_cast<int>(float_to_bf16_bits(ref[i]))),
+              1)
+        << i;
   }
   // Re-quantized: equals quantizing the fp32 sum once (a rare element may differ by the last
   // fp32 bit of the sum, hence the tolerance on matches).
@@ -199,15 +201,18 @@ TEST(Collectives, ValidationNamesArgumentAndValue) {
   DeviceArray<std::uint16_t> a(256), b(512);
   auto* pa = reinterpret_cast<bf16*>(a.get());
   auto* pb = reinterpret_cast<bf16*>(b.get());
-  EXPECT_NE(logic_error_text([&] { all_gather(comm, Bf16Span{pa, 256}, Bf16Span{pb, 512}, nullptr); })
-                .find("recv.count 512 is not send.count 256 x comm.size() 1"),
+  EXPECT_NE(logic_error_text([&] {
+              all_gather(comm, Bf16Span{pa, 256}, Bf16Span{pb, 512}, nullptr);
+            }).find("recv.count 512 is not send.count 256 x comm.size() 1"),
             std::string::npos);
-  EXPECT_NE(logic_error_text([&] { reduce_scatter(comm, Bf16Span{pa, 256}, Bf16Span{pb, 512}, nullptr); })
-                .find("send.count 256 is not recv.count 512"),
+  EXPECT_NE(logic_error_text([&] {
+              reduce_scatter(comm, Bf16Span{pa, 256}, Bf16Span{pb, 512}, nullptr);
+            }).find("send.count 256 is not recv.count 512"),
             std::string::npos);
   std::vector<std::uint16_t> host(256);
   std::string const host_msg = logic_error_text([&] {
-    all_gather(comm, Bf16Span{reinterpret_cast<bf16*>(host.data()), 256}, Bf16Span{pb, 256}, nullptr);
+    all_gather(comm, Bf16Span{reinterpret_cast<bf16*>(host.data()), 256}, Bf16Span{pb, 256},
+               nullptr);
   });
   EXPECT_NE(host_msg.find("send.data"), std::string::npos) << host_msg;
   EXPECT_NE(host_msg.find("is not device memory"), std::string::npos) << host_msg;
@@ -229,19 +234,22 @@ TEST(Collectives, ValidationNamesArgumentAndValue) {
   DeviceNvfp4 q(256), r(256);
   Nvfp4View no_scale = q.view();
   no_scale.global_scale = nullptr;
-  EXPECT_NE(logic_error_text([&] { all_gather(comm, no_scale, r.view(), nullptr); })
-                .find("send.global_scale is null"),
+  EXPECT_NE(logic_error_text([&] {
+              all_gather(comm, no_scale, r.view(), nullptr);
+            }).find("send.global_scale is null"),
             std::string::npos);
   DeviceArray<float> out(256);
   Options tiny;
   DeviceArray<std::uint8_t> scratch(16);
   tiny.workspace = scratch.get();
   tiny.workspace_bytes = 16;
-  EXPECT_NE(logic_error_text([&] { reduce_scatter(comm, q.view(), Fp32Span{out.get(), 256}, nullptr, tiny); })
-                .find("Options::workspace_bytes 16 is below"),
+  EXPECT_NE(logic_error_text([&] {
+              reduce_scatter(comm, q.view(), Fp32Span{out.get(), 256}, nullptr, tiny);
+            }).find("Options::workspace_bytes 16 is below"),
             std::string::npos);
-  EXPECT_NE(logic_error_text([&] { reduce_scatter(comm, q.view(), Fp32Span{out.get(), 250}, nullptr); })
-                .find("send.count 256 is not recv.count 250"),
+  EXPECT_NE(logic_error_text([&] {
+              reduce_scatter(comm, q.view(), Fp32Span{out.get(), 250}, nullptr);
+            }).find("send.count 256 is not recv.count 250"),
             std::string::npos);
 }
 
@@ -277,7 +285,9 @@ TEST(Collectives, StatsCountPathsAndDebugLogSaysWhy) {
   set_log_sink(previous);
   EXPECT_EQ(comm.stats().count(Path::Fallback), before + 1);
   bool found = false;
-  for (const auto& l : lines) found = found || (l.find("all_gather bf16 count 256") != std::string::npos && l.find("fallback") != std::string::npos);
+  for (const auto& l : lines)
+    found = found || (l.find("all_gather bf16 count 256") != std::string::npos &&
+                      l.find("fallback") != std::string::npos);
   EXPECT_TRUE(found);
 }
 
@@ -290,9 +300,11 @@ TEST(Collectives, GraphReplayMatchesEagerWithChangingInputs) {
   cudaStream_t stream;
   SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   auto sequence = [&] {
-    quantize_nvfp4(reinterpret_cast<const bf16*>(input.get()), quant.view(), ScaleMode::Compute, stream);
+    quantize_nvfp4(reinterpret_cast<const bf16*>(input.get()), quant.view(), ScaleMode::Compute,
+                   stream);
     all_gather(comm, quant.view(), gathered.view(), stream);
-    reduce_scatter(comm, gathered.view(), Bf16Span{reinterpret_cast<bf16*>(rs_out.get()), n}, stream);
+    reduce_scatter(comm, gathered.view(), Bf16Span{reinterpret_cast<bf16*>(rs_out.get()), n},
+                   stream);
     reduce_scatter(comm, Bf16Span{reinterpret_cast<bf16*>(rs_out.get()), n},
                    Bf16Span{reinterpret_cast<bf16*>(bf_out.get()), n}, stream);
   };
@@ -307,7 +319,8 @@ TEST(Collectives, GraphReplayMatchesEagerWithChangingInputs) {
   SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(stream, &graph));
   SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
   for (int i = 0; i < 100; ++i) {
-    auto const x = to_bf16_bits(random_floats(n, 1000 + static_cast<std::uint32_t>(i), 1.0f + static_cast<float>(i)));
+    auto const x = to_bf16_bits(
+        random_floats(n, 1000 + static_cast<std::uint32_t>(i), 1.0f + static_cast<float>(i)));
     input.upload(x);
     bf_out.poison();
     SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, stream));
@@ -339,7 +352,8 @@ TEST_P(LoopbackReduce, Nvfp4AndFp8ShardsMatchCpuReference) {
   QuantizedShards table, table8;
   table.ranks = table8.ranks = ranks;
   for (int r = 0; r < ranks; ++r) {
-    auto const x = random_floats(count, 77 + static_cast<std::uint32_t>(r), 1.0f + static_cast<float>(r));
+    auto const x =
+        random_floats(count, 77 + static_cast<std::uint32_t>(r), 1.0f + static_cast<float>(r));
     q.push_back(HostNvfp4::quantize(x));
     shards.push_back(std::make_unique<DeviceNvfp4>(count));
     shards.back()->upload(q.back());

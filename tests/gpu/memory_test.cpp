@@ -50,8 +50,9 @@ TEST(Communicator, RejectsBadDevices) {
   SYMMCOMM_REQUIRE_GPU();
   std::string const m = error_text<LogicError>([] { create_local_communicators({0, 0}); });
   EXPECT_NE(m.find("repeats a device"), std::string::npos) << m;
-  EXPECT_NE(error_text<LogicError>([] { create_local_communicators({999}); }).find("devices[0] = 999"),
-            std::string::npos);
+  EXPECT_NE(
+      error_text<LogicError>([] { create_local_communicators({999}); }).find("devices[0] = 999"),
+      std::string::npos);
 }
 
 TEST(SymmetricBuffer, AllocateRegisterDeregisterFree) {
@@ -65,8 +66,8 @@ TEST(SymmetricBuffer, AllocateRegisterDeregisterFree) {
     EXPECT_EQ(buffer.size(), 1u << 20);
     EXPECT_EQ(ProvenanceRegistry::global().size(), before + 1);
     SYMMCOMM_CUDA_TRY(cudaMemset(buffer.data(), 1, buffer.size()));
-    Provenance p = ProvenanceRegistry::global().lookup(
-        static_cast<char*>(buffer.data()) + 4096, 4096, comm.id());
+    Provenance p = ProvenanceRegistry::global().lookup(static_cast<char*>(buffer.data()) + 4096,
+                                                       4096, comm.id());
     EXPECT_TRUE(p.symmetric());
     EXPECT_EQ(p.offset, 4096u);
     EXPECT_EQ(p.window, buffer.window());
@@ -100,7 +101,8 @@ TEST(SymmetricBuffer, BadSizes) {
   Communicator& comm = one_rank_comm();
   EXPECT_NE(error_text<LogicError>([&] { SymmetricBuffer b(comm, 0); }).find("bytes is 0"),
             std::string::npos);
-  std::string const m = error_text<OutOfMemory>([&] { SymmetricBuffer b(comm, std::size_t{1} << 50); });
+  std::string const m =
+      error_text<OutOfMemory>([&] { SymmetricBuffer b(comm, std::size_t{1} << 50); });
   EXPECT_NE(m.find("exceeds"), std::string::npos) << m;
   SymmetricBuffer still_fine(comm, 4096);  // the communicator is still usable
   EXPECT_NE(still_fine.window(), nullptr);
@@ -187,7 +189,8 @@ TEST(SymmAllocator, BadInputIsRefusedAndPoolStaysUsable) {
   SYMMCOMM_REQUIRE_GPU();
   Communicator& comm = one_rank_comm();
   SymmAllocator pool(comm, PoolOptions{4 << 20, 4 << 20, true, 64 << 20, 256});
-  EXPECT_NE(error_text<LogicError>([&] { pool.allocate(0); }).find("bytes is 0"), std::string::npos);
+  EXPECT_NE(error_text<LogicError>([&] { pool.allocate(0); }).find("bytes is 0"),
+            std::string::npos);
   EXPECT_NE(error_text<LogicError>([&] { pool.allocate(std::size_t{1} << 60); }).find("absurd"),
             std::string::npos);
   EXPECT_NE(error_text<LogicError>([&] { pool.allocate(64, 100); }).find("alignment 100"),
@@ -199,11 +202,14 @@ TEST(SymmAllocator, BadInputIsRefusedAndPoolStaysUsable) {
   EXPECT_EQ(pool.stats().reserved_bytes, before.reserved_bytes);
   // Foreign and double frees.
   int host_value = 0;
-  EXPECT_NE(error_text<LogicError>([&] { pool.deallocate(&host_value); }).find("not allocated by this pool"),
+  EXPECT_NE(error_text<LogicError>([&] {
+              pool.deallocate(&host_value);
+            }).find("not allocated by this pool"),
             std::string::npos);
   void* p = pool.allocate(4096);
   pool.deallocate(p);
-  EXPECT_NE(error_text<LogicError>([&] { pool.deallocate(p); }).find("already freed"), std::string::npos);
+  EXPECT_NE(error_text<LogicError>([&] { pool.deallocate(p); }).find("already freed"),
+            std::string::npos);
   // Still usable.
   void* q = pool.allocate(4096);
   EXPECT_EQ(q, p);  // deterministic first fit

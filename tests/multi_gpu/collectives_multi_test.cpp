@@ -58,10 +58,12 @@ TEST(MultiGpuCollectives, Nvfp4AllGatherAndBf16ReduceScatterOnPoolBuffers) {
   std::vector<std::unique_ptr<SymmAllocator>> pools;
   {
     Group group;
-    for (auto& c : comms) pools.push_back(std::make_unique<SymmAllocator>(c, PoolOptions{256 << 20}));
+    for (auto& c : comms)
+      pools.push_back(std::make_unique<SymmAllocator>(c, PoolOptions{256 << 20}));
   }
   std::vector<HostNvfp4> inputs;
-  for (int r = 0; r < n; ++r) inputs.push_back(HostNvfp4::quantize(random_floats(count, 10 + static_cast<std::uint32_t>(r))));
+  for (int r = 0; r < n; ++r)
+    inputs.push_back(HostNvfp4::quantize(random_floats(count, 10 + static_cast<std::uint32_t>(r))));
   std::vector<Plan> ag_plans(comms.size()), rs_plans(comms.size());
   std::vector<std::vector<std::uint8_t>> gathered(comms.size());
   std::vector<std::vector<std::uint16_t>> reduced(comms.size());
@@ -75,32 +77,36 @@ TEST(MultiGpuCollectives, Nvfp4AllGatherAndBf16ReduceScatterOnPoolBuffers) {
     auto* recv_scales = static_cast<std::uint8_t*>(pool.allocate(count / 16 * n));
     auto* recv_global = static_cast<float*>(pool.allocate(4 * n));
     SYMMCOMM_CUDA_TRY(cudaMemcpy(send_data, in.data.data(), count / 2, cudaMemcpyHostToDevice));
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(send_scales, in.scales.data(), count / 16, cudaMemcpyHostToDevice));
+    SYMMCOMM_CUDA_TRY(
+        cudaMemcpy(send_scales, in.scales.data(), count / 16, cudaMemcpyHostToDevice));
     SYMMCOMM_CUDA_TRY(cudaMemcpy(send_global, &in.global_scale, 4, cudaMemcpyHostToDevice));
-    ag_plans[static_cast<std::size_t>(r)] =
-        all_gather(comms[static_cast<std::size_t>(r)], Nvfp4View{send_data, send_scales, send_global, count},
-                   Nvfp4View{recv_data, recv_scales, recv_global, count * n}, nullptr);
+    ag_plans[static_cast<std::size_t>(r)] = all_gather(
+        comms[static_cast<std::size_t>(r)], Nvfp4View{send_data, send_scales, send_global, count},
+        Nvfp4View{recv_data, recv_scales, recv_global, count * n}, nullptr);
     gathered[static_cast<std::size_t>(r)].resize(count / 2 * n);
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(gathered[static_cast<std::size_t>(r)].data(), recv_data, count / 2 * n,
-                                 cudaMemcpyDeviceToHost));
+    SYMMCOMM_CUDA_TRY(cudaMemcpy(gathered[static_cast<std::size_t>(r)].data(), recv_data,
+                                 count / 2 * n, cudaMemcpyDeviceToHost));
     // BF16 reduce-scatter of ones * (rank + 1): each element sums to n(n+1)/2.
     auto* rs_send = static_cast<std::uint16_t*>(pool.allocate(count * 2 * n));
     auto* rs_recv = static_cast<std::uint16_t*>(pool.allocate(count * 2));
     std::vector<std::uint16_t> ones(count * n, float_to_bf16_bits(static_cast<float>(r + 1)));
     SYMMCOMM_CUDA_TRY(cudaMemcpy(rs_send, ones.data(), ones.size() * 2, cudaMemcpyHostToDevice));
-    rs_plans[static_cast<std::size_t>(r)] =
-        reduce_scatter(comms[static_cast<std::size_t>(r)], Bf16Span{reinterpret_cast<bf16*>(rs_send), count * n},
-                       Bf16Span{reinterpret_cast<bf16*>(rs_recv), count}, nullptr);
+    rs_plans[static_cast<std::size_t>(r)] = reduce_scatter(
+        comms[static_cast<std::size_t>(r)], Bf16Span{reinterpret_cast<bf16*>(rs_send), count * n},
+        Bf16Span{reinterpret_cast<bf16*>(rs_recv), count}, nullptr);
     reduced[static_cast<std::size_t>(r)].resize(count);
     SYMMCOMM_CUDA_TRY(cudaMemcpy(reduced[static_cast<std::size_t>(r)].data(), rs_recv, count * 2,
                                  cudaMemcpyDeviceToHost));
   });
   for (int r = 0; r < n; ++r) {
     std::cout << "rank " << r << " all_gather: " << ag_plans[static_cast<std::size_t>(r)].reason()
-              << "\nrank " << r << " reduce_scatter: " << rs_plans[static_cast<std::size_t>(r)].reason() << "\n";
+              << "\nrank " << r
+              << " reduce_scatter: " << rs_plans[static_cast<std::size_t>(r)].reason() << "\n";
     for (int k = 0; k < n; ++k) {
-      ASSERT_TRUE(std::equal(inputs[static_cast<std::size_t>(k)].data.begin(), inputs[static_cast<std::size_t>(k)].data.end(),
-                             gathered[static_cast<std::size_t>(r)].begin() + static_cast<std::ptrdiff_t>(k * count / 2)));
+      ASSERT_TRUE(std::equal(inputs[static_cast<std::size_t>(k)].data.begin(),
+                             inputs[static_cast<std::size_t>(k)].data.end(),
+                             gathered[static_cast<std::size_t>(r)].begin() +
+                                 static_cast<std::ptrdiff_t>(k * count / 2)));
     }
     float const expect = static_cast<float>(n * (n + 1) / 2);
     for (auto v : reduced[static_cast<std::size_t>(r)]) ASSERT_EQ(bf16_bits_to_float(v), expect);
@@ -119,7 +125,9 @@ TEST(MultiGpuCollectives, Nvfp4ReduceScatterMatchesReference) {
   int const n = static_cast<int>(comms.size());
   std::size_t const shard = 16 * 4096;
   std::vector<HostNvfp4> inputs;
-  for (int r = 0; r < n; ++r) inputs.push_back(HostNvfp4::quantize(random_floats(shard * n, 50 + static_cast<std::uint32_t>(r))));
+  for (int r = 0; r < n; ++r)
+    inputs.push_back(
+        HostNvfp4::quantize(random_floats(shard * n, 50 + static_cast<std::uint32_t>(r))));
   std::vector<std::vector<float>> outs(comms.size());
   per_rank(comms, [&](int r) {
     const auto& in = inputs[static_cast<std::size_t>(r)];

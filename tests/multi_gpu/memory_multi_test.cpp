@@ -26,8 +26,8 @@ TEST(MultiGpuMemory, WindowsAndPoolsAreSymmetricAcrossRanks) {
   auto comms = create_local_communicators();
   for (const auto& c : comms) {
     std::cout << "rank " << c.rank() << ": symmetric " << c.capabilities().symmetric_memory
-              << ", LSA team " << c.capabilities().lsa_team_size << " "
-              << c.capabilities().reason << "\n";
+              << ", LSA team " << c.capabilities().lsa_team_size << " " << c.capabilities().reason
+              << "\n";
   }
   std::vector<SymmetricBuffer> buffers;
   {
@@ -36,7 +36,8 @@ TEST(MultiGpuMemory, WindowsAndPoolsAreSymmetricAcrossRanks) {
   }
   for (std::size_t i = 0; i < comms.size(); ++i) {
     EXPECT_NE(buffers[i].window(), nullptr);
-    EXPECT_TRUE(ProvenanceRegistry::global().lookup(buffers[i].data(), 1 << 20, comms[i].id()).symmetric());
+    EXPECT_TRUE(
+        ProvenanceRegistry::global().lookup(buffers[i].data(), 1 << 20, comms[i].id()).symmetric());
   }
   std::vector<std::unique_ptr<SymmAllocator>> pools;
   {
@@ -46,7 +47,8 @@ TEST(MultiGpuMemory, WindowsAndPoolsAreSymmetricAcrossRanks) {
   std::vector<void*> ptrs;
   for (auto& p : pools) ptrs.push_back(p->allocate(12345));
   for (std::size_t i = 1; i < pools.size(); ++i) {
-    EXPECT_EQ(pools[i]->region_of(ptrs[i]).window_offset, pools[0]->region_of(ptrs[0]).window_offset);
+    EXPECT_EQ(pools[i]->region_of(ptrs[i]).window_offset,
+              pools[0]->region_of(ptrs[0]).window_offset);
   }
   EXPECT_NO_THROW(verify_symmetric(pointers(comms)));
   for (std::size_t i = 0; i < pools.size(); ++i) pools[i]->deallocate(ptrs[i]);

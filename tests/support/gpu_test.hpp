@@ -34,15 +34,15 @@ inline std::string no_gpu_reason() {
   return n > 0 ? "" : "no CUDA device";
 }
 
-#define SYMMCOMM_REQUIRE_GPU()                                         \
-  do {                                                                 \
+#define SYMMCOMM_REQUIRE_GPU()                                        \
+  do {                                                                \
     std::string const reason_ = ::symmcomm::test::no_gpu_reason();    \
-    if (!reason_.empty()) GTEST_SKIP() << "needs a GPU: " << reason_;  \
+    if (!reason_.empty()) GTEST_SKIP() << "needs a GPU: " << reason_; \
   } while (0)
 
-#define SYMMCOMM_REQUIRE_GPUS(n)                                                           \
-  do {                                                                                     \
-    int const have_ = ::symmcomm::test::gpu_count();                                       \
+#define SYMMCOMM_REQUIRE_GPUS(n)                                                             \
+  do {                                                                                       \
+    int const have_ = ::symmcomm::test::gpu_count();                                         \
     if (have_ < (n)) GTEST_SKIP() << "needs " << (n) << " GPUs, this machine has " << have_; \
   } while (0)
 
@@ -63,7 +63,8 @@ class DeviceArray {
   std::size_t bytes() const { return count_ * sizeof(T); }
   void poison(int byte = 0xAB) { SYMMCOMM_CUDA_TRY(cudaMemset(ptr_, byte, bytes())); }
   void upload(const std::vector<T>& host) {
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    SYMMCOMM_CUDA_TRY(
+        cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
   }
   std::vector<T> download() const {
     std::vector<T> host(count_);

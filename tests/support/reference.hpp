@@ -55,7 +55,9 @@ struct HostFp8 {
     for (float v : x) q.codes.push_back(encode_fp8(v * inv, f));
     return q;
   }
-  double value(std::size_t i) const { return static_cast<double>(decode_fp8(codes[i], format)) * scale; }
+  double value(std::size_t i) const {
+    return static_cast<double>(decode_fp8(codes[i], format)) * scale;
+  }
 };
 
 /// Kernel arithmetic: acc += decode(code) * (decode_e4m3(s) * (1 / g)), fp32, rank order.

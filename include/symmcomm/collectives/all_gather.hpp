@@ -54,8 +54,8 @@ Plan all_gather(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
                 const std::vector<GatherItem>& extras, cudaStream_t stream,
                 const Options& options = {});
 /// @brief Several raw tensors in one NCCL group.
-Plan all_gather(const Communicator& comm, const std::vector<GatherItem>& items,
-                cudaStream_t stream, const Options& options = {});
+Plan all_gather(const Communicator& comm, const std::vector<GatherItem>& items, cudaStream_t stream,
+                const Options& options = {});
 
 /// @brief BF16 all-gather with `counts[r]` elements from rank r (host vector of comm.size());
 /// send.count == counts[rank], recv.count == sum(counts).

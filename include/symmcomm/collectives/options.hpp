@@ -60,12 +60,12 @@ struct Plan {
   Path path = Path::Fallback;
   PlanReason why = PlanReason::ForcedFallback;
   bool staged = false;
-  int buffer_index = -1;               ///< the buffer the reason is about, if any
-  const char* buffer_name = nullptr;   ///< its name ("recv.block_scales", ...)
-  Provenance provenance{};             ///< its provenance
+  int buffer_index = -1;              ///< the buffer the reason is about, if any
+  const char* buffer_name = nullptr;  ///< its name ("recv.block_scales", ...)
+  Provenance provenance{};            ///< its provenance
   const void* buffer_ptr = nullptr;
   std::size_t buffer_bytes = 0;
-  std::string capability_note;         ///< the communicator's reason when unsupported
+  std::string capability_note;  ///< the communicator's reason when unsupported
   /// @brief Human-readable explanation ("fallback: recv.data 0x.. (4096 bytes) is not inside
   /// any symmetric window ...").
   std::string reason() const;

@@ -30,7 +30,7 @@ struct PlanRequest {
   bool equal_counts = true;
   std::size_t bytes_per_rank = 0;  ///< payload bytes each rank contributes
   PathChoice choice = PathChoice::Auto;
-  bool staging_usable = false;     ///< allow_staging with symmetric scratch big enough
+  bool staging_usable = false;  ///< allow_staging with symmetric scratch big enough
   bool lsa_kernel_available = false;
 };
 

@@ -33,7 +33,9 @@ struct Capabilities {
   int lsa_team_size = 1;          ///< ranks reachable by load/store (NVLink/PCIe P2P)
   std::string reason;             ///< why symmetric_memory is false
   /// @brief True when the LSA team spans the whole communicator (needed by our own kernels).
-  bool lsa_covers(int comm_size) const noexcept { return symmetric_memory && lsa_team_size == comm_size; }
+  bool lsa_covers(int comm_size) const noexcept {
+    return symmetric_memory && lsa_team_size == comm_size;
+  }
 };
 
 /// @brief Per-communicator counters of collective calls by path (thread-safe).

@@ -43,14 +43,17 @@ SYMMCOMM_HD std::uint32_t encode_e2m1_u32(float x) {
 }
 
 /// @brief encode_e2m1_u32() as a byte.
-SYMMCOMM_HD std::uint8_t encode_e2m1(float x) { return static_cast<std::uint8_t>(encode_e2m1_u32(x)); }
+SYMMCOMM_HD std::uint8_t encode_e2m1(float x) {
+  return static_cast<std::uint8_t>(encode_e2m1_u32(x));
+}
 
 /// @brief Decodes the low nibble of `code` as e2m1.
 SYMMCOMM_HD float decode_e2m1(std::uint8_t code) {
   // magnitude = code 0..7 -> {0, .5, 1, 1.5, 2, 3, 4, 6}; exact in fp32 by construction.
   std::uint32_t const m = code & 0x7u;
   float const mag = m < 4u ? 0.5f * static_cast<float>(m)
-                           : static_cast<float>(2u << ((m - 4u) >> 1)) * (1.0f + 0.5f * static_cast<float>(m & 1u));
+                           : static_cast<float>(2u << ((m - 4u) >> 1)) *
+                                 (1.0f + 0.5f * static_cast<float>(m & 1u));
   return (code & 0x8u) ? -mag : mag;
 }
 

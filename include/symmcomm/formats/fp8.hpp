@@ -22,7 +22,9 @@ inline constexpr float kE4m3Max = 448.0f;
 inline constexpr float kE5m2Max = 57344.0f;
 
 /// @brief Largest finite magnitude of an FP8 format.
-SYMMCOMM_HD float fp8_max(Fp8Format f) { return f == Fp8Format::E4M3 ? kE4m3Max : kE5m2Max; }
+SYMMCOMM_HD float fp8_max(Fp8Format f) {
+  return f == Fp8Format::E4M3 ? kE4m3Max : kE5m2Max;
+}
 
 namespace detail {
 /// Shared minifloat encoder: `man_bits` mantissa bits, exponent `bias`, codes in 8 bits.

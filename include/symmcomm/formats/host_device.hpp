@@ -36,7 +36,9 @@ SYMMCOMM_HD float bits_float(std::uint32_t u) {
 }
 
 /// @brief 2^e for e in the range of normal floats (-126..127), exactly.
-SYMMCOMM_HD float exp2i(int e) { return bits_float(static_cast<std::uint32_t>(e + 127) << 23); }
+SYMMCOMM_HD float exp2i(int e) {
+  return bits_float(static_cast<std::uint32_t>(e + 127) << 23);
+}
 
 /// @brief Round to nearest integer, ties to even (the default IEEE mode on host and device).
 SYMMCOMM_HD float round_half_even(float x) {

@@ -39,7 +39,9 @@ SYMMCOMM_HD float nvfp4_global_scale(float amax) {
 }
 
 /// @brief The per-tensor factor g / 6 that maps a block's absolute maximum to its scale.
-SYMMCOMM_HD float nvfp4_scale_factor(float global_scale) { return global_scale / kE2m1Max; }
+SYMMCOMM_HD float nvfp4_scale_factor(float global_scale) {
+  return global_scale / kE2m1Max;
+}
 
 /// @brief The e4m3 block scale code for a block of absolute maximum `block_amax`.
 SYMMCOMM_HD std::uint8_t nvfp4_block_scale(float block_amax, float global_scale) {
@@ -68,7 +70,8 @@ SYMMCOMM_HD std::uint8_t nvfp4_quantize_block(const float* values, float global_
   std::uint8_t const scale = nvfp4_block_scale(block_amax, global_scale);
   float const mult = nvfp4_quant_multiplier(scale, global_scale);
   for (std::size_t i = 0; i < kNvfp4BlockBytes; ++i) {
-    packed[i] = pack_e2m1x2(encode_e2m1(values[2 * i] * mult), encode_e2m1(values[2 * i + 1] * mult));
+    packed[i] =
+        pack_e2m1x2(encode_e2m1(values[2 * i] * mult), encode_e2m1(values[2 * i + 1] * mult));
   }
   return scale;
 }
@@ -78,7 +81,8 @@ SYMMCOMM_HD float nvfp4_element(const std::uint8_t* packed, const std::uint8_t* 
                                 float global_scale, std::size_t i) {
   std::uint8_t const byte = packed[i / 2];
   std::uint8_t const code = (i & 1) ? static_cast<std::uint8_t>(byte >> 4) : byte;
-  return decode_e2m1(code) * nvfp4_dequant_multiplier(block_scales[i / kNvfp4BlockSize], global_scale);
+  return decode_e2m1(code) *
+         nvfp4_dequant_multiplier(block_scales[i / kNvfp4BlockSize], global_scale);
 }
 
 }  // namespace symmcomm

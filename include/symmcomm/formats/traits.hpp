@@ -20,11 +20,16 @@ enum class DataType : std::uint8_t { Nvfp4, Fp8E4M3, Fp8E5M2, Bf16, Fp32 };
 /// @brief A short lowercase name ("nvfp4", "fp8e4m3", "fp8e5m2", "bf16", "fp32").
 constexpr const char* to_string(DataType t) noexcept {
   switch (t) {
-    case DataType::Nvfp4: return "nvfp4";
-    case DataType::Fp8E4M3: return "fp8e4m3";
-    case DataType::Fp8E5M2: return "fp8e5m2";
-    case DataType::Bf16: return "bf16";
-    case DataType::Fp32: return "fp32";
+    case DataType::Nvfp4:
+      return "nvfp4";
+    case DataType::Fp8E4M3:
+      return "fp8e4m3";
+    case DataType::Fp8E5M2:
+      return "fp8e5m2";
+    case DataType::Bf16:
+      return "bf16";
+    case DataType::Fp32:
+      return "fp32";
   }
   return "unknown";
 }
@@ -32,17 +37,23 @@ constexpr const char* to_string(DataType t) noexcept {
 /// @brief Bits of payload per element (NVFP4: 4, its block scales counted separately).
 constexpr int bits_per_element(DataType t) noexcept {
   switch (t) {
-    case DataType::Nvfp4: return 4;
+    case DataType::Nvfp4:
+      return 4;
     case DataType::Fp8E4M3:
-    case DataType::Fp8E5M2: return 8;
-    case DataType::Bf16: return 16;
-    case DataType::Fp32: return 32;
+    case DataType::Fp8E5M2:
+      return 8;
+    case DataType::Bf16:
+      return 16;
+    case DataType::Fp32:
+      return 32;
   }
   return 0;
 }
 
 /// @brief True for formats narrower than a byte (two or more elements share a byte).
-constexpr bool is_subbyte(DataType t) noexcept { return bits_per_element(t) < 8; }
+constexpr bool is_subbyte(DataType t) noexcept {
+  return bits_per_element(t) < 8;
+}
 
 /// @brief Bytes of payload for `count` elements (rounded up for sub-byte formats).
 constexpr std::size_t payload_bytes(DataType t, std::size_t count) noexcept {
@@ -63,11 +74,16 @@ constexpr Fp8Format fp8_format_of(DataType t) noexcept {
 /// bytes: ncclUint8, and is never reduced by NCCL).
 constexpr std::optional<ncclDataType_t> nccl_dtype(DataType t) noexcept {
   switch (t) {
-    case DataType::Nvfp4: return std::nullopt;
-    case DataType::Fp8E4M3: return ncclFloat8e4m3;
-    case DataType::Fp8E5M2: return ncclFloat8e5m2;
-    case DataType::Bf16: return ncclBfloat16;
-    case DataType::Fp32: return ncclFloat32;
+    case DataType::Nvfp4:
+      return std::nullopt;
+    case DataType::Fp8E4M3:
+      return ncclFloat8e4m3;
+    case DataType::Fp8E5M2:
+      return ncclFloat8e5m2;
+    case DataType::Bf16:
+      return ncclBfloat16;
+    case DataType::Fp32:
+      return ncclFloat32;
   }
   return std::nullopt;
 }

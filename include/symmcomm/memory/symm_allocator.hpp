@@ -38,8 +38,8 @@ struct PoolStats {
   std::size_t high_water_bytes = 0;  ///< largest in_use_bytes seen
   std::size_t arena_count = 0;
   std::size_t live_allocations = 0;
-  std::uint64_t allocations = 0;     ///< total successful allocate calls
-  std::uint64_t growths = 0;         ///< arenas added on demand
+  std::uint64_t allocations = 0;  ///< total successful allocate calls
+  std::uint64_t growths = 0;      ///< arenas added on demand
 };
 
 /// @brief A pool of symmetric memory for one communicator. Thread-safe. Not movable (the

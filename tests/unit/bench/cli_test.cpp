@@ -30,8 +30,17 @@ TEST(BenchCli, SizesWithSuffixes) {
 }
 
 TEST(BenchCli, NcclTestsFlags) {
-  auto r = parse({"--op", "reducescatter", "-d", "nvfp4", "--path", "fallback", "-b", "1K", "-e", "1G",
-                  "-f", "4", "-n", "7", "-w", "2", "-c", "0", "-g", "2", "--json", "o.json"});
+  auto r = parse({"--op",   "reducescatter",
+                  "-d",     "nvfp4",
+                  "--path", "fallback",
+                  "-b",     "1K",
+                  "-e",     "1G",
+                  "-f",     "4",
+                  "-n",     "7",
+                  "-w",     "2",
+                  "-c",     "0",
+                  "-g",     "2",
+                  "--json", "o.json"});
   ASSERT_TRUE(r.config.has_value());
   Config const& c = *r.config;
   EXPECT_EQ(c.op, Op::ReduceScatter);
@@ -103,8 +112,9 @@ TEST(BenchCli, JsonSchemaAndTableRow) {
   EXPECT_EQ(doc["meta"]["gpu_count"], 8);
   EXPECT_EQ(doc["meta"]["nccl"], "2.28.3");
   ASSERT_EQ(doc["results"].size(), 1u);
-  for (const char* key : {"op", "dtype", "path", "plan", "size", "count", "time_us", "algbw_GBps",
-                          "busbw_GBps", "wrong", "baseline", "baseline_time_us", "ratio_to_baseline"}) {
+  for (const char* key :
+       {"op", "dtype", "path", "plan", "size", "count", "time_us", "algbw_GBps", "busbw_GBps",
+        "wrong", "baseline", "baseline_time_us", "ratio_to_baseline"}) {
     EXPECT_TRUE(doc["results"][0].contains(key)) << key;
   }
   EXPECT_DOUBLE_EQ(doc["results"][0]["ratio_to_baseline"].get<double>(), 0.5);

@@ -73,10 +73,10 @@ TEST(Accuracy, Fp8ReduceScatterBeatsAPerStepRingAndMatchesOneRounding) {
     double const e_ours_q = relative_error(ours_requant, exact);
     double const e_once = relative_error(exact_requant, exact);
     double const e_ring = relative_error(fp8_ring(q, f, ours_q.scale), exact);
-    std::printf("FP8 %s, %d ranks: fp32 out %.2e, bf16 out %.2e, re-quantized %.3e, one "
-                "quantization of the exact sum %.3e, per-step fp8 ring %.3e\n",
-                f == Fp8Format::E4M3 ? "e4m3" : "e5m2", kRanks, e_fp32, e_bf16, e_ours_q, e_once,
-                e_ring);
+    std::printf(
+        "FP8 %s, %d ranks: fp32 out %.2e, bf16 out %.2e, re-quantized %.3e, one "
+        "quantization of the exact sum %.3e, per-step fp8 ring %.3e\n",
+        f == Fp8Format::E4M3 ? "e4m3" : "e5m2", kRanks, e_fp32, e_bf16, e_ours_q, e_once, e_ring);
     EXPECT_LT(e_fp32, 1e-6);
     EXPECT_LT(e_bf16, 4e-3);
     EXPECT_LE(e_ours_q, e_once * 1.001 + 1e-9);
@@ -102,9 +102,10 @@ TEST(Accuracy, Nvfp4ReduceScatterIsNoWorseThanOneQuantizationOfTheExactSum) {
   }
   double const e_ours_q = relative_error(ours_requant, exact);
   double const e_once = relative_error(exact_requant, exact);
-  std::printf("NVFP4, %d ranks: fp32 out %.2e, bf16 out %.2e, re-quantized %.3e, one quantization "
-              "of the exact sum %.3e\n",
-              kRanks, e_fp32, e_bf16, e_ours_q, e_once);
+  std::printf(
+      "NVFP4, %d ranks: fp32 out %.2e, bf16 out %.2e, re-quantized %.3e, one quantization "
+      "of the exact sum %.3e\n",
+      kRanks, e_fp32, e_bf16, e_ours_q, e_once);
   EXPECT_LT(e_fp32, 1e-6);
   EXPECT_LT(e_bf16, 4e-3);
   EXPECT_LE(e_ours_q, e_once * 1.001 + 1e-9);

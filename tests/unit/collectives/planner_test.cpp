@@ -51,10 +51,12 @@ struct Case {
 // Every operation x format: NCCL can gather anything, but only sums unscaled bf16/fp32.
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
-  for (DataType t : {DataType::Nvfp4, DataType::Fp8E4M3, DataType::Fp8E5M2, DataType::Bf16, DataType::Fp32}) {
+  for (DataType t :
+       {DataType::Nvfp4, DataType::Fp8E4M3, DataType::Fp8E5M2, DataType::Bf16, DataType::Fp32}) {
     cases.push_back({Operation::AllGather, t, t});
   }
-  for (DataType t : {DataType::Bf16, DataType::Fp32}) cases.push_back({Operation::ReduceScatter, t, t});
+  for (DataType t : {DataType::Bf16, DataType::Fp32})
+    cases.push_back({Operation::ReduceScatter, t, t});
   for (DataType in : {DataType::Nvfp4, DataType::Fp8E4M3, DataType::Fp8E5M2}) {
     for (DataType out : {DataType::Bf16, DataType::Fp32, in}) {
       cases.push_back({Operation::ReduceScatter, in, out});
@@ -78,7 +80,8 @@ TEST(Planner, TableOfEveryOperationFormatAndProvenance) {
       for (auto s : statuses) {
         for (auto r : statuses) {
           Plan const p = plan_collective(request(c.op, c.send, c.recv, *cap, s, r));
-          bool const all_symmetric = s == ProvenanceStatus::Symmetric && r == ProvenanceStatus::Symmetric;
+          bool const all_symmetric =
+              s == ProvenanceStatus::Symmetric && r == ProvenanceStatus::Symmetric;
           bool const expect_symmetric = cap->symmetric_memory && all_symmetric && native(c);
           EXPECT_EQ(p.path, expect_symmetric ? Path::NcclSymmetric : Path::Fallback)
               << to_string(c.send) << "->" << to_string(c.recv) << " " << p.reason();

@@ -39,10 +39,12 @@ TEST(E2m1, EveryCodeDecodesAsCuda) {
 
 TEST(E2m1, EdgeCasesEncodeAsCuda) {
   float const inf = std::numeric_limits<float>::infinity();
-  std::vector<float> edges = {0.0f, -0.0f, 0.25f, -0.25f, 0.2500001f, 0.75f, 1.25f, 1.75f,
-                              2.5f, 3.5f,  5.0f,  -5.0f,  5.0000005f, 6.0f, 6.5f, 7.0f,
-                              1e30f, -1e30f, inf, -inf, std::nanf(""), -std::nanf(""),
-                              1e-45f, -1e-45f, 1.17549435e-38f, 0.7499999f, 4.9999995f};
+  std::vector<float> edges = {0.0f,          -0.0f,          0.25f,      -0.25f,  0.2500001f,
+                              0.75f,         1.25f,          1.75f,      2.5f,    3.5f,
+                              5.0f,          -5.0f,          5.0000005f, 6.0f,    6.5f,
+                              7.0f,          1e30f,          -1e30f,     inf,     -inf,
+                              std::nanf(""), -std::nanf(""), 1e-45f,     -1e-45f, 1.17549435e-38f,
+                              0.7499999f,    4.9999995f};
   for (float x : edges) {
     EXPECT_EQ(symmcomm::encode_e2m1(x), cuda_encode(x)) << "x = " << x;
   }
@@ -83,8 +85,8 @@ TEST(E2m1, RoundTripOfRepresentableValues) {
 TEST(E2m1, PackingPutsFirstElementInLowNibbleAsCuda) {
   std::uint8_t const ours =
       symmcomm::pack_e2m1x2(symmcomm::encode_e2m1(1.0f), symmcomm::encode_e2m1(-6.0f));
-  auto const theirs = __nv_cvt_float2_to_fp4x2(make_float2(1.0f, -6.0f), __NV_E2M1,
-                                               cudaRoundNearest);
+  auto const theirs =
+      __nv_cvt_float2_to_fp4x2(make_float2(1.0f, -6.0f), __NV_E2M1, cudaRoundNearest);
   EXPECT_EQ(ours, static_cast<std::uint8_t>(theirs));
 }
 

@@ -17,8 +17,8 @@ namespace {
 using symmcomm::Fp8Format;
 
 std::uint8_t cuda_encode(float x, Fp8Format f) {
-  return static_cast<std::uint8_t>(__nv_cvt_float_to_fp8(
-      x, __NV_SATFINITE, f == Fp8Format::E4M3 ? __NV_E4M3 : __NV_E5M2));
+  return static_cast<std::uint8_t>(
+      __nv_cvt_float_to_fp8(x, __NV_SATFINITE, f == Fp8Format::E4M3 ? __NV_E4M3 : __NV_E5M2));
 }
 
 float cuda_decode(std::uint8_t code, Fp8Format f) {
@@ -58,11 +58,32 @@ TEST_P(Fp8Codec, EdgeCasesEncodeAsCuda) {
   Fp8Format const f = GetParam();
   float const inf = std::numeric_limits<float>::infinity();
   float const max = symmcomm::fp8_max(f);
-  std::vector<float> edges = {0.0f, -0.0f, inf, -inf, std::nanf(""), -std::nanf(""),
-                              max, -max, max * 1.03f, max * 1.0625f, max * 1.07f, max * 1.1f,
-                              1e-45f, 1e-10f, 1.953125e-3f, 9.765625e-4f, 0.0009765626f,
-                              1.52587890625e-05f, 7.62939453125e-06f, 65504.0f, 61440.0f,
-                              61439.996f, 464.0f, 464.00003f, 1.0f + 1.0f / 16, 1.0f + 3.0f / 16};
+  std::vector<float> edges = {0.0f,
+                              -0.0f,
+                              inf,
+                              -inf,
+                              std::nanf(""),
+                              -std::nanf(""),
+                              max,
+                              -max,
+                              max * 1.03f,
+                              max * 1.0625f,
+                              max * 1.07f,
+                              max * 1.1f,
+                              1e-45f,
+                              1e-10f,
+                              1.953125e-3f,
+                              9.765625e-4f,
+                              0.0009765626f,
+                              1.52587890625e-05f,
+                              7.62939453125e-06f,
+                              65504.0f,
+                              61440.0f,
+                              61439.996f,
+                              464.0f,
+                              464.00003f,
+                              1.0f + 1.0f / 16,
+                              1.0f + 3.0f / 16};
   for (float x : edges) {
     EXPECT_EQ(symmcomm::encode_fp8(x, f), cuda_encode(x, f)) << "x = " << x;
   }
@@ -105,7 +126,8 @@ TEST(Bf16, MillionRandomFloatsRoundAsCuda) {
     float const x = from_bits(bits(rng));
     __nv_bfloat16_raw const raw = __float2bfloat16_rn(x);
     std::uint16_t const ours = symmcomm::float_to_bf16_bits(x);
-    bool const both_nan = std::isnan(x) && ((ours & 0x7fff) > 0x7f80) && ((raw.x & 0x7fff) > 0x7f80);
+    bool const both_nan =
+        std::isnan(x) && ((ours & 0x7fff) > 0x7f80) && ((raw.x & 0x7fff) > 0x7f80);
     if (ours != raw.x && !both_nan) {
       if (++mismatches < 10) ADD_FAILURE() << "x = " << x;
     }

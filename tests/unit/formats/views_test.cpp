@@ -38,42 +38,53 @@ TEST(Views, Nvfp4Valid) {
 }
 
 TEST(Views, Nvfp4CountNotMultipleOfBlockNamesArgumentAndValue) {
-  std::string const m = message_of([] { validate(Nvfp4View{kAligned, kAligned, kScale, 100}, "send"); });
+  std::string const m = message_of([] {
+    validate(Nvfp4View{kAligned, kAligned, kScale, 100}, "send");
+  });
   EXPECT_NE(m.find("send.count 100"), std::string::npos) << m;
   EXPECT_NE(m.find("16"), std::string::npos) << m;
 }
 
 TEST(Views, Nvfp4MissingGlobalScale) {
-  std::string const m = message_of([] { validate(Nvfp4View{kAligned, kAligned, nullptr, 16}, "recv"); });
+  std::string const m = message_of([] {
+    validate(Nvfp4View{kAligned, kAligned, nullptr, 16}, "recv");
+  });
   EXPECT_NE(m.find("recv.global_scale is null"), std::string::npos) << m;
 }
 
 TEST(Views, Nvfp4NullDataAndScales) {
-  EXPECT_NE(message_of([] { validate(Nvfp4View{nullptr, kAligned, kScale, 16}, "x"); })
-                .find("x.data is null"),
+  EXPECT_NE(message_of([] {
+              validate(Nvfp4View{nullptr, kAligned, kScale, 16}, "x");
+            }).find("x.data is null"),
             std::string::npos);
-  EXPECT_NE(message_of([] { validate(Nvfp4View{kAligned, nullptr, kScale, 16}, "x"); })
-                .find("x.block_scales is null"),
+  EXPECT_NE(message_of([] {
+              validate(Nvfp4View{kAligned, nullptr, kScale, 16}, "x");
+            }).find("x.block_scales is null"),
             std::string::npos);
 }
 
 TEST(Views, MisalignedDataNamesAddress) {
-  std::string const m = message_of([] { validate(Nvfp4View{kMisaligned, kAligned, kScale, 16}, "send"); });
+  std::string const m = message_of([] {
+    validate(Nvfp4View{kMisaligned, kAligned, kScale, 16}, "send");
+  });
   EXPECT_NE(m.find("send.data 0x10004 is not 16-byte aligned"), std::string::npos) << m;
   EXPECT_NO_THROW(validate(Nvfp4View{kMisaligned, kAligned, kScale, 16}, "send", 4));
 }
 
 TEST(Views, Fp8AndSpans) {
   EXPECT_NO_THROW(validate(Fp8View{kAligned, kScale, 10, Fp8Format::E5M2}, "a"));
-  EXPECT_NE(message_of([] { validate(Fp8View{kAligned, nullptr, 10, Fp8Format::E4M3}, "a"); })
-                .find("a.scale is null"),
+  EXPECT_NE(message_of([] {
+              validate(Fp8View{kAligned, nullptr, 10, Fp8Format::E4M3}, "a");
+            }).find("a.scale is null"),
             std::string::npos);
   EXPECT_NE(message_of([] {
               validate(Fp8View{kAligned, kScale, 8, static_cast<Fp8Format>(7)}, "a");
             }).find("a.format 7"),
             std::string::npos);
   EXPECT_EQ((Fp8View{kAligned, kScale, 8, Fp8Format::E5M2}.dtype()), DataType::Fp8E5M2);
-  EXPECT_NE(message_of([] { validate(Bf16Span{nullptr, 3}, "out"); }).find("out.data is null"),
+  EXPECT_NE(message_of([] {
+              validate(Bf16Span{nullptr, 3}, "out");
+            }).find("out.data is null"),
             std::string::npos);
   EXPECT_NE(message_of([] {
               validate(Fp32Span{reinterpret_cast<float*>(kMisaligned), 3}, "out");

@@ -28,7 +28,7 @@ TEST(ArenaAllocator, FirstFitAlignmentAndCoalescing) {
   auto b4 = a.allocate(700, 256);
   ASSERT_TRUE(b4);
   EXPECT_EQ(b4->offset, 256u);
-  EXPECT_FALSE(a.deallocate(0, 12345).has_value());   // never allocated
+  EXPECT_FALSE(a.deallocate(0, 12345).has_value());  // never allocated
   EXPECT_TRUE(a.deallocate(0, b1->offset).has_value());
   EXPECT_FALSE(a.deallocate(0, b1->offset).has_value());  // double free
   EXPECT_FALSE(a.deallocate(7, 0).has_value());           // no such arena

@@ -12,8 +12,12 @@ namespace {
 
 using namespace symmcomm;
 
-const void* at(std::uintptr_t a) { return reinterpret_cast<const void*>(a); }
-ncclWindow_t fake_window(std::uintptr_t a) { return reinterpret_cast<ncclWindow_t>(a); }
+const void* at(std::uintptr_t a) {
+  return reinterpret_cast<const void*>(a);
+}
+ncclWindow_t fake_window(std::uintptr_t a) {
+  return reinterpret_cast<ncclWindow_t>(a);
+}
 
 TEST(Provenance, AnswersForEveryCase) {
   ProvenanceRegistry reg;
@@ -41,9 +45,12 @@ TEST(Provenance, AnswersForEveryCase) {
   EXPECT_NE(why.find("recv 0x150000 (16 bytes) is not inside any symmetric window"),
             std::string::npos)
       << why;
-  EXPECT_NE(reg.lookup(at(0x100f00), 0x200, 7).describe("send", at(0x100f00), 0x200).find("window ends"),
-            std::string::npos);
-  EXPECT_NE(reg.lookup(at(0x300010), 0x10, 7).describe("send", at(0x300010), 16).find("another communicator"),
+  EXPECT_NE(
+      reg.lookup(at(0x100f00), 0x200, 7).describe("send", at(0x100f00), 0x200).find("window ends"),
+      std::string::npos);
+  EXPECT_NE(reg.lookup(at(0x300010), 0x10, 7)
+                .describe("send", at(0x300010), 16)
+                .find("another communicator"),
             std::string::npos);
 }
 
@@ -79,7 +86,8 @@ TEST(Provenance, ConcurrentRegistrationAndLookup) {
   for (int t = 0; t < 2; ++t) {
     writers.emplace_back([&, t] {
       for (int i = 0; i < 2000; ++i) {
-        std::uintptr_t const base = 0x20000000 + static_cast<std::uintptr_t>(t * 100000 + i) * 0x1000;
+        std::uintptr_t const base =
+            0x20000000 + static_cast<std::uintptr_t>(t * 100000 + i) * 0x1000;
         reg.add({base, 0x1000, fake_window(base), 1, static_cast<std::uint64_t>(i)});
         if (!reg.lookup(at(base + 8), 8, 1).symmetric()) ++wrong;
         reg.remove(1, at(base));
