@@ -147,24 +147,6 @@ __global__ void quantize_nvfp4_kernel(const In* __restrict__ src, std::size_t ha
   }
 }
 
-template <int N, class Out>
-__device__ __forceinline__ void store(Out* dst, std::size_t group, const float (&v)[N]) {
-  if constexpr (std::is_same_v<Out, float>) {
-    float4* out = reinterpret_cast<float4*>(dst) + group * (N / 4);
-#pragma unroll
-    for (int k = 0; k < N / 4; ++k)
-      out[k] = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
-  } else {
-    uint4* out = reinterpret_cast<uint4*>(dst) + group * (N / 8);
-#pragma unroll
-    for (int k = 0; k < N / 8; ++k) {
-      out[k] = make_uint4(
-          pack_bf16x2(v[8 * k], v[8 * k + 1]), pack_bf16x2(v[8 * k + 2], v[8 * k + 3]),
-          pack_bf16x2(v[8 * k + 4], v[8 * k + 5]), pack_bf16x2(v[8 * k + 6], v[8 * k + 7]));
-    }
-  }
-}
-
 // One thread writes 16 bytes of output (8 bf16 or 4 fp32 elements): a warp's store then covers
 // 512 contiguous bytes (whole sectors), instead of each thread writing a whole block in two
 // strided stores that leave every sector half-written per instruction.
@@ -201,7 +183,7 @@ __global__ void dequantize_nvfp4_kernel(const std::uint8_t* __restrict__ data,
         float v[kElems];
 #pragma unroll
         for (int k = 0; k < kElems; ++k) v[k] = e2m1_from_word(packed[u], k) * mult;
-        store<kElems>(dst, i, v);
+        store_floats<kElems>(dst, i * kElems, v);
       }
     }
   }
@@ -260,7 +242,7 @@ __global__ void dequantize_fp8_kernel(const uint2* __restrict__ src, std::size_t
       v[4 + 2 * k] = b.x * scale;
       v[4 + 2 * k + 1] = b.y * scale;
     }
-    store<8>(dst, g, v);
+    store_floats<8>(dst, g * 8, v);
   }
 }
 

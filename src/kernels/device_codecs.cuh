@@ -6,7 +6,9 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "symmcomm/formats/bf16.hpp"
 #include "symmcomm/formats/fp8.hpp"
@@ -69,6 +71,27 @@ __device__ __forceinline__ std::uint32_t encode_fp8x2(float a, float b, Fp8Forma
   return static_cast<std::uint32_t>(encode_fp8(a, format)) |
          (static_cast<std::uint32_t>(encode_fp8(b, format)) << 8);
 #endif
+}
+
+/// Stores N floats (N a multiple of 4 for fp32, of 8 for bf16) at element `first` of `dst`
+/// with 16-byte stores, rounding to bf16 (nearest even) for bf16 outputs.
+template <int N, class Out>
+__device__ __forceinline__ void store_floats(Out* dst, std::size_t first, const float (&v)[N]) {
+  if constexpr (std::is_same_v<Out, float>) {
+    float4* out = reinterpret_cast<float4*>(dst + first);
+#pragma unroll
+    for (int k = 0; k < N / 4; ++k) {
+      out[k] = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
+    }
+  } else {
+    uint4* out = reinterpret_cast<uint4*>(dst + first);
+#pragma unroll
+    for (int k = 0; k < N / 8; ++k) {
+      out[k] = make_uint4(
+          pack_bf16x2(v[8 * k], v[8 * k + 1]), pack_bf16x2(v[8 * k + 2], v[8 * k + 3]),
+          pack_bf16x2(v[8 * k + 4], v[8 * k + 5]), pack_bf16x2(v[8 * k + 6], v[8 * k + 7]));
+    }
+  }
 }
 
 }  // namespace symmcomm::detail

@@ -17,70 +17,66 @@ namespace symmcomm {
 namespace detail {
 namespace {
 
-template <int N, class Out>
-__device__ __forceinline__ void store(Out* out, std::size_t first, const float (&v)[N]) {
-  if constexpr (std::is_same_v<Out, float>) {
-    float4* o = reinterpret_cast<float4*>(out + first);
-#pragma unroll
-    for (int k = 0; k < N / 4; ++k)
-      o[k] = make_float4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
-  } else {
-    uint4* o = reinterpret_cast<uint4*>(out + first);
-#pragma unroll
-    for (int k = 0; k < N / 8; ++k) {
-      o[k] = make_uint4(
-          pack_bf16x2(v[8 * k], v[8 * k + 1]), pack_bf16x2(v[8 * k + 2], v[8 * k + 3]),
-          pack_bf16x2(v[8 * k + 4], v[8 * k + 5]), pack_bf16x2(v[8 * k + 6], v[8 * k + 7]));
-    }
-  }
-}
-
+// Each thread produces 16 bytes of output (8 bf16 or 4 fp32 elements), so a warp's stores
+// cover whole sectors; it reads the matching 4 (or 2) bytes of packed data from every rank.
 template <class Out>
 __global__ void reduce_nvfp4_kernel(const __grid_constant__ QuantizedShards shards,
-                                    std::size_t blocks, Out* __restrict__ out) {
+                                    std::size_t items, Out* __restrict__ out) {
+  constexpr int kElems = 16 / static_cast<int>(sizeof(Out));
   __shared__ float inv_global[QuantizedShards::kMaxRanks];
-  for (int r = threadIdx.x; r < shards.ranks; r += blockDim.x)
+  for (int r = threadIdx.x; r < shards.ranks; r += blockDim.x) {
     inv_global[r] = 1.0f / *shards.scale[r];
+  }
   __syncthreads();
   std::size_t const stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t b = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; b < blocks;
-       b += stride) {
-    float acc[16] = {};
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < items;
+       i += stride) {
+    float acc[kElems] = {};
+    std::size_t const block = i * kElems / 16;
     for (int r = 0; r < shards.ranks; ++r) {
-      uint2 const packed = reinterpret_cast<const uint2*>(shards.data[r])[b];
-      float const mult = decode_e4m3(shards.block_scales[r][b]) * inv_global[r];
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        acc[k] += e2m1_from_word(packed.x, k) * mult;
-        acc[8 + k] += e2m1_from_word(packed.y, k) * mult;
+      std::uint32_t packed;
+      if constexpr (kElems == 8) {
+        packed = reinterpret_cast<const std::uint32_t*>(shards.data[r])[i];
+      } else {
+        packed = reinterpret_cast<const std::uint16_t*>(shards.data[r])[i];
       }
+      float const mult = decode_e4m3(shards.block_scales[r][block]) * inv_global[r];
+#pragma unroll
+      for (int k = 0; k < kElems; ++k) acc[k] += e2m1_from_word(packed, k) * mult;
     }
-    store<16>(out, b * 16, acc);
+    store_floats<kElems>(out, i * kElems, acc);
   }
 }
 
 template <class Out>
-__global__ void reduce_fp8_kernel(const __grid_constant__ QuantizedShards shards,
-                                  std::size_t groups, Fp8Format format, Out* __restrict__ out) {
+__global__ void reduce_fp8_kernel(const __grid_constant__ QuantizedShards shards, std::size_t items,
+                                  Fp8Format format, Out* __restrict__ out) {
+  constexpr int kElems = 16 / static_cast<int>(sizeof(Out));
   std::size_t const stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t g = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; g < groups;
-       g += stride) {
-    float acc[16] = {};
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < items;
+       i += stride) {
+    float acc[kElems] = {};
     for (int r = 0; r < shards.ranks; ++r) {
-      uint4 const codes = reinterpret_cast<const uint4*>(shards.data[r])[g];
       float const scale = *shards.scale[r];
-      std::uint32_t const w[4] = {codes.x, codes.y, codes.z, codes.w};
+      std::uint32_t words[kElems / 4];
+      if constexpr (kElems == 8) {
+        uint2 const w = reinterpret_cast<const uint2*>(shards.data[r])[i];
+        words[0] = w.x;
+        words[kElems / 4 - 1] = w.y;
+      } else {
+        words[0] = reinterpret_cast<const std::uint32_t*>(shards.data[r])[i];
+      }
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        float2 const lo = decode_fp8x2(static_cast<std::uint16_t>(w[k]), format);
-        float2 const hi = decode_fp8x2(static_cast<std::uint16_t>(w[k] >> 16), format);
+      for (int k = 0; k < kElems / 4; ++k) {
+        float2 const lo = decode_fp8x2(static_cast<std::uint16_t>(words[k]), format);
+        float2 const hi = decode_fp8x2(static_cast<std::uint16_t>(words[k] >> 16), format);
         acc[4 * k] += lo.x * scale;
         acc[4 * k + 1] += lo.y * scale;
         acc[4 * k + 2] += hi.x * scale;
         acc[4 * k + 3] += hi.y * scale;
       }
     }
-    store<16>(out, g * 16, acc);
+    store_floats<kElems>(out, i * kElems, acc);
   }
 }
 
@@ -110,9 +106,9 @@ static void reduce_nvfp4_impl(const QuantizedShards& shards, std::size_t count, 
                               cudaStream_t stream) {
   detail::check_shards(shards, count, out, true);
   if (count == 0) return;
-  std::size_t const blocks = count / 16;
+  std::size_t const items = count / (16 / sizeof(Out));
   detail::reduce_nvfp4_kernel<Out>
-      <<<detail::grid_for(blocks), detail::kThreadsPerCta, 0, stream>>>(shards, blocks, out);
+      <<<detail::grid_for(items), detail::kThreadsPerCta, 0, stream>>>(shards, items, out);
   SYMMCOMM_CHECK_LAUNCH();
 }
 
@@ -121,9 +117,9 @@ static void reduce_fp8_impl(const QuantizedShards& shards, std::size_t count, Fp
                             Out* out, cudaStream_t stream) {
   detail::check_shards(shards, count, out, false);
   if (count == 0) return;
-  std::size_t const groups = count / 16;
-  detail::reduce_fp8_kernel<Out><<<detail::grid_for(groups), detail::kThreadsPerCta, 0, stream>>>(
-      shards, groups, format, out);
+  std::size_t const items = count / (16 / sizeof(Out));
+  detail::reduce_fp8_kernel<Out>
+      <<<detail::grid_for(items), detail::kThreadsPerCta, 0, stream>>>(shards, items, format, out);
   SYMMCOMM_CHECK_LAUNCH();
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "support/reference.hpp"
@@ -52,63 +53,63 @@ std::vector<double> fp8_ring(const std::vector<HostFp8>& ranks, Fp8Format f, flo
   return out;
 }
 
-TEST(Accuracy, Fp8ReduceScatterBeatsAPerStepRingAndMatchesOneRounding) {
-  for (Fp8Format f : {Fp8Format::E4M3, Fp8Format::E5M2}) {
-    auto const x = inputs(11);
-    std::vector<HostFp8> q;
-    for (const auto& r : x) q.push_back(HostFp8::quantize(r, f));
-    auto const exact = exact_sum(q, 0, kCount);
-    auto const ours32 = reduce_like_kernel(q, 0, kCount);
-    double const e_fp32 = relative_error(ours32, exact);
-    double const e_bf16 = relative_error(to_bf16(ours32), exact);
-    // Re-quantized output: our fp32 sum quantized once, vs the exact sum quantized once.
-    auto const ours_q = HostFp8::quantize(ours32, f);
-    std::vector<float> exact_f(exact.begin(), exact.end());
-    auto const once = HostFp8::quantize(exact_f, f);
-    std::vector<double> ours_requant(kCount), exact_requant(kCount);
-    for (std::size_t i = 0; i < kCount; ++i) {
-      ours_requant[i] = ours_q.value(i);
-      exact_requant[i] = once.value(i);
-    }
-    double const e_ours_q = relative_error(ours_requant, exact);
-    double const e_once = relative_error(exact_requant, exact);
-    double const e_ring = relative_error(fp8_ring(q, f, ours_q.scale), exact);
-    std::printf(
-        "FP8 %s, %d ranks: fp32 out %.2e, bf16 out %.2e, re-quantized %.3e, one "
-        "quantization of the exact sum %.3e, per-step fp8 ring %.3e\n",
-        f == Fp8Format::E4M3 ? "e4m3" : "e5m2", kRanks, e_fp32, e_bf16, e_ours_q, e_once, e_ring);
-    EXPECT_LT(e_fp32, 1e-6);
-    EXPECT_LT(e_bf16, 4e-3);
-    EXPECT_LE(e_ours_q, e_once * 1.001 + 1e-9);
-    EXPECT_LT(e_ours_q, e_ring);
-  }
-}
+// Errors (relative L2 vs fp64) of every output form of a quantized reduce-scatter whose inputs
+// are `q`; `quantize` re-quantizes a float vector in the input's format.
+struct Errors {
+  double fp32, bf16, requantized, one_quantization_of_exact_sum;
+  double requantized_scale;  // for the ring simulation's shared scale
+};
 
-TEST(Accuracy, Nvfp4ReduceScatterIsNoWorseThanOneQuantizationOfTheExactSum) {
-  auto const x = inputs(12);
-  std::vector<HostNvfp4> q;
-  for (const auto& r : x) q.push_back(HostNvfp4::quantize(r));
+template <class Q, class Quantize>
+Errors errors_of(const std::vector<Q>& q, Quantize quantize) {
   auto const exact = exact_sum(q, 0, kCount);
   auto const ours32 = reduce_like_kernel(q, 0, kCount);
-  double const e_fp32 = relative_error(ours32, exact);
-  double const e_bf16 = relative_error(to_bf16(ours32), exact);
-  auto const ours_q = HostNvfp4::quantize(ours32);
-  std::vector<float> exact_f(exact.begin(), exact.end());
-  auto const once = HostNvfp4::quantize(exact_f);
+  auto const ours_q = quantize(ours32);
+  auto const once = quantize(std::vector<float>(exact.begin(), exact.end()));
   std::vector<double> ours_requant(kCount), exact_requant(kCount);
   for (std::size_t i = 0; i < kCount; ++i) {
     ours_requant[i] = ours_q.value(i);
     exact_requant[i] = once.value(i);
   }
-  double const e_ours_q = relative_error(ours_requant, exact);
-  double const e_once = relative_error(exact_requant, exact);
+  double scale = 0.0;
+  if constexpr (std::is_same_v<Q, HostFp8>) scale = ours_q.scale;
+  return Errors{relative_error(ours32, exact), relative_error(to_bf16(ours32), exact),
+                relative_error(ours_requant, exact), relative_error(exact_requant, exact), scale};
+}
+
+void expect_one_rounding(const Errors& e) {
+  EXPECT_LT(e.fp32, 1e-6);
+  EXPECT_LT(e.bf16, 4e-3);
+  EXPECT_LE(e.requantized, e.one_quantization_of_exact_sum * 1.001 + 1e-9);
+}
+
+TEST(Accuracy, Fp8ReduceScatterBeatsAPerStepRingAndMatchesOneRounding) {
+  for (Fp8Format f : {Fp8Format::E4M3, Fp8Format::E5M2}) {
+    std::vector<HostFp8> q;
+    for (const auto& r : inputs(11)) q.push_back(HostFp8::quantize(r, f));
+    Errors const e =
+        errors_of(q, [f](const std::vector<float>& v) { return HostFp8::quantize(v, f); });
+    double const ring = relative_error(fp8_ring(q, f, static_cast<float>(e.requantized_scale)),
+                                       exact_sum(q, 0, kCount));
+    std::printf(
+        "FP8 %s, %d ranks: fp32 out %.2e, bf16 out %.2e, re-quantized %.3e, one "
+        "quantization of the exact sum %.3e, per-step fp8 ring %.3e\n",
+        f == Fp8Format::E4M3 ? "e4m3" : "e5m2", kRanks, e.fp32, e.bf16, e.requantized,
+        e.one_quantization_of_exact_sum, ring);
+    expect_one_rounding(e);
+    EXPECT_LT(e.requantized, ring);
+  }
+}
+
+TEST(Accuracy, Nvfp4ReduceScatterIsNoWorseThanOneQuantizationOfTheExactSum) {
+  std::vector<HostNvfp4> q;
+  for (const auto& r : inputs(12)) q.push_back(HostNvfp4::quantize(r));
+  Errors const e = errors_of(q, [](const std::vector<float>& v) { return HostNvfp4::quantize(v); });
   std::printf(
       "NVFP4, %d ranks: fp32 out %.2e, bf16 out %.2e, re-quantized %.3e, one quantization "
       "of the exact sum %.3e\n",
-      kRanks, e_fp32, e_bf16, e_ours_q, e_once);
-  EXPECT_LT(e_fp32, 1e-6);
-  EXPECT_LT(e_bf16, 4e-3);
-  EXPECT_LE(e_ours_q, e_once * 1.001 + 1e-9);
+      kRanks, e.fp32, e.bf16, e.requantized, e.one_quantization_of_exact_sum);
+  expect_one_rounding(e);
 }
 
 }  // namespace
