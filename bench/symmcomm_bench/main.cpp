@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 
@@ -12,6 +13,10 @@
 #include "runner.hpp"
 #include "symmcomm/runtime.hpp"
 #include "symmcomm/version.hpp"
+
+#if defined(SYMMCOMM_WITH_MPI)
+#include <mpi.h>
+#endif
 
 using namespace symmcomm::bench;
 
@@ -22,6 +27,33 @@ std::string today() {
   std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
   return buf;
 }
+
+// Launched by mpirun (Open MPI, or a PMI/PMIx launcher): one rank per process.
+bool launched_by_mpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+    if (std::getenv(v) != nullptr) return true;
+  }
+  return false;
+}
+
+// Initialises MPI for the program's lifetime when launched by mpirun and built with MPI.
+struct MpiSession {
+  bool active = false;
+  MpiSession() {
+#if defined(SYMMCOMM_WITH_MPI)
+    if (launched_by_mpi()) {
+      int provided = 0;
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+      active = true;
+    }
+#endif
+  }
+  ~MpiSession() {
+#if defined(SYMMCOMM_WITH_MPI)
+    if (active) MPI_Finalize();
+#endif
+  }
+};
 
 bool write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path);
@@ -34,6 +66,13 @@ int main(int argc, char** argv) {
   ParseResult parsed = parse_command_line(argc, argv);
   if (!parsed.config) return parsed.exit_code;
   Config const& c = *parsed.config;
+  MpiSession mpi;
+  if (launched_by_mpi() && !mpi.active) {
+    std::fprintf(stderr,
+                 "symmcomm-bench: launched by mpirun but built without MPI; rebuild with "
+                 "-DSYMMCOMM_WITH_MPI=ON\n");
+    return 1;
+  }
   int visible = 0;
   cudaError_t const e = cudaGetDeviceCount(&visible);
   if (e != cudaSuccess || visible == 0) {
@@ -44,7 +83,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   int const gpus = c.gpus == 0 ? visible : c.gpus;
-  if (gpus > visible) {
+  if (!mpi.active && gpus > visible) {
     std::fprintf(stderr, "symmcomm-bench: -g %d asks for more GPUs than the %d visible\n", gpus,
                  visible);
     return 1;
@@ -67,29 +106,39 @@ int main(int argc, char** argv) {
       pool =
           std::max(pool, per_rank * static_cast<std::size_t>(gpus) * 4 + (std::size_t{64} << 20));
     }
-    Ranks ranks = make_ranks(gpus, pool);
-    std::printf("# symmcomm-bench %s | %d x %s | NCCL %s | %s\n# %s\n", meta.symmcomm.c_str(), gpus,
-                meta.gpu.c_str(), meta.nccl.c_str(), meta.date.c_str(), meta.command.c_str());
-    std::printf("# symmetric memory: %s\n", ranks.comms[0].capabilities().symmetric_memory
-                                                ? "yes"
-                                                : ranks.comms[0].capabilities().reason.c_str());
+    Ranks ranks = make_ranks(gpus, pool, mpi.active);
+    meta.gpu_count = ranks.world();
+    bool const prints = ranks.prints();
+    if (prints)
+      std::printf("# symmcomm-bench %s | %d x %s | NCCL %s | %s\n# %s\n", meta.symmcomm.c_str(),
+                  gpus, meta.gpu.c_str(), meta.nccl.c_str(), meta.date.c_str(),
+                  meta.command.c_str());
+    if (prints)
+      std::printf("# symmetric memory: %s\n", ranks.comms[0].capabilities().symmetric_memory
+                                                  ? "yes"
+                                                  : ranks.comms[0].capabilities().reason.c_str());
     std::vector<Result> results;
     std::vector<MoeResult> moe;
     if (c.scenario == Scenario::MoeDp) {
       moe = run_moe(c, ranks);
-      std::printf("#%9s %10s %12s %12s %12s\n", "tokens", "path", "dispatch_us", "combine_us",
-                  "total_us");
+      if (prints)
+        std::printf("#%9s %10s %12s %12s %12s\n", "tokens", "path", "dispatch_us", "combine_us",
+                    "total_us");
       for (const auto& m : moe) {
-        std::printf(" %9d %10s %12.2f %12.2f %12.2f\n", m.tokens_per_rank, m.path.c_str(),
-                    m.dispatch_us, m.combine_us, m.total_us());
+        if (prints)
+          std::printf(" %9d %10s %12.2f %12.2f %12.2f\n", m.tokens_per_rank, m.path.c_str(),
+                      m.dispatch_us, m.combine_us, m.total_us());
       }
     } else {
       results = run_sweep(c, ranks);
-      std::printf("%s", table_header().c_str());
-      for (const auto& r : results) std::printf("%s\n", format_row(r).c_str());
-      if (!results.empty()) std::printf("# path: %s\n", results.back().plan.c_str());
+      if (prints) {
+        std::printf("%s", table_header().c_str());
+        for (const auto& r : results) std::printf("%s\n", format_row(r).c_str());
+        if (!results.empty()) std::printf("# path: %s\n", results.back().plan.c_str());
+      }
     }
     release_ranks(ranks);
+    if (!prints) return 0;
     if (!c.json_path.empty() && !write_file(c.json_path, to_json(meta, results, moe))) {
       std::fprintf(stderr, "symmcomm-bench: cannot write --json %s\n", c.json_path.c_str());
       return 1;

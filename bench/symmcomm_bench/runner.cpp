@@ -18,13 +18,26 @@
 #include "symmcomm/formats/bf16.hpp"
 #include "symmcomm/formats/fp8.hpp"
 
+#if defined(SYMMCOMM_WITH_MPI)
+#include "symmcomm/comm/mpi.hpp"
+#endif
+
 namespace symmcomm::bench {
 namespace {
 
+// Synchronises the ranks of this process (threads) and, under MPI, the processes.
 class Barrier {
  public:
-  explicit Barrier(int parties) : parties_(parties) {}
+  Barrier(int parties, bool mpi) : parties_(parties), mpi_(mpi) {}
   void wait() {
+    wait_threads();
+#if defined(SYMMCOMM_WITH_MPI)
+    if (mpi_) MPI_Barrier(MPI_COMM_WORLD);  // one thread per process under MPI
+#endif
+  }
+
+ private:
+  void wait_threads() {
     std::unique_lock lock(mutex_);
     int const generation = generation_;
     if (++waiting_ == parties_) {
@@ -36,16 +49,34 @@ class Barrier {
     }
   }
 
- private:
   std::mutex mutex_;
   std::condition_variable cv_;
   int parties_, waiting_ = 0, generation_ = 0;
+  bool mpi_;
 };
+
+// Across processes under MPI (identity otherwise).
+double global_max(const Ranks& ranks, double local) {
+#if defined(SYMMCOMM_WITH_MPI)
+  if (ranks.mpi) MPI_Allreduce(MPI_IN_PLACE, &local, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+#else
+  (void)ranks;
+#endif
+  return local;
+}
+long long global_sum(const Ranks& ranks, long long local) {
+#if defined(SYMMCOMM_WITH_MPI)
+  if (ranks.mpi) MPI_Allreduce(MPI_IN_PLACE, &local, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+#else
+  (void)ranks;
+#endif
+  return local;
+}
 
 void parallel(Ranks& ranks, const std::function<void(int)>& body) {
   std::vector<std::thread> threads;
   std::vector<std::exception_ptr> errors(ranks.comms.size());
-  for (int r = 0; r < ranks.size(); ++r) {
+  for (int r = 0; r < ranks.local(); ++r) {
     threads.emplace_back([&, r] {
       try {
         detail::DeviceGuard guard(ranks.comms[static_cast<std::size_t>(r)].device());
@@ -158,10 +189,11 @@ struct RankJob {
   std::string plan;
 };
 
-RankJob make_job(const Config& c, Ranks& ranks, int r, std::size_t count, Buffers& b) {
-  auto& comm = ranks.comms[static_cast<std::size_t>(r)];
-  cudaStream_t const stream = ranks.streams[static_cast<std::size_t>(r)];
-  int const n = ranks.size();
+RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Buffers& b) {
+  auto& comm = ranks.comms[static_cast<std::size_t>(local)];
+  cudaStream_t const stream = ranks.streams[static_cast<std::size_t>(local)];
+  int const n = comm.size();
+  int const r = comm.rank();
   std::size_t const shard = count / static_cast<std::size_t>(n);
   bool const plain_nccl = c.path == BenchPath::Nccl;
   bool const symmetric = !plain_nccl;
@@ -317,11 +349,20 @@ RankJob make_job(const Config& c, Ranks& ranks, int r, std::size_t count, Buffer
 
 }  // namespace
 
-Ranks make_ranks(int gpus, std::size_t pool_bytes) {
-  std::vector<int> devices;
-  for (int d = 0; d < gpus; ++d) devices.push_back(d);
+Ranks make_ranks(int gpus, std::size_t pool_bytes, bool mpi) {
   Ranks ranks;
-  ranks.comms = create_local_communicators(devices);
+  ranks.mpi = mpi;
+  if (mpi) {
+#if defined(SYMMCOMM_WITH_MPI)
+    ranks.comms.push_back(create_mpi_communicator(MPI_COMM_WORLD));
+#else
+    SYMMCOMM_FAIL("symmcomm-bench was built without MPI (-DSYMMCOMM_WITH_MPI=ON)");
+#endif
+  } else {
+    std::vector<int> devices;
+    for (int d = 0; d < gpus; ++d) devices.push_back(d);
+    ranks.comms = create_local_communicators(devices);
+  }
   {
     Group group;
     for (auto& c : ranks.comms)
@@ -352,15 +393,18 @@ void release_ranks(Ranks& ranks) {
 std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
   std::vector<Result> results;
   auto const sizes = size_sweep(c.min_bytes, c.max_bytes, c.step_factor);
-  int const n = ranks.size();
+  int const n = ranks.world();
+  std::size_t const local = static_cast<std::size_t>(ranks.local());
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     std::size_t const count = element_count(c.dtype, sizes[i], n);
-    std::fprintf(stderr, "[symmcomm-bench] %s %s %s: size %zu (%zu/%zu)\n", to_string(c.op),
-                 to_string(c.dtype), to_string(c.path), sizes[i], i + 1, sizes.size());
-    std::vector<double> times(static_cast<std::size_t>(n)), base(static_cast<std::size_t>(n));
-    std::vector<long long> wrong(static_cast<std::size_t>(n), 0);
-    std::vector<std::string> plans(static_cast<std::size_t>(n));
-    Barrier barrier(n);
+    if (ranks.prints()) {
+      std::fprintf(stderr, "[symmcomm-bench] %s %s %s: size %zu (%zu/%zu)\n", to_string(c.op),
+                   to_string(c.dtype), to_string(c.path), sizes[i], i + 1, sizes.size());
+    }
+    std::vector<double> times(local), base(local);
+    std::vector<long long> wrong(local, 0);
+    std::vector<std::string> plans(local);
+    Barrier barrier(ranks.local(), ranks.mpi);
     parallel(ranks, [&](int r) {
       Buffers buffers(*ranks.pools[static_cast<std::size_t>(r)]);
       RankJob job = make_job(c, ranks, r, count, buffers);
@@ -380,14 +424,17 @@ std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
     res.plan = plans[0];
     res.count = count;
     res.size = static_cast<std::size_t>(static_cast<double>(count) * bytes_per_element(c.dtype));
-    res.time_us = *std::max_element(times.begin(), times.end());
-    res.baseline_time_us = *std::max_element(base.begin(), base.end());
+    res.time_us = global_max(ranks, *std::max_element(times.begin(), times.end()));
+    res.baseline_time_us = global_max(ranks, *std::max_element(base.begin(), base.end()));
     res.baseline = c.op == Op::AllGather ? "nccl allgather of the same tensors, plain buffers"
                                          : "nccl bf16 reducescatter, same count, plain buffers";
     res.algbw = static_cast<double>(res.size) / 1e3 / res.time_us;
     res.busbw = bus_bandwidth(res.algbw, n);
-    res.wrong = c.check ? 0 : -1;
-    for (long long w : wrong) res.wrong = (w < 0 || res.wrong < 0) ? -1 : res.wrong + w;
+    long long local_wrong = 0;
+    for (long long w : wrong) local_wrong = (w < 0 || local_wrong < 0) ? -1 : local_wrong + w;
+    // -1 (not checked) anywhere makes the sum negative: report "not checked".
+    long long const total_wrong = global_sum(ranks, local_wrong < 0 ? -(1LL << 40) : local_wrong);
+    res.wrong = c.check && total_wrong >= 0 ? total_wrong : -1;
     results.push_back(res);
   }
   return results;
@@ -395,17 +442,19 @@ std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
 
 std::vector<MoeResult> run_moe(const Config& c, Ranks& ranks) {
   std::vector<MoeResult> results;
-  int const n = ranks.size();
+  int const n = ranks.world();
+  std::size_t const local = static_cast<std::size_t>(ranks.local());
   std::size_t const hidden = static_cast<std::size_t>(c.moe_hidden);
   std::size_t const topk = static_cast<std::size_t>(c.moe_topk);
   for (int tokens = 1; tokens <= c.moe_max_tokens; tokens *= 2) {
     for (BenchPath path : {BenchPath::Auto, BenchPath::Fallback, BenchPath::Nccl}) {
-      std::fprintf(stderr, "[symmcomm-bench] moe-dp: %d tokens per rank, %s\n", tokens,
-                   to_string(path));
+      if (ranks.prints()) {
+        std::fprintf(stderr, "[symmcomm-bench] moe-dp: %d tokens per rank, %s\n", tokens,
+                     to_string(path));
+      }
       std::size_t const count = static_cast<std::size_t>(tokens) * hidden;  // per rank
-      std::vector<double> dispatch(static_cast<std::size_t>(n)),
-          combine(static_cast<std::size_t>(n));
-      Barrier barrier(n);
+      std::vector<double> dispatch(local), combine(local);
+      Barrier barrier(ranks.local(), ranks.mpi);
       parallel(ranks, [&](int r) {
         auto& comm = ranks.comms[static_cast<std::size_t>(r)];
         cudaStream_t const s = ranks.streams[static_cast<std::size_t>(r)];
@@ -475,8 +524,8 @@ std::vector<MoeResult> run_moe(const Config& c, Ranks& ranks) {
       MoeResult m;
       m.tokens_per_rank = tokens;
       m.path = to_string(path);
-      m.dispatch_us = *std::max_element(dispatch.begin(), dispatch.end());
-      m.combine_us = *std::max_element(combine.begin(), combine.end());
+      m.dispatch_us = global_max(ranks, *std::max_element(dispatch.begin(), dispatch.end()));
+      m.combine_us = global_max(ranks, *std::max_element(combine.begin(), combine.end()));
       results.push_back(m);
     }
   }

@@ -13,16 +13,24 @@
 
 namespace symmcomm::bench {
 
-/// Communicators, pools and streams of the ranks this process drives.
+/// Communicators, pools and streams of the ranks this process drives: every rank (one thread
+/// each), or under mpirun one rank per process.
 struct Ranks {
   std::vector<Communicator> comms;
   std::vector<std::unique_ptr<SymmAllocator>> pools;
   std::vector<cudaStream_t> streams;
-  int size() const { return static_cast<int>(comms.size()); }
+  bool mpi = false;  ///< ranks live in several processes (MPI_COMM_WORLD)
+  /// Ranks in this process.
+  int local() const { return static_cast<int>(comms.size()); }
+  /// Ranks in the communicator.
+  int world() const { return comms.empty() ? 0 : comms[0].size(); }
+  /// True in the process that prints (world rank 0).
+  bool prints() const { return !mpi || comms[0].rank() == 0; }
 };
 
-/// Creates `gpus` ranks (0: all visible) with pools of `pool_bytes` each.
-Ranks make_ranks(int gpus, std::size_t pool_bytes);
+/// Creates `gpus` ranks in this process (0: all visible), or with `mpi` one rank per MPI
+/// process on its node-local GPU, with pools of `pool_bytes` each.
+Ranks make_ranks(int gpus, std::size_t pool_bytes, bool mpi);
 /// Releases pools (collectively), streams and communicators.
 void release_ranks(Ranks& ranks);
 
