@@ -1,0 +1,175 @@
+/* symmcomm C ABI: the symmetric pool and collectives for engines that are not C++ (Python via
+ * ctypes, PyTorch's pluggable allocator), in the shared library libsymmcomm_c.so.
+ *
+ * Conventions
+ * - Every function returns a symmcomm_status_t; on failure symmcomm_last_error() gives the text
+ *   (thread-local: the last failure of the calling thread). No C++ exception crosses the ABI.
+ * - Handles are opaque. Pools are thread-safe; communicators follow NCCL's rules (one thread
+ *   issues a communicator's collectives at a time, in the same order on every rank).
+ * - Collective calls (comm init/wrap with probing, pool creation with initial bytes, reserve,
+ *   growth, verify, every collective) must be made by all ranks in the same order.
+ * - Collectives are stream-ordered and do not synchronise the host.
+ */
+#ifndef SYMMCOMM_C_API_H
+#define SYMMCOMM_C_API_H
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Result of every symmcomm C call. */
+typedef enum {
+  SYMMCOMM_SUCCESS = 0,
+  SYMMCOMM_ERROR_INVALID_ARGUMENT = 1, /* bad argument or state; see symmcomm_last_error() */
+  SYMMCOMM_ERROR_CUDA = 2,
+  SYMMCOMM_ERROR_NCCL = 3,
+  SYMMCOMM_ERROR_OUT_OF_MEMORY = 4,
+  SYMMCOMM_ERROR_NOT_SYMMETRIC = 5, /* symmcomm_verify found ranks that differ */
+  SYMMCOMM_ERROR_INTERNAL = 6
+} symmcomm_status_t;
+
+/** Path requested for a collective (symmcomm::PathChoice). */
+typedef enum {
+  SYMMCOMM_PATH_AUTO = 0,
+  SYMMCOMM_PATH_NCCL_SYMMETRIC = 1,
+  SYMMCOMM_PATH_LSA_KERNEL = 2,
+  SYMMCOMM_PATH_FALLBACK = 3
+} symmcomm_path_t;
+
+/** Path a collective took (symmcomm::Path), written to *path_taken when not NULL. */
+typedef enum {
+  SYMMCOMM_TOOK_NCCL_SYMMETRIC = 0,
+  SYMMCOMM_TOOK_LSA_KERNEL = 1,
+  SYMMCOMM_TOOK_FALLBACK = 2
+} symmcomm_path_taken_t;
+
+/** FP8 encodings. */
+typedef enum { SYMMCOMM_FP8_E4M3 = 0, SYMMCOMM_FP8_E5M2 = 1 } symmcomm_fp8_format_t;
+
+typedef struct symmcomm_comm_s* symmcomm_comm_t; /**< a communicator (owned or borrowed) */
+typedef struct symmcomm_pool_s* symmcomm_pool_t; /**< a symmetric memory pool */
+
+/** An NVFP4 tensor: packed e2m1 data (count/2 bytes), e4m3 block scales (count/16 bytes) and
+ *  the fp32 global scale (comm size floats for gathered tensors). */
+typedef struct {
+  uint8_t* data;
+  uint8_t* block_scales;
+  float* global_scale;
+  size_t count;
+} symmcomm_nvfp4_t;
+
+/** An FP8 tensor: codes, its fp32 dequantization scale(s), count and format. */
+typedef struct {
+  uint8_t* data;
+  float* scale;
+  size_t count;
+  symmcomm_fp8_format_t format;
+} symmcomm_fp8_t;
+
+/** Text of the calling thread's last failure ("" when none). Valid until the thread's next
+ *  failing call. */
+const char* symmcomm_last_error(void);
+/** Library version, "major.minor.patch". */
+const char* symmcomm_version(void);
+
+/* ---- communicators ------------------------------------------------------------------------ */
+
+/** Size of an NCCL unique id (NCCL_UNIQUE_ID_BYTES). */
+size_t symmcomm_unique_id_bytes(void);
+/** Writes a fresh NCCL unique id (symmcomm_unique_id_bytes() bytes) for symmcomm_comm_init. */
+symmcomm_status_t symmcomm_get_unique_id(void* id_out);
+/** Creates an owned communicator: rank `rank` of `nranks` on CUDA device `device`, from the id
+ *  made by rank 0 and shared by the caller (e.g. a torch.distributed broadcast). Collective. */
+symmcomm_status_t symmcomm_comm_init(int nranks, const void* id, int rank, int device,
+                                     symmcomm_comm_t* out);
+/** Wraps an engine's NCCL communicator without taking ownership. Collective when probe != 0. */
+symmcomm_status_t symmcomm_comm_wrap(ncclComm_t nccl_comm, int probe, symmcomm_comm_t* out);
+/** Releases the handle (destroys an owned communicator once its pools are gone). */
+symmcomm_status_t symmcomm_comm_release(symmcomm_comm_t comm);
+/** Rank, size, device and symmetric-memory support (any output may be NULL). */
+symmcomm_status_t symmcomm_comm_info(symmcomm_comm_t comm, int* rank, int* size, int* device,
+                                     int* symmetric);
+
+/* ---- pool ---------------------------------------------------------------------------------- */
+
+/** Creates a pool; reserves `initial_bytes` now (collective when > 0). `growth_bytes` is the
+ *  least an on-demand arena adds (growth is collective); allow_growth 0 disables it. */
+symmcomm_status_t symmcomm_pool_create(symmcomm_comm_t comm, size_t initial_bytes,
+                                       size_t growth_bytes, int allow_growth, symmcomm_pool_t* out);
+/** Destroys the pool (collective: arenas are deregistered). */
+symmcomm_status_t symmcomm_pool_destroy(symmcomm_pool_t pool);
+/** Adds an arena of `bytes`. Collective. */
+symmcomm_status_t symmcomm_pool_reserve(symmcomm_pool_t pool, size_t bytes);
+/** Allocates `bytes` aligned to `alignment` (0: 256). `stream` is checked for graph capture. */
+symmcomm_status_t symmcomm_pool_allocate(symmcomm_pool_t pool, size_t bytes, size_t alignment,
+                                         cudaStream_t stream, void** out);
+/** Returns an allocation (an error for foreign or already freed pointers). */
+symmcomm_status_t symmcomm_pool_free(symmcomm_pool_t pool, void* ptr);
+/** Statistics (any output may be NULL). */
+symmcomm_status_t symmcomm_pool_stats(symmcomm_pool_t pool, size_t* reserved_bytes,
+                                      size_t* in_use_bytes, size_t* arenas,
+                                      size_t* live_allocations);
+/** Collective check that every rank holds the same windows and allocations;
+ *  SYMMCOMM_ERROR_NOT_SYMMETRIC names the first difference. */
+symmcomm_status_t symmcomm_verify(symmcomm_comm_t comm, cudaStream_t stream);
+
+/** Whether [ptr, ptr + bytes) lies in a symmetric window of `comm`, and at which offset. */
+symmcomm_status_t symmcomm_provenance(symmcomm_comm_t comm, const void* ptr, size_t bytes,
+                                      int* symmetric, size_t* window_offset);
+
+/* ---- codecs -------------------------------------------------------------------------------- */
+
+/** BF16 -> NVFP4; compute_scale != 0 computes and stores the global scale. */
+symmcomm_status_t symmcomm_quantize_nvfp4(const void* src_bf16, const symmcomm_nvfp4_t* dst,
+                                          int compute_scale, cudaStream_t stream);
+/** NVFP4 -> BF16. */
+symmcomm_status_t symmcomm_dequantize_nvfp4(const symmcomm_nvfp4_t* src, void* dst_bf16,
+                                            cudaStream_t stream);
+
+/* ---- collectives (path_taken may be NULL) -------------------------------------------------- */
+
+symmcomm_status_t symmcomm_all_gather_bf16(symmcomm_comm_t comm, const void* send, void* recv,
+                                           size_t send_count, symmcomm_path_t path,
+                                           cudaStream_t stream, int* path_taken);
+symmcomm_status_t symmcomm_all_gather_fp8(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
+                                          const symmcomm_fp8_t* recv, symmcomm_path_t path,
+                                          cudaStream_t stream, int* path_taken);
+symmcomm_status_t symmcomm_all_gather_nvfp4(symmcomm_comm_t comm, const symmcomm_nvfp4_t* send,
+                                            const symmcomm_nvfp4_t* recv, symmcomm_path_t path,
+                                            cudaStream_t stream, int* path_taken);
+symmcomm_status_t symmcomm_reduce_scatter_bf16(symmcomm_comm_t comm, const void* send, void* recv,
+                                               size_t recv_count, symmcomm_path_t path,
+                                               cudaStream_t stream, int* path_taken);
+/** NVFP4 sum into BF16 (fp32 accumulation, one rounding). */
+symmcomm_status_t symmcomm_reduce_scatter_nvfp4_bf16(symmcomm_comm_t comm,
+                                                     const symmcomm_nvfp4_t* send, void* recv_bf16,
+                                                     size_t recv_count, symmcomm_path_t path,
+                                                     cudaStream_t stream, int* path_taken);
+/** FP8 sum into BF16 (fp32 accumulation, one rounding). */
+symmcomm_status_t symmcomm_reduce_scatter_fp8_bf16(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
+                                                   void* recv_bf16, size_t recv_count,
+                                                   symmcomm_path_t path, cudaStream_t stream,
+                                                   int* path_taken);
+
+/* ---- PyTorch pluggable allocator ----------------------------------------------------------- */
+
+/** Routes symmcomm_torch_alloc/free for `pool`'s device to `pool` (NULL: unset). A pool used
+ *  this way should not grow on demand (growth is collective: allocate in the same order on
+ *  every rank, or reserve enough and create it with allow_growth 0). */
+symmcomm_status_t symmcomm_torch_set_pool(symmcomm_pool_t pool);
+/** torch.cuda.memory.CUDAPluggableAllocator entry points. alloc returns NULL on failure (the
+ *  reason is in symmcomm_last_error()); free of a foreign pointer is logged and ignored. */
+void* symmcomm_torch_alloc(ssize_t size, int device, cudaStream_t stream);
+void symmcomm_torch_free(void* ptr, ssize_t size, int device, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYMMCOMM_C_API_H */

@@ -1,0 +1,82 @@
+// The C ABI without a GPU: argument checking, status codes and error texts.
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+
+#include "symmcomm/c_api.h"
+
+namespace {
+
+bool last_error_has(const char* text) {
+  return std::string(symmcomm_last_error()).find(text) != std::string::npos;
+}
+
+TEST(CApi, VersionAndIdSize) {
+  EXPECT_STREQ(symmcomm_version(), "0.1.0");
+  EXPECT_EQ(symmcomm_unique_id_bytes(), static_cast<size_t>(NCCL_UNIQUE_ID_BYTES));
+}
+
+TEST(CApi, NullArgumentsAreInvalidArguments) {
+  symmcomm_comm_t comm = nullptr;
+  EXPECT_EQ(symmcomm_comm_wrap(nullptr, 0, &comm), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("nccl_comm is NULL"));
+  EXPECT_EQ(symmcomm_comm_wrap(reinterpret_cast<ncclComm_t>(0x10), 0, nullptr),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("out is NULL"));
+  EXPECT_EQ(symmcomm_comm_info(nullptr, nullptr, nullptr, nullptr, nullptr),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("comm is NULL"));
+  EXPECT_EQ(symmcomm_comm_release(nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(symmcomm_pool_destroy(nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(symmcomm_pool_reserve(nullptr, 1024), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("pool is NULL"));
+  void* p = nullptr;
+  EXPECT_EQ(symmcomm_pool_allocate(nullptr, 64, 0, nullptr, &p), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(symmcomm_pool_stats(nullptr, nullptr, nullptr, nullptr, nullptr),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(symmcomm_get_unique_id(nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(symmcomm_torch_set_pool(nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  int symmetric = 0;
+  EXPECT_EQ(symmcomm_provenance(nullptr, &p, 8, &symmetric, nullptr),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(CApi, BadValuesNameTheArgument) {
+  char id[NCCL_UNIQUE_ID_BYTES] = {};
+  symmcomm_comm_t comm = nullptr;
+  EXPECT_EQ(symmcomm_comm_init(0, id, 0, 0, &comm), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("nranks 0 is not positive"));
+  EXPECT_EQ(symmcomm_comm_init(2, id, 5, 0, &comm), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("rank 5 is outside 0..1"));
+  EXPECT_EQ(symmcomm_comm_init(1, nullptr, 0, 0, &comm), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("id is NULL"));
+  symmcomm_nvfp4_t bad{nullptr, nullptr, nullptr, 17};
+  EXPECT_EQ(symmcomm_quantize_nvfp4(nullptr, &bad, 1, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("dst.count 17 is not a multiple"));
+  EXPECT_EQ(symmcomm_dequantize_nvfp4(nullptr, nullptr, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("src is NULL"));
+}
+
+TEST(CApi, TorchEntryPointsNeverThrowAndReportFailure) {
+  EXPECT_EQ(symmcomm_torch_alloc(1024, 0, nullptr), nullptr);  // no pool set
+  EXPECT_TRUE(last_error_has("no pool set for device 0"));
+  EXPECT_EQ(symmcomm_torch_alloc(-1, 0, nullptr), nullptr);
+  EXPECT_TRUE(last_error_has("size -1 is not positive"));
+  EXPECT_EQ(symmcomm_torch_alloc(64, 999, nullptr), nullptr);
+  symmcomm_torch_free(nullptr, 0, 0, nullptr);                           // a no-op
+  symmcomm_torch_free(reinterpret_cast<void*>(0x1000), 64, 0, nullptr);  // logged, ignored
+  EXPECT_TRUE(last_error_has("no pool set for device 0"));
+}
+
+TEST(CApi, LastErrorIsPerThread) {
+  EXPECT_EQ(symmcomm_pool_reserve(nullptr, 1), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  std::string other;
+  std::thread t([&] { other = symmcomm_last_error(); });
+  t.join();
+  EXPECT_TRUE(other.empty());
+  EXPECT_TRUE(last_error_has("pool is NULL"));
+}
+
+}  // namespace
