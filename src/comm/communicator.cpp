@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <exception>
+#include <sstream>
 #include <thread>
 
 #include "dev_comm.hpp"
@@ -33,6 +34,22 @@ void probe(CommState& state) {
   state.caps.probed = true;
   std::string reason;
   DeviceGuard guard(state.device);
+  NcclVersion const built = nccl_build_version();
+  if (!(state.caps.runtime_version == built)) {
+    // The device API's structs (ncclDevCommRequirements, ncclDevComm) change between releases:
+    // handing one version's layout to another reads garbage. Seen with PyTorch's own NCCL loaded
+    // in the process before symmcomm's.
+    std::ostringstream os;
+    os << "the loaded NCCL " << state.caps.runtime_version.major << "."
+       << state.caps.runtime_version.minor << "." << state.caps.runtime_version.patch
+       << " differs from the headers symmcomm was built with (" << built.major << "."
+       << built.minor << "." << built.patch << "): the device API was not probed";
+    state.caps.symmetric_memory = false;
+    state.caps.lsa_team_size = 1;
+    state.caps.reason = os.str();
+    SYMMCOMM_LOG_WARN("communicator " << state.id << ": " << state.caps.reason);
+    return;
+  }
   state.caps.symmetric_memory = create_dev_comm(state, reason);
   state.caps.reason = reason;
   if (!state.caps.symmetric_memory) {

@@ -68,6 +68,16 @@ SymmetricBuffer::SymmetricBuffer(std::shared_ptr<detail::CommState> comm, std::s
   ncclResult_t const r = ncclCommWindowRegister(comm->comm, record->ptr, bytes, &record->window,
                                                 NCCL_WIN_COLL_SYMMETRIC);
   if (r != ncclSuccess && r != ncclInProgress) {
+    if (comm->caps.probed && !comm->caps.symmetric_memory && r == ncclInvalidUsage) {
+      // Some NCCL versions refuse symmetric windows on communicators without symmetric
+      // support. Keep the memory, unregistered: provenance reports it as not symmetric and
+      // collectives take the fallback path, saying why.
+      SYMMCOMM_LOG_INFO("SymmetricBuffer: NCCL refused a symmetric window on communicator "
+                        << comm->id << " (" << comm->caps.reason
+                        << "); keeping the memory unregistered");
+      record_ = std::move(record);
+      return;
+    }
     SYMMCOMM_NCCL_LOG_ON_ERROR(ncclMemFree(record->ptr));
     SYMMCOMM_NCCL_TRY(r);
   }

@@ -65,7 +65,9 @@ class SymmetricBuffer {
   void* data() const noexcept { return record_ ? record_->ptr : nullptr; }
   /// @brief Size in bytes.
   std::size_t size() const noexcept { return record_ ? record_->bytes : 0; }
-  /// @brief The NCCL window (null until a surrounding Group has ended).
+  /// @brief The NCCL window (null until a surrounding Group has ended, and null for good when
+  /// NCCL refused the window on a communicator without symmetric support: the memory is then
+  /// plain, and provenance says so).
   ncclWindow_t window() const noexcept { return record_ ? record_->window : nullptr; }
   /// @brief The id of the communicator the window belongs to.
   std::uint64_t comm_id() const noexcept { return record_ ? record_->comm->id : 0; }
