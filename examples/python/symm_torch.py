@@ -103,11 +103,10 @@ def main():
         check(lib, lib.symmcomm_provenance(comm, t.data_ptr(), t.numel() * t.element_size(),
                                            ctypes.byref(sym), ctypes.byref(off)), "provenance")
         windows.append(sym.value == 1)
-        # NCCL may refuse windows on a communicator without symmetric support; then the pool's
-        # memory is plain and provenance must say so.
-        if symmetric.value or sym.value != 1:
-            assert sym.value == 1 or not symmetric.value, \
-                f"{name} is not in a symmetric window: {lib.symmcomm_last_error().decode()}"
+        # NCCL may refuse windows on a communicator without symmetric support (the pool's memory
+        # is then plain, and provenance says so); with support every pool tensor is in a window.
+        assert sym.value == 1 or not symmetric.value, \
+            f"{name} is not in a symmetric window: {lib.symmcomm_last_error().decode()}"
     print(f"pool tensors in symmetric windows: {all(windows)}")
 
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
