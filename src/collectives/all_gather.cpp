@@ -51,16 +51,17 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
     send_total += p.bytes[static_cast<std::size_t>(me)];
     recv_total += sum;
     request.buffers.push_back(
-        detail::planned_buffer(state, p.send_name, p.send, p.bytes[static_cast<std::size_t>(me)]));
+        detail::planned_buffer(p.send_name, p.send, p.bytes[static_cast<std::size_t>(me)]));
   }
   for (const Part& p : parts) {
     std::size_t sum = 0;
     for (std::size_t b : p.bytes) sum += b;
-    request.buffers.push_back(detail::planned_buffer(state, p.recv_name, p.recv, sum));
+    request.buffers.push_back(detail::planned_buffer(p.recv_name, p.recv, sum));
   }
   request.equal_counts = equal;
   request.bytes_per_rank = send_total;
   request.staging_usable = equal && detail::staging_usable(state, options, send_total, recv_total);
+  detail::resolve_provenance(state, request.buffers);
   Plan const plan = plan_collective(request);
   SYMMCOMM_EXPECTS(plan.path != Path::LsaKernel, operation
                                                      << ": the lsa-kernel executor is not "

@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include <algorithm>
+
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
@@ -13,29 +15,42 @@ CommState& usable_state(const Communicator& comm, const char* what) {
   return *comm.state();
 }
 
-PlannedBuffer planned_buffer(const CommState& comm, const char* name, const void* ptr,
-                             std::size_t bytes) {
+PlannedBuffer planned_buffer(const char* name, const void* ptr, std::size_t bytes) {
+  SYMMCOMM_EXPECTS(bytes == 0 || ptr != nullptr, name << " is null (" << bytes << " bytes)");
   PlannedBuffer b;
   b.name = name;
   b.ptr = ptr;
   b.bytes = bytes;
-  if (bytes == 0) {
-    b.provenance.status = ProvenanceStatus::Symmetric;  // nothing to move: no constraint
-    return b;
-  }
-  SYMMCOMM_EXPECTS(ptr != nullptr, name << " is null (" << bytes << " bytes)");
-  b.provenance = ProvenanceRegistry::global().lookup(ptr, bytes, comm.id);
-  if (!b.provenance.symmetric()) {
-    // Windows are known to be on the communicator's device; other memory is checked.
-    int const device = device_of_pointer(ptr);
-    SYMMCOMM_EXPECTS(device == comm.device,
-                     name << " " << ptr << " (" << bytes << " bytes) is "
-                          << (device < 0 ? std::string("not device memory")
-                                         : "on device " + std::to_string(device))
-                          << ", but the communicator's rank " << comm.rank << " is on device "
-                          << comm.device);
-  }
   return b;
+}
+
+void resolve_provenance(const CommState& comm, std::vector<PlannedBuffer>& buffers) {
+  constexpr std::size_t kInline = 16;
+  ProvenanceRegistry::Query queries[kInline];
+  Provenance answers[kInline];
+  for (std::size_t first = 0; first < buffers.size(); first += kInline) {
+    std::size_t const n = std::min(kInline, buffers.size() - first);
+    for (std::size_t i = 0; i < n; ++i) {
+      queries[i] = ProvenanceRegistry::Query{buffers[first + i].ptr, buffers[first + i].bytes};
+    }
+    ProvenanceRegistry::global().lookup(queries, n, comm.id, answers);
+    for (std::size_t i = 0; i < n; ++i) buffers[first + i].provenance = answers[i];
+  }
+  for (auto& b : buffers) {
+    if (b.bytes == 0) {
+      b.provenance.status = ProvenanceStatus::Symmetric;  // nothing to move: no constraint
+      continue;
+    }
+    if (b.provenance.symmetric()) continue;
+    // Windows are known to be on the communicator's device; other memory is checked.
+    int const device = device_of_pointer(b.ptr);
+    SYMMCOMM_EXPECTS(device == comm.device,
+                     b.name << " " << b.ptr << " (" << b.bytes << " bytes) is "
+                            << (device < 0 ? std::string("not device memory")
+                                           : "on device " + std::to_string(device))
+                            << ", but the communicator's rank " << comm.rank << " is on device "
+                            << comm.device);
+  }
 }
 
 bool staging_usable(const CommState& comm, const Options& options, std::size_t send_bytes,

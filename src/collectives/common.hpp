@@ -16,10 +16,14 @@ namespace symmcomm::detail {
 /// The communicator's state, checked usable.
 CommState& usable_state(const Communicator& comm, const char* what);
 
-/// A buffer with its provenance for `comm`; non-symmetric buffers are checked to be device
-/// memory of the communicator's device (LogicError naming `name` otherwise).
-PlannedBuffer planned_buffer(const CommState& comm, const char* name, const void* ptr,
-                             std::size_t bytes);
+/// A buffer a call touches (provenance filled in by resolve_provenance). LogicError naming
+/// `name` for a null pointer with a non-zero size.
+PlannedBuffer planned_buffer(const char* name, const void* ptr, std::size_t bytes);
+
+/// Looks up every buffer's provenance for `comm` under one registry lock; non-symmetric
+/// buffers are checked to be device memory of the communicator's device (LogicError naming
+/// the buffer otherwise).
+void resolve_provenance(const CommState& comm, std::vector<PlannedBuffer>& buffers);
 
 /// True when `staging` can hold `send_bytes` / `recv_bytes` in windows of `comm`.
 bool staging_usable(const CommState& comm, const Options& options, std::size_t send_bytes,

@@ -46,11 +46,12 @@ Plan native_reduce_scatter(const Communicator& comm, Span<T> send, Span<T> recv,
   request.choice = options.path;
   request.equal_counts = counts == nullptr;
   request.bytes_per_rank = recv.data_bytes();
-  request.buffers = {detail::planned_buffer(state, "send.data", send.data, send.data_bytes()),
-                     detail::planned_buffer(state, "recv.data", recv.data, recv.data_bytes())};
+  request.buffers = {detail::planned_buffer("send.data", send.data, send.data_bytes()),
+                     detail::planned_buffer("recv.data", recv.data, recv.data_bytes())};
   request.staging_usable =
       counts == nullptr &&
       detail::staging_usable(state, options, send.data_bytes(), recv.data_bytes());
+  detail::resolve_provenance(state, request.buffers);
   Plan const plan = plan_collective(request);
   SYMMCOMM_EXPECTS(
       plan.path != Path::LsaKernel,
@@ -162,18 +163,18 @@ Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in
   request.choice = options.path;
   request.equal_counts = counts == nullptr;
   request.bytes_per_rank = in.data_bytes(out.count);
-  request.buffers.push_back(
-      detail::planned_buffer(state, "send.data", in.data, in.data_bytes(in.count)));
+  request.buffers.push_back(detail::planned_buffer("send.data", in.data, in.data_bytes(in.count)));
   if (in.nvfp4) {
-    request.buffers.push_back(detail::planned_buffer(state, "send.block_scales", in.block_scales,
-                                                     in.count / kNvfp4BlockSize));
+    request.buffers.push_back(
+        detail::planned_buffer("send.block_scales", in.block_scales, in.count / kNvfp4BlockSize));
   }
-  request.buffers.push_back(detail::planned_buffer(
-      state, in.nvfp4 ? "send.global_scale" : "send.scale", in.scale, sizeof(float)));
+  request.buffers.push_back(detail::planned_buffer(in.nvfp4 ? "send.global_scale" : "send.scale",
+                                                   in.scale, sizeof(float)));
   std::size_t const out_data_bytes = out_elem_bytes > 0            ? out.count * out_elem_bytes
                                      : out.type == DataType::Nvfp4 ? out.count / 2
                                                                    : out.count;
-  request.buffers.push_back(detail::planned_buffer(state, "recv.data", out.data, out_data_bytes));
+  request.buffers.push_back(detail::planned_buffer("recv.data", out.data, out_data_bytes));
+  detail::resolve_provenance(state, request.buffers);
   Plan const plan = plan_collective(request);
   SYMMCOMM_EXPECTS(plan.path == Path::Fallback,
                    operation << ": path " << to_string(plan.path)

@@ -131,6 +131,20 @@ Provenance from_entry(const WindowEntry& w, std::uintptr_t p, ProvenanceStatus s
 
 Provenance ProvenanceRegistry::lookup(const void* ptr, std::size_t bytes,
                                       std::uint64_t comm_id) const {
+  ReadLock lock(lock_);
+  return lookup_locked(ptr, bytes, comm_id);
+}
+
+void ProvenanceRegistry::lookup(const Query* queries, std::size_t count, std::uint64_t comm_id,
+                                Provenance* out) const {
+  ReadLock lock(lock_);
+  for (std::size_t i = 0; i < count; ++i) {
+    out[i] = lookup_locked(queries[i].ptr, queries[i].bytes, comm_id);
+  }
+}
+
+Provenance ProvenanceRegistry::lookup_locked(const void* ptr, std::size_t bytes,
+                                             std::uint64_t comm_id) const {
   Provenance result;
   if (bytes == 0) {
     result.status = ProvenanceStatus::Empty;
@@ -141,7 +155,6 @@ Provenance ProvenanceRegistry::lookup(const void* ptr, std::size_t bytes,
     return result;
   }
   auto const p = reinterpret_cast<std::uintptr_t>(ptr);
-  ReadLock lock(lock_);
   auto mine = by_comm_.find(comm_id);
   if (mine != by_comm_.end()) {
     if (const WindowEntry* w = containing_start(mine->second, p)) {

@@ -68,10 +68,20 @@ class ProvenanceRegistry {
   bool remove(std::uint64_t comm_id, const void* base) noexcept;
   /// @brief Where [ptr, ptr + bytes) lies with respect to communicator `comm_id`'s windows.
   Provenance lookup(const void* ptr, std::size_t bytes, std::uint64_t comm_id) const;
+  /// @brief A range to look up in a batch.
+  struct Query {
+    const void* ptr = nullptr;
+    std::size_t bytes = 0;
+  };
+  /// @brief Looks up `count` ranges under one lock acquisition (a collective call's buffers):
+  /// `out[i]` answers `queries[i]`.
+  void lookup(const Query* queries, std::size_t count, std::uint64_t comm_id,
+              Provenance* out) const;
   /// @brief Number of windows recorded (all communicators).
   std::size_t size() const;
 
  private:
+  Provenance lookup_locked(const void* ptr, std::size_t bytes, std::uint64_t comm_id) const;
   // A writer-preferring reader/writer lock: lookups (every collective call) never starve
   // registrations.
   mutable pthread_rwlock_t lock_;
