@@ -54,6 +54,22 @@ TEST(Provenance, AnswersForEveryCase) {
             std::string::npos);
 }
 
+TEST(Provenance, BatchLookupAnswersEachQuery) {
+  ProvenanceRegistry reg;
+  reg.add({0x100000, 0x1000, fake_window(1), 7, 0});
+  reg.add({0x300000, 0x1000, fake_window(3), 9, 0});
+  ProvenanceRegistry::Query const queries[] = {
+      {at(0x100010), 16}, {at(0x100ff0), 32}, {at(0x300000), 8}, {at(0x500000), 8}, {nullptr, 8}};
+  Provenance out[5];
+  reg.lookup(queries, 5, 7, out);
+  EXPECT_EQ(out[0].status, ProvenanceStatus::Symmetric);
+  EXPECT_EQ(out[0].offset, 0x10u);
+  EXPECT_EQ(out[1].status, ProvenanceStatus::StraddlesWindowEnd);
+  EXPECT_EQ(out[2].status, ProvenanceStatus::OtherCommunicator);
+  EXPECT_EQ(out[3].status, ProvenanceStatus::NotRegistered);
+  EXPECT_EQ(out[4].status, ProvenanceStatus::Null);
+}
+
 TEST(Provenance, RemoveAndOverlap) {
   ProvenanceRegistry reg;
   reg.add({0x100000, 0x1000, fake_window(1), 7, 0});
