@@ -62,7 +62,7 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
   request.bytes_per_rank = send_total;
   request.staging_usable = equal && detail::staging_usable(state, options, send_total, recv_total);
   detail::resolve_provenance(state, request.buffers);
-  Plan const plan = plan_collective(request);
+  Plan plan = plan_collective(request);
   SYMMCOMM_EXPECTS(plan.path != Path::LsaKernel, operation
                                                      << ": the lsa-kernel executor is not "
                                                         "built yet; use Auto or another path");

@@ -52,7 +52,7 @@ Plan native_reduce_scatter(const Communicator& comm, Span<T> send, Span<T> recv,
       counts == nullptr &&
       detail::staging_usable(state, options, send.data_bytes(), recv.data_bytes());
   detail::resolve_provenance(state, request.buffers);
-  Plan const plan = plan_collective(request);
+  Plan plan = plan_collective(request);
   SYMMCOMM_EXPECTS(
       plan.path != Path::LsaKernel,
       operation << ": the lsa-kernel executor is not built yet; use Auto or another path");
@@ -175,7 +175,7 @@ Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in
                                                                    : out.count;
   request.buffers.push_back(detail::planned_buffer("recv.data", out.data, out_data_bytes));
   detail::resolve_provenance(state, request.buffers);
-  Plan const plan = plan_collective(request);
+  Plan plan = plan_collective(request);
   SYMMCOMM_EXPECTS(plan.path == Path::Fallback,
                    operation << ": path " << to_string(plan.path)
                              << " has no quantized reduce-scatter executor in this build");

@@ -42,8 +42,8 @@ void probe(CommState& state) {
     std::ostringstream os;
     os << "the loaded NCCL " << state.caps.runtime_version.major << "."
        << state.caps.runtime_version.minor << "." << state.caps.runtime_version.patch
-       << " differs from the headers symmcomm was built with (" << built.major << "."
-       << built.minor << "." << built.patch << "): the device API was not probed";
+       << " differs from the headers symmcomm was built with (" << built.major << "." << built.minor
+       << "." << built.patch << "): the device API was not probed";
     state.caps.symmetric_memory = false;
     state.caps.lsa_team_size = 1;
     state.caps.reason = os.str();
@@ -209,6 +209,7 @@ std::vector<Communicator> create_local_communicators(std::vector<int> devices,
   comms.reserve(devices.size());
   for (auto c : raw) comms.push_back(Communicator::own(c, Communicator::Probe::No));
   std::vector<Communicator*> pointers;
+  pointers.reserve(comms.size());
   for (auto& c : comms) pointers.push_back(&c);
   probe_capabilities(pointers);
   return comms;

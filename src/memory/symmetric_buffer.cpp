@@ -46,7 +46,7 @@ void publish(detail::WindowRecord& record) {
 
 }  // namespace
 
-SymmetricBuffer::SymmetricBuffer(std::shared_ptr<detail::CommState> comm, std::size_t bytes,
+SymmetricBuffer::SymmetricBuffer(const std::shared_ptr<detail::CommState>& comm, std::size_t bytes,
                                  cudaStream_t stream) {
   SYMMCOMM_EXPECTS(comm != nullptr, "SymmetricBuffer: comm is empty");
   comm->check_usable("SymmetricBuffer");

@@ -144,7 +144,7 @@ void verify_symmetric(const std::vector<const Communicator*>& comms,
   bool all_equal = true;
   std::uint64_t max_entries = 0;
   for (const auto& r : ranks) {
-    for (int k = 0; k < r.comm->size(); ++k) {
+    for (std::size_t k = 0; k < static_cast<std::size_t>(r.comm->size()); ++k) {
       all_equal =
           all_equal && r.gathered[2 * k] == r.gathered[0] && r.gathered[2 * k + 1] == r.gathered[1];
       max_entries = std::max(max_entries, r.gathered[2 * k + 1]);
@@ -155,7 +155,8 @@ void verify_symmetric(const std::vector<const Communicator*>& comms,
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     ranks[i].local.assign(max_entries * 4, 0);
     for (std::size_t e = 0; e < layouts[i].size(); ++e) {
-      std::copy(layouts[i][e].begin(), layouts[i][e].end(), ranks[i].local.begin() + 4 * e);
+      std::copy(layouts[i][e].begin(), layouts[i][e].end(),
+                ranks[i].local.begin() + static_cast<std::ptrdiff_t>(4 * e));
     }
   }
   all_gather_words(ranks);
@@ -163,11 +164,12 @@ void verify_symmetric(const std::vector<const Communicator*>& comms,
   int const n = ranks[0].comm->size();
   for (std::uint64_t e = 0; e < max_entries; ++e) {
     Entry reference{};
-    std::copy_n(g.begin() + 4 * e, 4, reference.begin());
+    std::copy_n(g.begin() + static_cast<std::ptrdiff_t>(4 * e), 4, reference.begin());
     for (int k = 1; k < n; ++k) {
       Entry other{};
-      std::copy_n(g.begin() + static_cast<std::size_t>(k) * max_entries * 4 + 4 * e, 4,
-                  other.begin());
+      std::copy_n(g.begin() + static_cast<std::ptrdiff_t>(
+                                  static_cast<std::size_t>(k) * max_entries * 4 + 4 * e),
+                  4, other.begin());
       if (other != reference) {
         std::ostringstream os;
         os << "symmcomm: ranks are not symmetric: entry " << e << " is " << describe(reference)

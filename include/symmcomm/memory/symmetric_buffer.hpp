@@ -51,7 +51,7 @@ class SymmetricBuffer {
   SymmetricBuffer(const Communicator& comm, std::size_t bytes, cudaStream_t stream = nullptr)
       : SymmetricBuffer(comm.state(), bytes, stream) {}
   /// @brief As above, from a communicator's shared state (for symmcomm's own owners).
-  SymmetricBuffer(std::shared_ptr<detail::CommState> comm, std::size_t bytes,
+  SymmetricBuffer(const std::shared_ptr<detail::CommState>& comm, std::size_t bytes,
                   cudaStream_t stream = nullptr);
   SymmetricBuffer(SymmetricBuffer&& other) noexcept = default;
   SymmetricBuffer& operator=(SymmetricBuffer&& other) noexcept;
