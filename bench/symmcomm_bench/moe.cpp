@@ -1,0 +1,108 @@
+// symmcomm-bench's moe-dp scenario: the communication of one DP-attention + expert-parallel
+// MoE layer of DeepSeek-R1 (NVFP4 dispatch all-gather with routing tensors, reduce-scatter
+// combine), per tokens-per-rank value and path.
+
+#include <nccl.h>
+
+#include <cstdio>
+
+#include "bench_support.hpp"
+#include "symmcomm/collectives/all_gather.hpp"
+#include "symmcomm/collectives/reduce_scatter.hpp"
+#include "symmcomm/comm/group.hpp"
+
+namespace symmcomm::bench {
+
+std::vector<MoeResult> run_moe(const Config& c, Ranks& ranks) {
+  std::vector<MoeResult> results;
+  int const n = ranks.world();
+  std::size_t const local = static_cast<std::size_t>(ranks.local());
+  std::size_t const hidden = static_cast<std::size_t>(c.moe_hidden);
+  std::size_t const topk = static_cast<std::size_t>(c.moe_topk);
+  for (int tokens = 1; tokens <= c.moe_max_tokens; tokens *= 2) {
+    for (BenchPath path : {BenchPath::Auto, BenchPath::Fallback, BenchPath::Nccl}) {
+      if (ranks.prints()) {
+        std::fprintf(stderr, "[symmcomm-bench] moe-dp: %d tokens per rank, %s\n", tokens,
+                     to_string(path));
+      }
+      std::size_t const count = static_cast<std::size_t>(tokens) * hidden;  // per rank
+      std::vector<double> dispatch(local), combine(local);
+      Barrier barrier(ranks.local(), ranks.mpi);
+      parallel(ranks, [&](int r) {
+        auto& comm = ranks.comms[static_cast<std::size_t>(r)];
+        cudaStream_t const s = ranks.streams[static_cast<std::size_t>(r)];
+        bool const sym = path != BenchPath::Nccl;
+        Buffers b(*ranks.pools[static_cast<std::size_t>(r)]);
+        Nvfp4View const send{b.get(count / 2, sym), b.get(count / 16, sym), b.get<float>(4, sym),
+                             count};
+        Nvfp4View const recv{b.get(count / 2 * n, sym), b.get(count / 16 * n, sym),
+                             b.get<float>(4 * n, sym), count * n};
+        std::size_t const route_bytes = static_cast<std::size_t>(tokens) * topk * 4;
+        auto* ids = b.get(route_bytes, sym);
+        auto* ids_all = b.get(route_bytes * n, sym);
+        auto* weights = b.get(route_bytes, sym);
+        auto* weights_all = b.get(route_bytes * n, sym);
+        fill(send.global_scale, 4, repeat(1.0f));
+        fill(send.block_scales, count / 16, repeat(std::uint8_t{0x38}));
+        Options options;
+        options.path = path == BenchPath::Fallback ? PathChoice::Fallback : PathChoice::Auto;
+        ncclComm_t const raw = comm.get();
+        std::function<void()> run_dispatch = [&] {
+          if (path == BenchPath::Nccl) {
+            Group g;
+            SYMMCOMM_NCCL_TRY(ncclAllGather(send.data, recv.data, count / 2, ncclUint8, raw, s));
+            SYMMCOMM_NCCL_TRY(
+                ncclAllGather(send.block_scales, recv.block_scales, count / 16, ncclUint8, raw, s));
+            SYMMCOMM_NCCL_TRY(
+                ncclAllGather(send.global_scale, recv.global_scale, 1, ncclFloat32, raw, s));
+            SYMMCOMM_NCCL_TRY(ncclAllGather(ids, ids_all, route_bytes, ncclUint8, raw, s));
+            SYMMCOMM_NCCL_TRY(ncclAllGather(weights, weights_all, route_bytes, ncclUint8, raw, s));
+          } else {
+            all_gather(comm, send, recv,
+                       {GatherItem{ids, ids_all, route_bytes, "topk_ids"},
+                        GatherItem{weights, weights_all, route_bytes, "topk_weights"}},
+                       s, options);
+          }
+        };
+        // Combine: every rank holds outputs for all gathered tokens and reduce-scatters them.
+        std::function<void()> run_combine;
+        auto* combined = b.get<bf16>(count * 2, sym);
+        if (c.moe_combine == Dtype::Nvfp4 && path != BenchPath::Nccl) {
+          Nvfp4View const partial{b.get(count * n / 2, sym), b.get(count * n / 16, sym),
+                                  b.get<float>(4, sym), count * n};
+          fill(partial.global_scale, 4, repeat(1.0f));
+          fill(partial.block_scales, count * n / 16, repeat(std::uint8_t{0x38}));
+          run_combine = [&, partial] {
+            reduce_scatter(comm, partial, Bf16Span{combined, count}, s, options);
+          };
+        } else {
+          auto* partial = b.get<bf16>(count * n * 2, sym);
+          run_combine = [&, partial] {
+            if (path == BenchPath::Nccl) {
+              SYMMCOMM_NCCL_TRY(
+                  ncclReduceScatter(partial, combined, count, ncclBfloat16, ncclSum, raw, s));
+            } else {
+              reduce_scatter(comm, Bf16Span{partial, count * n}, Bf16Span{combined, count}, s,
+                             options);
+            }
+          };
+        }
+        dispatch[static_cast<std::size_t>(r)] =
+            time_iterations(s, barrier, c.warmup, c.iters, run_dispatch);
+        combine[static_cast<std::size_t>(r)] =
+            time_iterations(s, barrier, c.warmup, c.iters, run_combine);
+        SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
+        barrier.wait();
+      });
+      MoeResult m;
+      m.tokens_per_rank = tokens;
+      m.path = to_string(path);
+      m.dispatch_us = global_max(ranks, *std::max_element(dispatch.begin(), dispatch.end()));
+      m.combine_us = global_max(ranks, *std::max_element(combine.begin(), combine.end()));
+      results.push_back(m);
+    }
+  }
+  return results;
+}
+
+}  // namespace symmcomm::bench
