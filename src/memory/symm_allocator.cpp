@@ -118,52 +118,43 @@ void* SymmAllocator::allocate(std::size_t bytes, std::size_t alignment, cudaStre
   return ptr;
 }
 
-void SymmAllocator::deallocate(void* ptr) {
-  std::lock_guard lock(mutex_);
+SymmAllocator::Located SymmAllocator::locate_locked(const void* ptr, const char* who) const {
   auto it = arena_of_ptr_.find(ptr);
-  SYMMCOMM_EXPECTS(it != arena_of_ptr_.end(), "SymmAllocator::deallocate: ptr "
-                                                  << ptr
+  SYMMCOMM_EXPECTS(it != arena_of_ptr_.end(), who << ": ptr " << ptr
                                                   << " was not allocated by this pool, or was "
                                                      "already freed");
   std::size_t const arena = it->second;
-  std::size_t const offset =
-      static_cast<std::size_t>(static_cast<char*>(ptr) - static_cast<char*>(arenas_[arena].data()));
-  auto const freed = book_.deallocate(arena, offset);
-  SYMMCOMM_EXPECTS(freed.has_value(), "pool bookkeeping lost the block at " << ptr);
-  arena_of_ptr_.erase(it);
+  std::size_t const offset = static_cast<std::size_t>(
+      static_cast<const char*>(ptr) - static_cast<const char*>(arenas_[arena].data()));
+  auto const block = book_.find(arena, offset);
+  SYMMCOMM_EXPECTS(block.has_value(), who << ": pool bookkeeping lost the block at " << ptr);
+  return Located{arena, offset, block->bytes};
+}
+
+void SymmAllocator::deallocate(void* ptr) {
+  std::lock_guard lock(mutex_);
+  Located const at = locate_locked(ptr, "SymmAllocator::deallocate");
+  book_.deallocate(at.arena, at.offset);
+  arena_of_ptr_.erase(ptr);
 }
 
 void SymmAllocator::deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment) {
-  {
-    std::lock_guard lock(mutex_);
-    auto it = arena_of_ptr_.find(ptr);
-    if (it != arena_of_ptr_.end()) {
-      std::size_t const offset = static_cast<std::size_t>(
-          static_cast<char*>(ptr) - static_cast<char*>(arenas_[it->second].data()));
-      auto const block = book_.find(it->second, offset);
-      SYMMCOMM_EXPECTS(block && block->bytes >= bytes, "SymmAllocator::deallocate_sync: ptr "
-                                                           << ptr << " holds "
-                                                           << (block ? block->bytes : 0)
-                                                           << " bytes, not " << bytes);
-      SYMMCOMM_EXPECTS(
-          reinterpret_cast<std::uintptr_t>(ptr) % (alignment ? alignment : 1) == 0,
-          "SymmAllocator::deallocate_sync: ptr " << ptr << " is not aligned to " << alignment);
-    }
-  }
-  deallocate(ptr);
+  std::lock_guard lock(mutex_);
+  Located const at = locate_locked(ptr, "SymmAllocator::deallocate_sync");
+  SYMMCOMM_EXPECTS(at.bytes >= bytes, "SymmAllocator::deallocate_sync: ptr "
+                                          << ptr << " holds " << at.bytes << " bytes, not "
+                                          << bytes);
+  SYMMCOMM_EXPECTS(
+      reinterpret_cast<std::uintptr_t>(ptr) % (alignment ? alignment : 1) == 0,
+      "SymmAllocator::deallocate_sync: ptr " << ptr << " is not aligned to " << alignment);
+  book_.deallocate(at.arena, at.offset);
+  arena_of_ptr_.erase(ptr);
 }
 
 SymmetricRegion SymmAllocator::region_of(const void* ptr) const {
   std::lock_guard lock(mutex_);
-  auto it = arena_of_ptr_.find(ptr);
-  SYMMCOMM_EXPECTS(it != arena_of_ptr_.end(), "SymmAllocator::region_of: ptr "
-                                                  << ptr
-                                                  << " is not a live allocation of this pool");
-  const SymmetricBuffer& arena = arenas_[it->second];
-  std::size_t const offset = static_cast<std::size_t>(static_cast<const char*>(ptr) -
-                                                      static_cast<const char*>(arena.data()));
-  auto const block = book_.find(it->second, offset);
-  return arena.region(offset, block ? block->bytes : 0);
+  Located const at = locate_locked(ptr, "SymmAllocator::region_of");
+  return arenas_[at.arena].region(at.offset, at.bytes);
 }
 
 PoolStats SymmAllocator::stats() const {

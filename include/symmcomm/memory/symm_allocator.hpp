@@ -94,6 +94,11 @@ class SymmAllocator final : public detail::SymmetryParticipant {
 
  private:
   void add_arena_locked(std::size_t bytes, cudaStream_t stream);
+  // Where a live allocation lies; LogicError naming `who` for foreign or freed pointers.
+  struct Located {
+    std::size_t arena, offset, bytes;
+  };
+  Located locate_locked(const void* ptr, const char* who) const;
   std::shared_ptr<detail::CommState> comm_;
   PoolOptions options_;
   mutable std::mutex mutex_;
