@@ -4,6 +4,7 @@
 
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/collectives/local_reduce.hpp"
+#include "symmcomm/collectives/loopback.hpp"
 #include "symmcomm/collectives/options.hpp"
 #include "symmcomm/collectives/planner.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"

@@ -52,6 +52,7 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
     recv_total += sum;
     request.buffers.push_back(
         detail::planned_buffer(p.send_name, p.send, p.bytes[static_cast<std::size_t>(me)]));
+    request.buffers.back().peer_accessed = false;  // the LSA kernel pushes from it locally
   }
   for (const Part& p : parts) {
     std::size_t sum = 0;
@@ -61,14 +62,30 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
   request.equal_counts = equal;
   request.bytes_per_rank = send_total;
   request.staging_usable = equal && detail::staging_usable(state, options, send_total, recv_total);
+  request.lsa_kernel_available =
+      detail::lsa_kernel_usable(state) && parts.size() <= detail::lsa::kSlots;
   detail::resolve_provenance(state, request.buffers);
   Plan plan = plan_collective(request);
-  SYMMCOMM_EXPECTS(plan.path != Path::LsaKernel, operation
-                                                     << ": the lsa-kernel executor is not "
-                                                        "built yet; use Auto or another path");
 
   detail::DeviceGuard guard(state.device);
-  if (plan.staged) {
+  if (plan.path == Path::LsaKernel) {
+    // One launch pushes every part of this rank to every peer's window (lsa.cu).
+    detail::lsa::Peers peers = detail::lsa_peers(state);
+    detail::lsa::GatherArgs args;
+    args.segments = static_cast<int>(parts.size());
+    args.grid_bytes = recv_total / static_cast<std::size_t>(n);
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const Provenance& recv_prov = request.buffers[parts.size() + i].provenance;
+      std::size_t displacement = 0;
+      for (int r = 0; r < me; ++r) displacement += parts[i].bytes[static_cast<std::size_t>(r)];
+      peers.window[i] = recv_prov.window;
+      args.segment[i].src = parts[i].send;
+      args.segment[i].dst =
+          detail::lsa::SymRef{static_cast<int>(i), recv_prov.offset + displacement};
+      args.segment[i].bytes = parts[i].bytes[static_cast<std::size_t>(me)];
+    }
+    detail::lsa::gather(peers, args, stream);
+  } else if (plan.staged) {
     detail::refuse_inside_group(operation, "staged path");
     // Pack this rank's parts, gather once through symmetric scratch, unpack with 2-D copies.
     auto* staged_send = static_cast<char*>(options.staging.send);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "comm/dev_comm.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
@@ -97,6 +98,20 @@ void* acquire_workspace(CommState& comm, const Options& options, std::size_t byt
   SYMMCOMM_CUDA_TRY(cudaMalloc(&comm.workspace, bytes));
   comm.workspace_bytes = bytes;
   return comm.workspace;
+}
+
+bool lsa_kernel_usable(const CommState& comm) {
+  return lsa::production_available() && dev_comm_handle(comm) != nullptr &&
+         comm.size <= lsa::kMaxRanks && !Group::active();
+}
+
+lsa::Peers lsa_peers(const CommState& comm) {
+  lsa::Peers peers;
+  peers.loopback = false;
+  peers.rank = comm.rank;
+  peers.size = comm.size;
+  peers.dev_comm = dev_comm_handle(comm);
+  return peers;
 }
 
 void refuse_inside_group(const char* operation, const char* why) {

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "kernels/lsa.hpp"
 #include "symmcomm/collectives/options.hpp"
 #include "symmcomm/collectives/planner.hpp"
 #include "symmcomm/comm/communicator.hpp"
@@ -48,6 +49,15 @@ void check_counts(const std::vector<std::size_t>& counts, int ranks, int rank, s
 /// its own kernels or copies, which must follow NCCL's work on the stream, but NCCL enqueues
 /// grouped work only when the outermost group ends.
 void refuse_inside_group(const char* operation, const char* why);
+
+/// True when symmcomm's LSA kernels can run on `comm` now: the build has NCCL's device API,
+/// the communicator has a device communicator and at most lsa::kMaxRanks ranks, and the
+/// calling thread is not inside a symmcomm::Group (the kernel would run before the group's
+/// deferred NCCL calls that precede it).
+bool lsa_kernel_usable(const CommState& comm);
+
+/// The production peer policy of `comm` (windows left for the caller to fill in).
+lsa::Peers lsa_peers(const CommState& comm);
 
 /// Exclusive prefix sums of counts (element displacements).
 inline std::vector<std::size_t> displacements(const std::vector<std::size_t>& counts) {

@@ -55,6 +55,14 @@ std::string Plan::reason() const {
     case PlanReason::Staged:
       os << "plain buffers are copied through symmetric staging scratch";
       break;
+    case PlanReason::FusedQuantize:
+      os << "NCCL moves bytes only: quantizing on the way needs symmcomm's LSA kernel, so the "
+            "input is quantized first and then gathered";
+      break;
+    case PlanReason::NcclFasterHere:
+      os << "every buffer lies in a symmetric window; NCCL's symmetric kernel is preferred at "
+            "this size (thresholds.hpp)";
+      break;
   }
   return os.str();
 }
@@ -78,11 +86,20 @@ Plan about_buffer(Path path, const PlannedBuffer& b, int index) {
   return p;
 }
 
-int first_non_symmetric(const PlanRequest& r) {
+// The first buffer that is not symmetric (only those peers access, for the LSA path), or -1.
+int first_non_symmetric(const PlanRequest& r, bool peer_accessed_only) {
   for (std::size_t i = 0; i < r.buffers.size(); ++i) {
-    if (!r.buffers[i].provenance.symmetric()) return static_cast<int>(i);
+    const PlannedBuffer& b = r.buffers[i];
+    if (peer_accessed_only && !b.peer_accessed) continue;
+    if (!b.provenance.symmetric()) return static_cast<int>(i);
   }
   return -1;
+}
+
+// Auto's choice between two usable symmetric paths (thresholds.hpp).
+bool lsa_preferred_over_nccl(const PlanRequest& r) {
+  return r.operation == Operation::AllGather &&
+         r.bytes_per_rank <= thresholds::kLsaAllGatherMaxBytesPerRank;
 }
 
 // What stops NCCL's symmetric kernels, or nothing.
@@ -91,6 +108,9 @@ std::optional<Plan> nccl_symmetric_blocker(const PlanRequest& r, int bad) {
     Plan p = make(Path::Fallback, PlanReason::NoSymmetricSupport);
     p.capability_note = r.capabilities->reason;
     return p;
+  }
+  if (r.operation == Operation::AllGather && r.send_type != r.recv_type) {
+    return make(Path::Fallback, PlanReason::FusedQuantize);
   }
   bool const native =
       r.operation == Operation::AllGather || nccl_reduces_natively(r.send_type, r.recv_type);
@@ -123,7 +143,8 @@ std::optional<Plan> lsa_blocker(const PlanRequest& r, int bad) {
 
 Plan plan_collective(const PlanRequest& r) {
   SYMMCOMM_EXPECTS(r.capabilities != nullptr, "plan_collective: capabilities is null");
-  int const bad = first_non_symmetric(r);
+  int const bad = first_non_symmetric(r, false);
+  int const bad_lsa = first_non_symmetric(r, true);
   switch (r.choice) {
     case PathChoice::Fallback:
       return make(Path::Fallback, PlanReason::ForcedFallback);
@@ -132,15 +153,21 @@ Plan plan_collective(const PlanRequest& r) {
       return make(Path::NcclSymmetric, PlanReason::AllSymmetric);
     }
     case PathChoice::LsaKernel: {
-      if (auto blocker = lsa_blocker(r, bad)) refuse(r.choice, *blocker);
+      if (auto blocker = lsa_blocker(r, bad_lsa)) refuse(r.choice, *blocker);
       return make(Path::LsaKernel, PlanReason::LsaKernelFaster);
     }
     case PathChoice::Auto:
       break;
   }
-  if (!lsa_blocker(r, bad)) return make(Path::LsaKernel, PlanReason::LsaKernelFaster);
+  bool const lsa_usable = !lsa_blocker(r, bad_lsa);
   auto blocker = nccl_symmetric_blocker(r, bad);
-  if (!blocker) return make(Path::NcclSymmetric, PlanReason::AllSymmetric);
+  if (lsa_usable && (blocker || lsa_preferred_over_nccl(r))) {
+    return make(Path::LsaKernel, PlanReason::LsaKernelFaster);
+  }
+  if (!blocker) {
+    return make(Path::NcclSymmetric,
+                lsa_usable ? PlanReason::NcclFasterHere : PlanReason::AllSymmetric);
+  }
   if (blocker->why == PlanReason::BufferNotSymmetric && r.staging_usable &&
       r.bytes_per_rank <= thresholds::kStagingMaxBytesPerRank) {
     Plan p = make(Path::NcclSymmetric, PlanReason::Staged);

@@ -126,6 +126,137 @@ WorkspaceLayout layout_for(bool nvfp4, DataType recv_type, std::size_t shard_cou
   return l;
 }
 
+// Writes the fp32 sum produced by `reduce_into` to `out`: directly for bf16/fp32 outputs, else
+// into fp32 scratch re-quantized with a scale computed from the sum.
+template <class ReduceInto>
+void write_output(const QuantizedOutput& out, float* temp, ReduceInto&& reduce_into,
+                  cudaStream_t stream) {
+  switch (out.type) {
+    case DataType::Bf16:
+      reduce_into(static_cast<bf16*>(out.data));
+      break;
+    case DataType::Fp32:
+      reduce_into(static_cast<float*>(out.data));
+      break;
+    case DataType::Nvfp4:
+      reduce_into(temp);
+      quantize_nvfp4(
+          temp,
+          Nvfp4View{static_cast<std::uint8_t*>(out.data), out.block_scales, out.scale, out.count},
+          ScaleMode::Compute, stream);
+      break;
+    case DataType::Fp8E4M3:
+    case DataType::Fp8E5M2:
+      reduce_into(temp);
+      quantize_fp8(
+          temp, Fp8View{static_cast<std::uint8_t*>(out.data), out.scale, out.count, out.fp8_format},
+          ScaleMode::Compute, stream);
+      break;
+  }
+}
+
+bool requantizes(DataType t) {
+  return t != DataType::Bf16 && t != DataType::Fp32;
+}
+
+// One-shot: every rank reads its shard from each peer's symmetric send buffer (lsa.cu).
+void lsa_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
+                        const QuantizedOutput& out, const std::vector<PlannedBuffer>& buffers,
+                        std::size_t my_displacement, cudaStream_t stream, const Options& options) {
+  float* temp = nullptr;
+  if (requantizes(out.type)) {
+    temp = static_cast<float*>(
+        detail::acquire_workspace(state, options, out.count * sizeof(float), stream));
+  }
+  detail::DeviceGuard guard(state.device);
+  detail::lsa::Peers peers = detail::lsa_peers(state);
+  // buffers: send.data, [send.block_scales], send scale, recv.data.
+  const Provenance& data = buffers[0].provenance;
+  const Provenance& scale = buffers[in.nvfp4 ? 2 : 1].provenance;
+  detail::lsa::ReduceArgs a;
+  a.nvfp4 = in.nvfp4;
+  a.fp8_format = in.fp8_format;
+  peers.window[0] = data.window;
+  a.data = detail::lsa::SymRef{0, data.offset + in.data_bytes(my_displacement)};
+  if (in.nvfp4) {
+    const Provenance& scales = buffers[1].provenance;
+    peers.window[1] = scales.window;
+    a.block_scales = detail::lsa::SymRef{1, scales.offset + my_displacement / kNvfp4BlockSize};
+  }
+  peers.window[2] = scale.window;
+  a.scale = detail::lsa::SymRef{2, scale.offset};
+  a.count = out.count;
+  a.grid_count = in.count / static_cast<std::size_t>(state.size);
+  auto reduce_into = [&](auto* dst) {
+    a.out = dst;
+    a.out_fp32 = std::is_same_v<std::remove_pointer_t<decltype(dst)>, float>;
+    detail::lsa::reduce(peers, a, stream);
+  };
+  write_output(out, temp, reduce_into, stream);
+}
+
+// All-to-all of quantized shards into a workspace, then a local fp32 reduction.
+void fallback_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
+                             const QuantizedOutput& out,
+                             const std::vector<std::size_t>& shard_counts,
+                             const std::vector<std::size_t>& displ, cudaStream_t stream,
+                             const Options& options) {
+  const char* const operation = "reduce_scatter";
+  std::size_t const n = static_cast<std::size_t>(state.size);
+  detail::refuse_inside_group(operation, "quantized reduction");
+  WorkspaceLayout const layout = layout_for(in.nvfp4, out.type, out.count, n);
+  auto* ws = static_cast<char*>(detail::acquire_workspace(state, options, layout.total, stream));
+  auto* ws_data = reinterpret_cast<std::uint8_t*>(ws + layout.data);
+  auto* ws_scales = reinterpret_cast<std::uint8_t*>(ws + layout.scales);
+  auto* ws_globals = reinterpret_cast<float*>(ws + layout.globals);
+  std::size_t const my_count = out.count;
+
+  detail::DeviceGuard guard(state.device);
+  {
+    // All-to-all of shards: shard r of every rank goes to rank r; scales travel with them.
+    Group group;
+    SYMMCOMM_NCCL_TRY(ncclAllGather(in.scale, ws_globals, 1, ncclFloat32, state.comm, stream));
+    for (std::size_t r = 0; r < n; ++r) {
+      int const peer = static_cast<int>(r);
+      if (shard_counts[r] > 0) {
+        SYMMCOMM_NCCL_TRY(ncclSend(in.data + in.data_bytes(displ[r]),
+                                   in.data_bytes(shard_counts[r]), ncclUint8, peer, state.comm,
+                                   stream));
+        if (in.nvfp4) {
+          SYMMCOMM_NCCL_TRY(ncclSend(in.block_scales + displ[r] / kNvfp4BlockSize,
+                                     shard_counts[r] / kNvfp4BlockSize, ncclUint8, peer, state.comm,
+                                     stream));
+        }
+      }
+      if (my_count > 0) {
+        SYMMCOMM_NCCL_TRY(ncclRecv(ws_data + r * in.data_bytes(my_count), in.data_bytes(my_count),
+                                   ncclUint8, peer, state.comm, stream));
+        if (in.nvfp4) {
+          SYMMCOMM_NCCL_TRY(ncclRecv(ws_scales + r * (my_count / kNvfp4BlockSize),
+                                     my_count / kNvfp4BlockSize, ncclUint8, peer, state.comm,
+                                     stream));
+        }
+      }
+    }
+    group.end();
+  }
+  QuantizedShards shards;
+  shards.ranks = state.size;
+  for (std::size_t r = 0; r < n; ++r) {
+    shards.data[r] = ws_data + r * in.data_bytes(my_count);
+    shards.block_scales[r] = in.nvfp4 ? ws_scales + r * (my_count / kNvfp4BlockSize) : nullptr;
+    shards.scale[r] = ws_globals + r;
+  }
+  auto reduce_into = [&](auto* dst) {
+    if (in.nvfp4) {
+      reduce_nvfp4_shards(shards, my_count, dst, stream);
+    } else {
+      reduce_fp8_shards(shards, my_count, in.fp8_format, dst, stream);
+    }
+  };
+  write_output(out, reinterpret_cast<float*>(ws + layout.temp), reduce_into, stream);
+}
+
 Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in,
                               const QuantizedOutput& out, const std::vector<std::size_t>* counts,
                               cudaStream_t stream, const Options& options) {
@@ -174,90 +305,15 @@ Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in
                                      : out.type == DataType::Nvfp4 ? out.count / 2
                                                                    : out.count;
   request.buffers.push_back(detail::planned_buffer("recv.data", out.data, out_data_bytes));
+  request.buffers.back().peer_accessed = false;  // written by this rank only
+  request.lsa_kernel_available = detail::lsa_kernel_usable(state);
   detail::resolve_provenance(state, request.buffers);
   Plan plan = plan_collective(request);
-  SYMMCOMM_EXPECTS(plan.path == Path::Fallback,
-                   operation << ": path " << to_string(plan.path)
-                             << " has no quantized reduce-scatter executor in this build");
-
-  detail::refuse_inside_group(operation, "quantized reduction");
-  WorkspaceLayout const layout = layout_for(in.nvfp4, out.type, out.count, n);
-  auto* ws = static_cast<char*>(detail::acquire_workspace(state, options, layout.total, stream));
-  auto* ws_data = reinterpret_cast<std::uint8_t*>(ws + layout.data);
-  auto* ws_scales = reinterpret_cast<std::uint8_t*>(ws + layout.scales);
-  auto* ws_globals = reinterpret_cast<float*>(ws + layout.globals);
-  std::size_t const my_count = out.count;
   auto const displ = detail::displacements(shard_counts);
-
-  detail::DeviceGuard guard(state.device);
-  {
-    // All-to-all of shards: shard r of every rank goes to rank r; scales travel with them.
-    Group group;
-    SYMMCOMM_NCCL_TRY(ncclAllGather(in.scale, ws_globals, 1, ncclFloat32, state.comm, stream));
-    for (std::size_t r = 0; r < n; ++r) {
-      int const peer = static_cast<int>(r);
-      if (shard_counts[r] > 0) {
-        SYMMCOMM_NCCL_TRY(ncclSend(in.data + in.data_bytes(displ[r]),
-                                   in.data_bytes(shard_counts[r]), ncclUint8, peer, state.comm,
-                                   stream));
-        if (in.nvfp4) {
-          SYMMCOMM_NCCL_TRY(ncclSend(in.block_scales + displ[r] / kNvfp4BlockSize,
-                                     shard_counts[r] / kNvfp4BlockSize, ncclUint8, peer, state.comm,
-                                     stream));
-        }
-      }
-      if (my_count > 0) {
-        SYMMCOMM_NCCL_TRY(ncclRecv(ws_data + r * in.data_bytes(my_count), in.data_bytes(my_count),
-                                   ncclUint8, peer, state.comm, stream));
-        if (in.nvfp4) {
-          SYMMCOMM_NCCL_TRY(ncclRecv(ws_scales + r * (my_count / kNvfp4BlockSize),
-                                     my_count / kNvfp4BlockSize, ncclUint8, peer, state.comm,
-                                     stream));
-        }
-      }
-    }
-    group.end();
-  }
-  (void)me;
-  QuantizedShards shards;
-  shards.ranks = state.size;
-  for (std::size_t r = 0; r < n; ++r) {
-    shards.data[r] = ws_data + r * in.data_bytes(my_count);
-    shards.block_scales[r] = in.nvfp4 ? ws_scales + r * (my_count / kNvfp4BlockSize) : nullptr;
-    shards.scale[r] = ws_globals + r;
-  }
-  auto reduce_into = [&](auto* dst) {
-    if (in.nvfp4) {
-      reduce_nvfp4_shards(shards, my_count, dst, stream);
-    } else {
-      reduce_fp8_shards(shards, my_count, in.fp8_format, dst, stream);
-    }
-  };
-  switch (out.type) {
-    case DataType::Bf16:
-      reduce_into(static_cast<bf16*>(out.data));
-      break;
-    case DataType::Fp32:
-      reduce_into(static_cast<float*>(out.data));
-      break;
-    case DataType::Nvfp4: {
-      auto* temp = reinterpret_cast<float*>(ws + layout.temp);
-      reduce_into(temp);
-      quantize_nvfp4(
-          temp,
-          Nvfp4View{static_cast<std::uint8_t*>(out.data), out.block_scales, out.scale, my_count},
-          ScaleMode::Compute, stream);
-      break;
-    }
-    case DataType::Fp8E4M3:
-    case DataType::Fp8E5M2: {
-      auto* temp = reinterpret_cast<float*>(ws + layout.temp);
-      reduce_into(temp);
-      quantize_fp8(
-          temp, Fp8View{static_cast<std::uint8_t*>(out.data), out.scale, my_count, out.fp8_format},
-          ScaleMode::Compute, stream);
-      break;
-    }
+  if (plan.path == Path::LsaKernel) {
+    lsa_reduce_scatter(state, in, out, request.buffers, displ[me], stream, options);
+  } else {
+    fallback_reduce_scatter(state, in, out, shard_counts, displ, stream, options);
   }
   detail::record_plan(state, plan, operation, to_string(in.type()), in.count);
   return plan;

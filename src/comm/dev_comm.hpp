@@ -7,8 +7,9 @@
 
 namespace symmcomm::detail {
 
-/// LSA barriers reserved per device communicator: the most CTAs our own kernels launch.
-inline constexpr int kMaxLsaCtas = 64;
+/// LSA barriers reserved per device communicator: the most CTAs our own kernels launch
+/// (lsa::kMaxCtas, checked in lsa.cu).
+inline constexpr int kMaxLsaCtas = 128;
 
 /// Creates the device communicator (collective). On failure returns false with NCCL's reason.
 bool create_dev_comm(CommState& state, std::string& reason);

@@ -7,8 +7,10 @@
 
 #include <type_traits>
 
+#include "codecs_internal.hpp"
 #include "device_codecs.cuh"
 #include "launch.cuh"
+#include "quantize_block.cuh"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
@@ -18,37 +20,6 @@ namespace detail {
 namespace {
 
 constexpr int kUnroll = 2;
-
-// 16-byte vectors holding N input elements of type In.
-template <class In, int N>
-struct Vectors {
-  static constexpr int kCount = static_cast<int>(sizeof(In)) * N / 16;
-  uint4 v[kCount];
-};
-
-template <class In, int N>
-__device__ __forceinline__ void load(const In* src, std::size_t group, Vectors<In, N>& out) {
-  const uint4* p = reinterpret_cast<const uint4*>(src) + group * Vectors<In, N>::kCount;
-#pragma unroll
-  for (int k = 0; k < Vectors<In, N>::kCount; ++k) out.v[k] = p[k];
-}
-
-template <class In, int N>
-__device__ __forceinline__ void to_floats(const Vectors<In, N>& in, float (&x)[N]) {
-#pragma unroll
-  for (int k = 0; k < Vectors<In, N>::kCount; ++k) {
-    std::uint32_t const w[4] = {in.v[k].x, in.v[k].y, in.v[k].z, in.v[k].w};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      if constexpr (std::is_same_v<In, float>) {
-        x[4 * k + j] = __uint_as_float(w[j]);
-      } else {
-        x[8 * k + 2 * j] = bf16_lo(w[j]);
-        x[8 * k + 2 * j + 1] = bf16_hi(w[j]);
-      }
-    }
-  }
-}
 
 // ---- absolute maximum (ScaleMode::Compute) --------------------------------------------------
 
@@ -82,42 +53,6 @@ __global__ void fp8_finalize_scale_kernel(float* slot, Fp8Format format) {
 }
 
 // ---- NVFP4 --------------------------------------------------------------------------------
-
-// Multipliers for every e4m3 scale code, computed once per CTA: the per-block IEEE divisions
-// (g / s to quantize, s / g to dequantize) become one shared-memory load.
-__device__ __forceinline__ void fill_quant_table(float* table, float global_scale) {
-  for (int i = threadIdx.x; i < 256; i += blockDim.x) {
-    table[i] = nvfp4_quant_multiplier(static_cast<std::uint8_t>(i), global_scale);
-  }
-  __syncthreads();
-}
-__device__ __forceinline__ void fill_dequant_table(float* table, float global_scale) {
-  for (int i = threadIdx.x; i < 256; i += blockDim.x) {
-    table[i] = nvfp4_dequant_multiplier(static_cast<std::uint8_t>(i), global_scale);
-  }
-  __syncthreads();
-}
-
-// Each thread quantizes whole 16-element blocks, two blocks in flight. (Measured on H200: giving
-// a thread half a block, with coalesced 16-byte loads and a shuffle for the block maximum, was
-// slower, 63% vs 73% of copy bandwidth: the per-element work, not the access pattern, limits
-// this kernel.)
-__device__ __forceinline__ void quantize_one_block(const float (&x)[16], float scale_factor,
-                                                   const float* quant_table, uint2& packed,
-                                                   std::uint8_t& scale) {
-  float block_amax = 0.0f;
-#pragma unroll
-  for (int k = 0; k < 16; ++k) block_amax = fmaxf(block_amax, fabsf(x[k]));
-  scale = e4m3_code(block_amax * scale_factor);
-  float const mult = quant_table[scale];
-  std::uint32_t lo = 0, hi = 0;
-#pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    lo |= encode_e2m1_u32(x[k] * mult) << (4 * k);
-    hi |= encode_e2m1_u32(x[8 + k] * mult) << (4 * k);
-  }
-  packed = make_uint2(lo, hi);
-}
 
 // `scale_slot` holds the global scale (Given) or the tensor's amax (Compute).
 template <class In>
@@ -329,6 +264,25 @@ void dequantize_fp8_impl(Fp8View src, Out* dst, cudaStream_t stream) {
 }
 
 }  // namespace
+
+void scale_from_amax(const bf16* src, std::size_t count, float* slot, bool nvfp4, Fp8Format format,
+                     cudaStream_t stream) {
+  check_device_pointer(src, count, "src");
+  SYMMCOMM_EXPECTS(slot != nullptr, "scale slot is null");
+  if (count == 0) {
+    // An empty tensor quantizes with the scale of an all-zero one.
+    SYMMCOMM_CUDA_TRY(cudaMemsetAsync(slot, 0, sizeof(float), stream));
+  } else {
+    launch_amax(src, count, slot, stream);
+  }
+  if (nvfp4) {
+    nvfp4_finalize_global_scale_kernel<<<1, 1, 0, stream>>>(slot);
+  } else {
+    fp8_finalize_scale_kernel<<<1, 1, 0, stream>>>(slot, format);
+  }
+  SYMMCOMM_CHECK_LAUNCH();
+}
+
 }  // namespace detail
 
 void quantize_nvfp4(const bf16* src, Nvfp4View dst, ScaleMode mode, cudaStream_t stream) {

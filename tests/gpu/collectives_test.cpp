@@ -12,6 +12,7 @@
 
 #include "support/comm_fixture.hpp"
 #include "support/reference.hpp"
+#include "support/tensors.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/collectives/local_reduce.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
@@ -26,45 +27,7 @@ using symmcomm::test::DeviceArray;
 using symmcomm::test::HostFp8;
 using symmcomm::test::HostNvfp4;
 using symmcomm::test::one_rank_comm;
-
-template <class F>
-std::string logic_error_text(F&& f) {
-  try {
-    f();
-  } catch (const LogicError& e) {
-    return e.what();
-  }
-  return "(no LogicError)";
-}
-
-std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float sigma = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, sigma);
-  std::vector<float> v(n);
-  for (auto& x : v) x = normal(rng);
-  return v;
-}
-
-std::vector<std::uint16_t> to_bf16_bits(const std::vector<float>& v) {
-  std::vector<std::uint16_t> out(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) out[i] = float_to_bf16_bits(v[i]);
-  return out;
-}
-
-// An NVFP4 tensor in device memory (plain cudaMalloc), filled from a host quantization.
-struct DeviceNvfp4 {
-  explicit DeviceNvfp4(std::size_t elements, std::size_t global_scales = 1)
-      : data(elements / 2), block_scales(elements / 16), global(global_scales), count(elements) {}
-  void upload(const HostNvfp4& q) {
-    data.upload(q.data);
-    block_scales.upload(q.scales);
-    global.upload({q.global_scale});
-  }
-  Nvfp4View view() { return Nvfp4View{data.get(), block_scales.get(), global.get(), count}; }
-  DeviceArray<std::uint8_t> data, block_scales;
-  DeviceArray<float> global;
-  std::size_t count;
-};
+using namespace symmcomm::test;
 
 TEST(Collectives, OneRankAllGatherOfEveryFormatCopiesAndSaysWhy) {
   SYMMCOMM_REQUIRE_GPU();
@@ -129,6 +92,60 @@ TEST(Collectives, ForcedSymmetricPathIsRefusedWithTheReason) {
   EXPECT_THROW(reduce_scatter(comm, Bf16Span{reinterpret_cast<bf16*>(send.get()), 256},
                               Bf16Span{reinterpret_cast<bf16*>(recv.get()), 256}, nullptr, options),
                LogicError);
+}
+
+// quantize_all_gather on one rank: the recv holds exactly the host quantization, with a given
+// or a computed scale; without symmetric support it says why it did not fuse, and forcing the
+// LSA kernel is refused naming the reason.
+TEST(Collectives, OneRankQuantizeAllGatherEqualsHostQuantization) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  std::size_t const n = 7168 * 2;
+  auto const bits = to_bf16_bits(random_floats(n, 31, 3.0f));
+  std::vector<float> x(n);
+  float amax = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    x[i] = bf16_bits_to_float(bits[i]);
+    amax = std::fmax(amax, std::fabs(x[i]));
+  }
+  DeviceArray<std::uint16_t> in(n);
+  in.upload(bits);
+  Bf16Span const input{reinterpret_cast<bf16*>(in.get()), n};
+  auto const q = HostNvfp4::quantize(x, nvfp4_global_scale(amax));
+  for (bool given : {true, false}) {
+    DeviceNvfp4 r(n);
+    DeviceArray<float> g(1);
+    g.upload({q.global_scale});
+    Plan const plan =
+        quantize_all_gather(comm, input, r.view(), given ? g.get() : nullptr, nullptr);
+    SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+    EXPECT_EQ(r.data.download(), q.data) << (given ? "given" : "computed");
+    EXPECT_EQ(r.block_scales.download(), q.scales);
+    EXPECT_EQ(r.global.download()[0], q.global_scale);
+    if (!comm.capabilities().symmetric_memory) {
+      EXPECT_EQ(plan.path, Path::Fallback) << plan.reason();
+    }
+  }
+  auto const f = HostFp8::quantize(x, Fp8Format::E4M3);
+  DeviceArray<std::uint8_t> codes(n);
+  DeviceArray<float> scale(1);
+  quantize_all_gather(comm, input, Fp8View{codes.get(), scale.get(), n, Fp8Format::E4M3}, nullptr,
+                      nullptr);
+  SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+  EXPECT_EQ(codes.download(), f.codes);
+  EXPECT_EQ(scale.download()[0], f.scale);
+  if (!comm.capabilities().symmetric_memory) {
+    DeviceNvfp4 r(n);
+    Options forced;
+    forced.path = PathChoice::LsaKernel;
+    std::string const m = logic_error_text(
+        [&] { quantize_all_gather(comm, input, r.view(), nullptr, nullptr, forced); });
+    EXPECT_NE(m.find("Options::path = lsa-kernel cannot be taken"), std::string::npos) << m;
+  }
+  DeviceNvfp4 small(16);
+  std::string const m =
+      logic_error_text([&] { quantize_all_gather(comm, input, small.view(), nullptr, nullptr); });
+  EXPECT_NE(m.find("recv.count 16 is not input.count 14336"), std::string::npos) << m;
 }
 
 TEST(Collectives, OneRankReduceScatterOfEveryFormat) {

@@ -71,4 +71,22 @@ Plan all_gatherv(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
                  const std::vector<std::size_t>& counts, cudaStream_t stream,
                  const Options& options = {});
 
+/// @brief Fused quantize + all-gather: each rank quantizes its bf16 `input` (count a multiple of
+/// 16) to NVFP4 and every rank receives all ranks' quantized tensors in `recv` (layout as the
+/// NVFP4 all_gather: recv.count == input.count * comm.size(), recv.global_scale holds one
+/// float per rank). `global_scale` is this rank's global scale (device pointer), or null to
+/// compute it from the input's absolute maximum (ScaleMode::Compute: two small kernels first).
+///
+/// On the lsa-kernel path (recv in symmetric windows, LSA team spanning the communicator) one
+/// kernel quantizes and writes straight into every peer's window; `input` may be any device
+/// memory. Otherwise the input is quantized into the workspace (Options::workspace or the
+/// communicator's) and gathered by all_gather; the returned plan is that gather's.
+Plan quantize_all_gather(const Communicator& comm, Bf16Span input, Nvfp4View recv,
+                         const float* global_scale, cudaStream_t stream,
+                         const Options& options = {});
+/// @brief Fused quantize + all-gather to FP8 of recv.format with this rank's `scale` (device
+/// pointer; null: computed from the input, ScaleMode::Compute).
+Plan quantize_all_gather(const Communicator& comm, Bf16Span input, Fp8View recv, const float* scale,
+                         cudaStream_t stream, const Options& options = {});
+
 }  // namespace symmcomm

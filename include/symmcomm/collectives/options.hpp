@@ -53,6 +53,8 @@ enum class PlanReason : std::uint8_t {
   ScaledReduction,       ///< NCCL cannot reduce per-rank-scaled quantized data
   LsaKernelUnavailable,  ///< no LSA kernel for this operation and type in this build
   Staged,                ///< plain buffers copied through symmetric staging scratch
+  FusedQuantize,         ///< quantizing while gathering needs symmcomm's kernel, not NCCL
+  NcclFasterHere,        ///< both symmetric paths work; NCCL's is preferred at this size
 };
 
 /// @brief The path a call took and why.

@@ -17,6 +17,10 @@ struct PlannedBuffer {
   const void* ptr = nullptr;
   std::size_t bytes = 0;
   Provenance provenance{};
+  /// True when symmcomm's LSA kernel addresses this buffer on peers (so it must lie in a
+  /// symmetric window for that path); false for buffers only the calling rank touches, e.g.
+  /// an all-gather's send (pushed to peers) or a reduce-scatter's output.
+  bool peer_accessed = true;
 };
 
 /// @brief Everything the planner decides from.

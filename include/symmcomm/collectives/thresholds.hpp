@@ -14,4 +14,15 @@ namespace symmcomm::thresholds {
 /// stages its input.
 inline constexpr std::size_t kStagingMaxBytesPerRank = std::size_t{1} << 20;
 
+/// Largest payload per rank for which Auto prefers symmcomm's LSA all-gather kernel over NCCL's
+/// symmetric all-gather when both can run (all buffers symmetric, equal counts). Below it one
+/// launch that pushes data, block scales and global scales to every peer replaces NCCL's
+/// grouped collectives (one per tensor); above it NCCL's bandwidth kernels are trusted.
+/// Provisional: on one GPU only the loopback kernels can be measured
+/// (bench/results/2026-12-02-h200x1-lsa/); the NVLink comparison belongs to the multi-GPU run
+/// (docs/multi-gpu-runbook.md), which refines it. Where NCCL has no equivalent (quantized
+/// reduce-scatter, variable counts, fused quantize + gather) Auto takes the LSA kernel at every
+/// size.
+inline constexpr std::size_t kLsaAllGatherMaxBytesPerRank = std::size_t{256} << 10;
+
 }  // namespace symmcomm::thresholds

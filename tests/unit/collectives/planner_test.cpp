@@ -181,6 +181,76 @@ TEST(Planner, LsaKernelChosenWhenAvailableAndCovering) {
   EXPECT_THROW(plan_collective(r), LogicError);
 }
 
+TEST(Planner, LsaKernelNeedsOnlyPeerAccessedBuffersSymmetric) {
+  Capabilities const c = caps(true, 8);
+  // Push all-gather: a plain send buffer is fine for the LSA kernel, not for NCCL's.
+  auto r = request(Operation::AllGather, DataType::Nvfp4, DataType::Nvfp4, c,
+                   ProvenanceStatus::NotRegistered, ProvenanceStatus::Symmetric);
+  r.buffers[0].peer_accessed = false;
+  r.lsa_kernel_available = true;
+  Plan p = plan_collective(r);
+  EXPECT_EQ(p.path, Path::LsaKernel);
+  EXPECT_EQ(p.why, PlanReason::LsaKernelFaster);
+  // Without the kernel the same call falls back, naming the plain send buffer.
+  r.lsa_kernel_available = false;
+  p = plan_collective(r);
+  EXPECT_EQ(p.path, Path::Fallback);
+  EXPECT_NE(p.reason().find("send.data"), std::string::npos) << p.reason();
+  // A plain receive buffer blocks the LSA kernel, and forcing it names that buffer.
+  r = request(Operation::AllGather, DataType::Nvfp4, DataType::Nvfp4, c,
+              ProvenanceStatus::Symmetric, ProvenanceStatus::NotRegistered);
+  r.buffers[0].peer_accessed = false;
+  r.lsa_kernel_available = true;
+  EXPECT_EQ(plan_collective(r).path, Path::Fallback);
+  r.choice = PathChoice::LsaKernel;
+  try {
+    plan_collective(r);
+    FAIL() << "forced lsa-kernel with a plain receive buffer was accepted";
+  } catch (const LogicError& e) {
+    EXPECT_NE(std::string(e.what()).find("recv.data"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Planner, AutoPrefersLsaGatherOnlyBelowTheThreshold) {
+  Capabilities const c = caps(true, 8);
+  auto r = request(Operation::AllGather, DataType::Nvfp4, DataType::Nvfp4, c,
+                   ProvenanceStatus::Symmetric, ProvenanceStatus::Symmetric);
+  r.lsa_kernel_available = true;
+  r.bytes_per_rank = thresholds::kLsaAllGatherMaxBytesPerRank;
+  EXPECT_EQ(plan_collective(r).path, Path::LsaKernel);
+  r.bytes_per_rank = thresholds::kLsaAllGatherMaxBytesPerRank + 1;
+  Plan const p = plan_collective(r);
+  EXPECT_EQ(p.path, Path::NcclSymmetric);
+  EXPECT_EQ(p.why, PlanReason::NcclFasterHere);
+  EXPECT_NE(p.reason().find("thresholds.hpp"), std::string::npos);
+  // Where NCCL has no equivalent the LSA kernel wins at any size: quantized reduce-scatter,
+  // variable counts.
+  r.equal_counts = false;
+  EXPECT_EQ(plan_collective(r).path, Path::LsaKernel);
+  auto q = request(Operation::ReduceScatter, DataType::Fp8E4M3, DataType::Fp32, c,
+                   ProvenanceStatus::Symmetric, ProvenanceStatus::NotRegistered);
+  q.buffers[1].peer_accessed = false;
+  q.lsa_kernel_available = true;
+  q.bytes_per_rank = std::size_t{1} << 30;
+  EXPECT_EQ(plan_collective(q).path, Path::LsaKernel);
+}
+
+TEST(Planner, FusedQuantizeGatherFallsBackWithItsOwnReason) {
+  Capabilities const c = caps(true, 8);
+  auto r = request(Operation::AllGather, DataType::Bf16, DataType::Nvfp4, c,
+                   ProvenanceStatus::NotRegistered, ProvenanceStatus::Symmetric);
+  r.buffers[0].peer_accessed = false;
+  r.lsa_kernel_available = true;
+  EXPECT_EQ(plan_collective(r).path, Path::LsaKernel);
+  r.lsa_kernel_available = false;
+  Plan const p = plan_collective(r);
+  EXPECT_EQ(p.path, Path::Fallback);
+  EXPECT_EQ(p.why, PlanReason::FusedQuantize);
+  EXPECT_NE(p.reason().find("quantized first"), std::string::npos) << p.reason();
+  r.choice = PathChoice::NcclSymmetric;
+  EXPECT_THROW(plan_collective(r), LogicError);
+}
+
 TEST(Planner, EmptyBuffersDoNotBlockAndMissingCapabilitiesAreRefused) {
   PlanRequest r;
   EXPECT_THROW(plan_collective(r), LogicError);

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# compute-sanitizer over symmcomm's GPU tests (device machine; build with scripts/gpu_session.sh
+# first). memcheck runs every GPU test except the long leak-cycle and device-exhaustion ones
+# (those measure memory, which the sanitizer's own allocations distort); racecheck, synccheck
+# and initcheck run the tests of symmcomm's own kernels (codecs, local reduce, LSA loopback),
+# since NCCL's kernels are not ours to fix. Writes ${OUT:-./gpu-out}/sanitize_<tool>.log and
+# prints one summary line per tool. Exit status: non-zero if any tool reports an error.
+# Usage: scripts/gpu_sanitize.sh [build-dir]
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+build="${1:-$SYMMCOMM_ROOT/build-dev}"
+out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0
+if ! command -v compute-sanitizer >/dev/null 2>&1; then
+  echo "compute-sanitizer not found (it ships with the CUDA toolkit)" >&2
+  exit 2
+fi
+gpu_tests="$build/tests/symmcomm_gpu_tests"
+[ -x "$gpu_tests" ] || { echo "$gpu_tests missing: build first" >&2; exit 2; }
+kernels='Nvfp4Kernels*:Fp8Kernels*:CodecKernels*:*LoopbackReduce*:*LsaLoopback*'
+long='*ThousandCycles*:*ThousandArenaCycles*:*RealDeviceExhaustion*:*ThreadSafe*'
+rc=0
+run() {  # tool filter
+  local tool="$1" filter="$2" log="$out/sanitize_$1.log"
+  timeout 540 compute-sanitizer --tool "$tool" --error-exitcode 99 \
+    "$gpu_tests" --gtest_filter="$filter" >"$log" 2>&1
+  local status=$?
+  local summary tests
+  summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
+  tests=$(grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$log" | tr '\n' ' ')
+  echo "$tool: exit $status; ${summary:-no summary}; $tests"
+  [ "$status" -eq 0 ] || rc=1
+}
+run memcheck "-$long"
+run racecheck "$kernels"
+run synccheck "$kernels"
+run initcheck "$kernels"
+exit $rc

@@ -1,0 +1,287 @@
+// Loopback runs of the LSA kernels (symmcomm/collectives/loopback.hpp): one launch per virtual
+// rank, peers addressed through a table of the virtual ranks' buffers.
+
+#include "symmcomm/collectives/loopback.hpp"
+
+#include <string>
+
+#include "kernels/lsa.hpp"
+#include "symmcomm/error.hpp"
+
+namespace symmcomm::loopback {
+namespace {
+
+namespace lsa = detail::lsa;
+
+static_assert(kMaxVirtualRanks == lsa::kMaxLoopbackRanks);
+
+std::string at(const char* what, std::size_t r) {
+  return std::string(what) + "[" + std::to_string(r) + "]";
+}
+
+std::size_t check_ranks(std::size_t a, std::size_t b, const char* a_name, const char* b_name) {
+  SYMMCOMM_EXPECTS(a >= 1 && a <= static_cast<std::size_t>(kMaxVirtualRanks),
+                   a_name << " holds " << a << " views; loopback runs 1.." << kMaxVirtualRanks
+                          << " virtual ranks");
+  SYMMCOMM_EXPECTS(a == b, a_name << " holds " << a << " views but " << b_name << " holds " << b);
+  return a;
+}
+
+// Exclusive prefix sums.
+std::vector<std::size_t> prefix(const std::vector<std::size_t>& v) {
+  std::vector<std::size_t> d(v.size(), 0);
+  for (std::size_t r = 1; r < v.size(); ++r) d[r] = d[r - 1] + v[r - 1];
+  return d;
+}
+
+// One tensor gathered byte for byte: bytes[r] from send[r] land in every recv[q] after the
+// bytes of ranks < r.
+struct GatherTensor {
+  std::vector<const void*> send;
+  std::vector<void*> recv;
+  std::vector<std::size_t> bytes;
+};
+
+void run_gather(const std::vector<GatherTensor>& tensors, cudaStream_t stream) {
+  std::size_t const n = tensors.front().send.size();
+  std::size_t total = 0;
+  for (const GatherTensor& t : tensors) {
+    for (std::size_t b : t.bytes) total += b;
+  }
+  for (std::size_t r = 0; r < n; ++r) {
+    lsa::Peers peers;
+    peers.rank = static_cast<int>(r);
+    peers.size = static_cast<int>(n);
+    lsa::GatherArgs args;
+    args.segments = static_cast<int>(tensors.size());
+    args.grid_bytes = total / n;
+    for (std::size_t t = 0; t < tensors.size(); ++t) {
+      for (std::size_t q = 0; q < n; ++q) peers.base[t][q] = tensors[t].recv[q];
+      args.segment[t].src = tensors[t].send[r];
+      args.segment[t].dst = lsa::SymRef{static_cast<int>(t), prefix(tensors[t].bytes)[r]};
+      args.segment[t].bytes = tensors[t].bytes[r];
+    }
+    lsa::gather(peers, args, stream);
+  }
+}
+
+// Per-rank element counts of `send`, checked against every recv's count.
+template <class Send, class Recv>
+std::vector<std::size_t> gather_counts(const std::vector<Send>& send,
+                                       const std::vector<Recv>& recv) {
+  std::size_t const n = check_ranks(send.size(), recv.size(), "send", "recv");
+  std::vector<std::size_t> counts(n);
+  std::size_t total = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    counts[r] = send[r].count;
+    total += counts[r];
+  }
+  for (std::size_t r = 0; r < n; ++r) {
+    SYMMCOMM_EXPECTS(recv[r].count == total, at("recv", r)
+                                                 << ".count " << recv[r].count
+                                                 << " is not the sum of send counts " << total);
+  }
+  return counts;
+}
+
+template <class T>
+std::vector<std::size_t> scaled(const std::vector<std::size_t>& counts, T f) {
+  std::vector<std::size_t> out(counts.size());
+  for (std::size_t r = 0; r < counts.size(); ++r) out[r] = f(counts[r]);
+  return out;
+}
+
+// Shard counts of a reduce-scatter, checked against every send's count.
+template <class Send, class Recv>
+std::vector<std::size_t> shard_counts(const std::vector<Send>& send,
+                                      const std::vector<Recv>& recv) {
+  std::size_t const n = check_ranks(send.size(), recv.size(), "send", "recv");
+  std::vector<std::size_t> counts(n);
+  std::size_t total = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    SYMMCOMM_EXPECTS(recv[r].count % 16 == 0,
+                     at("recv", r) << ".count " << recv[r].count << " is not a multiple of 16");
+    counts[r] = recv[r].count;
+    total += counts[r];
+  }
+  for (std::size_t r = 0; r < n; ++r) {
+    SYMMCOMM_EXPECTS(send[r].count == total, at("send", r)
+                                                 << ".count " << send[r].count
+                                                 << " is not the sum of recv counts " << total);
+  }
+  return counts;
+}
+
+template <class Send, class Out>
+void run_reduce(const std::vector<Send>& send, const std::vector<Span<Out>>& recv,
+                cudaStream_t stream) {
+  constexpr bool kNvfp4 = std::is_same_v<Send, Nvfp4View>;
+  auto const counts = shard_counts(send, recv);
+  std::size_t const n = counts.size();
+  for (std::size_t r = 0; r < n; ++r) {
+    validate(send[r], at("send", r), kNvfp4 ? 8 : 16);
+    validate(recv[r], at("recv", r));
+  }
+  auto const displ = prefix(counts);
+  std::size_t const total = send[0].count;
+  for (std::size_t r = 0; r < n; ++r) {
+    lsa::Peers peers;
+    peers.rank = static_cast<int>(r);
+    peers.size = static_cast<int>(n);
+    lsa::ReduceArgs a;
+    a.nvfp4 = kNvfp4;
+    for (std::size_t q = 0; q < n; ++q) {
+      peers.base[0][q] = send[q].data;
+      if constexpr (kNvfp4) {
+        peers.base[1][q] = send[q].block_scales;
+        peers.base[2][q] = send[q].global_scale;
+      } else {
+        peers.base[1][q] = send[q].data;  // unused slot, kept non-null
+        peers.base[2][q] = send[q].scale;
+        SYMMCOMM_EXPECTS(send[q].format == send[0].format,
+                         at("send", q) << ".format differs from send[0].format");
+      }
+    }
+    if constexpr (!kNvfp4) a.fp8_format = send[0].format;
+    a.data = lsa::SymRef{0, kNvfp4 ? displ[r] / 2 : displ[r]};
+    a.block_scales = lsa::SymRef{1, kNvfp4 ? displ[r] / kNvfp4BlockSize : 0};
+    a.scale = lsa::SymRef{2, 0};
+    a.count = counts[r];
+    a.grid_count = total / n;
+    a.out = recv[r].data;
+    a.out_fp32 = std::is_same_v<Out, float>;
+    lsa::reduce(peers, a, stream);
+  }
+}
+
+template <class Recv>
+void run_quantize_gather(const std::vector<Bf16Span>& input, const std::vector<const float*>& scale,
+                         const std::vector<Recv>& recv, cudaStream_t stream) {
+  constexpr bool kNvfp4 = std::is_same_v<Recv, Nvfp4View>;
+  auto const counts = gather_counts(input, recv);
+  std::size_t const n = counts.size();
+  SYMMCOMM_EXPECTS(scale.size() == n,
+                   "scale holds " << scale.size() << " pointers for " << n << " virtual ranks");
+  for (std::size_t r = 0; r < n; ++r) {
+    validate(input[r], at("input", r));
+    validate(recv[r], at("recv", r), 8);
+    SYMMCOMM_EXPECTS(input[r].count % 16 == 0,
+                     at("input", r) << ".count " << input[r].count << " is not a multiple of 16");
+    SYMMCOMM_EXPECTS(scale[r] != nullptr, at("scale", r) << " is null");
+  }
+  auto const displ = prefix(counts);
+  std::size_t const total = recv[0].count;
+  for (std::size_t r = 0; r < n; ++r) {
+    lsa::Peers peers;
+    peers.rank = static_cast<int>(r);
+    peers.size = static_cast<int>(n);
+    lsa::QuantizeGatherArgs a;
+    a.nvfp4 = kNvfp4;
+    for (std::size_t q = 0; q < n; ++q) {
+      peers.base[0][q] = recv[q].data;
+      if constexpr (kNvfp4) {
+        peers.base[1][q] = recv[q].block_scales;
+        peers.base[2][q] = recv[q].global_scale;
+      } else {
+        peers.base[1][q] = recv[q].data;  // unused slot, kept non-null
+        peers.base[2][q] = recv[q].scale;
+        SYMMCOMM_EXPECTS(recv[q].format == recv[0].format,
+                         at("recv", q) << ".format differs from recv[0].format");
+      }
+    }
+    if constexpr (!kNvfp4) a.fp8_format = recv[0].format;
+    a.src = input[r].data;
+    a.scale = scale[r];
+    a.count = counts[r];
+    a.data = lsa::SymRef{0, kNvfp4 ? displ[r] / 2 : displ[r]};
+    a.block_scales = lsa::SymRef{1, kNvfp4 ? displ[r] / kNvfp4BlockSize : 0};
+    a.scale_dst = lsa::SymRef{2, r * sizeof(float)};
+    a.grid_count = total / n;
+    lsa::quantize_gather(peers, a, stream);
+  }
+}
+
+}  // namespace
+
+void all_gather(const std::vector<Nvfp4View>& send, const std::vector<Nvfp4View>& recv,
+                cudaStream_t stream) {
+  auto const counts = gather_counts(send, recv);
+  std::size_t const n = counts.size();
+  GatherTensor data{{}, {}, scaled(counts, [](std::size_t c) { return c / 2; })};
+  GatherTensor scales{{}, {}, scaled(counts, [](std::size_t c) { return c / kNvfp4BlockSize; })};
+  GatherTensor globals{{}, {}, std::vector<std::size_t>(n, sizeof(float))};
+  for (std::size_t r = 0; r < n; ++r) {
+    validate(send[r], at("send", r), 1);
+    validate(recv[r], at("recv", r), 1);
+    SYMMCOMM_EXPECTS(send[r].global_scale != nullptr, at("send", r) << ".global_scale is null");
+    SYMMCOMM_EXPECTS(recv[r].global_scale != nullptr, at("recv", r) << ".global_scale is null");
+    data.send.push_back(send[r].data);
+    data.recv.push_back(recv[r].data);
+    scales.send.push_back(send[r].block_scales);
+    scales.recv.push_back(recv[r].block_scales);
+    globals.send.push_back(send[r].global_scale);
+    globals.recv.push_back(recv[r].global_scale);
+  }
+  run_gather({data, scales, globals}, stream);
+}
+
+void all_gather(const std::vector<Fp8View>& send, const std::vector<Fp8View>& recv,
+                cudaStream_t stream) {
+  auto const counts = gather_counts(send, recv);
+  std::size_t const n = counts.size();
+  GatherTensor data{{}, {}, counts};
+  GatherTensor scales{{}, {}, std::vector<std::size_t>(n, sizeof(float))};
+  for (std::size_t r = 0; r < n; ++r) {
+    validate(send[r], at("send", r), 1);
+    validate(recv[r], at("recv", r), 1);
+    SYMMCOMM_EXPECTS(send[r].scale != nullptr, at("send", r) << ".scale is null");
+    SYMMCOMM_EXPECTS(recv[r].scale != nullptr, at("recv", r) << ".scale is null");
+    data.send.push_back(send[r].data);
+    data.recv.push_back(recv[r].data);
+    scales.send.push_back(send[r].scale);
+    scales.recv.push_back(recv[r].scale);
+  }
+  run_gather({data, scales}, stream);
+}
+
+void all_gather(const std::vector<Bf16Span>& send, const std::vector<Bf16Span>& recv,
+                cudaStream_t stream) {
+  auto const counts = gather_counts(send, recv);
+  std::size_t const n = counts.size();
+  GatherTensor data{{}, {}, scaled(counts, [](std::size_t c) { return c * sizeof(bf16); })};
+  for (std::size_t r = 0; r < n; ++r) {
+    validate(send[r], at("send", r), 1);
+    validate(recv[r], at("recv", r), 1);
+    data.send.push_back(send[r].data);
+    data.recv.push_back(recv[r].data);
+  }
+  run_gather({data}, stream);
+}
+
+void reduce_scatter(const std::vector<Nvfp4View>& send, const std::vector<Bf16Span>& recv,
+                    cudaStream_t stream) {
+  run_reduce(send, recv, stream);
+}
+void reduce_scatter(const std::vector<Nvfp4View>& send, const std::vector<Fp32Span>& recv,
+                    cudaStream_t stream) {
+  run_reduce(send, recv, stream);
+}
+void reduce_scatter(const std::vector<Fp8View>& send, const std::vector<Bf16Span>& recv,
+                    cudaStream_t stream) {
+  run_reduce(send, recv, stream);
+}
+void reduce_scatter(const std::vector<Fp8View>& send, const std::vector<Fp32Span>& recv,
+                    cudaStream_t stream) {
+  run_reduce(send, recv, stream);
+}
+
+void quantize_all_gather(const std::vector<Bf16Span>& input, const std::vector<const float*>& scale,
+                         const std::vector<Nvfp4View>& recv, cudaStream_t stream) {
+  run_quantize_gather(input, scale, recv, stream);
+}
+void quantize_all_gather(const std::vector<Bf16Span>& input, const std::vector<const float*>& scale,
+                         const std::vector<Fp8View>& recv, cudaStream_t stream) {
+  run_quantize_gather(input, scale, recv, stream);
+}
+
+}  // namespace symmcomm::loopback

@@ -1,0 +1,162 @@
+// Fused quantize + all-gather (symmcomm/collectives/all_gather.hpp): one LSA kernel that
+// quantizes bf16 and writes every peer's symmetric receive window, or quantize-then-gather.
+
+#include <type_traits>
+
+#include "common.hpp"
+#include "kernels/codecs_internal.hpp"
+#include "symmcomm/collectives/all_gather.hpp"
+#include "symmcomm/detail/cuda_utils.hpp"
+#include "symmcomm/error.hpp"
+#include "symmcomm/formats/codecs.hpp"
+
+namespace symmcomm {
+namespace {
+
+constexpr const char* kOperation = "quantize_all_gather";
+
+template <class Recv>
+constexpr bool is_nvfp4() {
+  return std::is_same_v<Recv, Nvfp4View>;
+}
+
+template <class Recv>
+float* recv_scale(const Recv& recv) {
+  if constexpr (is_nvfp4<Recv>()) {
+    return recv.global_scale;
+  } else {
+    return recv.scale;
+  }
+}
+
+template <class Recv>
+Fp8Format fp8_format_of(const Recv& recv) {
+  if constexpr (is_nvfp4<Recv>()) {
+    return Fp8Format::E4M3;
+  } else {
+    return recv.format;
+  }
+}
+
+// The quantized bytes one rank contributes.
+template <class Recv>
+std::size_t payload_bytes(std::size_t count) {
+  return (is_nvfp4<Recv>() ? count / 2 + count / kNvfp4BlockSize : count) + sizeof(float);
+}
+
+// Quantize this rank's input into the workspace, then gather it with all_gather.
+template <class Recv>
+Plan quantize_then_gather(detail::CommState& state, const Communicator& comm, Bf16Span input,
+                          Recv recv, const float* scale, cudaStream_t stream,
+                          const Options& options) {
+  std::size_t const count = input.count;
+  std::size_t const data_bytes = detail::align256(is_nvfp4<Recv>() ? count / 2 : count);
+  std::size_t const scale_bytes =
+      is_nvfp4<Recv>() ? detail::align256(count / kNvfp4BlockSize) : std::size_t{0};
+  auto* ws = static_cast<std::uint8_t*>(
+      detail::acquire_workspace(state, options, data_bytes + scale_bytes + 256, stream));
+  auto* slot = reinterpret_cast<float*>(ws + data_bytes + scale_bytes);
+  ScaleMode const mode = scale == nullptr ? ScaleMode::Compute : ScaleMode::Given;
+  float* const scale_ptr = scale == nullptr ? slot : const_cast<float*>(scale);  // read only
+  detail::DeviceGuard guard(state.device);
+  if constexpr (is_nvfp4<Recv>()) {
+    Nvfp4View const mine{ws, ws + data_bytes, scale_ptr, count};
+    quantize_nvfp4(input.data, mine, mode, stream);
+    return all_gather(comm, mine, recv, stream, options);
+  } else {
+    Fp8View const mine{ws, scale_ptr, count, recv.format};
+    quantize_fp8(input.data, mine, mode, stream);
+    return all_gather(comm, mine, recv, stream, options);
+  }
+}
+
+template <class Recv>
+Plan fused_quantize_gather(const Communicator& comm, Bf16Span input, Recv recv, const float* scale,
+                           cudaStream_t stream, const Options& options) {
+  validate(input, "input");
+  validate(recv, "recv", 8);
+  detail::CommState& state = detail::usable_state(comm, kOperation);
+  std::size_t const n = static_cast<std::size_t>(state.size);
+  std::size_t const me = static_cast<std::size_t>(state.rank);
+  SYMMCOMM_EXPECTS(input.count % 16 == 0,
+                   "input.count " << input.count << " is not a multiple of 16");
+  SYMMCOMM_EXPECTS(recv.count == input.count * n, "recv.count "
+                                                      << recv.count << " is not input.count "
+                                                      << input.count << " x comm.size() " << n);
+  if (options.path == PathChoice::Fallback || options.path == PathChoice::NcclSymmetric) {
+    return quantize_then_gather(state, comm, input, recv, scale, stream, options);
+  }
+  PlanRequest request;
+  request.operation = Operation::AllGather;
+  request.send_type = DataType::Bf16;
+  if constexpr (is_nvfp4<Recv>()) {
+    request.recv_type = DataType::Nvfp4;
+  } else {
+    request.recv_type = recv.dtype();
+  }
+  request.capabilities = &state.caps;
+  request.comm_size = state.size;
+  request.choice = options.path;
+  request.bytes_per_rank = payload_bytes<Recv>(input.count);
+  request.buffers.push_back(detail::planned_buffer("input", input.data, input.data_bytes()));
+  request.buffers.back().peer_accessed = false;
+  request.buffers.push_back(detail::planned_buffer("recv.data", recv.data, recv.data_bytes()));
+  if constexpr (is_nvfp4<Recv>()) {
+    request.buffers.push_back(
+        detail::planned_buffer("recv.block_scales", recv.block_scales, recv.scale_bytes()));
+  }
+  request.buffers.push_back(detail::planned_buffer(
+      is_nvfp4<Recv>() ? "recv.global_scale" : "recv.scale", recv_scale(recv), n * sizeof(float)));
+  request.lsa_kernel_available = detail::lsa_kernel_usable(state);
+  detail::resolve_provenance(state, request.buffers);
+  Plan plan = plan_collective(request);
+  if (plan.path != Path::LsaKernel) {
+    return quantize_then_gather(state, comm, input, recv, scale, stream, options);
+  }
+
+  detail::DeviceGuard guard(state.device);
+  const float* scale_ptr = scale;
+  if (scale_ptr == nullptr) {
+    auto* slot = static_cast<float*>(detail::acquire_workspace(state, options, 256, stream));
+    detail::scale_from_amax(input.data, input.count, slot, is_nvfp4<Recv>(), fp8_format_of(recv),
+                            stream);
+    scale_ptr = slot;
+  }
+  detail::lsa::Peers peers = detail::lsa_peers(state);
+  detail::lsa::QuantizeGatherArgs a;
+  a.nvfp4 = is_nvfp4<Recv>();
+  a.fp8_format = fp8_format_of(recv);
+  a.src = input.data;
+  a.scale = scale_ptr;
+  a.count = input.count;
+  a.grid_count = input.count;
+  const Provenance& data = request.buffers[1].provenance;
+  const Provenance& scales = request.buffers[2].provenance;
+  const Provenance& globals = request.buffers.back().provenance;
+  peers.window[0] = data.window;
+  a.data =
+      detail::lsa::SymRef{0, data.offset + me * (is_nvfp4<Recv>() ? input.count / 2 : input.count)};
+  if constexpr (is_nvfp4<Recv>()) {
+    peers.window[1] = scales.window;
+    a.block_scales = detail::lsa::SymRef{1, scales.offset + me * (input.count / kNvfp4BlockSize)};
+  }
+  peers.window[2] = globals.window;
+  a.scale_dst = detail::lsa::SymRef{2, globals.offset + me * sizeof(float)};
+  detail::lsa::quantize_gather(peers, a, stream);
+  detail::record_plan(state, plan, kOperation, is_nvfp4<Recv>() ? "nvfp4" : "fp8", input.count);
+  return plan;
+}
+
+}  // namespace
+
+Plan quantize_all_gather(const Communicator& comm, Bf16Span input, Nvfp4View recv,
+                         const float* global_scale, cudaStream_t stream, const Options& options) {
+  return fused_quantize_gather(comm, input, recv, global_scale, stream, options);
+}
+
+Plan quantize_all_gather(const Communicator& comm, Bf16Span input, Fp8View recv, const float* scale,
+                         cudaStream_t stream, const Options& options) {
+  return fused_quantize_gather(comm, input, recv, scale, stream, options);
+}
+
+}  // namespace symmcomm

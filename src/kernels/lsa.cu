@@ -1,0 +1,454 @@
+// symmcomm's own symmetric kernels (see lsa.hpp): a push all-gather of several byte ranges in
+// one launch, a one-shot quantized reduce-scatter that pulls every peer's shard, and a fused
+// quantize + all-gather. Each kernel is a template over the peer policy (production LSA or
+// loopback) and is otherwise one piece of code.
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "comm/dev_comm.hpp"
+#include "device_codecs.cuh"
+#include "lsa.hpp"
+#include "quantize_block.cuh"
+#include "symmcomm/error.hpp"
+#include "symmcomm/formats/nvfp4.hpp"
+
+#if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
+#include <nccl_device.h>
+#endif
+
+namespace symmcomm::detail::lsa {
+namespace {
+
+static_assert(kMaxCtas <= kMaxLsaCtas, "every CTA needs an LSA barrier of the device communicator");
+
+// ---- peer policies --------------------------------------------------------------------------
+
+// N virtual ranks on one GPU. Launched once per virtual rank in rank order on one stream, so
+// the barriers have nothing to wait for: the previous rank's kernel has completed.
+struct LoopbackPolicy {
+  int my_rank;
+  int my_size;
+  char* base[kSlots][kMaxLoopbackRanks];
+  __device__ int rank() const { return my_rank; }
+  __device__ int size() const { return my_size; }
+  __device__ char* ptr(SymRef ref, int peer) const { return base[ref.slot][peer] + ref.offset; }
+  __device__ void barrier() const {}
+};
+
+#if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
+// Production: peers of the LSA team through NCCL windows; CTA i meets CTA i of every peer.
+struct LsaPolicy {
+  ncclDevComm comm;
+  ncclWindow_t window[kSlots];
+  __device__ int rank() const { return comm.lsaRank; }
+  __device__ int size() const { return comm.lsaSize; }
+  __device__ char* ptr(SymRef ref, int peer) const {
+    return static_cast<char*>(ncclGetLsaPointer(window[ref.slot], ref.offset, peer));
+  }
+  __device__ void barrier() const {
+    ncclLsaBarrierSession<ncclCoopCta> bar(ncclCoopCta(), comm, ncclTeamTagLsa(), blockIdx.x);
+    bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
+  }
+};
+#endif
+
+__device__ __forceinline__ std::size_t global_thread() {
+  return blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+}
+__device__ __forceinline__ std::size_t grid_threads() {
+  return static_cast<std::size_t>(gridDim.x) * blockDim.x;
+}
+// Peers visited starting after this rank, so ranks spread their traffic over the links.
+__device__ __forceinline__ int rotated(int me, int j, int n) {
+  int const p = me + j;
+  return p >= n ? p - n : p;
+}
+
+// ---- all-gather (push) ----------------------------------------------------------------------
+
+struct GatherLaunch {
+  GatherArgs args;
+  int width[kSlots];  // vector width in bytes of each segment (16, 8, 4, 2 or 1)
+};
+
+// Loads kUnroll vectors of V from `src`, stores each to every peer.
+template <class V>
+__device__ __forceinline__ void copy_to_peers(const void* src, char* const* dst, std::size_t units,
+                                              int me, int n) {
+  constexpr int kUnroll = 4;
+  const V* in = static_cast<const V*>(src);
+  std::size_t const stride = grid_threads();
+  for (std::size_t i0 = global_thread(); i0 < units; i0 += stride * kUnroll) {
+    V v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (i0 + u * stride < units) v[u] = in[i0 + u * stride];
+    }
+    for (int j = 0; j < n; ++j) {
+      V* out = reinterpret_cast<V*>(dst[rotated(me, j, n)]);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (i0 + u * stride < units) out[i0 + u * stride] = v[u];
+      }
+    }
+  }
+}
+
+template <class P>
+__global__ void __launch_bounds__(kThreads)
+    gather_kernel(const __grid_constant__ P peers, const __grid_constant__ GatherLaunch g) {
+  __shared__ char* dst[kMaxRanks];
+  int const n = peers.size();
+  int const me = peers.rank();
+  peers.barrier();
+  for (int s = 0; s < g.args.segments; ++s) {
+    const GatherSegment& seg = g.args.segment[s];
+    __syncthreads();  // the previous segment's table is no longer read
+    for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
+      dst[p] = peers.ptr(seg.dst, p);
+    }
+    __syncthreads();
+    std::size_t const units = seg.bytes / static_cast<std::size_t>(g.width[s]);
+    switch (g.width[s]) {
+      case 16:
+        copy_to_peers<uint4>(seg.src, dst, units, me, n);
+        break;
+      case 8:
+        copy_to_peers<uint2>(seg.src, dst, units, me, n);
+        break;
+      case 4:
+        copy_to_peers<std::uint32_t>(seg.src, dst, units, me, n);
+        break;
+      case 2:
+        copy_to_peers<std::uint16_t>(seg.src, dst, units, me, n);
+        break;
+      default:
+        copy_to_peers<std::uint8_t>(seg.src, dst, units, me, n);
+        break;
+    }
+  }
+  peers.barrier();
+}
+
+// ---- one-shot quantized reduce-scatter (pull) -----------------------------------------------
+
+// Adds kBytes of one peer's shard (item i) times its scales to acc. NVFP4: 2 * kBytes elements,
+// kBytes / 8 blocks; FP8: kBytes elements. Same arithmetic, in the same order, as the local
+// reduction of the fallback (reduce.cu), so both paths give bit-identical results.
+template <bool kNvfp4, int kBytes>
+__device__ __forceinline__ void accumulate(const std::uint8_t* data, const std::uint8_t* scales,
+                                           float mult, std::size_t i, Fp8Format format,
+                                           float (&acc)[kNvfp4 ? 2 * kBytes : kBytes]) {
+  std::uint32_t w[kBytes / 4];
+  if constexpr (kBytes == 16) {
+    uint4 const v = reinterpret_cast<const uint4*>(data)[i];
+    w[0] = v.x;
+    w[1] = v.y;
+    w[2] = v.z;
+    w[3] = v.w;
+  } else {
+    uint2 const v = reinterpret_cast<const uint2*>(data)[i];
+    w[0] = v.x;
+    w[1] = v.y;
+  }
+  if constexpr (kNvfp4) {
+#pragma unroll
+    for (int b = 0; b < kBytes / 8; ++b) {
+      float const m = decode_e4m3(scales[i * (kBytes / 8) + b]) * mult;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) acc[16 * b + 8 * h + k] += e2m1_from_word(w[2 * b + h], k) * m;
+      }
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < kBytes / 4; ++k) {
+      float2 const lo = decode_fp8x2(static_cast<std::uint16_t>(w[k]), format);
+      float2 const hi = decode_fp8x2(static_cast<std::uint16_t>(w[k] >> 16), format);
+      acc[4 * k] += lo.x * mult;
+      acc[4 * k + 1] += lo.y * mult;
+      acc[4 * k + 2] += hi.x * mult;
+      acc[4 * k + 3] += hi.y * mult;
+    }
+  }
+}
+
+template <class P, class Out, bool kNvfp4, int kBytes>
+__global__ void __launch_bounds__(kThreads)
+    reduce_kernel(const __grid_constant__ P peers, const __grid_constant__ ReduceArgs a) {
+  constexpr int kElems = kNvfp4 ? 2 * kBytes : kBytes;
+  __shared__ const std::uint8_t* data[kMaxRanks];
+  __shared__ const std::uint8_t* scales[kMaxRanks];
+  __shared__ float mult[kMaxRanks];
+  int const n = peers.size();
+  peers.barrier();
+  for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
+    data[p] = reinterpret_cast<const std::uint8_t*>(peers.ptr(a.data, p));
+    scales[p] =
+        kNvfp4 ? reinterpret_cast<const std::uint8_t*>(peers.ptr(a.block_scales, p)) : nullptr;
+    float const s = *reinterpret_cast<const float*>(peers.ptr(a.scale, p));
+    mult[p] = kNvfp4 ? 1.0f / s : s;
+  }
+  __syncthreads();
+  Out* out = static_cast<Out*>(a.out);
+  std::size_t const items = a.count / kElems;
+  for (std::size_t i = global_thread(); i < items; i += grid_threads()) {
+    float acc[kElems] = {};
+    for (int p = 0; p < n; ++p) {
+      accumulate<kNvfp4, kBytes>(data[p], scales[p], mult[p], i, a.fp8_format, acc);
+    }
+    store_floats<kElems>(out, i * kElems, acc);
+  }
+  peers.barrier();
+}
+
+// ---- fused quantize + all-gather ------------------------------------------------------------
+
+template <class P>
+__global__ void __launch_bounds__(kThreads)
+    quantize_gather_nvfp4_kernel(const __grid_constant__ P peers,
+                                 const __grid_constant__ QuantizeGatherArgs a) {
+  __shared__ float quant_table[256];
+  __shared__ uint2* data_dst[kMaxRanks];
+  __shared__ std::uint8_t* scale_dst[kMaxRanks];
+  int const n = peers.size();
+  int const me = peers.rank();
+  float const global_scale = *a.scale;
+  float const scale_factor = nvfp4_scale_factor(global_scale);
+  fill_quant_table(quant_table, global_scale);
+  peers.barrier();
+  for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
+    data_dst[p] = reinterpret_cast<uint2*>(peers.ptr(a.data, p));
+    scale_dst[p] = reinterpret_cast<std::uint8_t*>(peers.ptr(a.block_scales, p));
+    if (blockIdx.x == 0) *reinterpret_cast<float*>(peers.ptr(a.scale_dst, p)) = global_scale;
+  }
+  __syncthreads();
+  std::size_t const blocks = a.count / kNvfp4BlockSize;
+  for (std::size_t b = global_thread(); b < blocks; b += grid_threads()) {
+    Vectors<bf16, 16> in;
+    load(a.src, b, in);
+    float x[16];
+    to_floats(in, x);
+    uint2 packed;
+    std::uint8_t scale;
+    quantize_one_block(x, scale_factor, quant_table, packed, scale);
+    for (int j = 0; j < n; ++j) {
+      int const p = rotated(me, j, n);
+      data_dst[p][b] = packed;
+      scale_dst[p][b] = scale;
+    }
+  }
+  peers.barrier();
+}
+
+template <class P>
+__global__ void __launch_bounds__(kThreads)
+    quantize_gather_fp8_kernel(const __grid_constant__ P peers,
+                               const __grid_constant__ QuantizeGatherArgs a) {
+  __shared__ uint2* data_dst[kMaxRanks];
+  int const n = peers.size();
+  int const me = peers.rank();
+  float const scale = *a.scale;
+  float const inv_scale = 1.0f / scale;
+  peers.barrier();
+  for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
+    data_dst[p] = reinterpret_cast<uint2*>(peers.ptr(a.data, p));
+    if (blockIdx.x == 0) *reinterpret_cast<float*>(peers.ptr(a.scale_dst, p)) = scale;
+  }
+  __syncthreads();
+  std::size_t const groups = a.count / 8;
+  for (std::size_t g = global_thread(); g < groups; g += grid_threads()) {
+    Vectors<bf16, 8> in;
+    load(a.src, g, in);
+    float x[8];
+    to_floats(in, x);
+    std::uint32_t half[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      half[k] = encode_fp8x2(x[2 * k] * inv_scale, x[2 * k + 1] * inv_scale, a.fp8_format);
+    }
+    uint2 const codes = make_uint2(half[0] | (half[1] << 16), half[2] | (half[3] << 16));
+    for (int j = 0; j < n; ++j) data_dst[rotated(me, j, n)][g] = codes;
+  }
+  peers.barrier();
+}
+
+// ---- host side ------------------------------------------------------------------------------
+
+// Same on every rank: a function of a rank-independent size only.
+unsigned grid_for_units(std::size_t units) {
+  std::size_t const ctas = (units + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(ctas < 1 ? 1 : (ctas > kMaxCtas ? kMaxCtas : ctas));
+}
+
+// Bits that may be set in the address of `ref` on any peer (loopback: the table's pointers;
+// production: the offset, windows being page-aligned).
+std::uintptr_t address_bits(const Peers& peers, SymRef ref) {
+  std::uintptr_t bits = ref.offset;
+  if (peers.loopback) {
+    for (int r = 0; r < peers.size; ++r) {
+      bits |= reinterpret_cast<std::uintptr_t>(peers.base[ref.slot][r]) + ref.offset;
+    }
+  }
+  return bits;
+}
+
+int widest_vector(std::uintptr_t bits) {
+  int w = 16;
+  while (w > 1 && bits % static_cast<std::uintptr_t>(w) != 0) w /= 2;
+  return w;
+}
+
+void check_peers(const Peers& peers) {
+  int const limit = peers.loopback ? kMaxLoopbackRanks : kMaxRanks;
+  SYMMCOMM_EXPECTS(peers.size >= 1 && peers.size <= limit,
+                   "lsa kernel: " << peers.size << " ranks, outside 1.." << limit
+                                  << (peers.loopback ? " (loopback)" : ""));
+  SYMMCOMM_EXPECTS(peers.rank >= 0 && peers.rank < peers.size,
+                   "lsa kernel: rank " << peers.rank << " outside 0.." << peers.size - 1);
+  if (peers.loopback) return;
+  SYMMCOMM_EXPECTS(peers.dev_comm != nullptr,
+                   "lsa kernel: the communicator has no device communicator");
+}
+
+void check_ref(const Peers& peers, SymRef ref, const char* name) {
+  SYMMCOMM_EXPECTS(ref.slot >= 0 && ref.slot < kSlots,
+                   "lsa kernel: " << name << " slot " << ref.slot << " outside 0.." << kSlots - 1);
+  if (peers.loopback) {
+    for (int r = 0; r < peers.size; ++r) {
+      SYMMCOMM_EXPECTS(peers.base[ref.slot][r] != nullptr,
+                       "lsa kernel: " << name << " of virtual rank " << r << " is null");
+    }
+  } else {
+    SYMMCOMM_EXPECTS(peers.window[ref.slot] != nullptr, "lsa kernel: " << name << " has no window");
+  }
+}
+
+// Runs `launch(policy)` with the policy `peers` describes.
+template <class Launch>
+void with_policy(const Peers& peers, Launch&& launch) {
+  check_peers(peers);
+  if (peers.loopback) {
+    LoopbackPolicy p{};
+    p.my_rank = peers.rank;
+    p.my_size = peers.size;
+    for (int s = 0; s < kSlots; ++s) {
+      for (int r = 0; r < kMaxLoopbackRanks; ++r)
+        p.base[s][r] = static_cast<char*>(peers.base[s][r]);
+    }
+    launch(p);
+    return;
+  }
+#if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
+  LsaPolicy p{};
+  p.comm = *static_cast<const ncclDevComm*>(peers.dev_comm);
+  for (int s = 0; s < kSlots; ++s) p.window[s] = peers.window[s];
+  launch(p);
+#else
+  SYMMCOMM_FAIL("lsa kernel: this build has no NCCL device API (NCCL < 2.28 headers)");
+#endif
+}
+
+template <class P, class Out>
+void launch_reduce(const P& p, const ReduceArgs& a, bool wide, unsigned grid, cudaStream_t s) {
+  if (a.nvfp4) {
+    if (wide) {
+      reduce_kernel<P, Out, true, 16><<<grid, kThreads, 0, s>>>(p, a);
+    } else {
+      reduce_kernel<P, Out, true, 8><<<grid, kThreads, 0, s>>>(p, a);
+    }
+  } else if (wide) {
+    reduce_kernel<P, Out, false, 16><<<grid, kThreads, 0, s>>>(p, a);
+  } else {
+    reduce_kernel<P, Out, false, 8><<<grid, kThreads, 0, s>>>(p, a);
+  }
+}
+
+}  // namespace
+
+bool production_available() noexcept {
+#if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
+  return true;
+#else
+  return false;
+#endif
+}
+
+void gather(const Peers& peers, const GatherArgs& args, cudaStream_t stream) {
+  SYMMCOMM_EXPECTS(args.segments >= 1 && args.segments <= kSlots,
+                   "lsa gather: " << args.segments << " segments, outside 1.." << kSlots);
+  GatherLaunch g{};
+  g.args = args;
+  for (int s = 0; s < args.segments; ++s) {
+    const GatherSegment& seg = args.segment[s];
+    check_ref(peers, seg.dst, "gather destination");
+    SYMMCOMM_EXPECTS(seg.bytes == 0 || seg.src != nullptr,
+                     "lsa gather: segment " << s << " source is null");
+    g.width[s] = widest_vector(address_bits(peers, seg.dst) |
+                               reinterpret_cast<std::uintptr_t>(seg.src) | seg.bytes);
+  }
+  unsigned const grid = grid_for_units(args.grid_bytes / 64);
+  with_policy(peers, [&](const auto& p) {
+    gather_kernel<<<grid, kThreads, 0, stream>>>(p, g);
+    SYMMCOMM_CHECK_LAUNCH();
+  });
+}
+
+void reduce(const Peers& peers, const ReduceArgs& a, cudaStream_t stream) {
+  SYMMCOMM_EXPECTS(a.count % 16 == 0,
+                   "lsa reduce: count " << a.count << " is not a multiple of 16");
+  SYMMCOMM_EXPECTS(a.out != nullptr || a.count == 0, "lsa reduce: out is null");
+  SYMMCOMM_EXPECTS(reinterpret_cast<std::uintptr_t>(a.out) % 16 == 0,
+                   "lsa reduce: out " << a.out << " is not 16-byte aligned");
+  check_ref(peers, a.data, "send.data");
+  check_ref(peers, a.scale, "send scale");
+  if (a.nvfp4) check_ref(peers, a.block_scales, "send.block_scales");
+  std::uintptr_t const bits = address_bits(peers, a.data);
+  std::size_t const bytes = a.nvfp4 ? a.count / 2 : a.count;
+  // 16-byte loads when every peer's shard is 16-byte aligned and whole items fit; else 8.
+  bool const wide = bits % 16 == 0 && bytes % 16 == 0;
+  SYMMCOMM_EXPECTS(bits % 8 == 0, "lsa reduce: send.data shard at offset "
+                                      << a.data.offset << " is not 8-byte aligned");
+  unsigned const grid = grid_for_units(a.grid_count / 16);
+  with_policy(peers, [&](const auto& p) {
+    if (a.out_fp32) {
+      launch_reduce<std::decay_t<decltype(p)>, float>(p, a, wide, grid, stream);
+    } else {
+      launch_reduce<std::decay_t<decltype(p)>, bf16>(p, a, wide, grid, stream);
+    }
+    SYMMCOMM_CHECK_LAUNCH();
+  });
+}
+
+void quantize_gather(const Peers& peers, const QuantizeGatherArgs& a, cudaStream_t stream) {
+  SYMMCOMM_EXPECTS(a.count % 16 == 0,
+                   "lsa quantize_gather: count " << a.count << " is not a multiple of 16");
+  SYMMCOMM_EXPECTS(a.src != nullptr || a.count == 0, "lsa quantize_gather: input is null");
+  SYMMCOMM_EXPECTS(reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0,
+                   "lsa quantize_gather: input " << static_cast<const void*>(a.src)
+                                                 << " is not 16-byte aligned");
+  SYMMCOMM_EXPECTS(a.scale != nullptr, "lsa quantize_gather: scale is null");
+  check_ref(peers, a.data, "recv.data");
+  check_ref(peers, a.scale_dst, "recv scale");
+  if (a.nvfp4) check_ref(peers, a.block_scales, "recv.block_scales");
+  SYMMCOMM_EXPECTS(address_bits(peers, a.data) % 8 == 0, "lsa quantize_gather: recv.data at offset "
+                                                             << a.data.offset
+                                                             << " is not 8-byte aligned");
+  SYMMCOMM_EXPECTS(address_bits(peers, a.scale_dst) % 4 == 0,
+                   "lsa quantize_gather: recv scale at offset " << a.scale_dst.offset
+                                                                << " is not 4-byte aligned");
+  unsigned const grid = grid_for_units(a.grid_count / 16);
+  with_policy(peers, [&](const auto& p) {
+    if (a.nvfp4) {
+      quantize_gather_nvfp4_kernel<<<grid, kThreads, 0, stream>>>(p, a);
+    } else {
+      quantize_gather_fp8_kernel<<<grid, kThreads, 0, stream>>>(p, a);
+    }
+    SYMMCOMM_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace symmcomm::detail::lsa

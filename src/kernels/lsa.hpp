@@ -1,0 +1,104 @@
+#pragma once
+// Private: symmcomm's own symmetric kernels (lsa.cu), written once against a peer policy.
+//
+// A kernel reaches peers' symmetric buffers through `Peers`: in production a device
+// communicator and NCCL windows (ncclGetLsaPointer, ncclLsaBarrierSession over the LSA team);
+// in loopback a table of N virtual ranks' buffers on one GPU, launched once per virtual rank in
+// rank order on one stream (the barriers become no-ops: stream order already separates the
+// ranks). The same kernel code runs in both.
+//
+// Every kernel starts and ends with a barrier over the team (CTA i meets CTA i of every peer):
+// at the start, peers' inputs are complete and their receive buffers free; at the end, every
+// peer has finished reading and writing this rank's buffers, so they may be reused at once. The
+// grid must therefore be the same on every rank: launchers size it from `grid_bytes` /
+// `grid_count`, which callers set from rank-independent quantities.
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "symmcomm/formats/views.hpp"
+
+namespace symmcomm::detail::lsa {
+
+/// Symmetric buffers one kernel addresses on peers.
+inline constexpr int kSlots = 4;
+/// Virtual ranks a loopback launch supports.
+inline constexpr int kMaxLoopbackRanks = 8;
+/// Ranks a production launch supports (shared-memory tables of peer pointers).
+inline constexpr int kMaxRanks = 64;
+/// Most CTAs a kernel launches: each needs its own LSA barrier (see dev_comm.hpp).
+inline constexpr int kMaxCtas = 128;
+/// Threads per CTA of the LSA kernels.
+inline constexpr int kThreads = 512;
+
+/// A symmetric buffer as a kernel sees it: a slot (an NCCL window, or a row of loopback base
+/// pointers) and a byte offset that is the same on every peer.
+struct SymRef {
+  int slot = 0;
+  std::size_t offset = 0;
+};
+
+/// The calling rank and how it reaches its peers.
+struct Peers {
+  bool loopback = true;
+  int rank = 0;
+  int size = 1;
+  /// Loopback: base[slot][r] is virtual rank r's buffer of that slot.
+  void* base[kSlots][kMaxLoopbackRanks] = {};
+  /// Production: the communicator's ncclDevComm (dev_comm_handle) and the slots' windows.
+  const void* dev_comm = nullptr;
+  ncclWindow_t window[kSlots] = {};
+};
+
+/// One byte range this rank sends to every peer: `bytes` from local `src` to `dst` on each.
+struct GatherSegment {
+  const void* src = nullptr;
+  SymRef dst{};
+  std::size_t bytes = 0;
+};
+
+/// A push all-gather of up to kSlots byte ranges in one launch.
+struct GatherArgs {
+  GatherSegment segment[kSlots];
+  int segments = 0;
+  std::size_t grid_bytes = 0;  ///< rank-independent size that fixes the grid (e.g. recv total)
+};
+
+/// One-shot quantized reduce-scatter: this rank reads its shard from every peer's send buffer
+/// (`data`, `block_scales` at the shard's offsets, `scale` = the peer's one float), dequantizes,
+/// sums in fp32 in rank order and writes `count` bf16 or fp32 elements to local `out`.
+struct ReduceArgs {
+  bool nvfp4 = true;
+  Fp8Format fp8_format = Fp8Format::E4M3;
+  SymRef data{}, block_scales{}, scale{};
+  std::size_t count = 0;       ///< elements of this rank's shard (a multiple of 16)
+  std::size_t grid_count = 0;  ///< rank-independent element count that fixes the grid
+  void* out = nullptr;
+  bool out_fp32 = false;
+};
+
+/// Fused quantize + all-gather: `count` bf16 elements at local `src` quantized with the scale at
+/// local `scale` (NVFP4 global scale or FP8 scale), written straight to every peer's `data`,
+/// `block_scales` (NVFP4) and `scale_dst` (one float).
+struct QuantizeGatherArgs {
+  bool nvfp4 = true;
+  Fp8Format fp8_format = Fp8Format::E4M3;
+  const bf16* src = nullptr;
+  const float* scale = nullptr;
+  std::size_t count = 0;  ///< a multiple of 16
+  SymRef data{}, block_scales{}, scale_dst{};
+  std::size_t grid_count = 0;
+};
+
+/// Launch one kernel for the calling rank described by `peers`.
+void gather(const Peers& peers, const GatherArgs& args, cudaStream_t stream);
+void reduce(const Peers& peers, const ReduceArgs& args, cudaStream_t stream);
+void quantize_gather(const Peers& peers, const QuantizeGatherArgs& args, cudaStream_t stream);
+
+/// True when this build carries the production policy (NCCL's device API headers).
+bool production_available() noexcept;
+
+}  // namespace symmcomm::detail::lsa
