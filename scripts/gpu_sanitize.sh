@@ -5,7 +5,7 @@
 # and initcheck run the tests of symmcomm's own kernels (codecs, local reduce, LSA loopback),
 # since NCCL's kernels are not ours to fix. Writes ${OUT:-./gpu-out}/sanitize_<tool>.log and
 # prints one summary line per tool. Exit status: non-zero if any tool reports an error.
-# Usage: scripts/gpu_sanitize.sh [build-dir]
+# Usage: [SANITIZE_TIMEOUT=seconds per tool] scripts/gpu_sanitize.sh [build-dir]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 build="${1:-$SYMMCOMM_ROOT/build-dev}"
@@ -23,7 +23,7 @@ long='*ThousandCycles*:*ThousandArenaCycles*:*RealDeviceExhaustion*:*ThreadSafe*
 rc=0
 run() {  # tool filter
   local tool="$1" filter="$2" log="$out/sanitize_$1.log"
-  timeout 540 compute-sanitizer --tool "$tool" --error-exitcode 99 \
+  timeout "${SANITIZE_TIMEOUT:-540}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
     "$gpu_tests" --gtest_filter="$filter" >"$log" 2>&1
   local status=$?
   local summary tests
