@@ -8,6 +8,7 @@
 #include "micro/device_memory.hpp"
 #include "micro/device_timer.hpp"
 #include "symmcomm/formats/codecs.hpp"
+#include "symmcomm/runtime.hpp"
 
 namespace symmcomm::bench {
 namespace {
@@ -68,8 +69,15 @@ void BM_DequantizeFp8(benchmark::State& state) {
   report_bandwidth(state, static_cast<double>(n * 3));
 }
 
+// Stream time of the PDL fence symmcomm enqueues before NCCL's symmetric kernels on NCCL
+// 2.28.0-2.30.6: the cost of the mitigation, per collective call.
+void BM_PdlFence(benchmark::State& state) {
+  time_device(state, nullptr, [] { enqueue_pdl_fence(nullptr); });
+}
+
 constexpr std::int64_t kElems = std::int64_t{1} << 28;  // 512 MiB of bf16
 
+BENCHMARK(BM_PdlFence)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DeviceCopy)->Arg(kElems * 2)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeNvfp4)
     ->Args({kElems, 0})

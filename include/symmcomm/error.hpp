@@ -45,6 +45,12 @@ class NcclError : public Error {
   ncclResult_t code_;
 };
 
+/// @brief A wait gave up: the work it waited for did not complete within its timeout.
+class TimeoutError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// @brief Device memory could not be obtained (from CUDA, NCCL, or a pool that may not grow).
 class OutOfMemory : public Error {
  public:

@@ -2,6 +2,8 @@
 /// @file runtime.hpp
 /// @brief Facts about the NCCL library loaded at run time, and guards for its known bugs.
 
+#include <cuda_runtime_api.h>
+
 namespace symmcomm {
 
 /// @brief An NCCL version as (major, minor, patch), comparable.
@@ -41,5 +43,15 @@ void check_nccl_runtime();
 constexpr bool nccl_has_pdl_stale_input_bug(NcclVersion v) noexcept {
   return v >= NcclVersion{2, 28, 0} && v < NcclVersion{2, 30, 7};
 }
+
+/// @brief Enqueues an empty kernel launched *without* programmatic dependent launch: it starts
+/// only once everything before it on `stream` has completed, and since it never triggers its
+/// dependents early, a kernel after it (even one launched with programmatic stream
+/// serialisation, as NCCL's are) cannot start before that either. symmcomm enqueues it before
+/// NCCL symmetric collectives when nccl_has_pdl_stale_input_bug() holds for the loaded NCCL
+/// (Options::pdl_fence), so NCCL's kernel cannot read a producer's input before the producer
+/// finished writing it. Costs one empty kernel (~2 us of stream time; bench/micro measures it).
+/// Capturable.
+void enqueue_pdl_fence(cudaStream_t stream);
 
 }  // namespace symmcomm

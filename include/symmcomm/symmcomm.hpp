@@ -11,6 +11,7 @@
 #include "symmcomm/collectives/thresholds.hpp"
 #include "symmcomm/comm/communicator.hpp"
 #include "symmcomm/comm/group.hpp"
+#include "symmcomm/comm/wait.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/bf16.hpp"
 #include "symmcomm/formats/codecs.hpp"

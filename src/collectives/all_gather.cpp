@@ -68,6 +68,7 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
   Plan plan = plan_collective(request);
 
   detail::DeviceGuard guard(state.device);
+  detail::pdl_fence_if_needed(state, options, plan, stream);
   if (plan.path == Path::LsaKernel) {
     // One launch pushes every part of this rank to every peer's window (lsa.cu).
     detail::lsa::Peers peers = detail::lsa_peers(state);

@@ -3,10 +3,13 @@
 #include <algorithm>
 
 #include "comm/dev_comm.hpp"
+#include "comm/wait_internal.hpp"
 #include "symmcomm/comm/group.hpp"
+#include "symmcomm/comm/wait.hpp"
 #include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/logging.hpp"
+#include "symmcomm/runtime.hpp"
 
 namespace symmcomm::detail {
 
@@ -90,7 +93,8 @@ void* acquire_workspace(CommState& comm, const Options& options, std::size_t byt
                                          "once before capturing, or pass Options::workspace");
   DeviceGuard guard(comm.device);
   if (comm.workspace != nullptr) {
-    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));  // earlier calls may still read it
+    // Earlier calls may still read it; a watched wait cannot hang on a dead peer.
+    wait_stream(comm, stream, default_wait_timeout(), "workspace growth");
     SYMMCOMM_CUDA_TRY(cudaFree(comm.workspace));
     comm.workspace = nullptr;
     comm.workspace_bytes = 0;
@@ -112,6 +116,14 @@ lsa::Peers lsa_peers(const CommState& comm) {
   peers.size = comm.size;
   peers.dev_comm = dev_comm_handle(comm);
   return peers;
+}
+
+void pdl_fence_if_needed(const CommState& comm, const Options& options, const Plan& plan,
+                         cudaStream_t stream) {
+  if (plan.path == Path::NcclSymmetric && options.pdl_fence &&
+      nccl_has_pdl_stale_input_bug(comm.caps.runtime_version)) {
+    enqueue_pdl_fence(stream);
+  }
 }
 
 void refuse_inside_group(const char* operation, const char* why) {

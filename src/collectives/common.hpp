@@ -59,6 +59,11 @@ bool lsa_kernel_usable(const CommState& comm);
 /// The production peer policy of `comm` (windows left for the caller to fill in).
 lsa::Peers lsa_peers(const CommState& comm);
 
+/// Enqueues enqueue_pdl_fence() before NCCL's symmetric kernels where the loaded NCCL may read
+/// stale input under programmatic dependent launch and Options::pdl_fence is on.
+void pdl_fence_if_needed(const CommState& comm, const Options& options, const Plan& plan,
+                         cudaStream_t stream);
+
 /// Exclusive prefix sums of counts (element displacements).
 inline std::vector<std::size_t> displacements(const std::vector<std::size_t>& counts) {
   std::vector<std::size_t> d(counts.size(), 0);

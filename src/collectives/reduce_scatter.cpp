@@ -57,6 +57,7 @@ Plan native_reduce_scatter(const Communicator& comm, Span<T> send, Span<T> recv,
       plan.path != Path::LsaKernel,
       operation << ": the lsa-kernel executor is not built yet; use Auto or another path");
   detail::DeviceGuard guard(state.device);
+  detail::pdl_fence_if_needed(state, options, plan, stream);
   if (plan.staged) {
     detail::refuse_inside_group(operation, "staged path");
     SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(options.staging.send, send.data, send.data_bytes(),

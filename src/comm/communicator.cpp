@@ -11,6 +11,7 @@
 #include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/logging.hpp"
+#include "wait_internal.hpp"
 
 namespace symmcomm {
 
@@ -82,14 +83,20 @@ CommState::~CommState() {
   try {
     DeviceGuard guard(device);
     if (workspace != nullptr) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(workspace));
-    dev_comm.reset();
-    if (owned) SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommDestroy(comm));
+    if (aborted.load(std::memory_order_acquire)) {
+      forget_dev_comm(*this);  // ncclCommAbort freed NCCL's side already
+    } else {
+      dev_comm.reset();
+      if (owned) SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommDestroy(comm));
+    }
   } catch (const std::exception& e) {
     SYMMCOMM_LOG_WARN("tearing down communicator " << id << ": " << e.what());
   }
 }
 
 void CommState::check_usable(const char* what) const {
+  SYMMCOMM_EXPECTS(!aborted.load(std::memory_order_acquire),
+                   what << ": its communicator (id " << id << ") was aborted");
   SYMMCOMM_EXPECTS(!detached.load(std::memory_order_acquire),
                    what << ": its communicator (id " << id
                         << ", borrowed) was released while the buffer still lived");
@@ -114,6 +121,28 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
     state_ = std::move(other.state_);
   }
   return *this;
+}
+
+ncclResult_t Communicator::async_error() const {
+  SYMMCOMM_EXPECTS(state_, "async_error: the communicator is empty");
+  if (state_->aborted.load(std::memory_order_acquire)) return ncclInvalidUsage;
+  ncclResult_t async = ncclSuccess;
+  SYMMCOMM_NCCL_TRY(ncclCommGetAsyncError(state_->comm, &async));
+  return async;
+}
+
+void Communicator::check_async_error() const {
+  SYMMCOMM_EXPECTS(state_, "check_async_error: the communicator is empty");
+  detail::check_async(*state_, "check_async_error");
+}
+
+void Communicator::abort() {
+  SYMMCOMM_EXPECTS(state_, "abort: the communicator is empty");
+  if (state_->aborted.exchange(true, std::memory_order_acq_rel)) return;
+  detail::DeviceGuard guard(state_->device);
+  SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommAbort(state_->comm));
+  SYMMCOMM_LOG_WARN("communicator " << state_->id << " (rank " << state_->rank << "/"
+                                    << state_->size << ") aborted");
 }
 
 Communicator::~Communicator() {

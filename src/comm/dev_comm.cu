@@ -49,6 +49,10 @@ void DevCommDeleter::operator()(DevCommHolder* holder) const noexcept {
 const void* dev_comm_handle(const CommState& state) noexcept {
   return state.dev_comm ? &state.dev_comm->dev : nullptr;
 }
+
+void forget_dev_comm(CommState& state) noexcept {
+  delete state.dev_comm.release();
+}
 #else
 struct DevCommHolder {};
 bool create_dev_comm(CommState&, std::string& reason) {
@@ -62,6 +66,9 @@ void DevCommDeleter::operator()(DevCommHolder* holder) const noexcept {
 }
 const void* dev_comm_handle(const CommState&) noexcept {
   return nullptr;
+}
+void forget_dev_comm(CommState& state) noexcept {
+  delete state.dev_comm.release();
 }
 #endif
 

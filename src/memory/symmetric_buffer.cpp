@@ -110,7 +110,9 @@ void SymmetricBuffer::reset() noexcept {
       comm.live_windows.erase(record->seq);
     }
     detail::DeviceGuard guard(comm.device);
-    if (comm.detached.load(std::memory_order_acquire)) {
+    if (comm.aborted.load(std::memory_order_acquire)) {
+      // ncclCommAbort released the windows with the communicator: only the memory is left.
+    } else if (comm.detached.load(std::memory_order_acquire)) {
       SYMMCOMM_LOG_WARN("symmetric buffer " << record->ptr
                                             << ": its borrowed communicator was "
                                                "released first; freeing without deregistration");

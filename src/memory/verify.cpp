@@ -6,7 +6,9 @@
 #include <array>
 #include <sstream>
 
+#include "comm/wait_internal.hpp"
 #include "symmcomm/comm/group.hpp"
+#include "symmcomm/comm/wait.hpp"
 #include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 
@@ -111,7 +113,8 @@ void all_gather_words(std::vector<RankWork>& ranks) {
       detail::DeviceGuard guard(r.comm->device());
       SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(r.gathered.data(), scratch[i].recv, r.gathered.size() * 8,
                                         cudaMemcpyDeviceToHost, r.stream));
-      SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(r.stream));
+      // A peer that never joins must not hang the verifier: watch NCCL's async error state.
+      detail::wait_stream(*r.comm->state(), r.stream, default_wait_timeout(), "verify_symmetric");
     }
   } catch (...) {
     release();

@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "support/comm_fixture.hpp"
+#include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/comm/group.hpp"
+#include "symmcomm/comm/wait.hpp"
 #include "symmcomm/memory/provenance.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"
 #include "symmcomm/memory/symmetric_buffer.hpp"
@@ -28,6 +31,56 @@ std::string error_text(F&& f) {
     return e.what();
   }
   return "(no exception of the expected type)";
+}
+
+// symmcomm's waits poll the stream and NCCL's asynchronous error state instead of blocking:
+// a stream that does not drain in time gives a TimeoutError naming the timeout, not a hang.
+TEST(Communicator, WaitWatchesAsyncErrorsAndTimesOut) {
+  SYMMCOMM_REQUIRE_GPU();
+  using namespace std::chrono_literals;
+  Communicator& comm = one_rank_comm();
+  EXPECT_EQ(comm.async_error(), ncclSuccess);
+  EXPECT_NO_THROW(comm.check_async_error());
+  cudaStream_t stream = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaStreamCreate(&stream));
+  EXPECT_NO_THROW(wait(comm, stream, 100ms));
+  // A host function sleeping 1.5 s holds the stream (standing in for a collective whose peer
+  // never arrives).
+  SYMMCOMM_CUDA_TRY(cudaLaunchHostFunc(
+      stream, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(1500)); },
+      nullptr));
+  auto const start = std::chrono::steady_clock::now();
+  std::string const m = error_text<TimeoutError>([&] { wait(comm, stream, 100ms); });
+  auto const waited = std::chrono::steady_clock::now() - start;
+  EXPECT_NE(m.find("timeout 100 ms"), std::string::npos) << m;
+  EXPECT_LT(waited, 1000ms);
+  EXPECT_NO_THROW(wait(comm, stream, 0ms));  // 0: no timeout; the stream drains
+  EXPECT_THROW(wait(comm, stream, -1ms), LogicError);
+  SYMMCOMM_CUDA_TRY(cudaStreamDestroy(stream));
+}
+
+// ncclCommAbort through symmcomm: every later use is a LogicError saying so, buffers still free
+// their memory, and teardown neither crashes nor hangs.
+TEST(Communicator, AbortMakesEveryUseAnErrorAndTearsDownCleanly) {
+  SYMMCOMM_REQUIRE_GPU();
+  auto comms = create_local_communicators({0});
+  Communicator comm = std::move(comms.at(0));
+  SymmetricBuffer buffer(comm, 1 << 20);
+  SymmAllocator pool(comm, PoolOptions{8 << 20});
+  void* p = pool.allocate(4096);
+  comm.abort();
+  comm.abort();  // idempotent
+  EXPECT_NE(comm.async_error(), ncclSuccess);
+  std::string const m = error_text<LogicError>([&] { comm.check_async_error(); });
+  EXPECT_NE(m.find("was aborted"), std::string::npos) << m;
+  std::string const m2 = error_text<LogicError>([&] {
+    all_gather(comm, Bf16Span{static_cast<bf16*>(p), 16}, Bf16Span{static_cast<bf16*>(p), 16},
+               nullptr);
+  });
+  EXPECT_NE(m2.find("was aborted"), std::string::npos) << m2;
+  EXPECT_THROW(pool.allocate(4096), LogicError);
+  EXPECT_THROW(SymmetricBuffer(comm, 4096), LogicError);
+  pool.deallocate(p);
 }
 
 TEST(Communicator, OneRankFacts) {

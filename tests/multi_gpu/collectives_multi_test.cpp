@@ -15,6 +15,7 @@
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/detail/cuda_utils.hpp"
+#include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"
 
 namespace {
@@ -110,8 +111,12 @@ TEST(MultiGpuCollectives, Nvfp4AllGatherAndBf16ReduceScatterOnPoolBuffers) {
     }
     float const expect = static_cast<float>(n * (n + 1) / 2);
     for (auto v : reduced[static_cast<std::size_t>(r)]) ASSERT_EQ(bf16_bits_to_float(v), expect);
-    if (comms[static_cast<std::size_t>(r)].capabilities().symmetric_memory) {
-      EXPECT_EQ(ag_plans[static_cast<std::size_t>(r)].path, Path::NcclSymmetric);
+    const Capabilities& caps = comms[static_cast<std::size_t>(r)].capabilities();
+    if (caps.symmetric_memory) {
+      // ~64 KiB per rank: below thresholds::kLsaAllGatherMaxBytesPerRank, so Auto takes
+      // symmcomm's LSA gather where the LSA team spans the communicator.
+      EXPECT_EQ(ag_plans[static_cast<std::size_t>(r)].path,
+                caps.lsa_covers(n) ? Path::LsaKernel : Path::NcclSymmetric);
       EXPECT_EQ(rs_plans[static_cast<std::size_t>(r)].path, Path::NcclSymmetric);
     }
   }
@@ -147,6 +152,105 @@ TEST(MultiGpuCollectives, Nvfp4ReduceScatterMatchesReference) {
     auto const exact = test::exact_sum(inputs, static_cast<std::size_t>(r) * shard, shard);
     EXPECT_LT(test::relative_error(outs[static_cast<std::size_t>(r)], exact), 1e-6) << "rank " << r;
   }
+}
+
+// symmcomm's own LSA kernels on real peers (forced path), three times in a row on the same
+// buffers (the closing barrier must make immediate reuse safe), against the host and against
+// the fallback path on the same inputs.
+TEST(MultiGpuCollectives, LsaKernelsMatchHostAndFallbackAndAllowImmediateReuse) {
+  SYMMCOMM_REQUIRE_GPUS(2);
+  auto comms = create_local_communicators();
+  int const n = static_cast<int>(comms.size());
+  if (!comms[0].capabilities().lsa_covers(n)) {
+    GTEST_SKIP() << "the LSA team does not span the communicator: "
+                 << comms[0].capabilities().reason;
+  }
+  std::size_t const count = 16 * 2048 + 16;  // per rank; odd multiple of 16 (narrow loads)
+  std::vector<std::unique_ptr<SymmAllocator>> pools;
+  {
+    Group group;
+    for (auto& c : comms)
+      pools.push_back(std::make_unique<SymmAllocator>(c, PoolOptions{256 << 20}));
+  }
+  std::vector<std::vector<float>> x;
+  std::vector<HostNvfp4> q, shards_q;
+  for (int r = 0; r < n; ++r) {
+    x.push_back(random_floats(count, 70 + static_cast<std::uint32_t>(r)));
+    std::vector<std::uint16_t> bits(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      bits[i] = float_to_bf16_bits(x.back()[i]);
+      x.back()[i] = bf16_bits_to_float(bits[i]);
+    }
+    q.push_back(HostNvfp4::quantize(x.back()));
+    shards_q.push_back(
+        HostNvfp4::quantize(random_floats(count * n, 90 + static_cast<std::uint32_t>(r))));
+  }
+  std::vector<std::string> failures(comms.size());
+  per_rank(comms, [&](int r) {
+    std::size_t const me = static_cast<std::size_t>(r);
+    const Communicator& comm = comms[me];
+    auto& pool = *pools[me];
+    auto alloc = [&](std::size_t bytes) {
+      return static_cast<std::uint8_t*>(pool.allocate(bytes));
+    };
+    Options lsa;
+    lsa.path = PathChoice::LsaKernel;
+    Options fallback;
+    fallback.path = PathChoice::Fallback;
+    // Fused quantize + all-gather, then the gathered NVFP4 all-gathered again by the LSA gather.
+    test::DeviceArray<std::uint16_t> input(count);
+    std::vector<std::uint16_t> bits(count);
+    for (std::size_t i = 0; i < count; ++i) bits[i] = float_to_bf16_bits(x[me][i]);
+    input.upload(bits);
+    Nvfp4View const recv{alloc(count / 2 * n), alloc(count / 16 * n),
+                         reinterpret_cast<float*>(alloc(4 * n)), count * n};
+    Nvfp4View const send{alloc(count / 2), alloc(count / 16), reinterpret_cast<float*>(alloc(4)),
+                         count};
+    Nvfp4View const recv2{alloc(count / 2 * n), alloc(count / 16 * n),
+                          reinterpret_cast<float*>(alloc(4 * n)), count * n};
+    SYMMCOMM_CUDA_TRY(cudaMemcpy(send.data, q[me].data.data(), count / 2, cudaMemcpyHostToDevice));
+    SYMMCOMM_CUDA_TRY(
+        cudaMemcpy(send.block_scales, q[me].scales.data(), count / 16, cudaMemcpyHostToDevice));
+    SYMMCOMM_CUDA_TRY(
+        cudaMemcpy(send.global_scale, &q[me].global_scale, 4, cudaMemcpyHostToDevice));
+    // Quantized reduce-scatter from symmetric send buffers: LSA one-shot vs fallback.
+    Nvfp4View const rs_send{alloc(count * n / 2), alloc(count * n / 16),
+                            reinterpret_cast<float*>(alloc(4)), count * n};
+    SYMMCOMM_CUDA_TRY(
+        cudaMemcpy(rs_send.data, shards_q[me].data.data(), count * n / 2, cudaMemcpyHostToDevice));
+    SYMMCOMM_CUDA_TRY(cudaMemcpy(rs_send.block_scales, shards_q[me].scales.data(), count * n / 16,
+                                 cudaMemcpyHostToDevice));
+    SYMMCOMM_CUDA_TRY(
+        cudaMemcpy(rs_send.global_scale, &shards_q[me].global_scale, 4, cudaMemcpyHostToDevice));
+    test::DeviceArray<float> out_lsa(count), out_fb(count);
+    for (int iteration = 0; iteration < 3; ++iteration) {
+      Plan const p1 = quantize_all_gather(
+          comm, Bf16Span{reinterpret_cast<bf16*>(input.get()), count}, recv, nullptr, nullptr, lsa);
+      Plan const p2 = all_gather(comm, send, recv2, nullptr, lsa);
+      Plan const p3 = reduce_scatter(comm, rs_send, Fp32Span{out_lsa.get(), count}, nullptr, lsa);
+      if (p1.path != Path::LsaKernel || p2.path != Path::LsaKernel || p3.path != Path::LsaKernel) {
+        failures[me] = "a forced lsa-kernel call took another path";
+      }
+    }
+    reduce_scatter(comm, rs_send, Fp32Span{out_fb.get(), count}, nullptr, fallback);
+    SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+    std::vector<std::uint8_t> got(count / 2 * n), got2(count / 2 * n);
+    SYMMCOMM_CUDA_TRY(cudaMemcpy(got.data(), recv.data, got.size(), cudaMemcpyDeviceToHost));
+    SYMMCOMM_CUDA_TRY(cudaMemcpy(got2.data(), recv2.data, got2.size(), cudaMemcpyDeviceToHost));
+    for (int k = 0; k < n; ++k) {
+      auto const at = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(k) * count / 2);
+      if (!std::equal(q[k].data.begin(), q[k].data.end(), got.begin() + at)) {
+        failures[me] += " quantize_all_gather differs for rank " + std::to_string(k) + ";";
+      }
+      if (!std::equal(q[k].data.begin(), q[k].data.end(), got2.begin() + at)) {
+        failures[me] += " all_gather differs for rank " + std::to_string(k) + ";";
+      }
+    }
+    if (out_lsa.download() != out_fb.download()) failures[me] += " lsa and fallback sums differ;";
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(failures[static_cast<std::size_t>(r)], "") << "rank " << r;
+  Group group;
+  pools.clear();
 }
 
 }  // namespace

@@ -37,6 +37,11 @@ struct Options {
   /// Copy plain buffers through `staging` when that allows a symmetric path and is faster.
   bool allow_staging = false;
   Staging staging{};
+  /// Before NCCL's symmetric kernels, on NCCL versions where they may read stale input under
+  /// programmatic dependent launch (2.28.0-2.30.6: nccl_has_pdl_stale_input_bug), enqueue
+  /// enqueue_pdl_fence() so they start only after the producer of the input completed. Turn
+  /// off only when no kernel before the collective uses programmatic dependent launch.
+  bool pdl_fence = true;
 };
 
 /// @brief The collectives symmcomm plans.

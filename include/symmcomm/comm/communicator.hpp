@@ -82,6 +82,7 @@ struct CommState {
   Capabilities caps;
   CommStats stats;
   std::atomic<bool> detached{false};  ///< a borrowed communicator was released by its wrapper
+  std::atomic<bool> aborted{false};   ///< Communicator::abort() ran: NCCL state is gone
   std::unique_ptr<DevCommHolder, DevCommDeleter> dev_comm;
 
   // Scratch for collectives that need it (quantized reduce-scatter fallback); grown outside
@@ -95,7 +96,7 @@ struct CommState {
   std::map<std::uint64_t, std::uint64_t> live_windows;
   std::vector<const SymmetryParticipant*> participants;
 
-  /// Throws LogicError if the wrapper of a borrowed communicator is gone.
+  /// Throws LogicError if the wrapper of a borrowed communicator is gone or it was aborted.
   void check_usable(const char* what) const;
 };
 }  // namespace detail
@@ -140,6 +141,20 @@ class Communicator {
   const CommStats& stats() const;
   /// @brief True when this object wraps a communicator.
   explicit operator bool() const noexcept { return state_ != nullptr; }
+
+  /// @brief NCCL's asynchronous error state of this communicator (`ncclCommGetAsyncError`):
+  /// ncclSuccess while healthy, ncclInProgress during non-blocking operations, an error once a
+  /// peer failed, a network error occurred or the communicator was aborted.
+  ncclResult_t async_error() const;
+  /// @brief Throws NcclError (naming the communicator, rank and NCCL's last error) when
+  /// async_error() reports an error.
+  void check_async_error() const;
+  /// @brief Aborts the communicator (`ncclCommAbort`): NCCL work that can no longer complete
+  /// (a peer died) is cancelled and NCCL's resources are freed. Afterwards every symmcomm call
+  /// on it, its buffers or pools throws LogicError ("... was aborted"); buffers and pools free
+  /// their memory without NCCL deregistration. Local and immediate; idempotent. For a borrowed
+  /// communicator this aborts the caller's ncclComm_t, which must not be used afterwards.
+  void abort();
 
   /// @brief Shared state (for symmcomm's own owners of windows).
   const std::shared_ptr<detail::CommState>& state() const noexcept { return state_; }
