@@ -121,7 +121,7 @@ std::optional<Plan> nccl_symmetric_blocker(const PlanRequest& r, int bad) {
 }
 
 std::optional<Plan> lsa_blocker(const PlanRequest& r, int bad) {
-  if (!r.lsa_kernel_available) return make(Path::Fallback, PlanReason::LsaKernelUnavailable);
+  // The communicator's own limits first: they explain why no kernel is available either.
   if (!r.capabilities->lsa_covers(r.comm_size)) {
     Plan p = make(Path::Fallback, PlanReason::NoSymmetricSupport);
     p.capability_note = r.capabilities->symmetric_memory
@@ -129,6 +129,7 @@ std::optional<Plan> lsa_blocker(const PlanRequest& r, int bad) {
                             : r.capabilities->reason;
     return p;
   }
+  if (!r.lsa_kernel_available) return make(Path::Fallback, PlanReason::LsaKernelUnavailable);
   if (bad >= 0) return about_buffer(Path::Fallback, r.buffers[static_cast<std::size_t>(bad)], bad);
   return std::nullopt;
 }
