@@ -11,6 +11,7 @@
 #include "device_codecs.cuh"
 #include "lsa.hpp"
 #include "quantize_block.cuh"
+#include "symmcomm/collectives/local_reduce.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
 
@@ -34,6 +35,21 @@ struct LoopbackPolicy {
   __device__ int rank() const { return my_rank; }
   __device__ int size() const { return my_size; }
   __device__ char* ptr(SymRef ref, int peer) const { return base[ref.slot][peer] + ref.offset; }
+  __device__ void barrier() const {}
+};
+
+// The fallback's local reduction: "peers" are the shards of a QuantizedShards table (slot 0 =
+// data, 1 = block scales, 2 = scale), already in local memory; nothing to wait for. Used by
+// the reduce kernel only, which needs no rank().
+struct ShardTablePolicy {
+  QuantizedShards table;
+  __device__ int size() const { return table.ranks; }
+  __device__ char* ptr(SymRef ref, int peer) const {
+    const void* base = ref.slot == 0   ? static_cast<const void*>(table.data[peer])
+                       : ref.slot == 1 ? static_cast<const void*>(table.block_scales[peer])
+                                       : static_cast<const void*>(table.scale[peer]);
+    return const_cast<char*>(static_cast<const char*>(base)) + ref.offset;
+  }
   __device__ void barrier() const {}
 };
 
@@ -421,6 +437,32 @@ void reduce(const Peers& peers, const ReduceArgs& a, cudaStream_t stream) {
     }
     SYMMCOMM_CHECK_LAUNCH();
   });
+}
+
+void reduce_shards(const QuantizedShards& shards, bool nvfp4, Fp8Format format, std::size_t count,
+                   void* out, bool out_fp32, cudaStream_t stream) {
+  static_assert(QuantizedShards::kMaxRanks <= kMaxRanks);
+  ReduceArgs a;
+  a.nvfp4 = nvfp4;
+  a.fp8_format = format;
+  a.data = SymRef{0, 0};
+  a.block_scales = SymRef{1, 0};
+  a.scale = SymRef{2, 0};
+  a.count = count;
+  a.grid_count = count;
+  a.out = out;
+  a.out_fp32 = out_fp32;
+  std::uintptr_t bits = nvfp4 ? count / 2 : count;
+  for (int r = 0; r < shards.ranks; ++r) bits |= reinterpret_cast<std::uintptr_t>(shards.data[r]);
+  bool const wide = bits % 16 == 0;
+  unsigned const grid = grid_for_units(count / 16);
+  ShardTablePolicy p{shards};
+  if (out_fp32) {
+    launch_reduce<ShardTablePolicy, float>(p, a, wide, grid, stream);
+  } else {
+    launch_reduce<ShardTablePolicy, bf16>(p, a, wide, grid, stream);
+  }
+  SYMMCOMM_CHECK_LAUNCH();
 }
 
 void quantize_gather(const Peers& peers, const QuantizeGatherArgs& a, cudaStream_t stream) {

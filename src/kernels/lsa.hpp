@@ -21,6 +21,10 @@
 
 #include "symmcomm/formats/views.hpp"
 
+namespace symmcomm {
+struct QuantizedShards;
+}
+
 namespace symmcomm::detail::lsa {
 
 /// Symmetric buffers one kernel addresses on peers.
@@ -97,6 +101,12 @@ struct QuantizeGatherArgs {
 void gather(const Peers& peers, const GatherArgs& args, cudaStream_t stream);
 void reduce(const Peers& peers, const ReduceArgs& args, cudaStream_t stream);
 void quantize_gather(const Peers& peers, const QuantizeGatherArgs& args, cudaStream_t stream);
+
+/// The fallback's local reduction (local_reduce.hpp): the one-shot reduce kernel reading the
+/// shards of a table instead of peers' windows, so both paths share their arithmetic. Arguments
+/// already checked by the caller (8-byte aligned NVFP4 data, 16-byte aligned out).
+void reduce_shards(const QuantizedShards& shards, bool nvfp4, Fp8Format format, std::size_t count,
+                   void* out, bool out_fp32, cudaStream_t stream);
 
 /// True when this build carries the production policy (NCCL's device API headers).
 bool production_available() noexcept;
