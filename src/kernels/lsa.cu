@@ -150,40 +150,60 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- one-shot quantized reduce-scatter (pull) -----------------------------------------------
 
-// Adds kBytes of one peer's shard (item i) times its scales to acc. NVFP4: 2 * kBytes elements,
-// kBytes / 8 blocks; FP8: kBytes elements. Same arithmetic, in the same order, as the local
-// reduction of the fallback (reduce.cu), so both paths give bit-identical results.
+// kBytes of one peer's shard at item i, as loaded: NVFP4 = 2 * kBytes elements in kBytes / 8
+// blocks (with their scale codes); FP8 = kBytes elements.
 template <bool kNvfp4, int kBytes>
-__device__ __forceinline__ void accumulate(const std::uint8_t* data, const std::uint8_t* scales,
-                                           float mult, std::size_t i, Fp8Format format,
-                                           float (&acc)[kNvfp4 ? 2 * kBytes : kBytes]) {
+struct RawItem {
   std::uint32_t w[kBytes / 4];
+  std::uint8_t scale[kNvfp4 ? kBytes / 8 : 1];
+};
+
+template <bool kNvfp4, int kBytes>
+__device__ __forceinline__ RawItem<kNvfp4, kBytes> load_item(const std::uint8_t* data,
+                                                             const std::uint8_t* scales,
+                                                             std::size_t i) {
+  RawItem<kNvfp4, kBytes> r;
   if constexpr (kBytes == 16) {
     uint4 const v = reinterpret_cast<const uint4*>(data)[i];
-    w[0] = v.x;
-    w[1] = v.y;
-    w[2] = v.z;
-    w[3] = v.w;
+    r.w[0] = v.x;
+    r.w[1] = v.y;
+    r.w[2] = v.z;
+    r.w[3] = v.w;
   } else {
     uint2 const v = reinterpret_cast<const uint2*>(data)[i];
-    w[0] = v.x;
-    w[1] = v.y;
+    r.w[0] = v.x;
+    r.w[1] = v.y;
   }
   if constexpr (kNvfp4) {
 #pragma unroll
+    for (int b = 0; b < kBytes / 8; ++b) r.scale[b] = scales[i * (kBytes / 8) + b];
+  }
+  return r;
+}
+
+// acc += decode(item) * scales. Same arithmetic, in the same order, for every caller (the
+// one-shot reduce-scatter and the fallback's local reduction share this kernel), so results
+// are bit-identical between paths.
+template <bool kNvfp4, int kBytes>
+__device__ __forceinline__ void accumulate(const RawItem<kNvfp4, kBytes>& r, float mult,
+                                           Fp8Format format,
+                                           float (&acc)[kNvfp4 ? 2 * kBytes : kBytes]) {
+  if constexpr (kNvfp4) {
+#pragma unroll
     for (int b = 0; b < kBytes / 8; ++b) {
-      float const m = decode_e4m3(scales[i * (kBytes / 8) + b]) * mult;
+      float const m = decode_e4m3(r.scale[b]) * mult;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
 #pragma unroll
-        for (int k = 0; k < 8; ++k) acc[16 * b + 8 * h + k] += e2m1_from_word(w[2 * b + h], k) * m;
+        for (int k = 0; k < 8; ++k)
+          acc[16 * b + 8 * h + k] += e2m1_from_word(r.w[2 * b + h], k) * m;
       }
     }
   } else {
 #pragma unroll
     for (int k = 0; k < kBytes / 4; ++k) {
-      float2 const lo = decode_fp8x2(static_cast<std::uint16_t>(w[k]), format);
-      float2 const hi = decode_fp8x2(static_cast<std::uint16_t>(w[k] >> 16), format);
+      float2 const lo = decode_fp8x2(static_cast<std::uint16_t>(r.w[k]), format);
+      float2 const hi = decode_fp8x2(static_cast<std::uint16_t>(r.w[k] >> 16), format);
       acc[4 * k] += lo.x * mult;
       acc[4 * k + 1] += lo.y * mult;
       acc[4 * k + 2] += hi.x * mult;
@@ -192,6 +212,11 @@ __device__ __forceinline__ void accumulate(const std::uint8_t* data, const std::
   }
 }
 
+// Peers whose loads one thread keeps in flight before accumulating them (in rank order).
+constexpr int kPeerBatch = 4;
+
+// kPeerBatch loads in flight per thread keep enough bytes moving to approach memory bandwidth.
+// (Capping registers at 64 for two CTAs per SM would spill ~60 bytes per thread.)
 template <class P, class Out, bool kNvfp4, int kBytes>
 __global__ void __launch_bounds__(kThreads)
     reduce_kernel(const __grid_constant__ P peers, const __grid_constant__ ReduceArgs a) {
@@ -213,8 +238,16 @@ __global__ void __launch_bounds__(kThreads)
   std::size_t const items = a.count / kElems;
   for (std::size_t i = global_thread(); i < items; i += grid_threads()) {
     float acc[kElems] = {};
-    for (int p = 0; p < n; ++p) {
-      accumulate<kNvfp4, kBytes>(data[p], scales[p], mult[p], i, a.fp8_format, acc);
+    for (int p0 = 0; p0 < n; p0 += kPeerBatch) {
+      RawItem<kNvfp4, kBytes> raw[kPeerBatch];
+#pragma unroll
+      for (int k = 0; k < kPeerBatch; ++k) {
+        if (p0 + k < n) raw[k] = load_item<kNvfp4, kBytes>(data[p0 + k], scales[p0 + k], i);
+      }
+#pragma unroll
+      for (int k = 0; k < kPeerBatch; ++k) {
+        if (p0 + k < n) accumulate<kNvfp4, kBytes>(raw[k], mult[p0 + k], a.fp8_format, acc);
+      }
     }
     store_floats<kElems>(out, i * kElems, acc);
   }
@@ -222,6 +255,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // ---- fused quantize + all-gather ------------------------------------------------------------
+
+constexpr int kQuantUnroll = 2;
 
 template <class P>
 __global__ void __launch_bounds__(kThreads)
@@ -243,18 +278,28 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   std::size_t const blocks = a.count / kNvfp4BlockSize;
-  for (std::size_t b = global_thread(); b < blocks; b += grid_threads()) {
-    Vectors<bf16, 16> in;
-    load(a.src, b, in);
-    float x[16];
-    to_floats(in, x);
-    uint2 packed;
-    std::uint8_t scale;
-    quantize_one_block(x, scale_factor, quant_table, packed, scale);
-    for (int j = 0; j < n; ++j) {
-      int const p = rotated(me, j, n);
-      data_dst[p][b] = packed;
-      scale_dst[p][b] = scale;
+  std::size_t const stride = grid_threads();
+  // Two blocks in flight per thread, as in the codec kernel.
+  for (std::size_t b0 = global_thread(); b0 < blocks; b0 += stride * kQuantUnroll) {
+    Vectors<bf16, 16> in[kQuantUnroll];
+#pragma unroll
+    for (int u = 0; u < kQuantUnroll; ++u) {
+      if (b0 + u * stride < blocks) load(a.src, b0 + u * stride, in[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kQuantUnroll; ++u) {
+      std::size_t const b = b0 + u * stride;
+      if (b >= blocks) continue;
+      float x[16];
+      to_floats(in[u], x);
+      uint2 packed;
+      std::uint8_t scale;
+      quantize_one_block(x, scale_factor, quant_table, packed, scale);
+      for (int j = 0; j < n; ++j) {
+        int const p = rotated(me, j, n);
+        data_dst[p][b] = packed;
+        scale_dst[p][b] = scale;
+      }
     }
   }
   peers.barrier();
@@ -276,18 +321,27 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   std::size_t const groups = a.count / 8;
-  for (std::size_t g = global_thread(); g < groups; g += grid_threads()) {
-    Vectors<bf16, 8> in;
-    load(a.src, g, in);
-    float x[8];
-    to_floats(in, x);
-    std::uint32_t half[4];
+  std::size_t const stride = grid_threads();
+  for (std::size_t g0 = global_thread(); g0 < groups; g0 += stride * kQuantUnroll) {
+    Vectors<bf16, 8> in[kQuantUnroll];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      half[k] = encode_fp8x2(x[2 * k] * inv_scale, x[2 * k + 1] * inv_scale, a.fp8_format);
+    for (int u = 0; u < kQuantUnroll; ++u) {
+      if (g0 + u * stride < groups) load(a.src, g0 + u * stride, in[u]);
     }
-    uint2 const codes = make_uint2(half[0] | (half[1] << 16), half[2] | (half[3] << 16));
-    for (int j = 0; j < n; ++j) data_dst[rotated(me, j, n)][g] = codes;
+#pragma unroll
+    for (int u = 0; u < kQuantUnroll; ++u) {
+      std::size_t const g = g0 + u * stride;
+      if (g >= groups) continue;
+      float x[8];
+      to_floats(in[u], x);
+      std::uint32_t half[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        half[k] = encode_fp8x2(x[2 * k] * inv_scale, x[2 * k + 1] * inv_scale, a.fp8_format);
+      }
+      uint2 const codes = make_uint2(half[0] | (half[1] << 16), half[2] | (half[3] << 16));
+      for (int j = 0; j < n; ++j) data_dst[rotated(me, j, n)][g] = codes;
+    }
   }
   peers.barrier();
 }

@@ -33,8 +33,9 @@ inline constexpr int kSlots = 4;
 inline constexpr int kMaxLoopbackRanks = 8;
 /// Ranks a production launch supports (shared-memory tables of peer pointers).
 inline constexpr int kMaxRanks = 64;
-/// Most CTAs a kernel launches: each needs its own LSA barrier (see dev_comm.hpp).
-inline constexpr int kMaxCtas = 128;
+/// Most CTAs a kernel launches (two per SM of an H100/H200): each needs its own LSA barrier
+/// (see dev_comm.hpp).
+inline constexpr int kMaxCtas = 264;
 /// Threads per CTA of the LSA kernels.
 inline constexpr int kThreads = 512;
 
