@@ -3,7 +3,12 @@
 
 #include "symmcomm/c_api.h"
 
+#include <execinfo.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -35,6 +40,27 @@ symmcomm_status_t fail(symmcomm_status_t status, const std::string& text) {
   last_error = text;
   return status;
 }
+
+// SYMMCOMM_SEGV_BACKTRACE=1: print a native backtrace when the process crashes (for crashes
+// inside foreign libraries, e.g. a mismatched NCCL in a PyTorch process), then die as before.
+void print_backtrace_and_die(int sig) {
+  void* frames[64];
+  int const n = backtrace(frames, 64);
+  static const char kHeader[] = "symmcomm: fatal signal; native backtrace:\n";
+  ssize_t const w = write(STDERR_FILENO, kHeader, sizeof(kHeader) - 1);
+  (void)w;
+  backtrace_symbols_fd(frames, n, STDERR_FILENO);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+const bool segv_backtrace_installed = [] {
+  const char* env = std::getenv("SYMMCOMM_SEGV_BACKTRACE");
+  if (env == nullptr || std::strcmp(env, "1") != 0) return false;
+  signal(SIGSEGV, print_backtrace_and_die);
+  signal(SIGABRT, print_backtrace_and_die);
+  return true;
+}();
 
 // Runs `body`, mapping exceptions to status codes.
 template <class F>
