@@ -4,6 +4,7 @@
 // loopback) and is otherwise one piece of code.
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cstdint>
 
@@ -150,6 +151,20 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- one-shot quantized reduce-scatter (pull) -----------------------------------------------
 
+// The two e2m1 codes of byte j of `word` (low nibble first) as floats times 2^-14: the byte is
+// spread so that each nibble's sign lands on a half's sign bit and its 3-bit magnitude on bits
+// 9..11, where fp16's subnormal range makes the pattern exactly e2m1's value times 2^-14 (the
+// same trick as e2m1_from_word, in halves: ~5 instructions per pair instead of ~7 per element).
+__device__ __forceinline__ float2 e2m1x2_scaled(std::uint32_t word, int j) {
+  std::uint32_t const byte = __byte_perm(word, 0u, 0x4440u + static_cast<unsigned>(j));
+  std::uint32_t const t = byte * 4097u;  // byte | byte << 12
+  std::uint32_t const bits = ((t << 9) & 0x0E000E00u) | ((t << 12) & 0x80008000u);
+  __half2_raw raw;
+  raw.x = static_cast<unsigned short>(bits);
+  raw.y = static_cast<unsigned short>(bits >> 16);
+  return __half22float2(__half2(raw));
+}
+
 // kBytes of one peer's shard at item i, as loaded: NVFP4 = 2 * kBytes elements in kBytes / 8
 // blocks (with their scale codes); FP8 = kBytes elements.
 template <bool kNvfp4, int kBytes>
@@ -191,12 +206,17 @@ __device__ __forceinline__ void accumulate(const RawItem<kNvfp4, kBytes>& r, flo
   if constexpr (kNvfp4) {
 #pragma unroll
     for (int b = 0; b < kBytes / 8; ++b) {
-      float const m = decode_e4m3(r.scale[b]) * mult;
+      // e2m1x2_scaled gives values times 2^-14; the block multiplier carries the 2^14 back
+      // (exact: powers of two, and a multiplier near 2^114 is no real scale).
+      float const m = decode_e4m3(r.scale[b]) * mult * 16384.0f;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
 #pragma unroll
-        for (int k = 0; k < 8; ++k)
-          acc[16 * b + 8 * h + k] += e2m1_from_word(r.w[2 * b + h], k) * m;
+        for (int j = 0; j < 4; ++j) {
+          float2 const v = e2m1x2_scaled(r.w[2 * b + h], j);
+          acc[16 * b + 8 * h + 2 * j] += v.x * m;
+          acc[16 * b + 8 * h + 2 * j + 1] += v.y * m;
+        }
       }
     }
   } else {
