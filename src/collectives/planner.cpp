@@ -69,6 +69,11 @@ std::string Plan::reason() const {
 
 namespace {
 
+// The communicator's reason as a stable pointer (no string copy on the hot path).
+const char* capability_reason(const Capabilities& c) {
+  return c.reason_text != nullptr ? c.reason_text : detail::intern(c.reason);
+}
+
 Plan make(Path path, PlanReason why) {
   Plan p;
   p.path = path;
@@ -106,7 +111,7 @@ bool lsa_preferred_over_nccl(const PlanRequest& r) {
 std::optional<Plan> nccl_symmetric_blocker(const PlanRequest& r, int bad) {
   if (!r.capabilities->symmetric_memory) {
     Plan p = make(Path::Fallback, PlanReason::NoSymmetricSupport);
-    p.capability_note = r.capabilities->reason;
+    p.capability_note = capability_reason(*r.capabilities);
     return p;
   }
   if (r.operation == Operation::AllGather && r.send_type != r.recv_type) {
@@ -126,7 +131,7 @@ std::optional<Plan> lsa_blocker(const PlanRequest& r, int bad) {
     Plan p = make(Path::Fallback, PlanReason::NoSymmetricSupport);
     p.capability_note = r.capabilities->symmetric_memory
                             ? "the LSA team does not span the communicator"
-                            : r.capabilities->reason;
+                            : capability_reason(*r.capabilities);
     return p;
   }
   if (!r.lsa_kernel_available) return make(Path::Fallback, PlanReason::LsaKernelUnavailable);

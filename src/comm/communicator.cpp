@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <exception>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -28,6 +30,14 @@ const char* to_string(Path path) noexcept {
 }
 
 namespace detail {
+
+const char* intern(const std::string& text) {
+  static std::mutex mutex;
+  static std::set<std::string> texts;  // few distinct texts: capability reasons
+  std::lock_guard lock(mutex);
+  return texts.insert(text).first->c_str();
+}
+
 namespace {
 std::atomic<std::uint64_t> next_comm_id{1};
 
@@ -48,11 +58,13 @@ void probe(CommState& state) {
     state.caps.symmetric_memory = false;
     state.caps.lsa_team_size = 1;
     state.caps.reason = os.str();
+    state.caps.reason_text = intern(state.caps.reason);
     SYMMCOMM_LOG_WARN("communicator " << state.id << ": " << state.caps.reason);
     return;
   }
   state.caps.symmetric_memory = create_dev_comm(state, reason);
   state.caps.reason = reason;
+  state.caps.reason_text = intern(state.caps.reason);
   if (!state.caps.symmetric_memory) {
     state.caps.lsa_team_size = 1;
     SYMMCOMM_LOG_INFO("communicator " << state.id << " (rank " << state.rank << "/" << state.size
@@ -73,6 +85,7 @@ CommState::CommState(ncclComm_t c, bool own) : comm(c), owned(own) {
   id = next_comm_id.fetch_add(1);
   caps.runtime_version = nccl_runtime_version();
   caps.reason = "capabilities not probed (wrapped with Probe::No)";
+  caps.reason_text = intern(caps.reason);
 }
 
 CommState::~CommState() {

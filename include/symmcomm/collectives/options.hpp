@@ -72,7 +72,7 @@ struct Plan {
   Provenance provenance{};            ///< its provenance
   const void* buffer_ptr = nullptr;
   std::size_t buffer_bytes = 0;
-  std::string capability_note;  ///< the communicator's reason when unsupported
+  const char* capability_note = "";  ///< the communicator's reason when unsupported (interned)
   /// @brief Human-readable explanation ("fallback: recv.data 0x.. (4096 bytes) is not inside
   /// any symmetric window ...").
   std::string reason() const;

@@ -32,6 +32,9 @@ struct Capabilities {
   bool symmetric_memory = false;  ///< NCCL can run symmetric kernels on this communicator
   int lsa_team_size = 1;          ///< ranks reachable by load/store (NVLink/PCIe P2P)
   std::string reason;             ///< why symmetric_memory is false
+  /// `reason` interned for the life of the process (what plans point to, so that planning a
+  /// call copies no string); null for Capabilities built by hand.
+  const char* reason_text = nullptr;
   /// @brief True when the LSA team spans the whole communicator (needed by our own kernels).
   bool lsa_covers(int comm_size) const noexcept {
     return symmetric_memory && lsa_team_size == comm_size;
@@ -48,6 +51,8 @@ struct CommStats {
 };
 
 namespace detail {
+/// A copy of `text` that lives until the process ends; equal texts share one copy.
+const char* intern(const std::string& text);
 struct DevCommHolder;
 struct DevCommDeleter {
   void operator()(DevCommHolder* holder) const noexcept;
