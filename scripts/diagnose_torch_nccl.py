@@ -14,6 +14,18 @@ With SYMMCOMM_SEGV_BACKTRACE=1, libsymmcomm_c prints a native backtrace on a cra
 import subprocess
 import sys
 
+SYMMCOMM_INIT = """
+lib = ctypes.CDLL(sys.argv[1])
+lib.symmcomm_last_error.restype = ctypes.c_char_p
+uid = ctypes.create_string_buffer(lib.symmcomm_unique_id_bytes())
+assert lib.symmcomm_get_unique_id(uid) == 0
+comm = ctypes.c_void_p()
+r = lib.symmcomm_comm_init(1, uid, 0, 0, ctypes.byref(comm))
+print("symmcomm_comm_init ->", r, lib.symmcomm_last_error().decode())
+assert r == 0
+lib.symmcomm_comm_release(comm)
+"""
+
 STEPS = {
     "nccl-direct-after-torch": """
 import ctypes, torch
@@ -26,31 +38,8 @@ r = nccl.ncclCommInitRank(ctypes.byref(comm), 1, uid, 0); print("ncclCommInitRan
 assert r == 0
 nccl.ncclCommDestroy(comm)
 """,
-    "symmcomm-without-torch": """
-import ctypes, sys
-lib = ctypes.CDLL(sys.argv[1])
-lib.symmcomm_last_error.restype = ctypes.c_char_p
-uid = ctypes.create_string_buffer(lib.symmcomm_unique_id_bytes())
-assert lib.symmcomm_get_unique_id(uid) == 0
-comm = ctypes.c_void_p()
-r = lib.symmcomm_comm_init(1, uid, 0, 0, ctypes.byref(comm))
-print("symmcomm_comm_init ->", r, lib.symmcomm_last_error().decode())
-assert r == 0
-lib.symmcomm_comm_release(comm)
-""",
-    "symmcomm-after-torch": """
-import ctypes, sys, torch
-torch.cuda.set_device(0)
-lib = ctypes.CDLL(sys.argv[1])
-lib.symmcomm_last_error.restype = ctypes.c_char_p
-uid = ctypes.create_string_buffer(lib.symmcomm_unique_id_bytes())
-assert lib.symmcomm_get_unique_id(uid) == 0
-comm = ctypes.c_void_p()
-r = lib.symmcomm_comm_init(1, uid, 0, 0, ctypes.byref(comm))
-print("symmcomm_comm_init ->", r, lib.symmcomm_last_error().decode())
-assert r == 0
-lib.symmcomm_comm_release(comm)
-""",
+    "symmcomm-without-torch": "import ctypes, sys" + SYMMCOMM_INIT,
+    "symmcomm-after-torch": "import ctypes, sys, torch\ntorch.cuda.set_device(0)" + SYMMCOMM_INIT,
 }
 
 

@@ -4,6 +4,7 @@
 #include "symmcomm/collectives/loopback.hpp"
 
 #include <string>
+#include <type_traits>
 
 #include "kernels/lsa.hpp"
 #include "symmcomm/error.hpp"
@@ -112,6 +113,38 @@ std::vector<std::size_t> shard_counts(const std::vector<Send>& send,
   return counts;
 }
 
+// Virtual rank r's view of the N quantized tensors `views` (NVFP4 or FP8): slot 0 = data,
+// 1 = block scales (NVFP4; FP8 repeats the data, unused), 2 = the scale float.
+template <class View>
+lsa::Peers quantized_peers(const std::vector<View>& views, std::size_t r, const char* name) {
+  lsa::Peers peers;
+  peers.rank = static_cast<int>(r);
+  peers.size = static_cast<int>(views.size());
+  for (std::size_t q = 0; q < views.size(); ++q) {
+    peers.base[0][q] = views[q].data;
+    if constexpr (std::is_same_v<View, Nvfp4View>) {
+      peers.base[1][q] = views[q].block_scales;
+      peers.base[2][q] = views[q].global_scale;
+    } else {
+      peers.base[1][q] = views[q].data;
+      peers.base[2][q] = views[q].scale;
+      SYMMCOMM_EXPECTS(views[q].format == views[0].format,
+                       at(name, q) << ".format differs from " << name << "[0].format");
+    }
+  }
+  return peers;
+}
+
+// Byte offsets of the elements from `first` on, in data and block scales.
+template <bool kNvfp4>
+lsa::SymRef data_at(std::size_t first) {
+  return lsa::SymRef{0, kNvfp4 ? first / 2 : first};
+}
+template <bool kNvfp4>
+lsa::SymRef scales_at(std::size_t first) {
+  return lsa::SymRef{1, kNvfp4 ? first / kNvfp4BlockSize : 0};
+}
+
 template <class Send, class Out>
 void run_reduce(const std::vector<Send>& send, const std::vector<Span<Out>>& recv,
                 cudaStream_t stream) {
@@ -125,26 +158,12 @@ void run_reduce(const std::vector<Send>& send, const std::vector<Span<Out>>& rec
   auto const displ = prefix(counts);
   std::size_t const total = send[0].count;
   for (std::size_t r = 0; r < n; ++r) {
-    lsa::Peers peers;
-    peers.rank = static_cast<int>(r);
-    peers.size = static_cast<int>(n);
+    lsa::Peers const peers = quantized_peers(send, r, "send");
     lsa::ReduceArgs a;
     a.nvfp4 = kNvfp4;
-    for (std::size_t q = 0; q < n; ++q) {
-      peers.base[0][q] = send[q].data;
-      if constexpr (kNvfp4) {
-        peers.base[1][q] = send[q].block_scales;
-        peers.base[2][q] = send[q].global_scale;
-      } else {
-        peers.base[1][q] = send[q].data;  // unused slot, kept non-null
-        peers.base[2][q] = send[q].scale;
-        SYMMCOMM_EXPECTS(send[q].format == send[0].format,
-                         at("send", q) << ".format differs from send[0].format");
-      }
-    }
     if constexpr (!kNvfp4) a.fp8_format = send[0].format;
-    a.data = lsa::SymRef{0, kNvfp4 ? displ[r] / 2 : displ[r]};
-    a.block_scales = lsa::SymRef{1, kNvfp4 ? displ[r] / kNvfp4BlockSize : 0};
+    a.data = data_at<kNvfp4>(displ[r]);
+    a.block_scales = scales_at<kNvfp4>(displ[r]);
     a.scale = lsa::SymRef{2, 0};
     a.count = counts[r];
     a.grid_count = total / n;
@@ -172,29 +191,15 @@ void run_quantize_gather(const std::vector<Bf16Span>& input, const std::vector<c
   auto const displ = prefix(counts);
   std::size_t const total = recv[0].count;
   for (std::size_t r = 0; r < n; ++r) {
-    lsa::Peers peers;
-    peers.rank = static_cast<int>(r);
-    peers.size = static_cast<int>(n);
+    lsa::Peers const peers = quantized_peers(recv, r, "recv");
     lsa::QuantizeGatherArgs a;
     a.nvfp4 = kNvfp4;
-    for (std::size_t q = 0; q < n; ++q) {
-      peers.base[0][q] = recv[q].data;
-      if constexpr (kNvfp4) {
-        peers.base[1][q] = recv[q].block_scales;
-        peers.base[2][q] = recv[q].global_scale;
-      } else {
-        peers.base[1][q] = recv[q].data;  // unused slot, kept non-null
-        peers.base[2][q] = recv[q].scale;
-        SYMMCOMM_EXPECTS(recv[q].format == recv[0].format,
-                         at("recv", q) << ".format differs from recv[0].format");
-      }
-    }
     if constexpr (!kNvfp4) a.fp8_format = recv[0].format;
     a.src = input[r].data;
     a.scale = scale[r];
     a.count = counts[r];
-    a.data = lsa::SymRef{0, kNvfp4 ? displ[r] / 2 : displ[r]};
-    a.block_scales = lsa::SymRef{1, kNvfp4 ? displ[r] / kNvfp4BlockSize : 0};
+    a.data = data_at<kNvfp4>(displ[r]);
+    a.block_scales = scales_at<kNvfp4>(displ[r]);
     a.scale_dst = lsa::SymRef{2, r * sizeof(float)};
     a.grid_count = total / n;
     lsa::quantize_gather(peers, a, stream);
