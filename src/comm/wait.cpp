@@ -35,10 +35,10 @@ void wait_stream(const CommState& state, cudaStream_t stream, std::chrono::milli
   auto const start = clock::now();
   auto pause = std::chrono::microseconds(20);
   for (;;) {
+    check_async(state, what);  // first: an aborted communicator is refused even when idle
     cudaError_t const e = cudaStreamQuery(stream);
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotReady) SYMMCOMM_CUDA_TRY(e);
-    check_async(state, what);
     auto const waited = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - start);
     if (timeout.count() > 0 && waited >= timeout) {
       std::ostringstream os;

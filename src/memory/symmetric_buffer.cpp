@@ -2,16 +2,45 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/logging.hpp"
+#include "symmcomm/memory/fault_injection.hpp"
 #include "symmcomm/memory/provenance.hpp"
 
 namespace symmcomm {
+
+namespace fault_injection {
+namespace {
+std::atomic<int> failures_left{0};
+}  // namespace
+void fail_next_symmetric_allocations(int count) noexcept {
+  failures_left.store(count > 0 ? count : 0, std::memory_order_relaxed);
+}
+int pending_symmetric_allocation_failures() noexcept {
+  return failures_left.load(std::memory_order_relaxed);
+}
+}  // namespace fault_injection
+
 namespace {
 
+// Consumes one injected failure, if any is pending.
+bool take_injected_failure() noexcept {
+  int left = fault_injection::failures_left.load(std::memory_order_relaxed);
+  while (left > 0) {
+    if (fault_injection::failures_left.compare_exchange_weak(left, left - 1)) return true;
+  }
+  return false;
+}
+
 void* allocate_window_memory(int device, std::size_t bytes) {
+  if (take_injected_failure()) {
+    throw OutOfMemory("symmcomm: ncclMemAlloc of " + std::to_string(bytes) + " bytes on device " +
+                      std::to_string(device) + " failed (injected failure, fault_injection.hpp)");
+  }
   std::size_t free_bytes = 0, total_bytes = 0;
   SYMMCOMM_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
   if (bytes > total_bytes) {

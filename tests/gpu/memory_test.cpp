@@ -12,6 +12,7 @@
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/comm/wait.hpp"
+#include "symmcomm/memory/fault_injection.hpp"
 #include "symmcomm/memory/provenance.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"
 #include "symmcomm/memory/symmetric_buffer.hpp"
@@ -80,6 +81,8 @@ TEST(Communicator, AbortMakesEveryUseAnErrorAndTearsDownCleanly) {
   EXPECT_NE(m2.find("was aborted"), std::string::npos) << m2;
   EXPECT_THROW(pool.allocate(4096), LogicError);
   EXPECT_THROW(SymmetricBuffer(comm, 4096), LogicError);
+  // symmcomm's own waits do not hang on an aborted communicator: they refuse at once.
+  EXPECT_THROW(wait(comm, nullptr, std::chrono::milliseconds(0)), LogicError);
   pool.deallocate(p);
 }
 
@@ -282,6 +285,34 @@ TEST(SymmAllocator, RealDeviceExhaustionLeavesPoolConsistent) {
   void* more = pool.allocate(1 << 20);
   EXPECT_NE(more, nullptr);
   pool.deallocate(more);
+  pool.deallocate(keep);
+}
+
+// An injected allocation failure while the pool grows: OutOfMemory naming the injection, the
+// pool's arenas, allocations and provenance unchanged, and the next growth succeeds.
+TEST(SymmAllocator, InjectedGrowthFailureLeavesPoolConsistentAndUsable) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  SymmAllocator pool(comm, PoolOptions{1 << 20, 1 << 20, true, 0, 256});
+  void* keep = pool.allocate(512 << 10);
+  std::vector<std::uint8_t> pattern(512 << 10, 0x5A);
+  SYMMCOMM_CUDA_TRY(cudaMemcpy(keep, pattern.data(), pattern.size(), cudaMemcpyHostToDevice));
+  PoolStats const before = pool.stats();
+  fault_injection::fail_next_symmetric_allocations(1);
+  std::string const m = error_text<OutOfMemory>([&] { pool.allocate(4 << 20); });
+  EXPECT_NE(m.find("injected failure"), std::string::npos) << m;
+  EXPECT_EQ(fault_injection::pending_symmetric_allocation_failures(), 0);
+  PoolStats const after = pool.stats();
+  EXPECT_EQ(after.arena_count, before.arena_count);
+  EXPECT_EQ(after.live_allocations, before.live_allocations);
+  EXPECT_EQ(after.reserved_bytes, before.reserved_bytes);
+  std::vector<std::uint8_t> back(pattern.size());
+  SYMMCOMM_CUDA_TRY(cudaMemcpy(back.data(), keep, back.size(), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(back, pattern);              // nothing lost
+  void* grown = pool.allocate(4 << 20);  // no failure pending: the pool grows
+  EXPECT_NE(grown, nullptr);
+  EXPECT_EQ(pool.stats().arena_count, before.arena_count + 1);
+  pool.deallocate(grown);
   pool.deallocate(keep);
 }
 
