@@ -16,6 +16,7 @@
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/collectives/local_reduce.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
+#include "symmcomm/comm/group.hpp"
 #include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/logging.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"
@@ -268,6 +269,23 @@ TEST(Collectives, ValidationNamesArgumentAndValue) {
               reduce_scatter(comm, q.view(), Fp32Span{out.get(), 250}, nullptr);
             }).find("send.count 256 is not recv.count 250"),
             std::string::npos);
+}
+
+// A quantized reduce-scatter mixes NCCL calls with its own kernels; inside a Group NCCL would
+// enqueue its calls only at the end, after the kernels that need their results: refused.
+TEST(Collectives, QuantizedReduceScatterInsideAGroupIsRefused) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  DeviceNvfp4 send(256);
+  DeviceArray<float> out(256);
+  std::string m;
+  {
+    Group group;
+    m = logic_error_text([&] {
+      reduce_scatter(comm, send.view(), Fp32Span{out.get(), 256}, nullptr);
+    });
+  }
+  EXPECT_NE(m.find("cannot run inside a symmcomm::Group"), std::string::npos) << m;
 }
 
 TEST(Collectives, BufferOfAnotherCommunicatorIsExplained) {
