@@ -32,8 +32,11 @@ import ctypes, torch
 torch.cuda.set_device(0)
 nccl = ctypes.CDLL("libnccl.so.2")
 v = ctypes.c_int(); nccl.ncclGetVersion(ctypes.byref(v)); print("loaded NCCL", v.value)
-uid = ctypes.create_string_buffer(128); assert nccl.ncclGetUniqueId(uid) == 0
+class UniqueId(ctypes.Structure):  # ncclUniqueId, passed by value
+    _fields_ = [("internal", ctypes.c_char * 128)]
+uid = UniqueId(); assert nccl.ncclGetUniqueId(ctypes.byref(uid)) == 0
 comm = ctypes.c_void_p()
+nccl.ncclCommInitRank.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, UniqueId, ctypes.c_int]
 r = nccl.ncclCommInitRank(ctypes.byref(comm), 1, uid, 0); print("ncclCommInitRank ->", r)
 assert r == 0
 nccl.ncclCommDestroy(comm)
