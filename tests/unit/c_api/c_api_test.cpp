@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "symmcomm/c_api.h"
+#include "symmcomm/error.hpp"
 
 namespace {
 
@@ -68,6 +69,18 @@ TEST(CApi, TorchEntryPointsNeverThrowAndReportFailure) {
   symmcomm_torch_free(nullptr, 0, 0, nullptr);                           // a no-op
   symmcomm_torch_free(reinterpret_cast<void*>(0x1000), 64, 0, nullptr);  // logged, ignored
   EXPECT_TRUE(last_error_has("no pool set for device 0"));
+}
+
+// The library carries a private C++ runtime. A program that also links symmcomm's C++ code
+// (this test: throw_logic_error below) must not capture the library's internal calls, or an
+// exception thrown under one runtime would be caught under the other (std::terminate). The
+// library binds its own symbols to itself (-Bsymbolic), so its error paths stay inside it.
+TEST(CApi, ErrorPathsStayInsideTheLibraryWhenTheProgramLinksSymmcommToo) {
+  EXPECT_THROW(symmcomm::detail::throw_logic_error("from the program", __FILE__, __LINE__),
+               symmcomm::LogicError);
+  EXPECT_EQ(symmcomm_comm_release(nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(symmcomm_last_error()).find("comm is NULL"), std::string::npos)
+      << symmcomm_last_error();
 }
 
 TEST(CApi, LastErrorIsPerThread) {
