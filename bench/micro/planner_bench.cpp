@@ -44,13 +44,18 @@ void BM_PlanNvfp4AllGather(benchmark::State& state) {
   request.buffers.resize(6);
   auto& registry = ProvenanceRegistry::global();
   ProvenanceRegistry::Query queries[6];
-  Provenance found[6];
-  for (int b = 0; b < 6; ++b) queries[b] = {ptrs[b], bytes[b]};
   for (auto _ : state) {
-    registry.lookup(queries, 6, comm.id(), found);  // one lock for the call's buffers
+    // What the executors do (collectives/common.cpp): name the buffers, then one batch lookup
+    // under one lock writing straight into them, then the planner.
     for (int b = 0; b < 6; ++b) {
-      request.buffers[b] = PlannedBuffer{names[b], ptrs[b], bytes[b], found[b], b >= 3};
+      PlannedBuffer& pb = request.buffers[static_cast<std::size_t>(b)];
+      pb.name = names[b];
+      pb.ptr = ptrs[b];
+      pb.bytes = bytes[b];
+      pb.peer_accessed = b >= 3;
+      queries[b] = {ptrs[b], bytes[b]};
     }
+    registry.lookup(queries, 6, comm.id(), &request.buffers[0].provenance, sizeof(PlannedBuffer));
     Plan plan = plan_collective(request);
     benchmark::DoNotOptimize(plan);
   }

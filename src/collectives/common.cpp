@@ -31,14 +31,14 @@ PlannedBuffer planned_buffer(const char* name, const void* ptr, std::size_t byte
 void resolve_provenance(const CommState& comm, std::vector<PlannedBuffer>& buffers) {
   constexpr std::size_t kInline = 16;
   ProvenanceRegistry::Query queries[kInline];
-  Provenance answers[kInline];
   for (std::size_t first = 0; first < buffers.size(); first += kInline) {
     std::size_t const n = std::min(kInline, buffers.size() - first);
     for (std::size_t i = 0; i < n; ++i) {
       queries[i] = ProvenanceRegistry::Query{buffers[first + i].ptr, buffers[first + i].bytes};
     }
-    ProvenanceRegistry::global().lookup(queries, n, comm.id, answers);
-    for (std::size_t i = 0; i < n; ++i) buffers[first + i].provenance = answers[i];
+    // Answers land in the buffers themselves (no copy of freshly written structs).
+    ProvenanceRegistry::global().lookup(queries, n, comm.id, &buffers[first].provenance,
+                                        sizeof(PlannedBuffer));
   }
   for (auto& b : buffers) {
     if (b.bytes == 0) {

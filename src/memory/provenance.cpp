@@ -137,9 +137,16 @@ Provenance ProvenanceRegistry::lookup(const void* ptr, std::size_t bytes,
 
 void ProvenanceRegistry::lookup(const Query* queries, std::size_t count, std::uint64_t comm_id,
                                 Provenance* out) const {
+  lookup(queries, count, comm_id, out, sizeof(Provenance));
+}
+
+void ProvenanceRegistry::lookup(const Query* queries, std::size_t count, std::uint64_t comm_id,
+                                Provenance* out, std::size_t out_stride) const {
   ReadLock lock(lock_);
+  auto* base = reinterpret_cast<unsigned char*>(out);
   for (std::size_t i = 0; i < count; ++i) {
-    out[i] = lookup_locked(queries[i].ptr, queries[i].bytes, comm_id);
+    *reinterpret_cast<Provenance*>(base + i * out_stride) =
+        lookup_locked(queries[i].ptr, queries[i].bytes, comm_id);
   }
 }
 

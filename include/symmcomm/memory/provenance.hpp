@@ -77,6 +77,11 @@ class ProvenanceRegistry {
   /// `out[i]` answers `queries[i]`.
   void lookup(const Query* queries, std::size_t count, std::uint64_t comm_id,
               Provenance* out) const;
+  /// @brief As above, answer i written at byte offset `i * out_stride` from `out`: straight into
+  /// the Provenance member of an array of larger records (a collective's planned buffers), so
+  /// that no freshly written answer is copied again on the hot path.
+  void lookup(const Query* queries, std::size_t count, std::uint64_t comm_id, Provenance* out,
+              std::size_t out_stride) const;
   /// @brief Number of windows recorded (all communicators).
   std::size_t size() const;
 
