@@ -70,6 +70,30 @@ TEST(Provenance, BatchLookupAnswersEachQuery) {
   EXPECT_EQ(out[4].status, ProvenanceStatus::Null);
 }
 
+// The strided batch lookup fills the Provenance member of larger records and touches nothing
+// else in them.
+TEST(Provenance, StridedBatchLookupWritesOnlyTheProvenanceMembers) {
+  ProvenanceRegistry reg;
+  reg.add({0x100000, 0x1000, fake_window(1), 7, 0});
+  struct Record {
+    std::uint64_t before = 0xAAAAAAAAAAAAAAAAull;
+    Provenance provenance{};
+    std::uint32_t after = 0xBBBBBBBBu;
+  };
+  Record records[3];
+  ProvenanceRegistry::Query const queries[] = {
+      {at(0x100020), 16}, {at(0x900000), 8}, {at(0x100000), 0}};
+  reg.lookup(queries, 3, 7, &records[0].provenance, sizeof(Record));
+  EXPECT_EQ(records[0].provenance.status, ProvenanceStatus::Symmetric);
+  EXPECT_EQ(records[0].provenance.offset, 0x20u);
+  EXPECT_EQ(records[1].provenance.status, ProvenanceStatus::NotRegistered);
+  EXPECT_EQ(records[2].provenance.status, ProvenanceStatus::Empty);
+  for (const Record& r : records) {
+    EXPECT_EQ(r.before, 0xAAAAAAAAAAAAAAAAull);
+    EXPECT_EQ(r.after, 0xBBBBBBBBu);
+  }
+}
+
 TEST(Provenance, RemoveAndOverlap) {
   ProvenanceRegistry reg;
   reg.add({0x100000, 0x1000, fake_window(1), 7, 0});
