@@ -42,6 +42,7 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
   request.capabilities = &state.caps;
   request.comm_size = n;
   request.choice = options.path;
+  request.buffers.reserve(2 * parts.size());  // one allocation per call
   for (const Part& p : parts) {
     std::size_t sum = 0;
     for (std::size_t b : p.bytes) {

@@ -98,6 +98,7 @@ Plan fused_quantize_gather(const Communicator& comm, Bf16Span input, Recv recv, 
   request.comm_size = state.size;
   request.choice = options.path;
   request.bytes_per_rank = payload_bytes<Recv>(input.count);
+  request.buffers.reserve(4);  // one allocation per call
   request.buffers.push_back(detail::planned_buffer("input", input.data, input.data_bytes()));
   request.buffers.back().peer_accessed = false;
   request.buffers.push_back(detail::planned_buffer("recv.data", recv.data, recv.data_bytes()));

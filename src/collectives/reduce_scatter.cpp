@@ -295,6 +295,7 @@ Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in
   request.choice = options.path;
   request.equal_counts = counts == nullptr;
   request.bytes_per_rank = in.data_bytes(out.count);
+  request.buffers.reserve(4);  // one allocation per call
   request.buffers.push_back(detail::planned_buffer("send.data", in.data, in.data_bytes(in.count)));
   if (in.nvfp4) {
     request.buffers.push_back(
