@@ -151,12 +151,7 @@ void check_gathered_count(std::size_t send_count, std::size_t recv_count, int n)
       "recv.count " << recv_count << " is not send.count " << send_count << " x comm.size() " << n);
 }
 
-std::vector<std::size_t> scaled(const std::vector<std::size_t>& counts, std::size_t num,
-                                std::size_t den) {
-  std::vector<std::size_t> out(counts.size());
-  for (std::size_t i = 0; i < counts.size(); ++i) out[i] = counts[i] * num / den;
-  return out;
-}
+using detail::scaled;
 
 std::vector<Part> nvfp4_parts(Nvfp4View send, Nvfp4View recv,
                               const std::vector<std::size_t>& counts) {

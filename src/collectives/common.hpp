@@ -71,6 +71,14 @@ inline std::vector<std::size_t> displacements(const std::vector<std::size_t>& co
   return d;
 }
 
+/// counts[i] * num / den for every i (element counts to byte counts).
+inline std::vector<std::size_t> scaled(const std::vector<std::size_t>& counts, std::size_t num,
+                                       std::size_t den) {
+  std::vector<std::size_t> out(counts.size());
+  for (std::size_t i = 0; i < counts.size(); ++i) out[i] = counts[i] * num / den;
+  return out;
+}
+
 /// Rounds up to 256 bytes (workspace region alignment).
 constexpr std::size_t align256(std::size_t x) {
   return (x + 255) / 256 * 256;

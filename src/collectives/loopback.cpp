@@ -6,6 +6,7 @@
 #include <string>
 #include <type_traits>
 
+#include "common.hpp"
 #include "kernels/lsa.hpp"
 #include "symmcomm/error.hpp"
 
@@ -28,12 +29,8 @@ std::size_t check_ranks(std::size_t a, std::size_t b, const char* a_name, const 
   return a;
 }
 
-// Exclusive prefix sums.
-std::vector<std::size_t> prefix(const std::vector<std::size_t>& v) {
-  std::vector<std::size_t> d(v.size(), 0);
-  for (std::size_t r = 1; r < v.size(); ++r) d[r] = d[r - 1] + v[r - 1];
-  return d;
-}
+using detail::displacements;
+using detail::scaled;
 
 // One tensor gathered byte for byte: bytes[r] from send[r] land in every recv[q] after the
 // bytes of ranks < r.
@@ -46,8 +43,10 @@ struct GatherTensor {
 void run_gather(const std::vector<GatherTensor>& tensors, cudaStream_t stream) {
   std::size_t const n = tensors.front().send.size();
   std::size_t total = 0;
+  std::vector<std::vector<std::size_t>> displ;  // per tensor: byte offset of each rank's part
   for (const GatherTensor& t : tensors) {
     for (std::size_t b : t.bytes) total += b;
+    displ.push_back(displacements(t.bytes));
   }
   for (std::size_t r = 0; r < n; ++r) {
     lsa::Peers peers;
@@ -59,7 +58,7 @@ void run_gather(const std::vector<GatherTensor>& tensors, cudaStream_t stream) {
     for (std::size_t t = 0; t < tensors.size(); ++t) {
       for (std::size_t q = 0; q < n; ++q) peers.base[t][q] = tensors[t].recv[q];
       args.segment[t].src = tensors[t].send[r];
-      args.segment[t].dst = lsa::SymRef{static_cast<int>(t), prefix(tensors[t].bytes)[r]};
+      args.segment[t].dst = lsa::SymRef{static_cast<int>(t), displ[t][r]};
       args.segment[t].bytes = tensors[t].bytes[r];
     }
     lsa::gather(peers, args, stream);
@@ -83,13 +82,6 @@ std::vector<std::size_t> gather_counts(const std::vector<Send>& send,
                                                  << " is not the sum of send counts " << total);
   }
   return counts;
-}
-
-template <class T>
-std::vector<std::size_t> scaled(const std::vector<std::size_t>& counts, T f) {
-  std::vector<std::size_t> out(counts.size());
-  for (std::size_t r = 0; r < counts.size(); ++r) out[r] = f(counts[r]);
-  return out;
 }
 
 // Shard counts of a reduce-scatter, checked against every send's count.
@@ -155,7 +147,7 @@ void run_reduce(const std::vector<Send>& send, const std::vector<Span<Out>>& rec
     validate(send[r], at("send", r), kNvfp4 ? 8 : 16);
     validate(recv[r], at("recv", r));
   }
-  auto const displ = prefix(counts);
+  auto const displ = displacements(counts);
   std::size_t const total = send[0].count;
   for (std::size_t r = 0; r < n; ++r) {
     lsa::Peers const peers = quantized_peers(send, r, "send");
@@ -188,7 +180,7 @@ void run_quantize_gather(const std::vector<Bf16Span>& input, const std::vector<c
                      at("input", r) << ".count " << input[r].count << " is not a multiple of 16");
     SYMMCOMM_EXPECTS(scale[r] != nullptr, at("scale", r) << " is null");
   }
-  auto const displ = prefix(counts);
+  auto const displ = displacements(counts);
   std::size_t const total = recv[0].count;
   for (std::size_t r = 0; r < n; ++r) {
     lsa::Peers const peers = quantized_peers(recv, r, "recv");
@@ -212,8 +204,8 @@ void all_gather(const std::vector<Nvfp4View>& send, const std::vector<Nvfp4View>
                 cudaStream_t stream) {
   auto const counts = gather_counts(send, recv);
   std::size_t const n = counts.size();
-  GatherTensor data{{}, {}, scaled(counts, [](std::size_t c) { return c / 2; })};
-  GatherTensor scales{{}, {}, scaled(counts, [](std::size_t c) { return c / kNvfp4BlockSize; })};
+  GatherTensor data{{}, {}, scaled(counts, 1, 2)};
+  GatherTensor scales{{}, {}, scaled(counts, 1, kNvfp4BlockSize)};
   GatherTensor globals{{}, {}, std::vector<std::size_t>(n, sizeof(float))};
   for (std::size_t r = 0; r < n; ++r) {
     validate(send[r], at("send", r), 1);
@@ -253,7 +245,7 @@ void all_gather(const std::vector<Bf16Span>& send, const std::vector<Bf16Span>& 
                 cudaStream_t stream) {
   auto const counts = gather_counts(send, recv);
   std::size_t const n = counts.size();
-  GatherTensor data{{}, {}, scaled(counts, [](std::size_t c) { return c * sizeof(bf16); })};
+  GatherTensor data{{}, {}, scaled(counts, sizeof(bf16), 1)};
   for (std::size_t r = 0; r < n; ++r) {
     validate(send[r], at("send", r), 1);
     validate(recv[r], at("recv", r), 1);
