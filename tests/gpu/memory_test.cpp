@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "support/comm_fixture.hpp"
+#include "support/tensors.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/comm/wait.hpp"
@@ -24,15 +25,7 @@ using namespace symmcomm;
 using symmcomm::test::device_free_bytes;
 using symmcomm::test::one_rank_comm;
 
-template <class E, class F>
-std::string error_text(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no exception of the expected type)";
-}
+using symmcomm::test::error_text;
 
 // symmcomm's waits poll the stream and NCCL's asynchronous error state instead of blocking:
 // a stream that does not drain in time gives a TimeoutError naming the timeout, not a hang.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/gpu_test.hpp"
@@ -15,15 +16,21 @@
 
 namespace symmcomm::test {
 
-/// What `f` throws as LogicError, or "(no LogicError)".
-template <class F>
-std::string logic_error_text(F&& f) {
+/// What `f` throws as an E, or a text saying it threw none.
+template <class E, class F>
+std::string error_text(F&& f) {
   try {
     f();
-  } catch (const LogicError& e) {
+  } catch (const E& e) {
     return e.what();
   }
-  return "(no LogicError)";
+  return "(no exception of the expected type)";
+}
+
+/// What `f` throws as LogicError.
+template <class F>
+std::string logic_error_text(F&& f) {
+  return error_text<LogicError>(std::forward<F>(f));
 }
 
 /// n normally distributed floats (deterministic for a seed).
