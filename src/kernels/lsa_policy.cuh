@@ -1,0 +1,76 @@
+#pragma once
+// Private: the peer policies symmcomm's LSA kernels are written against (see lsa.hpp), and the
+// thread-index helpers they share. A policy answers rank(), size(), ptr(SymRef, peer) and
+// barrier(); the kernels know nothing else about where peers' buffers live.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lsa.hpp"
+#include "symmcomm/collectives/local_reduce.hpp"
+
+#if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
+#include <nccl_device.h>
+#endif
+
+namespace symmcomm::detail::lsa {
+
+// ---- peer policies --------------------------------------------------------------------------
+
+// N virtual ranks on one GPU. Launched once per virtual rank in rank order on one stream, so
+// the barriers have nothing to wait for: the previous rank's kernel has completed.
+struct LoopbackPolicy {
+  int my_rank;
+  int my_size;
+  char* base[kSlots][kMaxLoopbackRanks];
+  __device__ int rank() const { return my_rank; }
+  __device__ int size() const { return my_size; }
+  __device__ char* ptr(SymRef ref, int peer) const { return base[ref.slot][peer] + ref.offset; }
+  __device__ void barrier() const {}
+};
+
+// The fallback's local reduction: "peers" are the shards of a QuantizedShards table (slot 0 =
+// data, 1 = block scales, 2 = scale), already in local memory; nothing to wait for. Used by
+// the reduce kernel only, which needs no rank().
+struct ShardTablePolicy {
+  QuantizedShards table;
+  __device__ int size() const { return table.ranks; }
+  __device__ char* ptr(SymRef ref, int peer) const {
+    const void* base = ref.slot == 0   ? static_cast<const void*>(table.data[peer])
+                       : ref.slot == 1 ? static_cast<const void*>(table.block_scales[peer])
+                                       : static_cast<const void*>(table.scale[peer]);
+    return const_cast<char*>(static_cast<const char*>(base)) + ref.offset;
+  }
+  __device__ void barrier() const {}
+};
+
+#if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
+// Production: peers of the LSA team through NCCL windows; CTA i meets CTA i of every peer.
+struct LsaPolicy {
+  ncclDevComm comm;
+  ncclWindow_t window[kSlots];
+  __device__ int rank() const { return comm.lsaRank; }
+  __device__ int size() const { return comm.lsaSize; }
+  __device__ char* ptr(SymRef ref, int peer) const {
+    return static_cast<char*>(ncclGetLsaPointer(window[ref.slot], ref.offset, peer));
+  }
+  __device__ void barrier() const {
+    ncclLsaBarrierSession<ncclCoopCta> bar(ncclCoopCta(), comm, ncclTeamTagLsa(), blockIdx.x);
+    bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
+  }
+};
+#endif
+
+__device__ __forceinline__ std::size_t global_thread() {
+  return blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+}
+__device__ __forceinline__ std::size_t grid_threads() {
+  return static_cast<std::size_t>(gridDim.x) * blockDim.x;
+}
+// Peers visited starting after this rank, so ranks spread their traffic over the links.
+__device__ __forceinline__ int rotated(int me, int j, int n) {
+  int const p = me + j;
+  return p >= n ? p - n : p;
+}
+
+}  // namespace symmcomm::detail::lsa
