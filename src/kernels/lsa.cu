@@ -313,8 +313,10 @@ void reduce(const Peers& peers, const ReduceArgs& a, cudaStream_t stream) {
   if (a.nvfp4) check_ref(peers, a.block_scales, "send.block_scales");
   std::uintptr_t const bits = address_bits(peers, a.data);
   std::size_t const bytes = a.nvfp4 ? a.count / 2 : a.count;
-  // 16-byte loads when every peer's shard is 16-byte aligned and whole items fit; else 8.
-  bool const wide = bits % 16 == 0 && bytes % 16 == 0;
+  // 16-byte loads when every peer's shard is 16-byte aligned and whole items fit (and, for
+  // NVFP4, the item's two block scales are one 2-byte load); else 8.
+  bool const wide = bits % 16 == 0 && bytes % 16 == 0 &&
+                    (!a.nvfp4 || address_bits(peers, a.block_scales) % 2 == 0);
   SYMMCOMM_EXPECTS(bits % 8 == 0, "lsa reduce: send.data shard at offset "
                                       << a.data.offset << " is not 8-byte aligned");
   unsigned const grid = grid_for_units(a.grid_count / 16);
@@ -342,8 +344,12 @@ void reduce_shards(const QuantizedShards& shards, bool nvfp4, Fp8Format format, 
   a.out = out;
   a.out_fp32 = out_fp32;
   std::uintptr_t bits = nvfp4 ? count / 2 : count;
-  for (int r = 0; r < shards.ranks; ++r) bits |= reinterpret_cast<std::uintptr_t>(shards.data[r]);
-  bool const wide = bits % 16 == 0;
+  std::uintptr_t scale_bits = 0;
+  for (int r = 0; r < shards.ranks; ++r) {
+    bits |= reinterpret_cast<std::uintptr_t>(shards.data[r]);
+    if (nvfp4) scale_bits |= reinterpret_cast<std::uintptr_t>(shards.block_scales[r]);
+  }
+  bool const wide = bits % 16 == 0 && scale_bits % 2 == 0;
   unsigned const grid = grid_for_units(count / 16);
   ShardTablePolicy p{shards};
   if (out_fp32) {

@@ -9,32 +9,29 @@
 
 #include "device_codecs.cuh"
 #include "lsa_policy.cuh"
+#include "symmcomm/formats/e2m1.hpp"
 #include "symmcomm/formats/fp8.hpp"
 
 namespace symmcomm::detail::lsa {
 
 // ---- one-shot quantized reduce-scatter (pull) -----------------------------------------------
 
-// The two e2m1 codes of byte j of `word` (low nibble first) as floats times 2^-14: the byte is
-// spread so that each nibble's sign lands on a half's sign bit and its 3-bit magnitude on bits
-// 9..11, where fp16's subnormal range makes the pattern exactly e2m1's value times 2^-14 (the
-// same trick as e2m1_from_word, in halves: ~5 instructions per pair instead of ~7 per element).
-__device__ __forceinline__ float2 e2m1x2_scaled(std::uint32_t word, int j) {
-  std::uint32_t const byte = __byte_perm(word, 0u, 0x4440u + static_cast<unsigned>(j));
-  std::uint32_t const t = byte * 4097u;  // byte | byte << 12
-  std::uint32_t const bits = ((t << 9) & 0x0E000E00u) | ((t << 12) & 0x80008000u);
-  __half2_raw raw;
-  raw.x = static_cast<unsigned short>(bits);
-  raw.y = static_cast<unsigned short>(bits >> 16);
-  return __half22float2(__half2(raw));
+// The two fp16 halves of `bits` (low first) as floats: the register itself as the f16x2
+// operand (building a __half2 from two 16-bit halves costs a shift and a permute per pair).
+__device__ __forceinline__ float2 half2_bits_to_float2(std::uint32_t bits) {
+  float2 f;
+  asm("{.reg .f16 lo, hi;\n\tmov.b32 {lo, hi}, %2;\n\tcvt.f32.f16 %0, lo;\n\tcvt.f32.f16 %1, hi;}"
+      : "=f"(f.x), "=f"(f.y)
+      : "r"(bits));
+  return f;
 }
 
 // kBytes of one peer's shard at item i, as loaded: NVFP4 = 2 * kBytes elements in kBytes / 8
-// blocks (with their scale codes); FP8 = kBytes elements.
+// blocks, with their kBytes / 8 scale codes in one load; FP8 = kBytes elements.
 template <bool kNvfp4, int kBytes>
 struct RawItem {
   std::uint32_t w[kBytes / 4];
-  std::uint8_t scale[kNvfp4 ? kBytes / 8 : 1];
+  std::uint16_t scales;  // NVFP4: block scale codes, first in the low byte
 };
 
 template <bool kNvfp4, int kBytes>
@@ -53,11 +50,27 @@ __device__ __forceinline__ RawItem<kNvfp4, kBytes> load_item(const std::uint8_t*
     r.w[0] = v.x;
     r.w[1] = v.y;
   }
-  if constexpr (kNvfp4) {
-#pragma unroll
-    for (int b = 0; b < kBytes / 8; ++b) r.scale[b] = scales[i * (kBytes / 8) + b];
+  if constexpr (kNvfp4 && kBytes == 16) {
+    r.scales = reinterpret_cast<const std::uint16_t*>(scales)[i];  // 2-aligned: see reduce()
+  } else if constexpr (kNvfp4) {
+    r.scales = scales[i];
   }
   return r;
+}
+
+// The item's block scale codes as floats (hardware e4m3x2 -> f16x2 where present; exact).
+template <int kBlocks>
+__device__ __forceinline__ void block_scales(std::uint16_t codes, float (&out)[kBlocks]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  __half2_raw const h = __nv_cvt_fp8x2_to_halfraw2(codes, __NV_E4M3);
+  float2 const f = __half22float2(*reinterpret_cast<const __half2*>(&h));
+  out[0] = f.x;
+  if constexpr (kBlocks == 2) out[1] = f.y;
+#else
+#pragma unroll
+  for (int b = 0; b < kBlocks; ++b)
+    out[b] = decode_e4m3(static_cast<std::uint8_t>(codes >> (8 * b)));
+#endif
 }
 
 // acc += decode(item) * scales. Same arithmetic, in the same order, for every caller (the
@@ -68,18 +81,24 @@ __device__ __forceinline__ void accumulate(const RawItem<kNvfp4, kBytes>& r, flo
                                            Fp8Format format,
                                            float (&acc)[kNvfp4 ? 2 * kBytes : kBytes]) {
   if constexpr (kNvfp4) {
+    constexpr int kBlocks = kBytes / 8;
+    float scale[kBlocks];
+    block_scales<kBlocks>(r.scales, scale);
 #pragma unroll
-    for (int b = 0; b < kBytes / 8; ++b) {
-      // e2m1x2_scaled gives values times 2^-14; the block multiplier carries the 2^14 back
+    for (int b = 0; b < kBlocks; ++b) {
+      // The decoded halves are values times 2^-14; the block multiplier carries the 2^14 back
       // (exact: powers of two, and a multiplier near 2^114 is no real scale).
-      float const m = decode_e4m3(r.scale[b]) * mult * 16384.0f;
+      float const m = scale[b] * mult * 16384.0f;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
+        int const w = 2 * b + h;  // codes 8w..8w+7
+        std::uint32_t pairs[4];
+        e2m1x8_to_half2_bits(r.w[w], pairs);
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          float2 const v = e2m1x2_scaled(r.w[2 * b + h], j);
-          acc[16 * b + 8 * h + 2 * j] += v.x * m;
-          acc[16 * b + 8 * h + 2 * j + 1] += v.y * m;
+          float2 const v = half2_bits_to_float2(pairs[j]);
+          acc[8 * w + j] += v.x * m;
+          acc[8 * w + j + 4] += v.y * m;
         }
       }
     }
@@ -99,11 +118,9 @@ __device__ __forceinline__ void accumulate(const RawItem<kNvfp4, kBytes>& r, flo
 // Peers whose loads one thread keeps in flight before accumulating them (in rank order).
 constexpr int kPeerBatch = 4;
 
-// kPeerBatch loads in flight per thread keep enough bytes moving to approach memory bandwidth.
-// (Capping registers at 64 for two CTAs per SM would spill ~60 bytes per thread.)
-template <class P, class Out, bool kNvfp4, int kBytes>
-__global__ void __launch_bounds__(kThreads)
-    reduce_kernel(const __grid_constant__ P peers, const __grid_constant__ ReduceArgs a) {
+// The reduction itself, for any launch shape (the kernel below; experiments with others).
+template <class P, class Out, bool kNvfp4, int kBytes, int kBatch = kPeerBatch>
+__device__ __forceinline__ void reduce_body(const P& peers, const ReduceArgs& a) {
   constexpr int kElems = kNvfp4 ? 2 * kBytes : kBytes;
   __shared__ const std::uint8_t* data[kMaxRanks];
   __shared__ const std::uint8_t* scales[kMaxRanks];
@@ -122,19 +139,27 @@ __global__ void __launch_bounds__(kThreads)
   std::size_t const items = a.count / kElems;
   for (std::size_t i = global_thread(); i < items; i += grid_threads()) {
     float acc[kElems] = {};
-    for (int p0 = 0; p0 < n; p0 += kPeerBatch) {
-      RawItem<kNvfp4, kBytes> raw[kPeerBatch];
+    for (int p0 = 0; p0 < n; p0 += kBatch) {
+      RawItem<kNvfp4, kBytes> raw[kBatch];
 #pragma unroll
-      for (int k = 0; k < kPeerBatch; ++k) {
+      for (int k = 0; k < kBatch; ++k) {
         if (p0 + k < n) raw[k] = load_item<kNvfp4, kBytes>(data[p0 + k], scales[p0 + k], i);
       }
 #pragma unroll
-      for (int k = 0; k < kPeerBatch; ++k) {
+      for (int k = 0; k < kBatch; ++k) {
         if (p0 + k < n) accumulate<kNvfp4, kBytes>(raw[k], mult[p0 + k], a.fp8_format, acc);
       }
     }
     store_floats<kElems>(out, i * kElems, acc);
   }
   peers.barrier();
+}
+
+// kPeerBatch loads in flight per thread keep enough bytes moving to approach memory bandwidth.
+// (Capping registers at 64 for two CTAs per SM would spill ~60 bytes per thread.)
+template <class P, class Out, bool kNvfp4, int kBytes>
+__global__ void __launch_bounds__(kThreads)
+    reduce_kernel(const __grid_constant__ P peers, const __grid_constant__ ReduceArgs a) {
+  reduce_body<P, Out, kNvfp4, kBytes>(peers, a);
 }
 }  // namespace symmcomm::detail::lsa

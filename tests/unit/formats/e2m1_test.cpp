@@ -1,3 +1,4 @@
+#include <cuda_fp16.h>
 #include <cuda_fp4.h>
 #include <gtest/gtest.h>
 
@@ -88,6 +89,31 @@ TEST(E2m1, PackingPutsFirstElementInLowNibbleAsCuda) {
   auto const theirs =
       __nv_cvt_float2_to_fp4x2(make_float2(1.0f, -6.0f), __NV_E2M1, cudaRoundNearest);
   EXPECT_EQ(ours, static_cast<std::uint8_t>(theirs));
+}
+
+// The GPU reduce kernels decode eight codes at once through fp16 bit patterns: every code in
+// every position, with random neighbours (which must not leak in), gives decode_e2m1 * 2^-14
+// with its sign (CUDA's host fp16 conversion reads the halves).
+TEST(E2m1, EightCodesAsHalfPairsAreExactInEveryPosition) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 4096; ++trial) {
+    for (unsigned pos = 0; pos < 8; ++pos) {
+      for (unsigned code = 0; code < 16; ++code) {
+        std::uint32_t const w =
+            (static_cast<std::uint32_t>(rng()) & ~(0xfu << (4 * pos))) | (code << (4 * pos));
+        std::uint32_t h[4];
+        symmcomm::detail::e2m1x8_to_half2_bits(w, h);
+        std::uint32_t const pair = h[pos % 4];
+        auto const bits = static_cast<unsigned short>(pos < 4 ? pair : pair >> 16);
+        __half_raw raw;
+        raw.x = bits;
+        float const got = __half2float(__half(raw));
+        float const want = symmcomm::decode_e2m1(static_cast<std::uint8_t>(code)) / 16384.0f;
+        ASSERT_EQ(got, want) << "word " << std::hex << w << " code " << code << " at " << pos;
+        ASSERT_EQ(std::signbit(got), std::signbit(want)) << "word " << std::hex << w;
+      }
+    }
+  }
 }
 
 }  // namespace
