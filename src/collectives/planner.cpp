@@ -1,6 +1,5 @@
 #include "symmcomm/collectives/planner.hpp"
 
-#include <optional>
 #include <sstream>
 
 #include "symmcomm/collectives/thresholds.hpp"
@@ -81,13 +80,26 @@ Plan make(Path path, PlanReason why) {
   return p;
 }
 
-Plan about_buffer(Path path, const PlannedBuffer& b, int index) {
-  Plan p = make(path, PlanReason::BufferNotSymmetric);
-  p.buffer_index = index;
-  p.buffer_name = b.name;
-  p.buffer_ptr = b.ptr;
-  p.buffer_bytes = b.bytes;
-  p.provenance = b.provenance;
+// Why a path cannot be taken: small enough to live in registers (the full Plan, with its
+// provenance record, is built once, for the answer only).
+struct Blocker {
+  PlanReason why = PlanReason::AllSymmetric;  // AllSymmetric = not blocked
+  int buffer = -1;                            // BufferNotSymmetric: the buffer
+  const char* note = nullptr;                 // NoSymmetricSupport: the communicator's reason
+  explicit operator bool() const { return why != PlanReason::AllSymmetric; }
+};
+
+Plan fallback(const PlanRequest& r, const Blocker& b) {
+  Plan p = make(Path::Fallback, b.why);
+  if (b.why == PlanReason::NoSymmetricSupport) p.capability_note = b.note;
+  if (b.why == PlanReason::BufferNotSymmetric) {
+    const PlannedBuffer& buffer = r.buffers[static_cast<std::size_t>(b.buffer)];
+    p.buffer_index = b.buffer;
+    p.buffer_name = buffer.name;
+    p.buffer_ptr = buffer.ptr;
+    p.buffer_bytes = buffer.bytes;
+    p.provenance = buffer.provenance;
+  }
   return p;
 }
 
@@ -107,66 +119,63 @@ bool lsa_preferred_over_nccl(const PlanRequest& r) {
          r.bytes_per_rank <= thresholds::kLsaAllGatherMaxBytesPerRank;
 }
 
-// What stops NCCL's symmetric kernels, or nothing.
-std::optional<Plan> nccl_symmetric_blocker(const PlanRequest& r, int bad) {
+// What stops NCCL's symmetric kernels, if anything.
+Blocker nccl_symmetric_blocker(const PlanRequest& r) {
   if (!r.capabilities->symmetric_memory) {
-    Plan p = make(Path::Fallback, PlanReason::NoSymmetricSupport);
-    p.capability_note = capability_reason(*r.capabilities);
-    return p;
+    return {PlanReason::NoSymmetricSupport, -1, capability_reason(*r.capabilities)};
   }
   if (r.operation == Operation::AllGather && r.send_type != r.recv_type) {
-    return make(Path::Fallback, PlanReason::FusedQuantize);
+    return {PlanReason::FusedQuantize};
   }
   bool const native =
       r.operation == Operation::AllGather || nccl_reduces_natively(r.send_type, r.recv_type);
-  if (!native) return make(Path::Fallback, PlanReason::ScaledReduction);
-  if (!r.equal_counts) return make(Path::Fallback, PlanReason::VariableCounts);
-  if (bad >= 0) return about_buffer(Path::Fallback, r.buffers[static_cast<std::size_t>(bad)], bad);
-  return std::nullopt;
+  if (!native) return {PlanReason::ScaledReduction};
+  if (!r.equal_counts) return {PlanReason::VariableCounts};
+  int const bad = first_non_symmetric(r, false);
+  if (bad >= 0) return {PlanReason::BufferNotSymmetric, bad};
+  return {};
 }
 
-std::optional<Plan> lsa_blocker(const PlanRequest& r, int bad) {
+// What stops symmcomm's LSA kernel, if anything.
+Blocker lsa_blocker(const PlanRequest& r) {
   // The communicator's own limits first: they explain why no kernel is available either.
   if (!r.capabilities->lsa_covers(r.comm_size)) {
-    Plan p = make(Path::Fallback, PlanReason::NoSymmetricSupport);
-    p.capability_note = r.capabilities->symmetric_memory
-                            ? "the LSA team does not span the communicator"
-                            : capability_reason(*r.capabilities);
-    return p;
+    return {PlanReason::NoSymmetricSupport, -1,
+            r.capabilities->symmetric_memory ? "the LSA team does not span the communicator"
+                                             : capability_reason(*r.capabilities)};
   }
-  if (!r.lsa_kernel_available) return make(Path::Fallback, PlanReason::LsaKernelUnavailable);
-  if (bad >= 0) return about_buffer(Path::Fallback, r.buffers[static_cast<std::size_t>(bad)], bad);
-  return std::nullopt;
+  if (!r.lsa_kernel_available) return {PlanReason::LsaKernelUnavailable};
+  int const bad = first_non_symmetric(r, true);
+  if (bad >= 0) return {PlanReason::BufferNotSymmetric, bad};
+  return {};
 }
 
-[[noreturn]] void refuse(PathChoice choice, const Plan& blocker) {
-  std::string why = blocker.reason();
+[[noreturn]] void refuse(const PlanRequest& r, const Blocker& blocker) {
+  std::string why = fallback(r, blocker).reason();
   why = why.substr(why.find(": ") + 2);
-  SYMMCOMM_FAIL("Options::path = " << to_string(choice) << " cannot be taken: " << why);
+  SYMMCOMM_FAIL("Options::path = " << to_string(r.choice) << " cannot be taken: " << why);
 }
 
 }  // namespace
 
 Plan plan_collective(const PlanRequest& r) {
   SYMMCOMM_EXPECTS(r.capabilities != nullptr, "plan_collective: capabilities is null");
-  int const bad = first_non_symmetric(r, false);
-  int const bad_lsa = first_non_symmetric(r, true);
   switch (r.choice) {
     case PathChoice::Fallback:
       return make(Path::Fallback, PlanReason::ForcedFallback);
     case PathChoice::NcclSymmetric: {
-      if (auto blocker = nccl_symmetric_blocker(r, bad)) refuse(r.choice, *blocker);
+      if (Blocker const b = nccl_symmetric_blocker(r)) refuse(r, b);
       return make(Path::NcclSymmetric, PlanReason::AllSymmetric);
     }
     case PathChoice::LsaKernel: {
-      if (auto blocker = lsa_blocker(r, bad_lsa)) refuse(r.choice, *blocker);
+      if (Blocker const b = lsa_blocker(r)) refuse(r, b);
       return make(Path::LsaKernel, PlanReason::LsaKernelFaster);
     }
     case PathChoice::Auto:
       break;
   }
-  bool const lsa_usable = !lsa_blocker(r, bad_lsa);
-  auto blocker = nccl_symmetric_blocker(r, bad);
+  bool const lsa_usable = !lsa_blocker(r);
+  Blocker const blocker = nccl_symmetric_blocker(r);
   if (lsa_usable && (blocker || lsa_preferred_over_nccl(r))) {
     return make(Path::LsaKernel, PlanReason::LsaKernelFaster);
   }
@@ -174,13 +183,13 @@ Plan plan_collective(const PlanRequest& r) {
     return make(Path::NcclSymmetric,
                 lsa_usable ? PlanReason::NcclFasterHere : PlanReason::AllSymmetric);
   }
-  if (blocker->why == PlanReason::BufferNotSymmetric && r.staging_usable &&
+  if (blocker.why == PlanReason::BufferNotSymmetric && r.staging_usable &&
       r.bytes_per_rank <= thresholds::kStagingMaxBytesPerRank) {
     Plan p = make(Path::NcclSymmetric, PlanReason::Staged);
     p.staged = true;
     return p;
   }
-  return *blocker;
+  return fallback(r, blocker);
 }
 
 }  // namespace symmcomm

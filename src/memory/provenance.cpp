@@ -77,26 +77,42 @@ ProvenanceRegistry& ProvenanceRegistry::global() {
   return registry;
 }
 
+const std::vector<WindowEntry>* ProvenanceRegistry::windows_of(std::uint64_t comm_id) const {
+  for (const CommWindows& c : by_comm_) {
+    if (c.comm_id == comm_id) return &c.windows;
+  }
+  return nullptr;
+}
+
 void ProvenanceRegistry::add(const WindowEntry& entry) {
   WriteLock lock(lock_);
-  auto& windows = by_comm_[entry.comm_id];
+  auto found = std::find_if(by_comm_.begin(), by_comm_.end(),
+                            [&](const CommWindows& c) { return c.comm_id == entry.comm_id; });
+  if (found == by_comm_.end()) {
+    by_comm_.push_back(CommWindows{entry.comm_id, {}});
+    found = std::prev(by_comm_.end());
+  }
+  auto& windows = found->windows;
   auto it = std::lower_bound(windows.begin(), windows.end(), entry.base,
                              [](const WindowEntry& w, std::uintptr_t b) { return w.base < b; });
   bool const overlaps_next = it != windows.end() && it->base < entry.base + entry.bytes;
   bool const overlaps_prev =
       it != windows.begin() && std::prev(it)->base + std::prev(it)->bytes > entry.base;
-  SYMMCOMM_EXPECTS(!overlaps_next && !overlaps_prev,
-                   "window " << reinterpret_cast<const void*>(entry.base) << " (" << entry.bytes
-                             << " bytes) overlaps a window already registered on communicator "
-                             << entry.comm_id);
+  if (overlaps_next || overlaps_prev) {
+    if (windows.empty()) by_comm_.erase(found);
+    SYMMCOMM_FAIL("window " << reinterpret_cast<const void*>(entry.base) << " (" << entry.bytes
+                            << " bytes) overlaps a window already registered on communicator "
+                            << entry.comm_id);
+  }
   windows.insert(it, entry);
 }
 
 bool ProvenanceRegistry::remove(std::uint64_t comm_id, const void* base) noexcept {
   WriteLock lock(lock_);
-  auto found = by_comm_.find(comm_id);
+  auto found = std::find_if(by_comm_.begin(), by_comm_.end(),
+                            [&](const CommWindows& c) { return c.comm_id == comm_id; });
   if (found == by_comm_.end()) return false;
-  auto& windows = found->second;
+  auto& windows = found->windows;
   auto const b = reinterpret_cast<std::uintptr_t>(base);
   auto it = std::lower_bound(windows.begin(), windows.end(), b,
                              [](const WindowEntry& w, std::uintptr_t x) { return w.base < x; });
@@ -116,23 +132,34 @@ const WindowEntry* containing_start(const std::vector<WindowEntry>& windows, std
   return p < w.base + w.bytes ? &w : nullptr;
 }
 
-Provenance from_entry(const WindowEntry& w, std::uintptr_t p, ProvenanceStatus status) {
-  Provenance result;
-  result.status = status;
-  result.window = w.window;
-  result.window_base = reinterpret_cast<const void*>(w.base);
-  result.window_bytes = w.bytes;
-  result.offset = p - w.base;
-  result.comm_id = w.comm_id;
-  result.window_seq = w.window_seq;
-  return result;
+void from_entry(const WindowEntry& w, std::uintptr_t p, ProvenanceStatus status, Provenance& out) {
+  out.status = status;
+  out.window = w.window;
+  out.window_base = reinterpret_cast<const void*>(w.base);
+  out.window_bytes = w.bytes;
+  out.offset = p - w.base;
+  out.comm_id = w.comm_id;
+  out.window_seq = w.window_seq;
+}
+
+// A status with no window.
+void bare(ProvenanceStatus status, Provenance& out) {
+  out.status = status;
+  out.window = nullptr;
+  out.window_base = nullptr;
+  out.window_bytes = 0;
+  out.offset = 0;
+  out.comm_id = 0;
+  out.window_seq = 0;
 }
 }  // namespace
 
 Provenance ProvenanceRegistry::lookup(const void* ptr, std::size_t bytes,
                                       std::uint64_t comm_id) const {
+  Provenance result;
   ReadLock lock(lock_);
-  return lookup_locked(ptr, bytes, comm_id);
+  lookup_locked(ptr, bytes, comm_id, windows_of(comm_id), result);
+  return result;
 }
 
 void ProvenanceRegistry::lookup(const Query* queries, std::size_t count, std::uint64_t comm_id,
@@ -143,48 +170,41 @@ void ProvenanceRegistry::lookup(const Query* queries, std::size_t count, std::ui
 void ProvenanceRegistry::lookup(const Query* queries, std::size_t count, std::uint64_t comm_id,
                                 Provenance* out, std::size_t out_stride) const {
   ReadLock lock(lock_);
+  const std::vector<WindowEntry>* mine = windows_of(comm_id);
   auto* base = reinterpret_cast<unsigned char*>(out);
   for (std::size_t i = 0; i < count; ++i) {
-    *reinterpret_cast<Provenance*>(base + i * out_stride) =
-        lookup_locked(queries[i].ptr, queries[i].bytes, comm_id);
+    lookup_locked(queries[i].ptr, queries[i].bytes, comm_id, mine,
+                  *reinterpret_cast<Provenance*>(base + i * out_stride));
   }
 }
 
-Provenance ProvenanceRegistry::lookup_locked(const void* ptr, std::size_t bytes,
-                                             std::uint64_t comm_id) const {
-  Provenance result;
-  if (bytes == 0) {
-    result.status = ProvenanceStatus::Empty;
-    return result;
-  }
-  if (ptr == nullptr) {
-    result.status = ProvenanceStatus::Null;
-    return result;
-  }
+void ProvenanceRegistry::lookup_locked(const void* ptr, std::size_t bytes, std::uint64_t comm_id,
+                                       const std::vector<WindowEntry>* mine,
+                                       Provenance& out) const {
+  if (bytes == 0) return bare(ProvenanceStatus::Empty, out);
+  if (ptr == nullptr) return bare(ProvenanceStatus::Null, out);
   auto const p = reinterpret_cast<std::uintptr_t>(ptr);
-  auto mine = by_comm_.find(comm_id);
-  if (mine != by_comm_.end()) {
-    if (const WindowEntry* w = containing_start(mine->second, p)) {
+  if (mine != nullptr) {
+    if (const WindowEntry* w = containing_start(*mine, p)) {
       bool const fits = bytes <= w->bytes - (p - w->base);
-      return from_entry(*w, p,
-                        fits ? ProvenanceStatus::Symmetric : ProvenanceStatus::StraddlesWindowEnd);
+      return from_entry(
+          *w, p, fits ? ProvenanceStatus::Symmetric : ProvenanceStatus::StraddlesWindowEnd, out);
     }
   }
   // Cold path: explain why.
-  for (const auto& [other_id, windows] : by_comm_) {
-    if (other_id == comm_id) continue;
-    if (const WindowEntry* w = containing_start(windows, p)) {
-      return from_entry(*w, p, ProvenanceStatus::OtherCommunicator);
+  for (const CommWindows& other : by_comm_) {
+    if (other.comm_id == comm_id) continue;
+    if (const WindowEntry* w = containing_start(other.windows, p)) {
+      return from_entry(*w, p, ProvenanceStatus::OtherCommunicator, out);
     }
   }
-  result.status = ProvenanceStatus::NotRegistered;
-  return result;
+  bare(ProvenanceStatus::NotRegistered, out);
 }
 
 std::size_t ProvenanceRegistry::size() const {
   ReadLock lock(lock_);
   std::size_t n = 0;
-  for (const auto& [id, windows] : by_comm_) n += windows.size();
+  for (const CommWindows& c : by_comm_) n += c.windows.size();
   return n;
 }
 

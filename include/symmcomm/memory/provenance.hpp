@@ -11,7 +11,6 @@
 #include <cstdint>
 
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace symmcomm {
@@ -86,12 +85,22 @@ class ProvenanceRegistry {
   std::size_t size() const;
 
  private:
-  Provenance lookup_locked(const void* ptr, std::size_t bytes, std::uint64_t comm_id) const;
+  // One communicator's windows, sorted by base address (non-overlapping).
+  struct CommWindows {
+    std::uint64_t comm_id = 0;
+    std::vector<WindowEntry> windows;
+  };
+  const std::vector<WindowEntry>* windows_of(std::uint64_t comm_id) const;
+  // Writes the answer straight into `out` (no temporary: copying a freshly written record with
+  // wide loads stalls on store forwarding). `mine` = windows_of(comm_id), found once per batch.
+  void lookup_locked(const void* ptr, std::size_t bytes, std::uint64_t comm_id,
+                     const std::vector<WindowEntry>* mine, Provenance& out) const;
   // A writer-preferring reader/writer lock: lookups (every collective call) never starve
   // registrations.
   mutable pthread_rwlock_t lock_;
-  // Per communicator: windows sorted by base address (non-overlapping within a communicator).
-  std::unordered_map<std::uint64_t, std::vector<WindowEntry>> by_comm_;
+  // Per communicator (a handful per process: a linear scan beats hashing, whose modulo alone
+  // costs more than the scan on the hot path).
+  std::vector<CommWindows> by_comm_;
 };
 
 }  // namespace symmcomm
