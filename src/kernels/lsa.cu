@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "comm/dev_comm.hpp"
@@ -319,7 +320,8 @@ void reduce(const Peers& peers, const ReduceArgs& a, cudaStream_t stream) {
                     (!a.nvfp4 || address_bits(peers, a.block_scales) % 2 == 0);
   SYMMCOMM_EXPECTS(bits % 8 == 0, "lsa reduce: send.data shard at offset "
                                       << a.data.offset << " is not 8-byte aligned");
-  unsigned const grid = grid_for_units(a.grid_count / 16);
+  unsigned const grid =
+      std::min(grid_for_units(a.grid_count / 16), reduce_grid_cap(a.nvfp4, peers.size));
   with_policy(peers, [&](const auto& p) {
     if (a.out_fp32) {
       launch_reduce<std::decay_t<decltype(p)>, float>(p, a, wide, grid, stream);
@@ -350,7 +352,7 @@ void reduce_shards(const QuantizedShards& shards, bool nvfp4, Fp8Format format, 
     if (nvfp4) scale_bits |= reinterpret_cast<std::uintptr_t>(shards.block_scales[r]);
   }
   bool const wide = bits % 16 == 0 && scale_bits % 2 == 0;
-  unsigned const grid = grid_for_units(count / 16);
+  unsigned const grid = std::min(grid_for_units(count / 16), reduce_grid_cap(nvfp4, shards.ranks));
   ShardTablePolicy p{shards};
   if (out_fp32) {
     launch_reduce<ShardTablePolicy, float>(p, a, wide, grid, stream);

@@ -155,11 +155,26 @@ __device__ __forceinline__ void reduce_body(const P& peers, const ReduceArgs& a)
   peers.barrier();
 }
 
-// kPeerBatch loads in flight per thread keep enough bytes moving to approach memory bandwidth.
-// (Capping registers at 64 for two CTAs per SM would spill ~60 bytes per thread.)
+// Launch shape, from bench/micro/reduce_shapes_bench.cu on the H200 (bench/results/
+// 2026-12-02-h200x1-session3): NVFP4 decoding is instruction-heavy, so two 512-thread CTAs per
+// SM (registers capped at 64; 2 peers' loads in flight per thread: no spill) hide latency
+// better than one CTA keeping 4 peers in flight (78 registers); FP8 keeps the latter.
+template <bool kNvfp4>
+struct ReduceShape {
+  static constexpr int kMinCtasPerSm = kNvfp4 ? 2 : 1;
+  static constexpr int kBatch = kNvfp4 ? 2 : kPeerBatch;
+};
+
 template <class P, class Out, bool kNvfp4, int kBytes>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, ReduceShape<kNvfp4>::kMinCtasPerSm)
     reduce_kernel(const __grid_constant__ P peers, const __grid_constant__ ReduceArgs a) {
-  reduce_body<P, Out, kNvfp4, kBytes>(peers, a);
+  reduce_body<P, Out, kNvfp4, kBytes, ReduceShape<kNvfp4>::kBatch>(peers, a);
+}
+
+// CTAs of the reduce grid for `n` ranks: rank-independent constants (CTA i meets CTA i on every
+// peer, so no device property may enter). NVFP4 with fewer than 4 ranks is output-bound and
+// measured best with one CTA per H200 SM; everything else with two.
+inline unsigned reduce_grid_cap(bool nvfp4, int n) {
+  return nvfp4 && n < 4 ? static_cast<unsigned>(kMaxCtas / 2) : static_cast<unsigned>(kMaxCtas);
 }
 }  // namespace symmcomm::detail::lsa
