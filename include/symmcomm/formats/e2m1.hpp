@@ -73,6 +73,19 @@ SYMMCOMM_HD std::uint32_t rotl32(std::uint32_t x, unsigned k) {
 #endif
 }
 
+/// @brief Bits of `a` where `mask` is set, of `b` elsewhere; one LOP3 on GPUs (the compiler
+/// splits the portable form in two when the mask is a constant).
+// LUT 0xE2 = (a & mask) | (b & ~mask) with PTX operands a, mask, b (0xF0, 0xCC, 0xAA).
+SYMMCOMM_HD std::uint32_t bit_select(std::uint32_t mask, std::uint32_t a, std::uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  std::uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xE2;" : "=r"(d) : "r"(a), "r"(mask), "r"(b));
+  return d;
+#else
+  return (a & mask) | (b & ~mask);
+#endif
+}
+
 /// @brief The eight e2m1 codes of a packed word (code k in bits 4k..4k+3) as four fp16x2 bit
 /// patterns: `out[j]` holds codes j (low half) and j + 4 (high half), each worth
 /// decode_e2m1(code) * 2^-14 exactly.
@@ -86,8 +99,8 @@ SYMMCOMM_HD std::uint32_t rotl32(std::uint32_t x, unsigned k) {
 SYMMCOMM_HD void e2m1x8_to_half2_bits(std::uint32_t w, std::uint32_t (&out)[4]) {
   std::uint32_t const r = rotl32(w, 3);  // the sign of code k now at bit 4k + 6
   // Even codes' magnitudes (bits 0-2 of each byte) from w, their signs from r; odd likewise.
-  std::uint32_t const even = (w & 0x07070707u) | (r & ~0x07070707u);
-  std::uint32_t const odd = (w & 0x70707070u) | (r & ~0x70707070u);
+  std::uint32_t const even = bit_select(0x07070707u, w, r);
+  std::uint32_t const odd = bit_select(0x70707070u, w, r);
   constexpr std::uint32_t kKeep = 0x8E008E00u;  // sign and bits 9..11 of both halves
   out[0] = (even << 9) & kKeep;
   out[1] = (odd << 5) & kKeep;
