@@ -22,11 +22,11 @@ namespace {
 using detail::lsa::ReduceArgs;
 using detail::lsa::ShardTablePolicy;
 
-template <int kThreadsPerCta, int kMinCtas, int kBatch>
+template <int kThreadsPerCta, int kMinCtas, int kBatch, int kBytes>
 __global__ void __launch_bounds__(kThreadsPerCta, kMinCtas)
     shaped_reduce(const __grid_constant__ ShardTablePolicy p,
                   const __grid_constant__ ReduceArgs a) {
-  detail::lsa::reduce_body<ShardTablePolicy, bf16, true, 16, kBatch>(p, a);
+  detail::lsa::reduce_body<ShardTablePolicy, bf16, true, kBytes, kBatch>(p, a);
 }
 
 constexpr std::size_t kTotalElems = std::size_t{1} << 28;  // read per launch, all shards
@@ -57,8 +57,9 @@ struct Shards {
   QuantizedShards table;
 };
 
-// Args: N, CTAs per SM in the grid.
-template <int kThreadsPerCta, int kMinCtas, int kBatch>
+// Template: threads per CTA, CTAs per SM the register cap allows, peers in flight, bytes per
+// load. Args: N, CTAs per SM in the grid.
+template <int kThreadsPerCta, int kMinCtas, int kBatch, int kBytes = 16>
 void BM_ReduceShape(benchmark::State& state) {
   int const n = static_cast<int>(state.range(0));
   int const ctas_per_sm = static_cast<int>(state.range(1));
@@ -74,7 +75,7 @@ void BM_ReduceShape(benchmark::State& state) {
   int device = 0, sms = 0, resident = 0;
   SYMMCOMM_CUDA_TRY(cudaGetDevice(&device));
   SYMMCOMM_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  auto* kernel = shaped_reduce<kThreadsPerCta, kMinCtas, kBatch>;
+  auto* kernel = shaped_reduce<kThreadsPerCta, kMinCtas, kBatch, kBytes>;
   SYMMCOMM_CUDA_TRY(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreadsPerCta, 0));
   cudaFuncAttributes attr{};
@@ -93,17 +94,16 @@ void BM_ReduceShape(benchmark::State& state) {
 }
 
 void shape_args(benchmark::internal::Benchmark* b) {
-  for (int n : {2, 8}) {
-    for (int per_sm : {1, 2}) b->Args({n, per_sm});
+  for (int n : {2, 4, 8}) {
+    for (int per_sm : {1, 2, 3, 4}) b->Args({n, per_sm});
   }
   b->UseManualTime()->Unit(benchmark::kMicrosecond);
 }
 
 BENCHMARK(BM_ReduceShape<512, 1, 4>)->Apply(shape_args);
-BENCHMARK(BM_ReduceShape<512, 2, 2>)->Apply(shape_args);
-BENCHMARK(BM_ReduceShape<512, 1, 8>)->Apply(shape_args);
-BENCHMARK(BM_ReduceShape<256, 2, 8>)->Apply(shape_args);
-BENCHMARK(BM_ReduceShape<512, 1, 2>)->Apply(shape_args);
+BENCHMARK(BM_ReduceShape<512, 2, 2>)->Apply(shape_args);  // the library's NVFP4 shape
+BENCHMARK(BM_ReduceShape<512, 2, 2, 8>)->Apply(shape_args);
+BENCHMARK(BM_ReduceShape<512, 3, 2, 8>)->Apply(shape_args);
 
 }  // namespace
 }  // namespace symmcomm::bench
