@@ -1,8 +1,9 @@
 // Launch shapes of the one-shot quantized reduce kernel (src/kernels/lsa_reduce.cuh), NVFP4
 // into bf16 over N shards on one GPU, beside the device-to-device copy of the same run: which
-// threads per CTA, register cap, CTAs per SM and peers-in-flight batch feed memory best. The
-// library's kernel is shape "512x1/b4" on a grid of 2 CTAs per SM; these runs are how its
-// shape is chosen (bench/results/). Bytes counted as in BM_LoopbackReduceScatterNvfp4.
+// threads per CTA, register cap, CTAs per SM, peers-in-flight batch and item size feed memory
+// best. The library's NVFP4 kernel is BM_ReduceShape<512, 3, 2, 8> on a grid of 3 CTAs per SM;
+// these runs are how that shape was chosen (bench/results/). Bytes counted as in
+// BM_LoopbackReduceScatterNvfp4.
 
 #include <benchmark/benchmark.h>
 
@@ -101,9 +102,9 @@ void shape_args(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_ReduceShape<512, 1, 4>)->Apply(shape_args);
-BENCHMARK(BM_ReduceShape<512, 2, 2>)->Apply(shape_args);  // the library's NVFP4 shape
+BENCHMARK(BM_ReduceShape<512, 2, 2>)->Apply(shape_args);
 BENCHMARK(BM_ReduceShape<512, 2, 2, 8>)->Apply(shape_args);
-BENCHMARK(BM_ReduceShape<512, 3, 2, 8>)->Apply(shape_args);
+BENCHMARK(BM_ReduceShape<512, 3, 2, 8>)->Apply(shape_args);  // the library's NVFP4 shape
 
 }  // namespace
 }  // namespace symmcomm::bench

@@ -6,7 +6,6 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include <algorithm>
 #include <cstdint>
 
 #include "comm/dev_comm.hpp"
@@ -185,9 +184,9 @@ __global__ void __launch_bounds__(kThreads)
 // ---- host side ------------------------------------------------------------------------------
 
 // Same on every rank: a function of a rank-independent size only.
-unsigned grid_for_units(std::size_t units) {
+unsigned grid_for_units(std::size_t units, unsigned cap = kGridCtas) {
   std::size_t const ctas = (units + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(ctas < 1 ? 1 : (ctas > kMaxCtas ? kMaxCtas : ctas));
+  return static_cast<unsigned>(ctas < 1 ? 1 : (ctas > cap ? cap : ctas));
 }
 
 // Bits that may be set in the address of `ref` on any peer (loopback: the table's pointers;
@@ -258,14 +257,11 @@ void with_policy(const Peers& peers, Launch&& launch) {
 #endif
 }
 
+// NVFP4 always runs 8-byte items (see ReduceShape); FP8 16-byte ones where `wide`.
 template <class P, class Out>
 void launch_reduce(const P& p, const ReduceArgs& a, bool wide, unsigned grid, cudaStream_t s) {
   if (a.nvfp4) {
-    if (wide) {
-      reduce_kernel<P, Out, true, 16><<<grid, kThreads, 0, s>>>(p, a);
-    } else {
-      reduce_kernel<P, Out, true, 8><<<grid, kThreads, 0, s>>>(p, a);
-    }
+    reduce_kernel<P, Out, true, 8><<<grid, kThreads, 0, s>>>(p, a);
   } else if (wide) {
     reduce_kernel<P, Out, false, 16><<<grid, kThreads, 0, s>>>(p, a);
   } else {
@@ -314,14 +310,11 @@ void reduce(const Peers& peers, const ReduceArgs& a, cudaStream_t stream) {
   if (a.nvfp4) check_ref(peers, a.block_scales, "send.block_scales");
   std::uintptr_t const bits = address_bits(peers, a.data);
   std::size_t const bytes = a.nvfp4 ? a.count / 2 : a.count;
-  // 16-byte loads when every peer's shard is 16-byte aligned and whole items fit (and, for
-  // NVFP4, the item's two block scales are one 2-byte load); else 8.
-  bool const wide = bits % 16 == 0 && bytes % 16 == 0 &&
-                    (!a.nvfp4 || address_bits(peers, a.block_scales) % 2 == 0);
+  // FP8: 16-byte loads when every peer's shard is 16-byte aligned and whole items fit; else 8.
+  bool const wide = bits % 16 == 0 && bytes % 16 == 0;
   SYMMCOMM_EXPECTS(bits % 8 == 0, "lsa reduce: send.data shard at offset "
                                       << a.data.offset << " is not 8-byte aligned");
-  unsigned const grid =
-      std::min(grid_for_units(a.grid_count / 16), reduce_grid_cap(a.nvfp4, peers.size));
+  unsigned const grid = grid_for_units(a.grid_count / 16, reduce_grid_cap(a.nvfp4));
   with_policy(peers, [&](const auto& p) {
     if (a.out_fp32) {
       launch_reduce<std::decay_t<decltype(p)>, float>(p, a, wide, grid, stream);
@@ -346,13 +339,9 @@ void reduce_shards(const QuantizedShards& shards, bool nvfp4, Fp8Format format, 
   a.out = out;
   a.out_fp32 = out_fp32;
   std::uintptr_t bits = nvfp4 ? count / 2 : count;
-  std::uintptr_t scale_bits = 0;
-  for (int r = 0; r < shards.ranks; ++r) {
-    bits |= reinterpret_cast<std::uintptr_t>(shards.data[r]);
-    if (nvfp4) scale_bits |= reinterpret_cast<std::uintptr_t>(shards.block_scales[r]);
-  }
-  bool const wide = bits % 16 == 0 && scale_bits % 2 == 0;
-  unsigned const grid = std::min(grid_for_units(count / 16), reduce_grid_cap(nvfp4, shards.ranks));
+  for (int r = 0; r < shards.ranks; ++r) bits |= reinterpret_cast<std::uintptr_t>(shards.data[r]);
+  bool const wide = bits % 16 == 0;
+  unsigned const grid = grid_for_units(count / 16, reduce_grid_cap(nvfp4));
   ShardTablePolicy p{shards};
   if (out_fp32) {
     launch_reduce<ShardTablePolicy, float>(p, a, wide, grid, stream);

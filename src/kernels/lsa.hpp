@@ -33,9 +33,11 @@ inline constexpr int kSlots = 4;
 inline constexpr int kMaxLoopbackRanks = 8;
 /// Ranks a production launch supports (shared-memory tables of peer pointers).
 inline constexpr int kMaxRanks = 64;
-/// Most CTAs a kernel launches (two per SM of an H100/H200): each needs its own LSA barrier
-/// (see dev_comm.hpp).
-inline constexpr int kMaxCtas = 264;
+/// Most CTAs a kernel launches: each needs its own LSA barrier (see dev_comm.hpp). The NVFP4
+/// reduce launches three per SM of an H100/H200, the other kernels kGridCtas.
+inline constexpr int kMaxCtas = 396;
+/// Grid cap of the gather and quantize-gather kernels (two per SM of an H100/H200).
+inline constexpr int kGridCtas = 264;
 /// Threads per CTA of the LSA kernels.
 inline constexpr int kThreads = 512;
 

@@ -157,12 +157,14 @@ __device__ __forceinline__ void reduce_body(const P& peers, const ReduceArgs& a)
 }
 
 // Launch shape, from bench/micro/reduce_shapes_bench.cu on the H200 (bench/results/
-// 2026-12-02-h200x1-session3): NVFP4 decoding is instruction-heavy, so two 512-thread CTAs per
-// SM (registers capped at 64; 2 peers' loads in flight per thread: no spill) hide latency
-// better than one CTA keeping 4 peers in flight (78 registers); FP8 keeps the latter.
+// 2026-12-02-h200x1-session3/README.md): NVFP4 decoding is instruction-heavy, so it runs
+// 8-byte items (16 elements, 40 registers) in three resident 512-thread CTAs per SM with 2
+// peers' loads in flight, on a grid of exactly those CTAs (0.84/0.84/0.75 of copy for 2/4/8
+// shards, against 0.76/0.79/0.75 for 16-byte items in two CTAs); FP8 (memory-bound) keeps
+// 16-byte items, one CTA per SM's worth of registers and 4 peers in flight.
 template <bool kNvfp4>
 struct ReduceShape {
-  static constexpr int kMinCtasPerSm = kNvfp4 ? 2 : 1;
+  static constexpr int kMinCtasPerSm = kNvfp4 ? 3 : 1;
   static constexpr int kBatch = kNvfp4 ? 2 : kPeerBatch;
 };
 
@@ -172,10 +174,9 @@ __global__ void __launch_bounds__(kThreads, ReduceShape<kNvfp4>::kMinCtasPerSm)
   reduce_body<P, Out, kNvfp4, kBytes, ReduceShape<kNvfp4>::kBatch>(peers, a);
 }
 
-// CTAs of the reduce grid for `n` ranks: rank-independent constants (CTA i meets CTA i on every
-// peer, so no device property may enter). NVFP4 with fewer than 4 ranks is output-bound and
-// measured best with one CTA per H200 SM; everything else with two.
-inline unsigned reduce_grid_cap(bool nvfp4, int n) {
-  return nvfp4 && n < 4 ? static_cast<unsigned>(kMaxCtas / 2) : static_cast<unsigned>(kMaxCtas);
+// CTAs of the reduce grid: rank-independent constants (CTA i meets CTA i on every peer, so no
+// device property may enter): three per H200 SM for NVFP4, two for FP8.
+inline unsigned reduce_grid_cap(bool nvfp4) {
+  return static_cast<unsigned>(nvfp4 ? kMaxCtas : kGridCtas);
 }
 }  // namespace symmcomm::detail::lsa
