@@ -98,12 +98,10 @@ void ProvenanceRegistry::add(const WindowEntry& entry) {
   bool const overlaps_next = it != windows.end() && it->base < entry.base + entry.bytes;
   bool const overlaps_prev =
       it != windows.begin() && std::prev(it)->base + std::prev(it)->bytes > entry.base;
-  if (overlaps_next || overlaps_prev) {
-    if (windows.empty()) by_comm_.erase(found);
-    SYMMCOMM_FAIL("window " << reinterpret_cast<const void*>(entry.base) << " (" << entry.bytes
-                            << " bytes) overlaps a window already registered on communicator "
-                            << entry.comm_id);
-  }
+  SYMMCOMM_EXPECTS(!overlaps_next && !overlaps_prev,
+                   "window " << reinterpret_cast<const void*>(entry.base) << " (" << entry.bytes
+                             << " bytes) overlaps a window already registered on communicator "
+                             << entry.comm_id);
   windows.insert(it, entry);
 }
 
