@@ -76,11 +76,9 @@ __global__ void quantize_nvfp4_kernel(const In* __restrict__ src, std::size_t bl
     for (int u = 0; u < kUnroll; ++u) {
       std::size_t const b = b0 + u * stride;
       if (b < blocks) {
-        float x[16];
-        to_floats(in[u], x);
         uint2 packed;
         std::uint8_t scale;
-        quantize_one_block(x, scale_factor, quant_table, packed, scale);
+        quantize_one_block(in[u], scale_factor, quant_table, packed, scale);
         data[b] = packed;
         scales[b] = scale;
       }

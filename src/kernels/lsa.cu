@@ -125,11 +125,9 @@ __global__ void __launch_bounds__(kThreads)
     for (int u = 0; u < kQuantUnroll; ++u) {
       std::size_t const b = b0 + u * stride;
       if (b >= blocks) continue;
-      float x[16];
-      to_floats(in[u], x);
       uint2 packed;
       std::uint8_t scale;
-      quantize_one_block(x, scale_factor, quant_table, packed, scale);
+      quantize_one_block(in[u], scale_factor, quant_table, packed, scale);
       for (int j = 0; j < n; ++j) {
         int const p = rotated(me, j, n);
         data_dst[p][b] = packed;
