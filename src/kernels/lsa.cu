@@ -11,6 +11,7 @@
 #include "comm/dev_comm.hpp"
 #include "device_codecs.cuh"
 #include "lsa.hpp"
+#include "lsa_gather.cuh"
 #include "lsa_policy.cuh"
 #include "lsa_reduce.cuh"
 #include "quantize_block.cuh"
@@ -25,33 +26,16 @@ static_assert(kMaxCtas <= kMaxLsaCtas, "every CTA needs an LSA barrier of the de
 
 // ---- all-gather (push) ----------------------------------------------------------------------
 
+// Launch shape by measurement (bench/micro/gather_shapes_bench.cu, bench/results/): four loads
+// in flight per thread, and evict-first stores of what peers read (loopback on an H200: +0.02
+// of copy for the gather, +0.03 for the fused quantize + gather at 4 ranks).
+constexpr int kGatherUnroll = 4;
+constexpr bool kStreamingStores = true;
+
 struct GatherLaunch {
   GatherArgs args;
   int width[kSlots];  // vector width in bytes of each segment (16, 8, 4, 2 or 1)
 };
-
-// Loads kUnroll vectors of V from `src`, stores each to every peer.
-template <class V>
-__device__ __forceinline__ void copy_to_peers(const void* src, char* const* dst, std::size_t units,
-                                              int me, int n) {
-  constexpr int kUnroll = 4;
-  const V* in = static_cast<const V*>(src);
-  std::size_t const stride = grid_threads();
-  for (std::size_t i0 = global_thread(); i0 < units; i0 += stride * kUnroll) {
-    V v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (i0 + u * stride < units) v[u] = in[i0 + u * stride];
-    }
-    for (int j = 0; j < n; ++j) {
-      V* out = reinterpret_cast<V*>(dst[rotated(me, j, n)]);
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        if (i0 + u * stride < units) out[i0 + u * stride] = v[u];
-      }
-    }
-  }
-}
 
 template <class P>
 __global__ void __launch_bounds__(kThreads)
@@ -70,19 +54,19 @@ __global__ void __launch_bounds__(kThreads)
     std::size_t const units = seg.bytes / static_cast<std::size_t>(g.width[s]);
     switch (g.width[s]) {
       case 16:
-        copy_to_peers<uint4>(seg.src, dst, units, me, n);
+        copy_to_peers<uint4, kGatherUnroll, kStreamingStores>(seg.src, dst, units, me, n);
         break;
       case 8:
-        copy_to_peers<uint2>(seg.src, dst, units, me, n);
+        copy_to_peers<uint2, kGatherUnroll, kStreamingStores>(seg.src, dst, units, me, n);
         break;
       case 4:
-        copy_to_peers<std::uint32_t>(seg.src, dst, units, me, n);
+        copy_to_peers<std::uint32_t, kGatherUnroll, kStreamingStores>(seg.src, dst, units, me, n);
         break;
       case 2:
-        copy_to_peers<std::uint16_t>(seg.src, dst, units, me, n);
+        copy_to_peers<std::uint16_t, kGatherUnroll, kStreamingStores>(seg.src, dst, units, me, n);
         break;
       default:
-        copy_to_peers<std::uint8_t>(seg.src, dst, units, me, n);
+        copy_to_peers<std::uint8_t, kGatherUnroll, kStreamingStores>(seg.src, dst, units, me, n);
         break;
     }
   }
@@ -97,45 +81,7 @@ template <class P>
 __global__ void __launch_bounds__(kThreads)
     quantize_gather_nvfp4_kernel(const __grid_constant__ P peers,
                                  const __grid_constant__ QuantizeGatherArgs a) {
-  __shared__ float quant_table[256];
-  __shared__ uint2* data_dst[kMaxRanks];
-  __shared__ std::uint8_t* scale_dst[kMaxRanks];
-  int const n = peers.size();
-  int const me = peers.rank();
-  float const global_scale = *a.scale;
-  float const scale_factor = nvfp4_scale_factor(global_scale);
-  fill_quant_table(quant_table, global_scale);
-  peers.barrier();
-  for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
-    data_dst[p] = reinterpret_cast<uint2*>(peers.ptr(a.data, p));
-    scale_dst[p] = reinterpret_cast<std::uint8_t*>(peers.ptr(a.block_scales, p));
-    if (blockIdx.x == 0) *reinterpret_cast<float*>(peers.ptr(a.scale_dst, p)) = global_scale;
-  }
-  __syncthreads();
-  std::size_t const blocks = a.count / kNvfp4BlockSize;
-  std::size_t const stride = grid_threads();
-  // Two blocks in flight per thread, as in the codec kernel.
-  for (std::size_t b0 = global_thread(); b0 < blocks; b0 += stride * kQuantUnroll) {
-    Vectors<bf16, 16> in[kQuantUnroll];
-#pragma unroll
-    for (int u = 0; u < kQuantUnroll; ++u) {
-      if (b0 + u * stride < blocks) load(a.src, b0 + u * stride, in[u]);
-    }
-#pragma unroll
-    for (int u = 0; u < kQuantUnroll; ++u) {
-      std::size_t const b = b0 + u * stride;
-      if (b >= blocks) continue;
-      uint2 packed;
-      std::uint8_t scale;
-      quantize_one_block(in[u], scale_factor, quant_table, packed, scale);
-      for (int j = 0; j < n; ++j) {
-        int const p = rotated(me, j, n);
-        data_dst[p][b] = packed;
-        scale_dst[p][b] = scale;
-      }
-    }
-  }
-  peers.barrier();
+  quantize_gather_nvfp4_body<kStreamingStores>(peers, a);
 }
 
 template <class P>

@@ -100,16 +100,15 @@ __device__ __forceinline__ float fmax_nan(float a, float b) {
 // bf16x2 pairs: about 11 operations per element instead of 17 (the kernel is bound by them).
 // Any other block (NaN or infinite input, a non-finite or negative multiplier) takes the
 // per-element form above; both give the same bits as nvfp4_quantize_block().
-__device__ __forceinline__ void quantize_one_block(const Vectors<bf16, 16>& in,
-                                                   float scale_factor, const float* quant_table,
-                                                   uint2& packed, std::uint8_t& scale) {
+__device__ __forceinline__ void quantize_one_block(const Vectors<bf16, 16>& in, float scale_factor,
+                                                   const float* quant_table, uint2& packed,
+                                                   std::uint8_t& scale) {
   std::uint32_t const w[8] = {in.v[0].x, in.v[0].y, in.v[0].z, in.v[0].w,
                               in.v[1].x, in.v[1].y, in.v[1].z, in.v[1].w};
   std::uint32_t const m =
-      bf16x2_absmax_nan(bf16x2_absmax_nan(bf16x2_absmax_nan(w[0], w[1]),
-                                          bf16x2_absmax_nan(w[2], w[3])),
-                        bf16x2_absmax_nan(bf16x2_absmax_nan(w[4], w[5]),
-                                          bf16x2_absmax_nan(w[6], w[7]))) &
+      bf16x2_absmax_nan(
+          bf16x2_absmax_nan(bf16x2_absmax_nan(w[0], w[1]), bf16x2_absmax_nan(w[2], w[3])),
+          bf16x2_absmax_nan(bf16x2_absmax_nan(w[4], w[5]), bf16x2_absmax_nan(w[6], w[7]))) &
       0x7fff7fffu;
   float const block_amax = fmax_nan(__uint_as_float(m << 16), __uint_as_float(m & 0xffff0000u));
   float x[16];
@@ -131,9 +130,9 @@ __device__ __forceinline__ void quantize_one_block(const Vectors<bf16, 16>& in,
 }
 
 // fp32 input: the per-element form.
-__device__ __forceinline__ void quantize_one_block(const Vectors<float, 16>& in,
-                                                   float scale_factor, const float* quant_table,
-                                                   uint2& packed, std::uint8_t& scale) {
+__device__ __forceinline__ void quantize_one_block(const Vectors<float, 16>& in, float scale_factor,
+                                                   const float* quant_table, uint2& packed,
+                                                   std::uint8_t& scale) {
   float x[16];
   to_floats(in, x);
   quantize_one_block(x, scale_factor, quant_table, packed, scale);

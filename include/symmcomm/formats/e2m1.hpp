@@ -108,7 +108,6 @@ SYMMCOMM_HD void e2m1x8_to_half2_bits(std::uint32_t w, std::uint32_t (&out)[4]) 
   out[3] = rotl32(odd, 29) & kKeep;  // code 7's sign wrapped to bit 2 of `odd`: a rotation
 }
 
-
 /// @brief Byte permutation as CUDA's `__byte_perm(x, y, s)` (one PRMT on GPUs): byte n of the
 /// result is byte `(s >> 4n) & 7` of the eight bytes x (0..3), y (4..7).
 SYMMCOMM_HD std::uint32_t byte_perm(std::uint32_t x, std::uint32_t y, std::uint32_t s) {
@@ -161,8 +160,8 @@ SYMMCOMM_HD std::uint32_t e2m1x8_magnitudes(const float* y) {
 SYMMCOMM_HD std::uint32_t bf16x8_signs_as_e2m1(const std::uint32_t* w) {
   // Bytes [w0.3, w1.3, w0.1, w1.1]: signs of elements 1, 3, 0, 2 at bits 7, 15, 23, 31.
   std::uint32_t const p = byte_perm(w[0], w[1], 0x5173u);
-  std::uint32_t const q = byte_perm(w[2], w[3], 0x5173u);  // elements 5, 7, 4, 6
-  std::uint32_t const odd = bit_select(0x0000ffffu, p, q << 16);   // 1, 3, 5, 7 at 7, 15, 23, 31
+  std::uint32_t const q = byte_perm(w[2], w[3], 0x5173u);         // elements 5, 7, 4, 6
+  std::uint32_t const odd = bit_select(0x0000ffffu, p, q << 16);  // 1, 3, 5, 7 at 7, 15, 23, 31
   std::uint32_t const even = bit_select(0x0000ffffu, p >> 20, q >> 4);  // 0, 2, 4, 6 at 3, ..., 27
   return bit_select(0x80808080u, odd, even) & 0x88888888u;
 }

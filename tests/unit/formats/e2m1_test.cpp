@@ -116,7 +116,6 @@ TEST(E2m1, EightCodesAsHalfPairsAreExactInEveryPosition) {
   }
 }
 
-
 // The quantize kernels' magnitude form (one fused multiply-add on the e2m1 grid, integer
 // arithmetic for the code) against the reference encoder: every float within 2^16 ulps of each
 // grid point and midpoint (the only places where rounding can go wrong), the special values
@@ -133,8 +132,8 @@ TEST(E2m1, MagnitudeFormMatchesEncoderEverywhereButNaN) {
     std::uint32_t const want = symmcomm::encode_e2m1(y) & 7u;
     if (got != want && ++mismatches < 10) ADD_FAILURE() << "y = " << y << " got " << got;
   };
-  for (float m : {0.0f, 0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f, 2.5f, 3.0f, 3.5f,
-                  4.0f, 5.0f, 6.0f, 6.5f, 7.0f, 8.0f}) {
+  for (float m : {0.0f, 0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f, 2.5f, 3.0f, 3.5f, 4.0f,
+                  5.0f, 6.0f, 6.5f, 7.0f, 8.0f}) {
     std::uint32_t const b = symmcomm::detail::float_bits(m);
     for (std::int64_t d = -65536; d <= 65536; ++d) {
       std::int64_t const u = static_cast<std::int64_t>(b) + d;

@@ -1,0 +1,96 @@
+#pragma once
+// Private: the push all-gather's inner loop and the fused bf16 -> NVFP4 quantize + all-gather
+// (lsa.cu), in a header so that bench/micro/gather_shapes_bench.cu measures the library's code
+// under other launch shapes.
+
+#include <cstddef>
+
+#include "lsa_policy.cuh"
+#include "quantize_block.cuh"
+#include "symmcomm/formats/nvfp4.hpp"
+
+namespace symmcomm::detail::lsa {
+
+// Stores one vector; `kStreaming` marks it evict-first (st.global.cs): the kernel never reads
+// what it writes, and peers read it only after the closing barrier.
+template <bool kStreaming, class V>
+__device__ __forceinline__ void store_vector(V* p, const V& v) {
+  if constexpr (kStreaming) {
+    __stcs(p, v);
+  } else {
+    *p = v;
+  }
+}
+
+// Loads kUnroll vectors of V (grid-stride) from `src` and stores each to every peer's `dst`,
+// peers visited from this rank on.
+template <class V, int kUnroll, bool kStreaming>
+__device__ __forceinline__ void copy_to_peers(const void* src, char* const* dst, std::size_t units,
+                                              int me, int n) {
+  const V* in = static_cast<const V*>(src);
+  std::size_t const stride = grid_threads();
+  for (std::size_t i0 = global_thread(); i0 < units; i0 += stride * kUnroll) {
+    V v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (i0 + u * stride < units) v[u] = in[i0 + u * stride];
+    }
+    for (int j = 0; j < n; ++j) {
+      V* out = reinterpret_cast<V*>(dst[rotated(me, j, n)]);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (i0 + u * stride < units) store_vector<kStreaming>(out + i0 + u * stride, v[u]);
+      }
+    }
+  }
+}
+
+// Fused bf16 -> NVFP4 quantize + all-gather, one rank's part: every 16-element block is
+// quantized once and its 8 data bytes and scale byte stored to every peer; two blocks a grid
+// stride apart in flight per thread, as in the codec kernel. (Measured, not kept: a thread
+// taking two adjacent blocks to store 16 + 2 bytes per peer; see gather_shapes_bench.cu.)
+template <bool kStreaming, class P>
+__device__ __forceinline__ void quantize_gather_nvfp4_body(const P& peers,
+                                                           const QuantizeGatherArgs& a) {
+  __shared__ float quant_table[256];
+  __shared__ uint2* data_dst[kMaxRanks];
+  __shared__ std::uint8_t* scale_dst[kMaxRanks];
+  int const n = peers.size();
+  int const me = peers.rank();
+  float const global_scale = *a.scale;
+  float const scale_factor = nvfp4_scale_factor(global_scale);
+  fill_quant_table(quant_table, global_scale);
+  peers.barrier();
+  for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
+    data_dst[p] = reinterpret_cast<uint2*>(peers.ptr(a.data, p));
+    scale_dst[p] = reinterpret_cast<std::uint8_t*>(peers.ptr(a.block_scales, p));
+    if (blockIdx.x == 0) *reinterpret_cast<float*>(peers.ptr(a.scale_dst, p)) = global_scale;
+  }
+  __syncthreads();
+  std::size_t const blocks = a.count / kNvfp4BlockSize;
+  std::size_t const stride = grid_threads();
+  constexpr int kUnroll = 2;
+  for (std::size_t b0 = global_thread(); b0 < blocks; b0 += stride * kUnroll) {
+    Vectors<bf16, 16> in[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (b0 + u * stride < blocks) load(a.src, b0 + u * stride, in[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      std::size_t const b = b0 + u * stride;
+      if (b >= blocks) continue;
+      uint2 packed;
+      std::uint8_t scale;
+      quantize_one_block(in[u], scale_factor, quant_table, packed, scale);
+      for (int j = 0; j < n; ++j) {
+        int const p = rotated(me, j, n);
+        store_vector<kStreaming>(data_dst[p] + b, packed);
+        store_vector<kStreaming>(scale_dst[p] + b, scale);
+      }
+    }
+  }
+  peers.barrier();
+}
+
+}  // namespace symmcomm::detail::lsa
