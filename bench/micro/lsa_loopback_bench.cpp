@@ -131,6 +131,34 @@ void BM_LoopbackQuantizeAllGatherNvfp4(benchmark::State& state) {
   state.SetLabel(std::to_string(n) + " virtual ranks");
 }
 
+// Fused bf16 -> FP8 (e4m3, per-tensor scale) quantize + all-gather: each rank reads its bf16
+// input and writes its FP8 codes and scale to all N ranks.
+void BM_LoopbackQuantizeAllGatherFp8(benchmark::State& state) {
+  int const n = static_cast<int>(state.range(0));
+  std::size_t const per_rank = kTotalElems / static_cast<std::size_t>(n);
+  std::vector<std::unique_ptr<DeviceMemory>> in, g, codes, scales;
+  std::vector<Bf16Span> input;
+  std::vector<const float*> scale;
+  std::vector<Fp8View> recv;
+  float const s = 10.0f / 448.0f;
+  for (int i = 0; i < n; ++i) {
+    in.push_back(std::make_unique<DeviceMemory>(per_rank * 2));
+    fill_bf16(*in.back(), per_rank);
+    g.push_back(std::make_unique<DeviceMemory>(sizeof(float)));
+    SYMMCOMM_CUDA_TRY(cudaMemcpy(g.back()->ptr, &s, sizeof s, cudaMemcpyHostToDevice));
+    codes.push_back(std::make_unique<DeviceMemory>(kTotalElems));
+    scales.push_back(std::make_unique<DeviceMemory>(64 * sizeof(float)));
+    input.push_back(Bf16Span{in.back()->as<bf16>(), per_rank});
+    scale.push_back(g.back()->as<float>());
+    recv.push_back(Fp8View{codes.back()->as<std::uint8_t>(), scales.back()->as<float>(),
+                           kTotalElems, Fp8Format::E4M3});
+  }
+  time_device(state, nullptr, [&] { loopback::quantize_all_gather(input, scale, recv, nullptr); });
+  double const part = static_cast<double>(per_rank + sizeof(float));
+  report_bandwidth(state, n * (static_cast<double>(per_rank * 2) + n * part));
+  state.SetLabel(std::to_string(n) + " virtual ranks");
+}
+
 BENCHMARK(BM_LoopbackAllGatherNvfp4)
     ->Arg(2)
     ->Arg(4)
@@ -150,6 +178,12 @@ BENCHMARK(BM_LoopbackReduceScatterFp8)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_LoopbackQuantizeAllGatherNvfp4)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_LoopbackQuantizeAllGatherFp8)
     ->Arg(2)
     ->Arg(4)
     ->Arg(8)

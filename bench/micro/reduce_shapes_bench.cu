@@ -105,6 +105,9 @@ BENCHMARK(BM_ReduceShape<512, 1, 4>)->Apply(shape_args);
 BENCHMARK(BM_ReduceShape<512, 2, 2>)->Apply(shape_args);
 BENCHMARK(BM_ReduceShape<512, 2, 2, 8>)->Apply(shape_args);
 BENCHMARK(BM_ReduceShape<512, 3, 2, 8>)->Apply(shape_args);  // the library's NVFP4 shape
+BENCHMARK(BM_ReduceShape<512, 3, 4, 8>)->Apply(shape_args);
+BENCHMARK(BM_ReduceShape<512, 2, 4, 8>)->Apply(shape_args);
+BENCHMARK(BM_ReduceShape<512, 3, 8, 8>)->Apply(shape_args);
 
 }  // namespace
 }  // namespace symmcomm::bench

@@ -89,9 +89,9 @@ __device__ __forceinline__ void accumulate(const RawItem<kNvfp4, kBytes>& r, flo
     block_scales<kBlocks>(r.scales, scale);
 #pragma unroll
     for (int b = 0; b < kBlocks; ++b) {
-      // The decoded halves are values times 2^-14; the block multiplier carries the 2^14 back
-      // (exact: powers of two, and a multiplier near 2^114 is no real scale).
-      float const m = scale[b] * mult * 16384.0f;
+      // The decoded halves are values times 2^-14; `mult` (2^14 / global scale, see
+      // reduce_body) carries the 2^14 back.
+      float const m = scale[b] * mult;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         int const w = 2 * b + h;  // codes 8w..8w+7
@@ -135,7 +135,9 @@ __device__ __forceinline__ void reduce_body(const P& peers, const ReduceArgs& a)
     scales[p] =
         kNvfp4 ? reinterpret_cast<const std::uint8_t*>(peers.ptr(a.block_scales, p)) : nullptr;
     float const s = *reinterpret_cast<const float*>(peers.ptr(a.scale, p));
-    mult[p] = kNvfp4 ? 1.0f / s : s;
+    // NVFP4: 2^14 / s, the 2^14 undoing the decoder's scaling (exact: a power of two, and a
+    // global scale below 2^-100 is no real scale).
+    mult[p] = kNvfp4 ? 16384.0f / s : s;
   }
   __syncthreads();
   Out* out = static_cast<Out*>(a.out);
