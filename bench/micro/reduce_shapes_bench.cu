@@ -1,9 +1,9 @@
 // Launch shapes of the one-shot quantized reduce kernel (src/kernels/lsa_reduce.cuh), NVFP4
 // into bf16 over N shards on one GPU, beside the device-to-device copy of the same run: which
-// threads per CTA, register cap, CTAs per SM, peers-in-flight batch, item size and L2 prefetch
-// of the next iteration (prefetch_items) feed memory best. The library's NVFP4 kernel is
-// BM_ReduceShape<512, 3, 2, 8, true> on a grid of 3 CTAs per SM; these runs are how that shape
-// was chosen (bench/results/). Bytes counted as in BM_LoopbackReduceScatterNvfp4.
+// threads per CTA, register cap, CTAs per SM, peers-in-flight batch and item size feed memory
+// best. The library's NVFP4 kernel is BM_ReduceShape<512, 3, 2, 8> on a grid of 3 CTAs per SM;
+// these runs are how that shape was chosen (bench/results/). Bytes counted as in
+// BM_LoopbackReduceScatterNvfp4.
 
 #include <benchmark/benchmark.h>
 
@@ -23,11 +23,11 @@ namespace {
 using detail::lsa::ReduceArgs;
 using detail::lsa::ShardTablePolicy;
 
-template <int kThreadsPerCta, int kMinCtas, int kBatch, int kBytes, bool kPrefetch>
+template <int kThreadsPerCta, int kMinCtas, int kBatch, int kBytes>
 __global__ void __launch_bounds__(kThreadsPerCta, kMinCtas)
     shaped_reduce(const __grid_constant__ ShardTablePolicy p,
                   const __grid_constant__ ReduceArgs a) {
-  detail::lsa::reduce_body<ShardTablePolicy, bf16, true, kBytes, kBatch, kPrefetch>(p, a);
+  detail::lsa::reduce_body<ShardTablePolicy, bf16, true, kBytes, kBatch>(p, a);
 }
 
 constexpr std::size_t kTotalElems = std::size_t{1} << 28;  // read per launch, all shards
@@ -60,7 +60,7 @@ struct Shards {
 
 // Template: threads per CTA, CTAs per SM the register cap allows, peers in flight, bytes per
 // load. Args: N, CTAs per SM in the grid.
-template <int kThreadsPerCta, int kMinCtas, int kBatch, int kBytes = 16, bool kPrefetch = false>
+template <int kThreadsPerCta, int kMinCtas, int kBatch, int kBytes = 16>
 void BM_ReduceShape(benchmark::State& state) {
   int const n = static_cast<int>(state.range(0));
   int const ctas_per_sm = static_cast<int>(state.range(1));
@@ -76,7 +76,7 @@ void BM_ReduceShape(benchmark::State& state) {
   int device = 0, sms = 0, resident = 0;
   SYMMCOMM_CUDA_TRY(cudaGetDevice(&device));
   SYMMCOMM_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  auto* kernel = shaped_reduce<kThreadsPerCta, kMinCtas, kBatch, kBytes, kPrefetch>;
+  auto* kernel = shaped_reduce<kThreadsPerCta, kMinCtas, kBatch, kBytes>;
   SYMMCOMM_CUDA_TRY(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreadsPerCta, 0));
   cudaFuncAttributes attr{};
@@ -104,9 +104,10 @@ void shape_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_ReduceShape<512, 1, 4>)->Apply(shape_args);
 BENCHMARK(BM_ReduceShape<512, 2, 2>)->Apply(shape_args);
 BENCHMARK(BM_ReduceShape<512, 2, 2, 8>)->Apply(shape_args);
-BENCHMARK(BM_ReduceShape<512, 3, 2, 8>)->Apply(shape_args);
-BENCHMARK(BM_ReduceShape<512, 3, 2, 8, true>)->Apply(shape_args);  // the library's NVFP4 shape
+BENCHMARK(BM_ReduceShape<512, 3, 2, 8>)->Apply(shape_args);  // the library's NVFP4 shape
+BENCHMARK(BM_ReduceShape<512, 3, 4, 8>)->Apply(shape_args);
 BENCHMARK(BM_ReduceShape<512, 2, 4, 8>)->Apply(shape_args);
+BENCHMARK(BM_ReduceShape<512, 3, 8, 8>)->Apply(shape_args);
 
 }  // namespace
 }  // namespace symmcomm::bench

@@ -121,46 +121,8 @@ __device__ __forceinline__ void accumulate(const RawItem<kNvfp4, kBytes>& r, flo
 // Peers whose loads one thread keeps in flight before accumulating them (in rank order).
 constexpr int kPeerBatch = 4;
 
-// Asks L2 for what this CTA's threads load in the grid-stride iteration whose first item is
-// `first`, from every peer: the CTA's kThreads items of data (and NVFP4 block scales), as
-// 128-byte lines, each thread at most a line per peer group. Items beyond `items` are not
-// touched. The loads of the next iteration then find their lines in L2 instead of waiting on
-// memory, without holding registers for them.
-template <bool kNvfp4, int kBytes>
-__device__ __forceinline__ void prefetch_items(const std::uint8_t* const* data,
-                                               const std::uint8_t* const* scales, int n,
-                                               std::size_t first, std::size_t items) {
-  if (first >= items) return;
-  std::size_t const last = first + kThreads < items ? first + kThreads : items;  // exclusive
-  constexpr int kDataLines = kThreads * kBytes / 128 + 1;  // +1: the range may straddle lines
-  constexpr int kScaleLines = kNvfp4 ? kThreads * (kBytes / 8) / 128 + 1 : 0;
-  constexpr int kLines = kDataLines + kScaleLines;
-  constexpr int kSlots = kLines <= 64 ? 64 : (kLines <= 128 ? 128 : 256);  // lines per peer
-  static_assert(kLines <= kSlots, "prefetch slots");
-  for (int k = static_cast<int>(threadIdx.x); k < n * kSlots; k += static_cast<int>(blockDim.x)) {
-    int const p = k / kSlots;
-    int const l = k % kSlots;
-    std::uintptr_t lo, hi;
-    if (l < kDataLines) {
-      lo = reinterpret_cast<std::uintptr_t>(data[p]) + first * kBytes;
-      hi = reinterpret_cast<std::uintptr_t>(data[p]) + last * kBytes;
-    } else if (l < kLines) {
-      lo = reinterpret_cast<std::uintptr_t>(scales[p]) + first * (kBytes / 8);
-      hi = reinterpret_cast<std::uintptr_t>(scales[p]) + last * (kBytes / 8);
-    } else {
-      continue;
-    }
-    int const line = l < kDataLines ? l : l - kDataLines;
-    std::uintptr_t const addr =
-        (lo & ~std::uintptr_t{127}) + static_cast<std::uintptr_t>(line) * 128;
-    if (addr < hi) asm volatile("prefetch.global.L2 [%0];" ::"l"(addr));
-  }
-}
-
 // The reduction itself, for any launch shape (the kernel below; experiments with others).
-// kPrefetch: L2 prefetch of the next iteration's lines (prefetch_items).
-template <class P, class Out, bool kNvfp4, int kBytes, int kBatch = kPeerBatch,
-          bool kPrefetch = false>
+template <class P, class Out, bool kNvfp4, int kBytes, int kBatch = kPeerBatch>
 __device__ __forceinline__ void reduce_body(const P& peers, const ReduceArgs& a) {
   constexpr int kElems = kNvfp4 ? 2 * kBytes : kBytes;
   __shared__ const std::uint8_t* data[kMaxRanks];
@@ -181,9 +143,6 @@ __device__ __forceinline__ void reduce_body(const P& peers, const ReduceArgs& a)
   Out* out = static_cast<Out*>(a.out);
   std::size_t const items = a.count / kElems;
   for (std::size_t i = global_thread(); i < items; i += grid_threads()) {
-    if constexpr (kPrefetch) {
-      prefetch_items<kNvfp4, kBytes>(data, scales, n, i - threadIdx.x + grid_threads(), items);
-    }
     float acc[kElems] = {};
     for (int p0 = 0; p0 < n; p0 += kBatch) {
       RawItem<kNvfp4, kBytes> raw[kBatch];
@@ -211,14 +170,12 @@ template <bool kNvfp4>
 struct ReduceShape {
   static constexpr int kMinCtasPerSm = kNvfp4 ? 3 : 1;
   static constexpr int kBatch = kNvfp4 ? 2 : kPeerBatch;
-  static constexpr bool kPrefetch = kNvfp4;
 };
 
 template <class P, class Out, bool kNvfp4, int kBytes>
 __global__ void __launch_bounds__(kThreads, ReduceShape<kNvfp4>::kMinCtasPerSm)
     reduce_kernel(const __grid_constant__ P peers, const __grid_constant__ ReduceArgs a) {
-  reduce_body<P, Out, kNvfp4, kBytes, ReduceShape<kNvfp4>::kBatch, ReduceShape<kNvfp4>::kPrefetch>(
-      peers, a);
+  reduce_body<P, Out, kNvfp4, kBytes, ReduceShape<kNvfp4>::kBatch>(peers, a);
 }
 
 // CTAs of the reduce grid: rank-independent constants (CTA i meets CTA i on every peer, so no
