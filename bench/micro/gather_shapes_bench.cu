@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/launch.cuh"
 #include "kernels/lsa.hpp"
 #include "kernels/lsa_gather.cuh"
 #include "micro/device_memory.hpp"
@@ -55,10 +56,7 @@ void BM_GatherShape(benchmark::State& state) {
     recv.push_back(std::make_unique<DeviceMemory>(part * static_cast<std::size_t>(n)));
     SYMMCOMM_CUDA_TRY(cudaMemset(send.back()->ptr, 0x5a, part));
   }
-  int device = 0, sms = 0;
-  SYMMCOMM_CUDA_TRY(cudaGetDevice(&device));
-  SYMMCOMM_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  unsigned const grid = static_cast<unsigned>(sms * ctas_per_sm);
+  unsigned const grid = static_cast<unsigned>(detail::current_device_sm_count() * ctas_per_sm);
   time_device(state, nullptr, [&] {
     for (int r = 0; r < n; ++r) {
       Destinations d{};
@@ -114,10 +112,7 @@ void BM_QuantizeGatherShape(benchmark::State& state) {
     policy.base[1][r] = scales.back()->as<char>();
     policy.base[2][r] = globals.back()->as<char>();
   }
-  int device = 0, sms = 0;
-  SYMMCOMM_CUDA_TRY(cudaGetDevice(&device));
-  SYMMCOMM_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  unsigned const grid = static_cast<unsigned>(sms * ctas_per_sm);
+  unsigned const grid = static_cast<unsigned>(detail::current_device_sm_count() * ctas_per_sm);
   time_device(state, nullptr, [&] {
     for (int r = 0; r < n; ++r) {
       detail::lsa::QuantizeGatherArgs a;

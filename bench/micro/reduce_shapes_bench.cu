@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/launch.cuh"
 #include "kernels/lsa_policy.cuh"
 #include "kernels/lsa_reduce.cuh"
 #include "micro/device_memory.hpp"
@@ -73,15 +74,13 @@ void BM_ReduceShape(benchmark::State& state) {
   a.grid_count = s.elems;
   a.out = s.out.ptr;
   ShardTablePolicy const policy{s.table};
-  int device = 0, sms = 0, resident = 0;
-  SYMMCOMM_CUDA_TRY(cudaGetDevice(&device));
-  SYMMCOMM_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  int resident = 0;
   auto* kernel = shaped_reduce<kThreadsPerCta, kMinCtas, kBatch, kBytes>;
   SYMMCOMM_CUDA_TRY(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kThreadsPerCta, 0));
   cudaFuncAttributes attr{};
   SYMMCOMM_CUDA_TRY(cudaFuncGetAttributes(&attr, kernel));
-  unsigned const grid = static_cast<unsigned>(sms * ctas_per_sm);
+  unsigned const grid = static_cast<unsigned>(detail::current_device_sm_count() * ctas_per_sm);
   time_device(state, nullptr, [&] {
     kernel<<<grid, kThreadsPerCta>>>(policy, a);
     SYMMCOMM_CUDA_TRY(cudaGetLastError());

@@ -75,8 +75,6 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- fused quantize + all-gather ------------------------------------------------------------
 
-constexpr int kQuantUnroll = 2;
-
 template <class P>
 __global__ void __launch_bounds__(kThreads)
     quantize_gather_nvfp4_kernel(const __grid_constant__ P peers,

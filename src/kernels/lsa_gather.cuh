@@ -45,6 +45,10 @@ __device__ __forceinline__ void copy_to_peers(const void* src, char* const* dst,
   }
 }
 
+// Input vectors in flight per thread in the fused quantize + gather kernels (NVFP4 below, FP8
+// in lsa.cu), as in the codec kernels.
+constexpr int kQuantUnroll = 2;
+
 // Fused bf16 -> NVFP4 quantize + all-gather, one rank's part: every 16-element block is
 // quantized once and its 8 data bytes and scale byte stored to every peer; two blocks a grid
 // stride apart in flight per thread, as in the codec kernel. (Measured, not kept: a thread
@@ -69,15 +73,14 @@ __device__ __forceinline__ void quantize_gather_nvfp4_body(const P& peers,
   __syncthreads();
   std::size_t const blocks = a.count / kNvfp4BlockSize;
   std::size_t const stride = grid_threads();
-  constexpr int kUnroll = 2;
-  for (std::size_t b0 = global_thread(); b0 < blocks; b0 += stride * kUnroll) {
-    Vectors<bf16, 16> in[kUnroll];
+  for (std::size_t b0 = global_thread(); b0 < blocks; b0 += stride * kQuantUnroll) {
+    Vectors<bf16, 16> in[kQuantUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kQuantUnroll; ++u) {
       if (b0 + u * stride < blocks) load(a.src, b0 + u * stride, in[u]);
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kQuantUnroll; ++u) {
       std::size_t const b = b0 + u * stride;
       if (b >= blocks) continue;
       uint2 packed;
