@@ -199,10 +199,14 @@ void with_policy(const Peers& peers, Launch&& launch) {
 #endif
 }
 
-// NVFP4 always runs 8-byte items (see ReduceShape); FP8 16-byte ones where `wide`.
+// NVFP4 always runs 8-byte items (see ReduceShape), in a kernel of their own for
+// kUnrolledNvfp4Peers peers; FP8 16-byte ones where `wide`. `peers`: the policy's size().
 template <class P, class Out>
-void launch_reduce(const P& p, const ReduceArgs& a, bool wide, unsigned grid, cudaStream_t s) {
-  if (a.nvfp4) {
+void launch_reduce(const P& p, int peers, const ReduceArgs& a, bool wide, unsigned grid,
+                   cudaStream_t s) {
+  if (a.nvfp4 && peers == kUnrolledNvfp4Peers) {
+    reduce_kernel<P, Out, true, 8, kUnrolledNvfp4Peers><<<grid, kThreads, 0, s>>>(p, a);
+  } else if (a.nvfp4) {
     reduce_kernel<P, Out, true, 8><<<grid, kThreads, 0, s>>>(p, a);
   } else if (wide) {
     reduce_kernel<P, Out, false, 16><<<grid, kThreads, 0, s>>>(p, a);
@@ -259,9 +263,9 @@ void reduce(const Peers& peers, const ReduceArgs& a, cudaStream_t stream) {
   unsigned const grid = grid_for_units(a.grid_count / 16, reduce_grid_cap(a.nvfp4));
   with_policy(peers, [&](const auto& p) {
     if (a.out_fp32) {
-      launch_reduce<std::decay_t<decltype(p)>, float>(p, a, wide, grid, stream);
+      launch_reduce<std::decay_t<decltype(p)>, float>(p, peers.size, a, wide, grid, stream);
     } else {
-      launch_reduce<std::decay_t<decltype(p)>, bf16>(p, a, wide, grid, stream);
+      launch_reduce<std::decay_t<decltype(p)>, bf16>(p, peers.size, a, wide, grid, stream);
     }
     SYMMCOMM_CHECK_LAUNCH();
   });
@@ -286,9 +290,9 @@ void reduce_shards(const QuantizedShards& shards, bool nvfp4, Fp8Format format, 
   unsigned const grid = grid_for_units(count / 16, reduce_grid_cap(nvfp4));
   ShardTablePolicy p{shards};
   if (out_fp32) {
-    launch_reduce<ShardTablePolicy, float>(p, a, wide, grid, stream);
+    launch_reduce<ShardTablePolicy, float>(p, shards.ranks, a, wide, grid, stream);
   } else {
-    launch_reduce<ShardTablePolicy, bf16>(p, a, wide, grid, stream);
+    launch_reduce<ShardTablePolicy, bf16>(p, shards.ranks, a, wide, grid, stream);
   }
   SYMMCOMM_CHECK_LAUNCH();
 }

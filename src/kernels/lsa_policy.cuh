@@ -1,7 +1,8 @@
 #pragma once
 // Private: the peer policies symmcomm's LSA kernels are written against (see lsa.hpp), and the
 // thread-index helpers they share. A policy answers rank(), size(), ptr(SymRef, peer) and
-// barrier(); the kernels know nothing else about where peers' buffers live.
+// barrier(); the kernels know nothing else about where peers' buffers live. kHeavyBarrier:
+// whether barrier() needs registers enough to change a kernel's launch shape.
 
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +21,7 @@ namespace symmcomm::detail::lsa {
 // N virtual ranks on one GPU. Launched once per virtual rank in rank order on one stream, so
 // the barriers have nothing to wait for: the previous rank's kernel has completed.
 struct LoopbackPolicy {
+  static constexpr bool kHeavyBarrier = false;  // (register budget, see ReduceShape)
   int my_rank;
   int my_size;
   char* base[kSlots][kMaxLoopbackRanks];
@@ -33,6 +35,7 @@ struct LoopbackPolicy {
 // data, 1 = block scales, 2 = scale), already in local memory; nothing to wait for. Used by
 // the reduce kernel only, which needs no rank().
 struct ShardTablePolicy {
+  static constexpr bool kHeavyBarrier = false;
   QuantizedShards table;
   __device__ int size() const { return table.ranks; }
   __device__ char* ptr(SymRef ref, int peer) const {
@@ -47,6 +50,7 @@ struct ShardTablePolicy {
 #if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
 // Production: peers of the LSA team through NCCL windows; CTA i meets CTA i of every peer.
 struct LsaPolicy {
+  static constexpr bool kHeavyBarrier = true;  // an NCCL LSA barrier session, many registers
   ncclDevComm comm;
   ncclWindow_t window[kSlots];
   __device__ int rank() const { return comm.lsaRank; }

@@ -27,7 +27,8 @@ __device__ __forceinline__ float2 half2_bits_to_float2(std::uint32_t bits) {
 }
 
 // kBytes of one peer's shard at item i, as loaded: NVFP4 = 2 * kBytes elements in kBytes / 8
-// blocks, with their kBytes / 8 scale codes in one load; FP8 = kBytes elements.
+// blocks (a 4-byte item: half a block), with their scale codes in one load; FP8 = kBytes
+// elements.
 template <bool kNvfp4, int kBytes>
 struct RawItem {
   std::uint32_t w[kBytes / 4];
@@ -40,23 +41,28 @@ __device__ __forceinline__ RawItem<kNvfp4, kBytes> load_item(const std::uint8_t*
                                                              std::size_t i) {
   // (Streaming loads, __ldcs, measured no faster for NVFP4 and 6% slower for FP8 at 8 ranks.)
   RawItem<kNvfp4, kBytes> r;
+  static_assert(kBytes == 16 || kBytes == 8 || (kNvfp4 && kBytes == 4), "item size");
   if constexpr (kBytes == 16) {
     uint4 const v = reinterpret_cast<const uint4*>(data)[i];
     r.w[0] = v.x;
     r.w[1] = v.y;
     r.w[2] = v.z;
     r.w[3] = v.w;
-  } else {
+  } else if constexpr (kBytes == 8) {
     uint2 const v = reinterpret_cast<const uint2*>(data)[i];
     r.w[0] = v.x;
     r.w[1] = v.y;
+  } else {
+    r.w[0] = reinterpret_cast<const std::uint32_t*>(data)[i];
   }
   if constexpr (kNvfp4 && kBytes == 16) {
     // 16-byte NVFP4 items: only the launch-shape benchmark instantiates them (the library runs
     // 8-byte items, see ReduceShape); its block scales are cudaMalloc'd, hence 2-aligned.
     r.scales = reinterpret_cast<const std::uint16_t*>(scales)[i];
-  } else if constexpr (kNvfp4) {
+  } else if constexpr (kNvfp4 && kBytes == 8) {
     r.scales = scales[i];
+  } else if constexpr (kNvfp4) {
+    r.scales = scales[i >> 1];  // half a block: items 2b and 2b + 1 share block b's scale
   }
   return r;
 }
@@ -84,7 +90,9 @@ __device__ __forceinline__ void accumulate(const RawItem<kNvfp4, kBytes>& r, flo
                                            Fp8Format format,
                                            float (&acc)[kNvfp4 ? 2 * kBytes : kBytes]) {
   if constexpr (kNvfp4) {
-    constexpr int kBlocks = kBytes / 8;
+    constexpr int kWords = kBytes / 4;                     // 8 codes each
+    constexpr int kBlocks = kWords >= 2 ? kWords / 2 : 1;  // a 4-byte item is half a block
+    constexpr int kWordsPerBlock = kWords / kBlocks;
     float scale[kBlocks];
     block_scales<kBlocks>(r.scales, scale);
 #pragma unroll
@@ -93,8 +101,8 @@ __device__ __forceinline__ void accumulate(const RawItem<kNvfp4, kBytes>& r, flo
       // reduce_body) carries the 2^14 back.
       float const m = scale[b] * mult;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        int const w = 2 * b + h;  // codes 8w..8w+7
+      for (int h = 0; h < kWordsPerBlock; ++h) {
+        int const w = kWordsPerBlock * b + h;  // codes 8w..8w+7
         std::uint32_t pairs[4];
         e2m1x8_to_half2_bits(r.w[w], pairs);
 #pragma unroll
@@ -122,13 +130,19 @@ __device__ __forceinline__ void accumulate(const RawItem<kNvfp4, kBytes>& r, flo
 constexpr int kPeerBatch = 4;
 
 // The reduction itself, for any launch shape (the kernel below; experiments with others).
-template <class P, class Out, bool kNvfp4, int kBytes, int kBatch = kPeerBatch>
+// kPeers > 0: the peer count, fixed when compiling (peers.size() must equal it; a CTA traps
+// otherwise), so the peer loop unrolls whole and its bounds checks vanish; 0: peers.size().
+// Either way peers are accumulated one at a time in rank order, so results do not depend on
+// kBatch or kPeers.
+template <class P, class Out, bool kNvfp4, int kBytes, int kBatch = kPeerBatch, int kPeers = 0>
 __device__ __forceinline__ void reduce_body(const P& peers, const ReduceArgs& a) {
   constexpr int kElems = kNvfp4 ? 2 * kBytes : kBytes;
+  constexpr int kPeerRounds = kPeers > 0 ? (kPeers + kBatch - 1) / kBatch : 1;
   __shared__ const std::uint8_t* data[kMaxRanks];
   __shared__ const std::uint8_t* scales[kMaxRanks];
   __shared__ float mult[kMaxRanks];
-  int const n = peers.size();
+  if (kPeers > 0 && peers.size() != kPeers) __trap();
+  int const n = kPeers > 0 ? kPeers : peers.size();
   peers.barrier();
   for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
     data[p] = reinterpret_cast<const std::uint8_t*>(peers.ptr(a.data, p));
@@ -144,6 +158,7 @@ __device__ __forceinline__ void reduce_body(const P& peers, const ReduceArgs& a)
   std::size_t const items = a.count / kElems;
   for (std::size_t i = global_thread(); i < items; i += grid_threads()) {
     float acc[kElems] = {};
+#pragma unroll kPeerRounds
     for (int p0 = 0; p0 < n; p0 += kBatch) {
       RawItem<kNvfp4, kBytes> raw[kBatch];
 #pragma unroll
@@ -166,16 +181,28 @@ __device__ __forceinline__ void reduce_body(const P& peers, const ReduceArgs& a)
 // peers' loads in flight, on a grid of exactly those CTAs (0.84/0.84/0.75 of copy for 2/4/8
 // shards, against 0.76/0.79/0.75 for 16-byte items in two CTAs); FP8 (memory-bound) keeps
 // 16-byte items, one CTA per SM's worth of registers and 4 peers in flight.
-template <bool kNvfp4>
+// NVFP4 with exactly 8 peers (bench/results/2026-12-03-h200x1-session5/): the peer loop
+// compiled for 8 and unrolled (66 instead of 82 instructions per peer and item: no bounds
+// checks, peer pointers read two at a time) with 4 peers' loads in flight, 0.84 of copy
+// against 0.77 for the run-time loop.
+// Under the LSA policy (P::kHeavyBarrier) the 8-peer kernel keeps 2 peers in flight: with 4,
+// ptxas spills inside the loop (60 bytes), the NCCL barrier after the loop taking registers
+// the loopback policies leave to it.
+template <bool kNvfp4, int kPeers = 0, bool kHeavyBarrier = false>
 struct ReduceShape {
   static constexpr int kMinCtasPerSm = kNvfp4 ? 3 : 1;
-  static constexpr int kBatch = kNvfp4 ? 2 : kPeerBatch;
+  static constexpr int kBatch = kNvfp4 ? (kPeers == 8 && !kHeavyBarrier ? 4 : 2) : kPeerBatch;
 };
 
-template <class P, class Out, bool kNvfp4, int kBytes>
-__global__ void __launch_bounds__(kThreads, ReduceShape<kNvfp4>::kMinCtasPerSm)
+// NVFP4 peer counts with a kernel of their own (the others run the run-time peer loop).
+inline constexpr int kUnrolledNvfp4Peers = 8;
+
+template <class P, class Out, bool kNvfp4, int kBytes, int kPeers = 0>
+__global__ void __launch_bounds__(kThreads,
+                                  ReduceShape<kNvfp4, kPeers, P::kHeavyBarrier>::kMinCtasPerSm)
     reduce_kernel(const __grid_constant__ P peers, const __grid_constant__ ReduceArgs a) {
-  reduce_body<P, Out, kNvfp4, kBytes, ReduceShape<kNvfp4>::kBatch>(peers, a);
+  reduce_body<P, Out, kNvfp4, kBytes, ReduceShape<kNvfp4, kPeers, P::kHeavyBarrier>::kBatch,
+              kPeers>(peers, a);
 }
 
 // CTAs of the reduce grid: rank-independent constants (CTA i meets CTA i on every peer, so no
