@@ -144,6 +144,52 @@ INSTANTIATE_TEST_SUITE_P(Formats, Fp8Kernels, ::testing::Values(Fp8Format::E4M3,
                            return p.param == Fp8Format::E4M3 ? "E4M3" : "E5M2";
                          });
 
+// Every e2m1 code pair under every block scale code (NaN codes included), for a plain, a
+// typical and a tiny global scale: the tiny one makes multipliers beyond 2^113 (the decoder's
+// per-element fallback) and infinite ones.
+TEST(CodecKernels, Nvfp4DequantizeOfEveryCodeAndScaleMatchesCpu) {
+  SYMMCOMM_REQUIRE_GPU();
+  constexpr std::size_t kBlocks = 256 * 32;  // each scale code with all 256 data bytes
+  constexpr std::size_t n = kBlocks * 16;
+  std::vector<std::uint8_t> data(n / 2), scales(kBlocks);
+  for (std::size_t b = 0; b < kBlocks; ++b) {
+    std::size_t const code = b % 256, round = b / 256;
+    scales[b] = static_cast<std::uint8_t>(code);
+    for (std::size_t j = 0; j < 8; ++j)
+      data[b * 8 + j] = static_cast<std::uint8_t>((code * 8 + round * 8 + j) % 256);
+  }
+  auto const same = [](float got, float want) {
+    return std::isnan(want) ? std::isnan(got)
+                            : got == want && std::signbit(got) == std::signbit(want);
+  };
+  auto const bf16_nan = [](std::uint16_t b) {
+    return (b & 0x7f80u) == 0x7f80u && (b & 0x7fu) != 0;
+  };
+  for (float const g : {1.0f, 123.5f, std::ldexp(1.0f, -120)}) {
+    Nvfp4Device q(n);
+    q.data.upload(data);
+    q.scales.upload(scales);
+    q.global.upload({g});
+    DeviceArray<std::uint16_t> out_bf16(n);
+    DeviceArray<float> out_f32(n);
+    dequantize_nvfp4(q.view(), reinterpret_cast<bf16*>(out_bf16.get()), nullptr);
+    dequantize_nvfp4(q.view(), out_f32.get(), nullptr);
+    auto const got_bf16 = out_bf16.download();
+    auto const got_f32 = out_f32.download();
+    for (std::size_t i = 0; i < n; ++i) {
+      float const ref = nvfp4_element(data.data(), scales.data(), g, i);
+      ASSERT_TRUE(same(got_f32[i], ref))
+          << "global scale " << g << ", element " << i << ": " << got_f32[i] << " vs " << ref;
+      if (std::isnan(ref)) {
+        ASSERT_TRUE(bf16_nan(got_bf16[i])) << "global scale " << g << ", element " << i;
+      } else {
+        ASSERT_EQ(got_bf16[i], float_to_bf16_bits(ref))
+            << "global scale " << g << ", element " << i;
+      }
+    }
+  }
+}
+
 TEST(CodecKernels, RejectBadArgumentsBeforeLaunching) {
   Nvfp4View bad{nullptr, nullptr, nullptr, 17};
   EXPECT_THROW(quantize_nvfp4(static_cast<const bf16*>(nullptr), bad, ScaleMode::Given, nullptr),
