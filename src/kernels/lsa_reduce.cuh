@@ -27,8 +27,7 @@ __device__ __forceinline__ float2 half2_bits_to_float2(std::uint32_t bits) {
 }
 
 // kBytes of one peer's shard at item i, as loaded: NVFP4 = 2 * kBytes elements in kBytes / 8
-// blocks (a 4-byte item: half a block), with their scale codes in one load; FP8 = kBytes
-// elements.
+// blocks, with their kBytes / 8 scale codes in one load; FP8 = kBytes elements.
 template <bool kNvfp4, int kBytes>
 struct RawItem {
   std::uint32_t w[kBytes / 4];
@@ -41,28 +40,23 @@ __device__ __forceinline__ RawItem<kNvfp4, kBytes> load_item(const std::uint8_t*
                                                              std::size_t i) {
   // (Streaming loads, __ldcs, measured no faster for NVFP4 and 6% slower for FP8 at 8 ranks.)
   RawItem<kNvfp4, kBytes> r;
-  static_assert(kBytes == 16 || kBytes == 8 || (kNvfp4 && kBytes == 4), "item size");
   if constexpr (kBytes == 16) {
     uint4 const v = reinterpret_cast<const uint4*>(data)[i];
     r.w[0] = v.x;
     r.w[1] = v.y;
     r.w[2] = v.z;
     r.w[3] = v.w;
-  } else if constexpr (kBytes == 8) {
+  } else {
     uint2 const v = reinterpret_cast<const uint2*>(data)[i];
     r.w[0] = v.x;
     r.w[1] = v.y;
-  } else {
-    r.w[0] = reinterpret_cast<const std::uint32_t*>(data)[i];
   }
   if constexpr (kNvfp4 && kBytes == 16) {
     // 16-byte NVFP4 items: only the launch-shape benchmark instantiates them (the library runs
     // 8-byte items, see ReduceShape); its block scales are cudaMalloc'd, hence 2-aligned.
     r.scales = reinterpret_cast<const std::uint16_t*>(scales)[i];
-  } else if constexpr (kNvfp4 && kBytes == 8) {
-    r.scales = scales[i];
   } else if constexpr (kNvfp4) {
-    r.scales = scales[i >> 1];  // half a block: items 2b and 2b + 1 share block b's scale
+    r.scales = scales[i];
   }
   return r;
 }
@@ -90,9 +84,7 @@ __device__ __forceinline__ void accumulate(const RawItem<kNvfp4, kBytes>& r, flo
                                            Fp8Format format,
                                            float (&acc)[kNvfp4 ? 2 * kBytes : kBytes]) {
   if constexpr (kNvfp4) {
-    constexpr int kWords = kBytes / 4;                     // 8 codes each
-    constexpr int kBlocks = kWords >= 2 ? kWords / 2 : 1;  // a 4-byte item is half a block
-    constexpr int kWordsPerBlock = kWords / kBlocks;
+    constexpr int kBlocks = kBytes / 8;
     float scale[kBlocks];
     block_scales<kBlocks>(r.scales, scale);
 #pragma unroll
@@ -101,8 +93,8 @@ __device__ __forceinline__ void accumulate(const RawItem<kNvfp4, kBytes>& r, flo
       // reduce_body) carries the 2^14 back.
       float const m = scale[b] * mult;
 #pragma unroll
-      for (int h = 0; h < kWordsPerBlock; ++h) {
-        int const w = kWordsPerBlock * b + h;  // codes 8w..8w+7
+      for (int h = 0; h < 2; ++h) {
+        int const w = 2 * b + h;  // codes 8w..8w+7
         std::uint32_t pairs[4];
         e2m1x8_to_half2_bits(r.w[w], pairs);
 #pragma unroll
@@ -191,7 +183,7 @@ __device__ __forceinline__ void reduce_body(const P& peers, const ReduceArgs& a)
 template <bool kNvfp4, int kPeers = 0, bool kHeavyBarrier = false>
 struct ReduceShape {
   static constexpr int kMinCtasPerSm = kNvfp4 ? 3 : 1;
-  static constexpr int kBatch = kNvfp4 ? (kPeers == 8 && !kHeavyBarrier ? 4 : 2) : kPeerBatch;
+  static constexpr int kBatch = kNvfp4 ? (kPeers > 0 && !kHeavyBarrier ? 4 : 2) : kPeerBatch;
 };
 
 // NVFP4 peer counts with a kernel of their own (the others run the run-time peer loop).

@@ -54,6 +54,19 @@ struct Nvfp4Device {
   std::size_t count;
 };
 
+// Both dequantize outputs of `q`, downloaded: bf16 bits and fp32.
+struct Dequantized {
+  std::vector<std::uint16_t> bf16_bits;
+  std::vector<float> f32;
+};
+Dequantized dequantize_both(Nvfp4Device& q) {
+  DeviceArray<std::uint16_t> out_bf16(q.count);
+  DeviceArray<float> out_f32(q.count);
+  dequantize_nvfp4(q.view(), reinterpret_cast<bf16*>(out_bf16.get()), nullptr);
+  dequantize_nvfp4(q.view(), out_f32.get(), nullptr);
+  return {out_bf16.download(), out_f32.download()};
+}
+
 class Nvfp4Kernels : public ::testing::TestWithParam<std::size_t> {};
 
 TEST_P(Nvfp4Kernels, QuantizeAndDequantizeMatchCpuBitForBit) {
@@ -82,12 +95,7 @@ TEST_P(Nvfp4Kernels, QuantizeAndDequantizeMatchCpuBitForBit) {
     ASSERT_EQ(got_scales, ref_scales);
     ASSERT_EQ(got_data, ref_data);
 
-    DeviceArray<std::uint16_t> out_bf16(n);
-    DeviceArray<float> out_f32(n);
-    dequantize_nvfp4(q.view(), reinterpret_cast<bf16*>(out_bf16.get()), nullptr);
-    dequantize_nvfp4(q.view(), out_f32.get(), nullptr);
-    auto const got_bf16 = out_bf16.download();
-    auto const got_f32 = out_f32.download();
+    auto const [got_bf16, got_f32] = dequantize_both(q);
     for (std::size_t i = 0; i < n; ++i) {
       float const ref = nvfp4_element(ref_data.data(), ref_scales.data(), g, i);
       ASSERT_EQ(got_f32[i], ref) << "element " << i;
@@ -170,12 +178,7 @@ TEST(CodecKernels, Nvfp4DequantizeOfEveryCodeAndScaleMatchesCpu) {
     q.data.upload(data);
     q.scales.upload(scales);
     q.global.upload({g});
-    DeviceArray<std::uint16_t> out_bf16(n);
-    DeviceArray<float> out_f32(n);
-    dequantize_nvfp4(q.view(), reinterpret_cast<bf16*>(out_bf16.get()), nullptr);
-    dequantize_nvfp4(q.view(), out_f32.get(), nullptr);
-    auto const got_bf16 = out_bf16.download();
-    auto const got_f32 = out_f32.download();
+    auto const [got_bf16, got_f32] = dequantize_both(q);
     for (std::size_t i = 0; i < n; ++i) {
       float const ref = nvfp4_element(data.data(), scales.data(), g, i);
       ASSERT_TRUE(same(got_f32[i], ref))
