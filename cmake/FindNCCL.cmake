@@ -6,7 +6,8 @@
 # directories, then the system paths.
 #
 # Result variables: NCCL_FOUND, NCCL_VERSION, NCCL_INCLUDE_DIR, NCCL_LIBRARY,
-# NCCL_HAS_DEVICE_API (nccl_device.h present: NCCL 2.28+ device API for our own kernels).
+# NCCL_HAS_DEVICE_API (nccl_device.h present and compiling with this CUDA toolkit: NCCL 2.28+
+# device API for our own kernels).
 # Imported target: NCCL::nccl
 #
 # symmcomm needs NCCL >= 2.27: symmetric windows (ncclCommWindowRegister with
@@ -52,10 +53,34 @@ if(NCCL_INCLUDE_DIR AND EXISTS "${NCCL_INCLUDE_DIR}/nccl.h")
   string(REGEX REPLACE "[^0-9]*([0-9]+)$" "\\1" _nccl_minor "${_nccl_minor}")
   string(REGEX REPLACE "[^0-9]*([0-9]+)$" "\\1" _nccl_patch "${_nccl_patch}")
   set(NCCL_VERSION "${_nccl_major}.${_nccl_minor}.${_nccl_patch}")
+  set(NCCL_HAS_DEVICE_API FALSE)
   if(EXISTS "${NCCL_INCLUDE_DIR}/nccl_device.h")
-    set(NCCL_HAS_DEVICE_API TRUE)
-  else()
-    set(NCCL_HAS_DEVICE_API FALSE)
+    get_property(_nccl_languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+    if("CUDA" IN_LIST _nccl_languages)
+      # The header must compile here, not only exist: from 2.29 it pulls in more headers (and
+      # needs a newer toolkit than some machines have). A failure disables the device API with
+      # the compiler's output in the message instead of failing the build later.
+      set(_nccl_probe_includes "${NCCL_INCLUDE_DIR}")
+      if(CUDAToolkit_INCLUDE_DIRS)
+        list(APPEND _nccl_probe_includes ${CUDAToolkit_INCLUDE_DIRS})
+      endif()
+      try_compile(
+        NCCL_DEVICE_API_COMPILES SOURCE_FROM_CONTENT nccl_device_probe.cu
+        "#include <nccl_device.h>\n__global__ void probe(ncclDevComm c) { (void)c.lsaSize; }\nint main() { return 0; }\n"
+        CMAKE_FLAGS "-DINCLUDE_DIRECTORIES=${_nccl_probe_includes}"
+                    "-DCMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES}"
+        CUDA_STANDARD 17
+        OUTPUT_VARIABLE _nccl_probe_output)
+      if(NCCL_DEVICE_API_COMPILES)
+        set(NCCL_HAS_DEVICE_API TRUE)
+      else()
+        message(WARNING "NCCL ${NCCL_INCLUDE_DIR}/nccl_device.h does not compile with this CUDA "
+                        "toolkit: symmcomm's own kernels are disabled.\n${_nccl_probe_output}")
+      endif()
+    else()
+      # A consumer of the installed package compiles no NCCL device code.
+      set(NCCL_HAS_DEVICE_API TRUE)
+    endif()
   endif()
 endif()
 

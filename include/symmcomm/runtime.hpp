@@ -38,6 +38,24 @@ NcclVersion nccl_runtime_version();
 /// major version than the headers; logs a warning when it differs from the build version.
 void check_nccl_runtime();
 
+/// @brief Whether symmcomm's device-API code built against NCCL `built` may hand its structs
+/// (`ncclDevCommRequirements`, `ncclDevComm`) to the loaded NCCL `loaded`. NCCL 2.28 has no
+/// versioned structs: only the exact version built against is safe. From 2.29.2 NCCL stamps the
+/// requirements struct with its size and version and accepts structs of older headers, so any
+/// loaded NCCL at least as new as the headers is fine (the case of PyTorch's wheel loading its
+/// own NCCL); an older one cannot read a newer layout.
+constexpr bool nccl_device_api_compatible(NcclVersion loaded, NcclVersion built) noexcept {
+  if (built < NcclVersion{2, 29, 2}) return loaded == built;
+  return loaded >= built;
+}
+
+/// @brief Whether the loaded NCCL runs its symmetric kernels when only the buffer that peers
+/// access is in a symmetric window (NCCL >= 2.29: the receive buffer of an all-gather, the send
+/// buffer of a reduce-scatter). NCCL 2.28 needs both send and receive buffers registered.
+constexpr bool nccl_symmetric_needs_peer_side_only(NcclVersion loaded) noexcept {
+  return loaded >= NcclVersion{2, 29, 0};
+}
+
 /// @brief True for NCCL versions whose symmetric kernels miss a grid-dependency sync under
 /// programmatic dependent launch (2.28.0 to 2.30.6), so they may read stale input.
 constexpr bool nccl_has_pdl_stale_input_bug(NcclVersion v) noexcept {

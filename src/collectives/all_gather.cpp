@@ -66,10 +66,10 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
   request.lsa_kernel_available =
       detail::lsa_kernel_usable(state) && parts.size() <= detail::lsa::kSlots;
   detail::resolve_provenance(state, request.buffers);
-  Plan plan = plan_collective(request);
+  Plan plan = detail::plan_call(state, request, options, stream, operation);
 
   detail::DeviceGuard guard(state.device);
-  detail::pdl_fence_if_needed(state, options, plan, stream);
+  detail::before_enqueue(state, options, plan, request.buffers, stream);
   if (plan.path == Path::LsaKernel) {
     // One launch pushes every part of this rank to every peer's window (lsa.cu).
     detail::lsa::Peers peers = detail::lsa_peers(state);
@@ -133,7 +133,7 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
     }
     group.end();
   }
-  detail::record_plan(state, plan, operation, type, count);
+  detail::record_plan(state, plan, request.buffers, stream, operation, type, count);
   return plan;
 }
 

@@ -1,8 +1,14 @@
 #include "common.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <sstream>
+#include <string>
 
 #include "comm/dev_comm.hpp"
+#include "comm/launch_order.hpp"
 #include "comm/wait_internal.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/comm/wait.hpp"
@@ -70,8 +76,106 @@ bool staging_usable(const CommState& comm, const Options& options, std::size_t s
          registry.lookup(s.recv, recv_bytes, comm.id).symmetric();
 }
 
-void record_plan(CommState& comm, const Plan& plan, const char* operation, const char* type,
-                 std::size_t count) {
+namespace {
+// True when a buffer with bytes lies in a window (empty buffers count as symmetric for the
+// planner but touch nothing).
+bool touches_window(const Plan& plan, const std::vector<PlannedBuffer>& buffers) {
+  if (plan.path != Path::Fallback || plan.staged) return true;
+  for (const PlannedBuffer& b : buffers) {
+    if (b.bytes > 0 && b.provenance.symmetric()) return true;
+  }
+  return false;
+}
+}  // namespace
+
+namespace {
+bool agree_plans_from_environment() {
+  static bool const on = [] {
+    const char* v = std::getenv("SYMMCOMM_AGREE_PLANS");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return on;
+}
+
+// A plan as one word: path and staging, or kPlanFailed.
+constexpr std::uint32_t kPlanFailed = 0xFFu;
+std::uint32_t plan_word(const Plan& plan) {
+  return static_cast<std::uint32_t>(plan.path) | (plan.staged ? 0x10u : 0u);
+}
+std::string describe_word(std::uint32_t word) {
+  if (word == kPlanFailed) return "could not plan";
+  return std::string(to_string(static_cast<Path>(word & 0xFu))) +
+         ((word & 0x10u) ? " (staged)" : "");
+}
+
+// Every rank's word, in rank order (one NCCL all-gather, then a watched wait on `stream`).
+std::vector<std::uint32_t> gather_words(CommState& comm, std::uint32_t mine, cudaStream_t stream) {
+  auto const n = static_cast<std::size_t>(comm.size);
+  DeviceGuard guard(comm.device);
+  if (comm.agreement == nullptr) {
+    SYMMCOMM_CUDA_TRY(cudaMalloc(&comm.agreement, (n + 1) * sizeof(std::uint32_t)));
+  }
+  auto* words = static_cast<std::uint32_t*>(comm.agreement);
+  SYMMCOMM_CUDA_TRY(
+      cudaMemcpyAsync(words + n, &mine, sizeof(mine), cudaMemcpyHostToDevice, stream));
+  SYMMCOMM_NCCL_TRY(ncclAllGather(words + n, words, 1, ncclUint32, comm.comm, stream));
+  std::vector<std::uint32_t> all(n);
+  SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(all.data(), words, n * sizeof(std::uint32_t),
+                                    cudaMemcpyDeviceToHost, stream));
+  wait_stream(comm, stream, default_wait_timeout(), "Options::agree_plan");
+  return all;
+}
+}  // namespace
+
+Plan plan_call(CommState& comm, const PlanRequest& request, const Options& options,
+               cudaStream_t stream, const char* operation) {
+  if (!options.agree_plan && !agree_plans_from_environment()) return plan_collective(request);
+  SYMMCOMM_EXPECTS(!capture_in_progress(stream),
+                   operation << ": Options::agree_plan synchronises the stream and cannot run "
+                                "during graph capture; agree once before capturing");
+  refuse_inside_group(operation, "Options::agree_plan");
+  Plan plan;
+  std::exception_ptr failure;
+  try {
+    plan = plan_collective(request);
+  } catch (const LogicError&) {
+    failure = std::current_exception();  // the peers must hear of it before anyone throws
+  }
+  std::uint32_t const mine = failure ? kPlanFailed : plan_word(plan);
+  std::vector<std::uint32_t> const all = gather_words(comm, mine, stream);
+  bool const same =
+      std::all_of(all.begin(), all.end(), [&](std::uint32_t w) { return w == all[0]; });
+  if (same && !failure && all[0] != kPlanFailed) return plan;
+  if (failure) std::rethrow_exception(failure);
+  std::ostringstream os;
+  os << operation << ": the ranks planned different paths (";
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    os << (r > 0 ? ", " : "") << "rank " << r << ": " << describe_word(all[r]);
+  }
+  os << "); a symmetric path needs the buffers in windows of this communicator on every rank. "
+        "Rank "
+     << comm.rank << " planned: " << plan.reason();
+  SYMMCOMM_FAIL(os.str());
+}
+
+void before_enqueue(CommState& comm, const Options& options, const Plan& plan,
+                    const std::vector<PlannedBuffer>& buffers, cudaStream_t stream) {
+  if (plan.path == Path::LsaKernel) {
+    order_after_last_use(comm, stream);
+    return;
+  }
+  // NCCL chooses its symmetric kernels from its own window lookup (from 2.29 with only the
+  // side peers access registered), whatever symmcomm planned: fence whenever NCCL is called on
+  // a window by a version with the bug.
+  if (options.pdl_fence && nccl_has_pdl_stale_input_bug(comm.caps.runtime_version) &&
+      touches_window(plan, buffers)) {
+    enqueue_pdl_fence(stream);
+  }
+}
+
+void record_plan(CommState& comm, const Plan& plan, const std::vector<PlannedBuffer>& buffers,
+                 cudaStream_t stream, const char* operation, const char* type, std::size_t count) {
+  if (touches_window(plan, buffers)) mark_use(comm, stream);
   comm.stats.calls[static_cast<std::size_t>(plan.path)].fetch_add(1, std::memory_order_relaxed);
   SYMMCOMM_LOG_DEBUG(operation << " " << type << " count " << count << " on rank " << comm.rank
                                << "/" << comm.size << " -> " << plan.reason());
@@ -115,15 +219,8 @@ lsa::Peers lsa_peers(const CommState& comm) {
   peers.rank = comm.rank;
   peers.size = comm.size;
   peers.dev_comm = dev_comm_handle(comm);
+  peers.sm_share = comm.caps.lsa_sm_share;
   return peers;
-}
-
-void pdl_fence_if_needed(const CommState& comm, const Options& options, const Plan& plan,
-                         cudaStream_t stream) {
-  if (plan.path == Path::NcclSymmetric && options.pdl_fence &&
-      nccl_has_pdl_stale_input_bug(comm.caps.runtime_version)) {
-    enqueue_pdl_fence(stream);
-  }
 }
 
 void refuse_inside_group(const char* operation, const char* why) {

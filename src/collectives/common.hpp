@@ -30,9 +30,24 @@ void resolve_provenance(const CommState& comm, std::vector<PlannedBuffer>& buffe
 bool staging_usable(const CommState& comm, const Options& options, std::size_t send_bytes,
                     std::size_t recv_bytes);
 
-/// Counts the plan in the communicator's stats and logs it at debug level.
-void record_plan(CommState& comm, const Plan& plan, const char* operation, const char* type,
-                 std::size_t count);
+/// plan_collective(request), agreed with every rank when Options::agree_plan (or
+/// SYMMCOMM_AGREE_PLANS=1) asks for it: then a rank that cannot plan, or plans another path
+/// than its peers, makes every rank throw LogicError naming the ranks' paths (see options.hpp).
+Plan plan_call(CommState& comm, const PlanRequest& request, const Options& options,
+               cudaStream_t stream, const char* operation);
+
+/// Before enqueueing a planned call's work on `stream`. LSA path: orders the launch after the
+/// communicator's last windowed work when that went to another stream (its kernels share the
+/// LSA barriers). NCCL paths: enqueue_pdl_fence() when Options::pdl_fence is on, the loaded
+/// NCCL has the stale-input bug and any buffer NCCL touches lies in a window.
+void before_enqueue(CommState& comm, const Options& options, const Plan& plan,
+                    const std::vector<PlannedBuffer>& buffers, cudaStream_t stream);
+
+/// After enqueueing it: remembers the call as the communicator's last windowed work when it
+/// touched a window (window teardown waits for it), counts the plan in the communicator's
+/// stats and logs it at debug level.
+void record_plan(CommState& comm, const Plan& plan, const std::vector<PlannedBuffer>& buffers,
+                 cudaStream_t stream, const char* operation, const char* type, std::size_t count);
 
 /// Scratch of at least `bytes`: Options::workspace when given (checked big enough), else the
 /// communicator's own, grown when not capturing.
@@ -58,11 +73,6 @@ bool lsa_kernel_usable(const CommState& comm);
 
 /// The production peer policy of `comm` (windows left for the caller to fill in).
 lsa::Peers lsa_peers(const CommState& comm);
-
-/// Enqueues enqueue_pdl_fence() before NCCL's symmetric kernels where the loaded NCCL may read
-/// stale input under programmatic dependent launch and Options::pdl_fence is on.
-void pdl_fence_if_needed(const CommState& comm, const Options& options, const Plan& plan,
-                         cudaStream_t stream);
 
 /// Exclusive prefix sums of counts (element displacements).
 inline std::vector<std::size_t> displacements(const std::vector<std::size_t>& counts) {

@@ -4,6 +4,7 @@
 
 #include "symmcomm/collectives/thresholds.hpp"
 #include "symmcomm/error.hpp"
+#include "symmcomm/runtime.hpp"
 
 namespace symmcomm {
 
@@ -131,7 +132,10 @@ Blocker nccl_symmetric_blocker(const PlanRequest& r) {
       r.operation == Operation::AllGather || nccl_reduces_natively(r.send_type, r.recv_type);
   if (!native) return {PlanReason::ScaledReduction};
   if (!r.equal_counts) return {PlanReason::VariableCounts};
-  int const bad = first_non_symmetric(r, false);
+  // NCCL 2.28 runs its symmetric kernels only when send and receive buffers are both in
+  // windows; from 2.29 the side peers access is enough (NCCL decides from its own lookup).
+  int const bad =
+      first_non_symmetric(r, nccl_symmetric_needs_peer_side_only(r.capabilities->runtime_version));
   if (bad >= 0) return {PlanReason::BufferNotSymmetric, bad};
   return {};
 }

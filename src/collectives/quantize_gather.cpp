@@ -9,6 +9,8 @@
 #include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/codecs.hpp"
+#include "symmcomm/memory/provenance.hpp"
+#include "symmcomm/runtime.hpp"
 
 namespace symmcomm {
 namespace {
@@ -44,17 +46,26 @@ std::size_t payload_bytes(std::size_t count) {
   return (is_nvfp4<Recv>() ? count / 2 + count / kNvfp4BlockSize : count) + sizeof(float);
 }
 
-// Quantize this rank's input into the workspace, then gather it with all_gather.
+// Bytes of this rank's quantized input (data, block scales, scale; 256-byte aligned parts).
+template <class Recv>
+std::size_t quantized_bytes(std::size_t count) {
+  return detail::align256(is_nvfp4<Recv>() ? count / 2 : count) +
+         (is_nvfp4<Recv>() ? detail::align256(count / kNvfp4BlockSize) : std::size_t{0}) + 256;
+}
+
+// Quantize this rank's input into `into` (null: the workspace), then gather it with all_gather.
 template <class Recv>
 Plan quantize_then_gather(detail::CommState& state, const Communicator& comm, Bf16Span input,
                           Recv recv, const float* scale, cudaStream_t stream,
-                          const Options& options) {
+                          const Options& options, void* into = nullptr) {
   std::size_t const count = input.count;
   std::size_t const data_bytes = detail::align256(is_nvfp4<Recv>() ? count / 2 : count);
   std::size_t const scale_bytes =
       is_nvfp4<Recv>() ? detail::align256(count / kNvfp4BlockSize) : std::size_t{0};
   auto* ws = static_cast<std::uint8_t*>(
-      detail::acquire_workspace(state, options, data_bytes + scale_bytes + 256, stream));
+      into != nullptr
+          ? into
+          : detail::acquire_workspace(state, options, quantized_bytes<Recv>(count), stream));
   auto* slot = reinterpret_cast<float*>(ws + data_bytes + scale_bytes);
   ScaleMode const mode = scale == nullptr ? ScaleMode::Compute : ScaleMode::Given;
   float* const scale_ptr = scale == nullptr ? slot : const_cast<float*>(scale);  // read only
@@ -83,8 +94,34 @@ Plan fused_quantize_gather(const Communicator& comm, Bf16Span input, Recv recv, 
   SYMMCOMM_EXPECTS(recv.count == input.count * n, "recv.count "
                                                       << recv.count << " is not input.count "
                                                       << input.count << " x comm.size() " << n);
-  if (options.path == PathChoice::Fallback || options.path == PathChoice::NcclSymmetric) {
+  if (options.path == PathChoice::Fallback) {
     return quantize_then_gather(state, comm, input, recv, scale, stream, options);
+  }
+  if (options.path == PathChoice::NcclSymmetric) {
+    // NCCL gathers what is quantized first. From 2.29 NCCL's symmetric kernels need only the
+    // receive side in a window; 2.28 needs the send side too, so the input is quantized into
+    // the caller's symmetric staging scratch there.
+    if (nccl_symmetric_needs_peer_side_only(state.caps.runtime_version)) {
+      return quantize_then_gather(state, comm, input, recv, scale, stream, options);
+    }
+    std::size_t const need = quantized_bytes<Recv>(input.count);
+    bool const staged =
+        options.staging.send != nullptr && options.staging.send_bytes >= need &&
+        ProvenanceRegistry::global().lookup(options.staging.send, need, state.id).symmetric();
+    NcclVersion const v = state.caps.runtime_version;
+    SYMMCOMM_EXPECTS(staged, kOperation
+                                 << " with Options::path = nccl-symmetric: the loaded NCCL "
+                                 << v.major << "." << v.minor << "." << v.patch
+                                 << " runs its symmetric kernels only when the send side lies in "
+                                    "a window too, and the input is quantized before NCCL "
+                                    "gathers it: pass Options::staging.send, "
+                                 << need
+                                 << " bytes or more in a symmetric window of this communicator, "
+                                    "to quantize into (given: "
+                                 << options.staging.send << ", " << options.staging.send_bytes
+                                 << " bytes)");
+    return quantize_then_gather(state, comm, input, recv, scale, stream, options,
+                                options.staging.send);
   }
   PlanRequest request;
   request.operation = Operation::AllGather;
@@ -110,7 +147,7 @@ Plan fused_quantize_gather(const Communicator& comm, Bf16Span input, Recv recv, 
       is_nvfp4<Recv>() ? "recv.global_scale" : "recv.scale", recv_scale(recv), n * sizeof(float)));
   request.lsa_kernel_available = detail::lsa_kernel_usable(state);
   detail::resolve_provenance(state, request.buffers);
-  Plan plan = plan_collective(request);
+  Plan plan = detail::plan_call(state, request, options, stream, kOperation);
   if (plan.path != Path::LsaKernel) {
     return quantize_then_gather(state, comm, input, recv, scale, stream, options);
   }
@@ -143,8 +180,10 @@ Plan fused_quantize_gather(const Communicator& comm, Bf16Span input, Recv recv, 
   }
   peers.window[2] = globals.window;
   a.scale_dst = detail::lsa::SymRef{2, globals.offset + me * sizeof(float)};
+  detail::before_enqueue(state, options, plan, request.buffers, stream);
   detail::lsa::quantize_gather(peers, a, stream);
-  detail::record_plan(state, plan, kOperation, is_nvfp4<Recv>() ? "nvfp4" : "fp8", input.count);
+  detail::record_plan(state, plan, request.buffers, stream, kOperation,
+                      is_nvfp4<Recv>() ? "nvfp4" : "fp8", input.count);
   return plan;
 }
 

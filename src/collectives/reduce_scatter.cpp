@@ -52,12 +52,12 @@ Plan native_reduce_scatter(const Communicator& comm, Span<T> send, Span<T> recv,
       counts == nullptr &&
       detail::staging_usable(state, options, send.data_bytes(), recv.data_bytes());
   detail::resolve_provenance(state, request.buffers);
-  Plan plan = plan_collective(request);
+  Plan plan = detail::plan_call(state, request, options, stream, operation);
   SYMMCOMM_EXPECTS(
       plan.path != Path::LsaKernel,
       operation << ": the lsa-kernel executor is not built yet; use Auto or another path");
   detail::DeviceGuard guard(state.device);
-  detail::pdl_fence_if_needed(state, options, plan, stream);
+  detail::before_enqueue(state, options, plan, request.buffers, stream);
   if (plan.staged) {
     detail::refuse_inside_group(operation, "staged path");
     SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(options.staging.send, send.data, send.data_bytes(),
@@ -79,7 +79,7 @@ Plan native_reduce_scatter(const Communicator& comm, Span<T> send, Span<T> recv,
     }
     group.end();
   }
-  detail::record_plan(state, plan, operation, to_string(type), send.count);
+  detail::record_plan(state, plan, request.buffers, stream, operation, to_string(type), send.count);
   return plan;
 }
 
@@ -310,14 +310,16 @@ Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in
   request.buffers.back().peer_accessed = false;  // written by this rank only
   request.lsa_kernel_available = detail::lsa_kernel_usable(state);
   detail::resolve_provenance(state, request.buffers);
-  Plan plan = plan_collective(request);
+  Plan plan = detail::plan_call(state, request, options, stream, operation);
   auto const displ = detail::displacements(shard_counts);
+  detail::before_enqueue(state, options, plan, request.buffers, stream);
   if (plan.path == Path::LsaKernel) {
     lsa_reduce_scatter(state, in, out, request.buffers, displ[me], stream, options);
   } else {
     fallback_reduce_scatter(state, in, out, shard_counts, displ, stream, options);
   }
-  detail::record_plan(state, plan, operation, to_string(in.type()), in.count);
+  detail::record_plan(state, plan, request.buffers, stream, operation, to_string(in.type()),
+                      in.count);
   return plan;
 }
 

@@ -2,7 +2,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <set>
@@ -10,6 +12,7 @@
 #include <thread>
 
 #include "dev_comm.hpp"
+#include "symmcomm/comm/wait.hpp"
 #include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/logging.hpp"
@@ -41,20 +44,77 @@ const char* intern(const std::string& text) {
 namespace {
 std::atomic<std::uint64_t> next_comm_id{1};
 
+// One rank's GPU as the others see it.
+struct GpuEntry {
+  int sms = 0;
+  unsigned char uuid[16] = {};
+};
+
+// Agrees caps.ranks_per_gpu and caps.lsa_sm_share over the communicator (collective: one small
+// all-gather on a private stream). The LSA kernels' grids follow from them, so they must be the
+// same on every rank; no rank-local device property may enter a grid directly.
+void agree_gpu_share(CommState& state) {
+  GpuEntry mine;
+  SYMMCOMM_CUDA_TRY(
+      cudaDeviceGetAttribute(&mine.sms, cudaDevAttrMultiProcessorCount, state.device));
+  cudaDeviceProp prop{};
+  SYMMCOMM_CUDA_TRY(cudaGetDeviceProperties(&prop, state.device));
+  static_assert(sizeof(prop.uuid.bytes) == sizeof(mine.uuid));
+  std::memcpy(mine.uuid, prop.uuid.bytes, sizeof(mine.uuid));
+  auto const n = static_cast<std::size_t>(state.size);
+  std::vector<GpuEntry> all(n);
+  void* device_entries = nullptr;
+  cudaStream_t stream = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  try {
+    SYMMCOMM_CUDA_TRY(cudaMalloc(&device_entries, n * sizeof(GpuEntry)));
+    auto* mine_slot = static_cast<char*>(device_entries) + sizeof(GpuEntry) * state.rank;
+    SYMMCOMM_CUDA_TRY(
+        cudaMemcpyAsync(mine_slot, &mine, sizeof(mine), cudaMemcpyHostToDevice, stream));
+    ncclResult_t r =
+        ncclAllGather(mine_slot, device_entries, sizeof(GpuEntry), ncclUint8, state.comm, stream);
+    if (r == ncclInProgress) r = wait_nonblocking(state, "probing the ranks' GPUs");
+    SYMMCOMM_NCCL_TRY(r);
+    SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(all.data(), device_entries, n * sizeof(GpuEntry),
+                                      cudaMemcpyDeviceToHost, stream));
+    wait_stream(state, stream, default_wait_timeout(), "probing the ranks' GPUs");
+  } catch (...) {
+    SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(device_entries));
+    SYMMCOMM_CUDA_LOG_ON_ERROR(cudaStreamDestroy(stream));
+    throw;
+  }
+  SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(device_entries));
+  SYMMCOMM_CUDA_LOG_ON_ERROR(cudaStreamDestroy(stream));
+  int fewest_sms = all[0].sms;
+  int most_sharing = 1;
+  for (const GpuEntry& e : all) {
+    fewest_sms = std::min(fewest_sms, e.sms);
+    int sharing = 0;
+    for (const GpuEntry& other : all) {
+      sharing += std::memcmp(e.uuid, other.uuid, sizeof(e.uuid)) == 0 ? 1 : 0;
+    }
+    most_sharing = std::max(most_sharing, sharing);
+  }
+  state.caps.ranks_per_gpu = most_sharing;
+  state.caps.lsa_sm_share = std::max(1, fewest_sms / most_sharing);
+}
+
 void probe(CommState& state) {
   state.caps.probed = true;
   std::string reason;
   DeviceGuard guard(state.device);
   NcclVersion const built = nccl_build_version();
-  if (!(state.caps.runtime_version == built)) {
-    // The device API's structs (ncclDevCommRequirements, ncclDevComm) change between releases:
-    // handing one version's layout to another reads garbage. Seen with PyTorch's own NCCL loaded
-    // in the process before symmcomm's.
+  if (!nccl_device_api_compatible(state.caps.runtime_version, built)) {
+    // The device API's structs (ncclDevCommRequirements, ncclDevComm) are unversioned in 2.28
+    // and only forward-compatible from 2.29.2: handing one version's layout to an NCCL that
+    // cannot read it reads garbage. Seen with PyTorch's own NCCL loaded before symmcomm's.
     std::ostringstream os;
     os << "the loaded NCCL " << state.caps.runtime_version.major << "."
        << state.caps.runtime_version.minor << "." << state.caps.runtime_version.patch
-       << " differs from the headers symmcomm was built with (" << built.major << "." << built.minor
-       << "." << built.patch << "): the device API was not probed";
+       << " cannot take the device-API structs of the headers symmcomm was built with ("
+       << built.major << "." << built.minor << "." << built.patch
+       << "; needs the same 2.28 version, or from 2.29.2 a loaded NCCL at least as new): the "
+          "device API was not probed";
     state.caps.symmetric_memory = false;
     state.caps.lsa_team_size = 1;
     state.caps.reason = os.str();
@@ -70,9 +130,12 @@ void probe(CommState& state) {
     SYMMCOMM_LOG_INFO("communicator " << state.id << " (rank " << state.rank << "/" << state.size
                                       << "): no symmetric memory support: " << reason);
   } else {
-    SYMMCOMM_LOG_INFO("communicator " << state.id << " (rank " << state.rank << "/" << state.size
-                                      << "): symmetric memory, LSA team of "
-                                      << state.caps.lsa_team_size);
+    agree_gpu_share(state);
+    SYMMCOMM_LOG_INFO("communicator "
+                      << state.id << " (rank " << state.rank << "/" << state.size
+                      << "): symmetric memory, LSA team of " << state.caps.lsa_team_size << ", "
+                      << state.caps.ranks_per_gpu << " rank(s) per GPU, " << state.caps.lsa_sm_share
+                      << " SMs per rank");
   }
 }
 }  // namespace
@@ -96,8 +159,13 @@ CommState::~CommState() {
   try {
     DeviceGuard guard(device);
     if (workspace != nullptr) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(workspace));
+    if (agreement != nullptr) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(agreement));
     if (aborted.load(std::memory_order_acquire)) {
       forget_dev_comm(*this);  // ncclCommAbort freed NCCL's side already
+    } else if (detached.load(std::memory_order_acquire)) {
+      // The engine's communicator may be destroyed already: no NCCL call on it (NCCL frees the
+      // device communicator with its communicator).
+      forget_dev_comm(*this);
     } else {
       dev_comm.reset();
       if (owned) SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommDestroy(comm));

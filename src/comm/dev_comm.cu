@@ -8,6 +8,7 @@
 #include "dev_comm.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/logging.hpp"
+#include "wait_internal.hpp"
 
 #if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
 #include <nccl_device.h>
@@ -21,18 +22,40 @@ struct DevCommHolder {
   ncclDevComm dev{};
 };
 
-bool create_dev_comm(CommState& state, std::string& reason) {
+namespace {
+// Requirements as this NCCL's headers define them. From 2.29 the struct starts with its size,
+// a magic number and the header version, which NCCL checks: a zeroed struct is refused, so
+// start from NCCL's initializer. 2.28's struct has no initializer and NCCL reads every field.
+ncclDevCommRequirements initial_requirements() {
+#if defined(NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER)
+  ncclDevCommRequirements requirements = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+#else
   ncclDevCommRequirements requirements;
-  // NCCL 2.28 reads every field: zero the struct rather than trusting an initializer.
   std::memset(&requirements, 0, sizeof(requirements));
+#endif
+  return requirements;
+}
+
+std::string nccl_failure(ncclComm_t comm, const char* call, ncclResult_t r) {
+  const char* last = ncclGetLastError(comm);
+  return std::string(call) + " failed (" + ncclGetErrorString(r) + ")" +
+         (last != nullptr && *last != '\0' ? std::string(": ") + last : std::string());
+}
+}  // namespace
+
+bool create_dev_comm(CommState& state, std::string& reason) {
+  ncclDevCommRequirements requirements = initial_requirements();
   requirements.lsaBarrierCount = kMaxLsaCtas;
   auto holder = std::make_unique<DevCommHolder>();
   holder->comm = state.comm;
-  ncclResult_t const r = ncclDevCommCreate(state.comm, &requirements, &holder->dev);
+  ncclResult_t r = ncclDevCommCreate(state.comm, &requirements, &holder->dev);
+  if (r == ncclInProgress) {
+    // A non-blocking communicator: NCCL completes the call in the background and writes into
+    // `holder` until then, so it must live (and is not published) until NCCL is done.
+    r = wait_nonblocking(state, "ncclDevCommCreate");
+  }
   if (r != ncclSuccess) {
-    const char* last = ncclGetLastError(state.comm);
-    reason = std::string("ncclDevCommCreate failed (") + ncclGetErrorString(r) + ")" +
-             (last != nullptr && *last != '\0' ? std::string(": ") + last : std::string());
+    reason = nccl_failure(state.comm, "ncclDevCommCreate", r);
     return false;
   }
   state.caps.lsa_team_size = holder->dev.lsaSize;

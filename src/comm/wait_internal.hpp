@@ -16,4 +16,13 @@ void check_async(const CommState& state, const char* what);
 void wait_stream(const CommState& state, cudaStream_t stream, std::chrono::milliseconds timeout,
                  const char* what);
 
+/// Waits until NCCL finished the non-blocking operations in flight on `state` (polls
+/// ncclCommGetAsyncError while it says ncclInProgress, up to default_wait_timeout()) and returns
+/// the final state: ncclSuccess, or the error. Returns at once on a blocking communicator.
+ncclResult_t wait_nonblocking(const CommState& state, const char* what);
+
+/// Waits, watched as wait_stream is, until `event` has completed.
+void wait_event(const CommState& state, cudaEvent_t event, std::chrono::milliseconds timeout,
+                const char* what);
+
 }  // namespace symmcomm::detail

@@ -6,7 +6,11 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "comm/dev_comm.hpp"
 #include "device_codecs.cuh"
@@ -18,6 +22,7 @@
 #include "symmcomm/collectives/local_reduce.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
+#include "symmcomm/logging.hpp"
 
 namespace symmcomm::detail::lsa {
 namespace {
@@ -133,6 +138,37 @@ unsigned grid_for_units(std::size_t units, unsigned cap = kGridCtas) {
   return static_cast<unsigned>(ctas < 1 ? 1 : (ctas > cap ? cap : ctas));
 }
 
+// CTAs of `kernel` one SM of the current device holds at once (cached per kernel and device).
+int resident_per_sm(const void* kernel) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, int> cache;
+  int device = 0;
+  SYMMCOMM_CUDA_TRY(cudaGetDevice(&device));
+  std::lock_guard lock(mutex);
+  auto const key = std::make_pair(kernel, device);
+  auto const found = cache.find(key);
+  if (found != cache.end()) return found->second;
+  int blocks = 0;
+  SYMMCOMM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, 0));
+  cache.emplace(key, blocks);
+  return blocks;
+}
+
+// The grid of a production launch: at most what `sm_share` SMs hold at once, so that every CTA
+// of every rank can be resident together (spinning barriers across ranks need that when other
+// work shares the GPU). sm_share is agreed by all ranks and the occupancy is the same for the
+// same build on the same GPU model, which an LSA team has, so the grid stays rank-independent.
+// Loopback (sm_share 0) keeps `grid`.
+unsigned resident_grid(const void* kernel, int sm_share, unsigned grid) {
+  if (sm_share <= 0) return grid;
+  int const per_sm = std::max(1, resident_per_sm(kernel));
+  auto const cap = static_cast<unsigned>(per_sm) * static_cast<unsigned>(sm_share);
+  unsigned const g = grid < cap ? grid : cap;
+  SYMMCOMM_LOG_DEBUG("lsa launch: " << g << " CTAs (asked " << grid << ", " << per_sm
+                                    << " resident per SM x " << sm_share << " SMs)");
+  return g;
+}
+
 // Bits that may be set in the address of `ref` on any peer (loopback: the table's pointers;
 // production: the offset, windows being page-aligned).
 std::uintptr_t address_bits(const Peers& peers, SymRef ref) {
@@ -205,15 +241,19 @@ void with_policy(const Peers& peers, Launch&& launch) {
 // kUnrolledNvfp4Peers peers; FP8 16-byte ones where `wide`. `peers`: the policy's size().
 template <class P, class Out>
 void launch_reduce(const P& p, int peers, const ReduceArgs& a, bool wide, unsigned grid,
-                   cudaStream_t s) {
+                   int sm_share, cudaStream_t s) {
+  auto const launch = [&](auto kernel) {
+    unsigned const g = resident_grid(reinterpret_cast<const void*>(kernel), sm_share, grid);
+    kernel<<<g, kThreads, 0, s>>>(p, a);
+  };
   if (a.nvfp4 && peers == kUnrolledNvfp4Peers) {
-    reduce_kernel<P, Out, true, 8, kUnrolledNvfp4Peers><<<grid, kThreads, 0, s>>>(p, a);
+    launch(reduce_kernel<P, Out, true, 8, kUnrolledNvfp4Peers>);
   } else if (a.nvfp4) {
-    reduce_kernel<P, Out, true, 8><<<grid, kThreads, 0, s>>>(p, a);
+    launch(reduce_kernel<P, Out, true, 8>);
   } else if (wide) {
-    reduce_kernel<P, Out, false, 16><<<grid, kThreads, 0, s>>>(p, a);
+    launch(reduce_kernel<P, Out, false, 16>);
   } else {
-    reduce_kernel<P, Out, false, 8><<<grid, kThreads, 0, s>>>(p, a);
+    launch(reduce_kernel<P, Out, false, 8>);
   }
 }
 
@@ -242,7 +282,9 @@ void gather(const Peers& peers, const GatherArgs& args, cudaStream_t stream) {
   }
   unsigned const grid = grid_for_units(args.grid_bytes / 64);
   with_policy(peers, [&](const auto& p) {
-    gather_kernel<<<grid, kThreads, 0, stream>>>(p, g);
+    auto* kernel = gather_kernel<std::decay_t<decltype(p)>>;
+    kernel<<<resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid), kThreads,
+             0, stream>>>(p, g);
     SYMMCOMM_CHECK_LAUNCH();
   });
 }
@@ -265,9 +307,11 @@ void reduce(const Peers& peers, const ReduceArgs& a, cudaStream_t stream) {
   unsigned const grid = grid_for_units(a.grid_count / 16, reduce_grid_cap(a.nvfp4));
   with_policy(peers, [&](const auto& p) {
     if (a.out_fp32) {
-      launch_reduce<std::decay_t<decltype(p)>, float>(p, peers.size, a, wide, grid, stream);
+      launch_reduce<std::decay_t<decltype(p)>, float>(p, peers.size, a, wide, grid, peers.sm_share,
+                                                      stream);
     } else {
-      launch_reduce<std::decay_t<decltype(p)>, bf16>(p, peers.size, a, wide, grid, stream);
+      launch_reduce<std::decay_t<decltype(p)>, bf16>(p, peers.size, a, wide, grid, peers.sm_share,
+                                                     stream);
     }
     SYMMCOMM_CHECK_LAUNCH();
   });
@@ -292,9 +336,9 @@ void reduce_shards(const QuantizedShards& shards, bool nvfp4, Fp8Format format, 
   unsigned const grid = grid_for_units(count / 16, reduce_grid_cap(nvfp4));
   ShardTablePolicy p{shards};
   if (out_fp32) {
-    launch_reduce<ShardTablePolicy, float>(p, shards.ranks, a, wide, grid, stream);
+    launch_reduce<ShardTablePolicy, float>(p, shards.ranks, a, wide, grid, 0, stream);
   } else {
-    launch_reduce<ShardTablePolicy, bf16>(p, shards.ranks, a, wide, grid, stream);
+    launch_reduce<ShardTablePolicy, bf16>(p, shards.ranks, a, wide, grid, 0, stream);
   }
   SYMMCOMM_CHECK_LAUNCH();
 }
@@ -318,11 +362,10 @@ void quantize_gather(const Peers& peers, const QuantizeGatherArgs& a, cudaStream
                                                                 << " is not 4-byte aligned");
   unsigned const grid = grid_for_units(a.grid_count / 16);
   with_policy(peers, [&](const auto& p) {
-    if (a.nvfp4) {
-      quantize_gather_nvfp4_kernel<<<grid, kThreads, 0, stream>>>(p, a);
-    } else {
-      quantize_gather_fp8_kernel<<<grid, kThreads, 0, stream>>>(p, a);
-    }
+    using P = std::decay_t<decltype(p)>;
+    auto* kernel = a.nvfp4 ? quantize_gather_nvfp4_kernel<P> : quantize_gather_fp8_kernel<P>;
+    kernel<<<resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid), kThreads,
+             0, stream>>>(p, a);
     SYMMCOMM_CHECK_LAUNCH();
   });
 }

@@ -58,6 +58,9 @@ struct Peers {
   /// Production: the communicator's ncclDevComm (dev_comm_handle) and the slots' windows.
   const void* dev_comm = nullptr;
   ncclWindow_t window[kSlots] = {};
+  /// Production: SMs this rank may fill (Capabilities::lsa_sm_share, the same on every rank);
+  /// grids are capped to what they hold at once. 0: no cap (loopback runs ranks one by one).
+  int sm_share = 0;
 };
 
 /// One byte range this rank sends to every peer: `bytes` from local `src` to `dst` on each.

@@ -4,6 +4,8 @@
 
 #include <atomic>
 
+#include "comm/launch_order.hpp"
+#include "comm/wait_internal.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
@@ -112,8 +114,16 @@ SymmetricBuffer::SymmetricBuffer(const std::shared_ptr<detail::CommState>& comm,
   }
   detail::WindowRecord* raw = record.get();
   record_ = std::move(record);
-  // Inside a Group, NCCL fills the window handle at ncclGroupEnd: publish it then.
-  Group::defer([raw] { publish(*raw); });
+  // Inside a Group, NCCL fills the window handle at ncclGroupEnd: publish it then. On a
+  // non-blocking communicator NCCL fills it later still: wait for NCCL first, so that no
+  // collective can see a window that does not exist yet.
+  Group::defer([raw] {
+    if (ncclResult_t const done = detail::wait_nonblocking(*raw->comm, "SymmetricBuffer");
+        done != ncclSuccess) {
+      SYMMCOMM_NCCL_TRY(done);
+    }
+    publish(*raw);
+  });
 }
 
 SymmetricBuffer& SymmetricBuffer::operator=(SymmetricBuffer&& other) noexcept {
@@ -146,6 +156,14 @@ void SymmetricBuffer::reset() noexcept {
                                             << ": its borrowed communicator was "
                                                "released first; freeing without deregistration");
     } else if (record->window != nullptr) {
+      // Work symmcomm enqueued on this communicator may still read or write the window (or
+      // peers' through it): unmap only after the last of it completed.
+      if (!detail::wait_last_use(comm, "SymmetricBuffer release")) {
+        SYMMCOMM_LOG_WARN("symmetric buffer " << record->ptr
+                                              << ": work on it did not complete; leaking the "
+                                                 "window rather than unmapping memory in use");
+        return;
+      }
       SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommWindowDeregister(comm.comm, record->window));
     }
     // Inside a Group the deregistration completes at ncclGroupEnd: free only after it.

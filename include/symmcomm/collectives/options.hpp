@@ -42,6 +42,15 @@ struct Options {
   /// enqueue_pdl_fence() so they start only after the producer of the input completed. Turn
   /// off only when no kernel before the collective uses programmatic dependent launch.
   bool pdl_fence = true;
+  /// Agree the path with every rank before running the call. The planner decides from this
+  /// rank's buffers; a rank whose buffers lie in windows and one whose buffers do not would take
+  /// different paths, and the one entering symmcomm's LSA kernel (or NCCL's symmetric kernel)
+  /// would wait for the other forever. With agreement every rank all-gathers its plan (one tiny
+  /// NCCL all-gather and a host synchronisation of `stream`) and, where plans differ or a rank
+  /// could not plan, every rank throws LogicError naming the ranks and their paths instead of
+  /// hanging. Costs a round trip per call: meant for debugging and start-up checks, not for
+  /// graph capture (refused there). `SYMMCOMM_AGREE_PLANS=1` turns it on for every call.
+  bool agree_plan = false;
 };
 
 /// @brief The collectives symmcomm plans.

@@ -31,7 +31,14 @@ struct Capabilities {
   bool probed = false;            ///< false when wrapped with Probe::No
   bool symmetric_memory = false;  ///< NCCL can run symmetric kernels on this communicator
   int lsa_team_size = 1;          ///< ranks reachable by load/store (NVLink/PCIe P2P)
-  std::string reason;             ///< why symmetric_memory is false
+  /// Most ranks of the communicator sharing one GPU (NCCL 2.30's NCCL_MULTI_RANK_GPU_ENABLE),
+  /// agreed by every rank when symmetric memory is supported; 1 otherwise.
+  int ranks_per_gpu = 1;
+  /// SMs each rank's LSA kernels may count on, the same on every rank (the fewest SMs of any
+  /// rank's GPU divided by ranks_per_gpu): symmcomm's kernels size their grids from it so that
+  /// every CTA can be resident at once. 0 when not probed or without symmetric memory.
+  int lsa_sm_share = 0;
+  std::string reason;  ///< why symmetric_memory is false
   /// `reason` interned for the life of the process (what plans point to, so that planning a
   /// call copies no string); null for Capabilities built by hand.
   const char* reason_text = nullptr;
@@ -56,6 +63,10 @@ const char* intern(const std::string& text);
 struct DevCommHolder;
 struct DevCommDeleter {
   void operator()(DevCommHolder* holder) const noexcept;
+};
+struct LaunchOrder;
+struct LaunchOrderDeleter {
+  void operator()(LaunchOrder* order) const noexcept;
 };
 /// Source of live-allocation records for the symmetry verifier (implemented by SymmAllocator).
 class SymmetryParticipant {
@@ -89,11 +100,16 @@ struct CommState {
   std::atomic<bool> detached{false};  ///< a borrowed communicator was released by its wrapper
   std::atomic<bool> aborted{false};   ///< Communicator::abort() ran: NCCL state is gone
   std::unique_ptr<DevCommHolder, DevCommDeleter> dev_comm;
+  /// Order of symmcomm's windowed work across streams (src/comm/launch_order.hpp); made on
+  /// first use, under `mutex`.
+  std::unique_ptr<LaunchOrder, LaunchOrderDeleter> launch_order;
 
   // Scratch for collectives that need it (quantized reduce-scatter fallback); grown outside
   // graph capture, freed with the state.
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
+  /// Device scratch of Options::agree_plan (one word per rank), made on first use.
+  void* agreement = nullptr;
 
   // Live windows (registration sequence -> bytes) and pools, for the symmetry verifier.
   mutable std::mutex mutex;

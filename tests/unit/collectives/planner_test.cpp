@@ -257,3 +257,34 @@ TEST(Planner, EmptyBuffersDoNotBlockAndMissingCapabilitiesAreRefused) {
 }
 
 }  // namespace
+
+namespace {
+// NCCL's registration rule follows the loaded version: 2.28 needs both sides in windows, from
+// 2.29 the side peers access (an all-gather's receive buffer) is enough.
+TEST(Planner, NcclSymmetricRegistrationRuleFollowsTheLoadedNccl) {
+  Capabilities c228 = caps(true), c230 = caps(true);
+  c228.runtime_version = NcclVersion{2, 28, 9};
+  c230.runtime_version = NcclVersion{2, 30, 7};
+  for (const Capabilities* c : {&c228, &c230}) {
+    PlanRequest r = request(Operation::AllGather, DataType::Bf16, DataType::Bf16, *c,
+                            ProvenanceStatus::NotRegistered, ProvenanceStatus::Symmetric);
+    r.buffers[0].peer_accessed = false;  // as all_gather marks its send side
+    r.choice = PathChoice::NcclSymmetric;
+    if (c == &c230) {
+      EXPECT_EQ(plan_collective(r).path, Path::NcclSymmetric);
+    } else {
+      try {
+        plan_collective(r);
+        ADD_FAILURE() << "2.28 must refuse a plain send buffer";
+      } catch (const LogicError& e) {
+        EXPECT_NE(std::string(e.what()).find("send.data"), std::string::npos) << e.what();
+      }
+    }
+    // The peer-accessed side is needed by every version.
+    PlanRequest plain_recv = request(Operation::AllGather, DataType::Bf16, DataType::Bf16, *c,
+                                     ProvenanceStatus::Symmetric, ProvenanceStatus::NotRegistered);
+    plain_recv.choice = PathChoice::NcclSymmetric;
+    EXPECT_THROW(plan_collective(plain_recv), LogicError);
+  }
+}
+}  // namespace

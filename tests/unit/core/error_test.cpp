@@ -83,4 +83,21 @@ TEST(Runtime, VersionsAndKnownBugTable) {
   EXPECT_FALSE(std::string(kVersion).empty());
 }
 
+TEST(Runtime, DeviceApiVersionRule) {
+  // 2.28 has unversioned structs: the exact build version only.
+  EXPECT_TRUE(nccl_device_api_compatible({2, 28, 3}, {2, 28, 3}));
+  EXPECT_FALSE(nccl_device_api_compatible({2, 28, 9}, {2, 28, 3}));
+  EXPECT_FALSE(nccl_device_api_compatible({2, 30, 7}, {2, 28, 9}));
+  // From 2.29.2 a newer NCCL accepts older headers' structs; an older one cannot.
+  EXPECT_TRUE(nccl_device_api_compatible({2, 30, 7}, {2, 29, 2}));
+  EXPECT_TRUE(nccl_device_api_compatible({2, 30, 7}, {2, 30, 7}));
+  EXPECT_FALSE(nccl_device_api_compatible({2, 30, 4}, {2, 30, 7}));
+  EXPECT_FALSE(nccl_device_api_compatible({2, 28, 9}, {2, 30, 7}));
+  EXPECT_FALSE(nccl_device_api_compatible({2, 29, 2}, {2, 29, 1}));
+  // Registration rule of NCCL's symmetric kernels.
+  EXPECT_FALSE(nccl_symmetric_needs_peer_side_only({2, 28, 9}));
+  EXPECT_TRUE(nccl_symmetric_needs_peer_side_only({2, 29, 0}));
+  EXPECT_TRUE(nccl_symmetric_needs_peer_side_only({2, 30, 7}));
+}
+
 }  // namespace

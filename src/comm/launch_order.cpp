@@ -1,0 +1,85 @@
+#include "launch_order.hpp"
+
+#include <exception>
+#include <mutex>
+
+#include "symmcomm/comm/wait.hpp"
+#include "symmcomm/detail/cuda_utils.hpp"
+#include "symmcomm/error.hpp"
+#include "symmcomm/logging.hpp"
+#include "wait_internal.hpp"
+
+namespace symmcomm::detail {
+
+struct LaunchOrder {
+  std::mutex mutex;
+  cudaEvent_t event = nullptr;  // recorded after the last windowed work
+  cudaStream_t stream = nullptr;
+  unsigned long long capture_id = 0;  // of the last record; 0 = not captured
+  bool recorded = false;
+};
+
+void LaunchOrderDeleter::operator()(LaunchOrder* order) const noexcept {
+  if (order == nullptr) return;
+  if (order->event != nullptr) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaEventDestroy(order->event));
+  delete order;
+}
+
+namespace {
+// The id of the capture `stream` takes part in, 0 when none.
+unsigned long long capture_id(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  unsigned long long id = 0;
+  SYMMCOMM_CUDA_TRY(cudaStreamGetCaptureInfo(stream, &status, &id));
+  return status == cudaStreamCaptureStatusActive ? id : 0;
+}
+
+LaunchOrder& order_of(CommState& state) {
+  std::lock_guard lock(state.mutex);
+  if (!state.launch_order) {
+    std::unique_ptr<LaunchOrder, LaunchOrderDeleter> order(new LaunchOrder);
+    DeviceGuard guard(state.device);
+    SYMMCOMM_CUDA_TRY(cudaEventCreateWithFlags(&order->event, cudaEventDisableTiming));
+    state.launch_order = std::move(order);
+  }
+  return *state.launch_order;
+}
+}  // namespace
+
+void order_after_last_use(CommState& state, cudaStream_t stream) {
+  LaunchOrder& order = order_of(state);
+  std::lock_guard lock(order.mutex);
+  if (!order.recorded || order.stream == stream) return;
+  if (order.capture_id != capture_id(stream)) return;  // nothing to link (see launch_order.hpp)
+  SYMMCOMM_CUDA_TRY(cudaStreamWaitEvent(stream, order.event, 0));
+}
+
+void mark_use(CommState& state, cudaStream_t stream) {
+  LaunchOrder& order = order_of(state);
+  std::lock_guard lock(order.mutex);
+  SYMMCOMM_CUDA_TRY(cudaEventRecord(order.event, stream));
+  order.stream = stream;
+  order.capture_id = capture_id(stream);
+  order.recorded = true;
+}
+
+bool wait_last_use(const CommState& state, const char* what) noexcept {
+  try {
+    LaunchOrder* order = nullptr;
+    {
+      std::lock_guard lock(state.mutex);
+      order = state.launch_order.get();
+    }
+    if (order == nullptr) return true;
+    std::lock_guard lock(order->mutex);
+    if (!order->recorded || order->capture_id != 0) return true;
+    DeviceGuard guard(state.device);
+    wait_event(state, order->event, default_wait_timeout(), what);
+    return true;
+  } catch (const std::exception& e) {
+    SYMMCOMM_LOG_WARN(what << ": " << e.what());
+    return false;
+  }
+}
+
+}  // namespace symmcomm::detail

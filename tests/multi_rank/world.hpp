@@ -1,0 +1,75 @@
+#pragma once
+// The multi-rank test tier: one rank per MPI process, launched by ctest through mpirun. Ranks
+// may share one GPU (NCCL 2.30's NCCL_MULTI_RANK_GPU_ENABLE, or a distinct NCCL_HOSTID per rank
+// on 2.28: see main.cpp); the same tests run unchanged with one GPU per rank.
+//
+// Every rank runs every test in the same order. Decisions to skip are taken from facts that are
+// the same on every rank (the communicator's capabilities), so no rank waits in a collective
+// that another skipped. Data checks use EXPECT (never ASSERT) for the same reason.
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "symmcomm/collectives/options.hpp"
+#include "symmcomm/comm/communicator.hpp"
+#include "symmcomm/error.hpp"
+#include "symmcomm/memory/symm_allocator.hpp"
+
+namespace symmcomm::test {
+
+/// What this process runs as.
+struct World {
+  int rank = 0;
+  int size = 1;
+  std::string mode;  ///< how ranks share GPUs (see main.cpp)
+  Communicator comm;
+  std::unique_ptr<SymmAllocator> pool;
+  cudaStream_t stream = nullptr;
+};
+
+/// The process's world (made once by main.cpp).
+World& world();
+
+/// The paths this communicator can take for an operation whose buffers are all symmetric
+/// (Fallback and Auto always; NcclSymmetric and LsaKernel where the capabilities allow).
+std::vector<PathChoice> paths_to_try(bool nccl_can, bool lsa_can);
+
+/// Every rank's value of `mine`, in rank order (MPI_Allgather).
+std::vector<int> all_ranks(int mine);
+
+/// EXPECT that every rank took the same path (a rank that differs would hang the others).
+void expect_same_path_everywhere(Path mine, const char* what);
+
+/// An array in the world's pool, freed when it goes. Tests allocate in the same order on every
+/// rank, so the pool stays symmetric.
+template <class T>
+class PoolArray {
+ public:
+  explicit PoolArray(std::size_t count)
+      : ptr_(static_cast<T*>(world().pool->allocate(count > 0 ? count * sizeof(T) : 16))),
+        count_(count) {}
+  PoolArray(const PoolArray&) = delete;
+  PoolArray& operator=(const PoolArray&) = delete;
+  ~PoolArray() { world().pool->deallocate(ptr_); }
+  T* get() const { return ptr_; }
+  std::size_t count() const { return count_; }
+  void upload(const std::vector<T>& host) {
+    SYMMCOMM_CUDA_TRY(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyDefault));
+  }
+  std::vector<T> download() const {
+    std::vector<T> host(count_);
+    SYMMCOMM_CUDA_TRY(cudaMemcpy(host.data(), ptr_, count_ * sizeof(T), cudaMemcpyDefault));
+    return host;
+  }
+  void poison() { SYMMCOMM_CUDA_TRY(cudaMemset(ptr_, 0xAB, count_ * sizeof(T))); }
+
+ private:
+  T* ptr_;
+  std::size_t count_;
+};
+
+}  // namespace symmcomm::test
