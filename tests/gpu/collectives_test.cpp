@@ -294,14 +294,18 @@ TEST(Collectives, BufferOfAnotherCommunicatorIsExplained) {
   auto others = create_local_communicators({0});
   SymmAllocator other_pool(others[0], PoolOptions{1 << 20});
   void* foreign = other_pool.allocate(512);
-  DeviceArray<std::uint16_t> recv(256);
-  Plan const plan = all_gather(comm, Bf16Span{static_cast<bf16*>(foreign), 256},
-                               Bf16Span{reinterpret_cast<bf16*>(recv.get()), 256}, nullptr);
+  SymmAllocator own_pool(comm, PoolOptions{1 << 20});
+  void* send = own_pool.allocate(512);
+  // The foreign buffer is the receive side: the one every symmetric path needs in a window of
+  // this communicator (NCCL >= 2.29 needs no other), so it is the one the plan explains.
+  Plan const plan = all_gather(comm, Bf16Span{static_cast<bf16*>(send), 256},
+                               Bf16Span{static_cast<bf16*>(foreign), 256}, nullptr);
   SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
   EXPECT_EQ(plan.path, Path::Fallback);
   if (comm.capabilities().symmetric_memory) {
     EXPECT_NE(plan.reason().find("another communicator"), std::string::npos) << plan.reason();
   }
+  own_pool.deallocate(send);
   other_pool.deallocate(foreign);
 }
 

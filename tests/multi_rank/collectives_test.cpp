@@ -181,13 +181,13 @@ TEST(MultiRankAllGather, PlainBuffersTakeTheFallback) {
   DeviceArray<bf16> send(n), recv(n * w.size);
   std::vector<std::uint16_t> mine(n);
   for (std::size_t i = 0; i < n; ++i) mine[i] = static_cast<std::uint16_t>(w.rank * 7 + i);
-  SYMMCOMM_CUDA_TRY(cudaMemcpy(send.get(), mine.data(), 2 * n, cudaMemcpyHostToDevice));
+  copy_sync(send.get(), mine.data(), 2 * n);
   Plan const plan =
       all_gather(w.comm, Bf16Span{send.get(), n}, Bf16Span{recv.get(), n * w.size}, w.stream);
   sync();
   EXPECT_EQ(plan.path, Path::Fallback) << plan.reason();
   std::vector<std::uint16_t> got(n * w.size);
-  SYMMCOMM_CUDA_TRY(cudaMemcpy(got.data(), recv.get(), 2 * n * w.size, cudaMemcpyDeviceToHost));
+  copy_sync(got.data(), recv.get(), 2 * n * w.size);
   for (int r = 0; r < w.size; ++r) {
     for (std::size_t i = 0; i < n; i += 511) {
       EXPECT_EQ(got[r * n + i], static_cast<std::uint16_t>(r * 7 + i)) << "rank " << r << " " << i;
@@ -318,8 +318,8 @@ void check_quantized_reduce(const std::vector<Q>& all, std::size_t shard, const 
   for (PathChoice choice : paths_to_try(false, lsa_can())) {
     Options o;
     o.path = choice;
-    out32.poison();
-    out16.poison();
+    poison_on_stream(out32.get(), out32.bytes());
+    poison_on_stream(out16.get(), out16.bytes());
     Plan const p32 = run(Fp32Span{out32.get(), shard}, o);
     Plan const p16 = run(Bf16Span{out16.get(), shard}, o);
     sync();
@@ -327,8 +327,10 @@ void check_quantized_reduce(const std::vector<Q>& all, std::size_t shard, const 
         std::string(what) + " (" + to_string(choice) + " -> " + to_string(p32.path) + ")";
     EXPECT_EQ(p16.path, p32.path) << at;
     expect_path(choice, p32.path, at);
-    auto const got = out32.download();
-    auto const got16 = out16.download();
+    std::vector<float> got(shard);
+    std::vector<bf16> got16(shard);
+    copy_sync(got.data(), out32.get(), out32.bytes());
+    copy_sync(got16.data(), out16.get(), out16.bytes());
     std::size_t bad = 0, bad16 = 0;
     for (std::size_t i = 0; i < shard; ++i) {
       if (!(std::fabs(got[i] - want[i]) <= fma_bound(all, first + i))) ++bad;

@@ -180,7 +180,7 @@ TEST(MultiRankLifecycle, AgreedPlansTurnRankLocalDifferencesIntoErrors) {
   std::size_t const total = bytes * static_cast<std::size_t>(w.size);
   PoolArray<std::uint8_t> send(bytes), in_window(total);
   DeviceArray<std::uint8_t> plain(total);
-  SYMMCOMM_CUDA_TRY(cudaMemset(send.get(), value_of(0, w.rank, 9), bytes));
+  SYMMCOMM_CUDA_TRY(cudaMemsetAsync(send.get(), value_of(0, w.rank, 9), bytes, w.stream));
   void* recv = w.rank == 0 ? static_cast<void*>(in_window.get()) : static_cast<void*>(plain.get());
   Options o;
   o.agree_plan = true;
@@ -200,7 +200,7 @@ TEST(MultiRankLifecycle, AgreedPlansTurnRankLocalDifferencesIntoErrors) {
   } else {
     EXPECT_EQ(text, "") << "every rank takes the fallback here: nothing to refuse";
     std::vector<std::uint8_t> got(total);
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(got.data(), recv, total, cudaMemcpyDeviceToHost));
+    copy_sync(got.data(), recv, total);
     expect_segments(got, bytes, 0, 9, "agreed fallback");
   }
   // Agreed and symmetric on every rank: no error, and the same path everywhere.

@@ -44,6 +44,17 @@ std::vector<int> all_ranks(int mine);
 /// EXPECT that every rank took the same path (a rank that differs would hang the others).
 void expect_same_path_everywhere(Path mine, const char* what);
 
+/// cudaMemcpy through the world's stream, waited for.
+inline void copy_sync(void* dst, const void* src, std::size_t bytes) {
+  SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, world().stream));
+  SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(world().stream));
+}
+
+/// 0xAB bytes over `bytes` at `ptr`, ordered before what follows on the world's stream.
+inline void poison_on_stream(void* ptr, std::size_t bytes) {
+  SYMMCOMM_CUDA_TRY(cudaMemsetAsync(ptr, 0xAB, bytes, world().stream));
+}
+
 /// An array in the world's pool, freed when it goes. Tests allocate in the same order on every
 /// rank, so the pool stays symmetric.
 template <class T>
@@ -57,15 +68,15 @@ class PoolArray {
   ~PoolArray() { world().pool->deallocate(ptr_); }
   T* get() const { return ptr_; }
   std::size_t count() const { return count_; }
-  void upload(const std::vector<T>& host) {
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyDefault));
-  }
+  // Copies and poison go through the world's stream: the collectives run there (a
+  // non-blocking stream), and the legacy stream's cudaMemset/cudaMemcpy are not ordered with it.
+  void upload(const std::vector<T>& host) { copy_sync(ptr_, host.data(), host.size() * sizeof(T)); }
   std::vector<T> download() const {
     std::vector<T> host(count_);
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(host.data(), ptr_, count_ * sizeof(T), cudaMemcpyDefault));
+    copy_sync(host.data(), ptr_, count_ * sizeof(T));
     return host;
   }
-  void poison() { SYMMCOMM_CUDA_TRY(cudaMemset(ptr_, 0xAB, count_ * sizeof(T))); }
+  void poison() { poison_on_stream(ptr_, count_ * sizeof(T)); }
 
  private:
   T* ptr_;
