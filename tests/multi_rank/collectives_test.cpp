@@ -1,6 +1,7 @@
 // Collectives across real ranks, every path the mode allows, against host references computed
 // independently on every rank (each rank can make every rank's input from its seed).
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -67,9 +68,13 @@ struct GatherParts {
   explicit GatherParts(std::vector<std::vector<std::size_t>> b) : bytes(std::move(b)) {
     int const me = world().rank;
     for (std::size_t p = 0; p < bytes.size(); ++p) {
-      std::size_t total = 0;
-      for (std::size_t x : bytes[p]) total += x;
-      send.push_back(std::make_unique<PoolArray<std::uint8_t>>(bytes[p][me]));
+      std::size_t total = 0, most = 0;
+      for (std::size_t x : bytes[p]) {
+        total += x;
+        most = std::max(most, x);
+      }
+      // The same allocation on every rank (the largest share): pool offsets must stay symmetric.
+      send.push_back(std::make_unique<PoolArray<std::uint8_t>>(most));
       recv.push_back(std::make_unique<PoolArray<std::uint8_t>>(total));
       send.back()->upload(content(p, me));
     }
@@ -179,6 +184,7 @@ TEST(MultiRankAllGather, PlainBuffersTakeTheFallback) {
   World& w = world();
   std::size_t const n = 4096;
   DeviceArray<bf16> send(n), recv(n * w.size);
+  settle();
   std::vector<std::uint16_t> mine(n);
   for (std::size_t i = 0; i < n; ++i) mine[i] = static_cast<std::uint16_t>(w.rank * 7 + i);
   copy_sync(send.get(), mine.data(), 2 * n);
@@ -315,6 +321,7 @@ void check_quantized_reduce(const std::vector<Q>& all, std::size_t shard, const 
   auto const want = reduce_like_kernel(all, first, shard);
   DeviceArray<float> out32(shard);
   DeviceArray<bf16> out16(shard);
+  settle();
   for (PathChoice choice : paths_to_try(false, lsa_can())) {
     Options o;
     o.path = choice;

@@ -156,6 +156,7 @@ TEST(MultiRankLifecycle, WindowReleasedWithWorkQueued) {
   if (!lsa_can()) GTEST_SKIP() << "no LSA path here: " << w.comm.capabilities().reason;
   std::size_t const bytes = 32u << 20;
   DeviceArray<std::uint8_t> send(bytes);
+  settle();
   for (int round = 0; round < 3; ++round) {
     {
       SymmetricBuffer recv(w.comm, bytes * static_cast<std::size_t>(w.size));
@@ -180,6 +181,7 @@ TEST(MultiRankLifecycle, AgreedPlansTurnRankLocalDifferencesIntoErrors) {
   std::size_t const total = bytes * static_cast<std::size_t>(w.size);
   PoolArray<std::uint8_t> send(bytes), in_window(total);
   DeviceArray<std::uint8_t> plain(total);
+  settle();
   SYMMCOMM_CUDA_TRY(cudaMemsetAsync(send.get(), value_of(0, w.rank, 9), bytes, w.stream));
   void* recv = w.rank == 0 ? static_cast<void*>(in_window.get()) : static_cast<void*>(plain.get());
   Options o;

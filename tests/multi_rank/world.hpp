@@ -50,6 +50,12 @@ inline void copy_sync(void* dst, const void* src, std::size_t bytes) {
   SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(world().stream));
 }
 
+/// Waits for the legacy stream's work (DeviceArray poisons its memory there with cudaMemset,
+/// which is asynchronous for device memory and not ordered with the world's stream).
+inline void settle() {
+  SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+}
+
 /// 0xAB bytes over `bytes` at `ptr`, ordered before what follows on the world's stream.
 inline void poison_on_stream(void* ptr, std::size_t bytes) {
   SYMMCOMM_CUDA_TRY(cudaMemsetAsync(ptr, 0xAB, bytes, world().stream));
