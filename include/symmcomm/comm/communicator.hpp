@@ -175,6 +175,12 @@ class Communicator {
   /// on it, its buffers or pools throws LogicError ("... was aborted"); buffers and pools free
   /// their memory without NCCL deregistration. Local and immediate; idempotent. For a borrowed
   /// communicator this aborts the caller's ncclComm_t, which must not be used afterwards.
+  ///
+  /// Limit: symmcomm's own LSA kernels wait in NCCL's LSA barriers. From NCCL 2.30.4 those
+  /// barriers poll the communicator's abort flag, so abort() also ends a kernel whose peer never
+  /// arrives; on older NCCL (2.28, 2.29) such a kernel keeps spinning on the GPU after abort()
+  /// until the process exits. Waits on the host never hang either way: symmcomm::wait and every
+  /// internal wait time out (SYMMCOMM_WAIT_TIMEOUT_S) with an error naming the communicator.
   void abort();
 
   /// @brief Shared state (for symmcomm's own owners of windows).
