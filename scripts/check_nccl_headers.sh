@@ -8,8 +8,11 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 root="${1:-$SYMMCOMM_ROOT/../shared/nccl-2.30.7}"
 if [ ! -f "$root/include/nccl.h" ]; then
-  echo "check_nccl_headers: no NCCL at $root (include/nccl.h missing): nothing to check" >&2
-  exit 1
+  echo "check_nccl_headers: SKIPPED: no NCCL at $root (include/nccl.h missing)" >&2
+  # A checkout without ../shared beside it cannot run this check; say so, and fail only where
+  # the caller insists.
+  [ "${SYMMCOMM_REQUIRE_NCCL_HEADERS:-0}" = 1 ] && exit 1
+  exit 0
 fi
 version=$(awk '/^#define NCCL_(MAJOR|MINOR|PATCH) /{printf "%s%s", sep, $3; sep="."}' \
   "$root/include/nccl.h")
