@@ -15,8 +15,25 @@ import sys
 
 import torch
 
-LIB_PATH = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-    os.path.dirname(__file__), "..", "..", "build-dev", "src", "libsymmcomm_c.so")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+# The library: argv[1], else SYMMCOMM_LIBRARY, else the build folders the scripts make
+# (scripts/test.sh: build-test, scripts/bench.sh: build-bench) or a developer's build-dev.
+CANDIDATES = [os.path.join(ROOT, d, "src", "libsymmcomm_c.so")
+              for d in ("build-test", "build-bench", "build-dev")]
+
+
+def library_path():
+    if len(sys.argv) > 1:
+        return sys.argv[1]
+    if os.environ.get("SYMMCOMM_LIBRARY"):
+        return os.environ["SYMMCOMM_LIBRARY"]
+    for path in CANDIDATES:
+        if os.path.exists(path):
+            return path
+    sys.exit("libsymmcomm_c.so not found: pass its path, set SYMMCOMM_LIBRARY, or build with "
+             "scripts/test.sh (looked in: " + ", ".join(CANDIDATES) + ")")
+
+
 
 
 class Nvfp4(ctypes.Structure):
@@ -60,7 +77,8 @@ def main():
     if not torch.cuda.is_available():
         print("symm_torch.py: no CUDA GPU; nothing to run")
         return 77
-    lib = load(LIB_PATH)
+    lib_path = library_path()
+    lib = load(lib_path)
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
     device = int(os.environ.get("LOCAL_RANK", rank)) % torch.cuda.device_count()
     torch.cuda.set_device(device)
@@ -83,7 +101,7 @@ def main():
     check(lib, lib.symmcomm_torch_set_pool(pool), "torch_set_pool")
 
     allocator = torch.cuda.memory.CUDAPluggableAllocator(
-        os.path.abspath(LIB_PATH), "symmcomm_torch_alloc", "symmcomm_torch_free")
+        os.path.abspath(lib_path), "symmcomm_torch_alloc", "symmcomm_torch_free")
     mempool = torch.cuda.MemPool(allocator.allocator())
     tokens, hidden = 64, 7168
     n = tokens * hidden

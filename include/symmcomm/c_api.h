@@ -90,7 +90,8 @@ symmcomm_status_t symmcomm_comm_init(int nranks, const void* id, int rank, int d
                                      symmcomm_comm_t* out);
 /** Wraps an engine's NCCL communicator without taking ownership. Collective when probe != 0. */
 symmcomm_status_t symmcomm_comm_wrap(ncclComm_t nccl_comm, int probe, symmcomm_comm_t* out);
-/** Releases the handle (destroys an owned communicator once its pools are gone). */
+/** Releases the handle (destroys an owned communicator once its pools are gone). NULL is a
+ *  no-op that succeeds, as free(NULL). */
 symmcomm_status_t symmcomm_comm_release(symmcomm_comm_t comm);
 /** Rank, size, device and symmetric-memory support (any output may be NULL). */
 symmcomm_status_t symmcomm_comm_info(symmcomm_comm_t comm, int* rank, int* size, int* device,
@@ -102,7 +103,7 @@ symmcomm_status_t symmcomm_comm_info(symmcomm_comm_t comm, int* rank, int* size,
  *  least an on-demand arena adds (growth is collective); allow_growth 0 disables it. */
 symmcomm_status_t symmcomm_pool_create(symmcomm_comm_t comm, size_t initial_bytes,
                                        size_t growth_bytes, int allow_growth, symmcomm_pool_t* out);
-/** Destroys the pool (collective: arenas are deregistered). */
+/** Destroys the pool (collective: arenas are deregistered). NULL is a no-op that succeeds. */
 symmcomm_status_t symmcomm_pool_destroy(symmcomm_pool_t pool);
 /** Adds an arena of `bytes`. Collective. */
 symmcomm_status_t symmcomm_pool_reserve(symmcomm_pool_t pool, size_t bytes);
@@ -159,7 +160,9 @@ symmcomm_status_t symmcomm_reduce_scatter_fp8_bf16(symmcomm_comm_t comm, const s
 
 /* ---- PyTorch pluggable allocator ----------------------------------------------------------- */
 
-/** Routes symmcomm_torch_alloc/free for `pool`'s device to `pool` (NULL: unset). A pool used
+/** Routes symmcomm_torch_alloc/free for `pool`'s device to `pool`. NULL is refused
+ *  (SYMMCOMM_ERROR_INVALID_ARGUMENT: a NULL pool names no device); symmcomm_pool_destroy stops
+ *  the routing of its device. A pool used
  *  this way should not grow on demand (growth is collective: allocate in the same order on
  *  every rank, or reserve enough and create it with allow_growth 0). */
 symmcomm_status_t symmcomm_torch_set_pool(symmcomm_pool_t pool);

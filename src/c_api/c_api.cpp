@@ -193,8 +193,7 @@ symmcomm_status_t symmcomm_comm_wrap(ncclComm_t nccl_comm, int probe, symmcomm_c
 
 symmcomm_status_t symmcomm_comm_release(symmcomm_comm_t comm) {
   return guarded([&] {
-    SYMMCOMM_EXPECTS(comm != nullptr, "comm is NULL");
-    delete comm;
+    delete comm;  // NULL: nothing to release, as free(NULL)
   });
 }
 
@@ -228,7 +227,7 @@ symmcomm_status_t symmcomm_pool_create(symmcomm_comm_t comm, size_t initial_byte
 
 symmcomm_status_t symmcomm_pool_destroy(symmcomm_pool_t pool) {
   return guarded([&] {
-    SYMMCOMM_EXPECTS(pool != nullptr, "pool is NULL");
+    if (pool == nullptr) return;  // nothing to destroy, as free(NULL)
     {
       std::lock_guard lock(torch_mutex);
       for (auto& p : torch_pools) {

@@ -1,4 +1,6 @@
 // All-gather executors: every typed call becomes a list of byte parts moved in one NCCL group.
+// Each entry point checks the communicator first, so an empty one is reported as such and not
+// as a count that does not match comm.size() == 0.
 
 #include "symmcomm/collectives/all_gather.hpp"
 
@@ -173,6 +175,7 @@ std::vector<Part> fp8_parts(Fp8View send, Fp8View recv, const std::vector<std::s
 
 Plan all_gather(const Communicator& comm, Bf16Span send, Bf16Span recv, cudaStream_t stream,
                 const Options& options) {
+  detail::usable_state(comm, "all_gather");
   validate(send, "send", 2);
   validate(recv, "recv", 2);
   check_gathered_count(send.count, recv.count, comm.size());
@@ -184,6 +187,7 @@ Plan all_gather(const Communicator& comm, Bf16Span send, Bf16Span recv, cudaStre
 
 Plan all_gather(const Communicator& comm, Fp8View send, Fp8View recv, cudaStream_t stream,
                 const Options& options) {
+  detail::usable_state(comm, "all_gather");
   check_fp8_pair(send, recv);
   check_gathered_count(send.count, recv.count, comm.size());
   std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), send.count);
@@ -194,6 +198,7 @@ Plan all_gather(const Communicator& comm, Fp8View send, Fp8View recv, cudaStream
 Plan all_gather(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
                 const std::vector<GatherItem>& extras, cudaStream_t stream,
                 const Options& options) {
+  detail::usable_state(comm, "all_gather");
   validate(send, "send", 1);
   validate(recv, "recv", 1);
   check_gathered_count(send.count, recv.count, comm.size());
@@ -208,11 +213,13 @@ Plan all_gather(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
 
 Plan all_gather(const Communicator& comm, Nvfp4View send, Nvfp4View recv, cudaStream_t stream,
                 const Options& options) {
+  detail::usable_state(comm, "all_gather");
   return all_gather(comm, send, recv, std::vector<GatherItem>{}, stream, options);
 }
 
 Plan all_gather(const Communicator& comm, const std::vector<GatherItem>& items, cudaStream_t stream,
                 const Options& options) {
+  detail::usable_state(comm, "all_gather");
   SYMMCOMM_EXPECTS(!items.empty(), "all_gather: items is empty");
   std::vector<Part> parts;
   std::size_t total = 0;
@@ -227,6 +234,7 @@ Plan all_gather(const Communicator& comm, const std::vector<GatherItem>& items, 
 Plan all_gatherv(const Communicator& comm, Bf16Span send, Bf16Span recv,
                  const std::vector<std::size_t>& counts, cudaStream_t stream,
                  const Options& options) {
+  detail::usable_state(comm, "all_gatherv");
   validate(send, "send", 2);
   validate(recv, "recv", 2);
   detail::check_counts(counts, comm.size(), comm.rank(), send.count, recv.count, 1, "send.count",
@@ -239,6 +247,7 @@ Plan all_gatherv(const Communicator& comm, Bf16Span send, Bf16Span recv,
 Plan all_gatherv(const Communicator& comm, Fp8View send, Fp8View recv,
                  const std::vector<std::size_t>& counts, cudaStream_t stream,
                  const Options& options) {
+  detail::usable_state(comm, "all_gatherv");
   check_fp8_pair(send, recv);
   detail::check_counts(counts, comm.size(), comm.rank(), send.count, recv.count, 1, "send.count",
                        "recv.count");
@@ -249,6 +258,7 @@ Plan all_gatherv(const Communicator& comm, Fp8View send, Fp8View recv,
 Plan all_gatherv(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
                  const std::vector<std::size_t>& counts, cudaStream_t stream,
                  const Options& options) {
+  detail::usable_state(comm, "all_gatherv");
   validate(send, "send", 1);
   validate(recv, "recv", 1);
   detail::check_counts(counts, comm.size(), comm.rank(), send.count, recv.count, kNvfp4BlockSize,

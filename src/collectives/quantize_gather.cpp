@@ -84,9 +84,9 @@ Plan quantize_then_gather(detail::CommState& state, const Communicator& comm, Bf
 template <class Recv>
 Plan fused_quantize_gather(const Communicator& comm, Bf16Span input, Recv recv, const float* scale,
                            cudaStream_t stream, const Options& options) {
+  detail::CommState& state = detail::usable_state(comm, kOperation);
   validate(input, "input");
   validate(recv, "recv", 8);
-  detail::CommState& state = detail::usable_state(comm, kOperation);
   std::size_t const n = static_cast<std::size_t>(state.size);
   std::size_t const me = static_cast<std::size_t>(state.rank);
   SYMMCOMM_EXPECTS(input.count % 16 == 0,

@@ -185,12 +185,18 @@ void CommState::check_usable(const char* what) const {
 }  // namespace detail
 
 Communicator Communicator::own(ncclComm_t comm, Probe probe) {
+  SYMMCOMM_EXPECTS(comm != nullptr,
+                   "Communicator::own: comm is null (pass an initialised "
+                   "ncclComm_t, e.g. from ncclCommInitRank)");
   Communicator c(std::make_shared<detail::CommState>(comm, true));
   if (probe == Probe::Yes) detail::probe(*c.state_);
   return c;
 }
 
 Communicator Communicator::borrow(ncclComm_t comm, Probe probe) {
+  SYMMCOMM_EXPECTS(comm != nullptr,
+                   "Communicator::borrow: comm is null (pass the engine's "
+                   "initialised ncclComm_t)");
   Communicator c(std::make_shared<detail::CommState>(comm, false));
   if (probe == Probe::Yes) detail::probe(*c.state_);
   return c;
