@@ -6,7 +6,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 what="${1:-all}"
 out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 mkdir -p "$out"
-export NCCL_NVLS_ENABLE=0
+export NCCL_NVLS_ENABLE=0 SYMMCOMM_REQUIRE_GPU=1  # on the GPU machine a missing GPU is a failure
 build="$SYMMCOMM_ROOT/build-dev"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvcc --version | tail -1; } \
   >"$out/machine.txt" 2>&1

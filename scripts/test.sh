@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs symmcomm's tests: installs missing Debian packages (apt-get), configures, builds, runs CTest.
-# GPU tests skip with their reason on machines without a GPU.
+# GPU tests skip with their reason on machines without a GPU (listed, by reason, at the end);
+# SYMMCOMM_REQUIRE_GPU=1 makes a missing GPU a failure instead.
 # Usage: scripts/test.sh [build-dir] [extra ctest args...]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -9,5 +10,9 @@ shift || true
 export NCCL_NVLS_ENABLE=0
 symmcomm_install_missing
 symmcomm_configure_build "$build_dir"
-cd "$build_dir"
-ctest --output-on-failure --parallel "$(nproc)" --timeout 1800 "$@"
+out="$build_dir/ctest-output.txt"
+rc=0
+(cd "$build_dir" && ctest --output-on-failure --parallel "$(nproc)" --timeout 1800 "$@") 2>&1 |
+  tee "$out" || rc=$?
+"$SYMMCOMM_ROOT/scripts/ctest_skips.sh" "$build_dir" "$out" || true
+exit "$rc"

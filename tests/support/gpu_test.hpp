@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -34,10 +35,20 @@ inline std::string no_gpu_reason() {
   return n > 0 ? "" : "no CUDA device";
 }
 
-#define SYMMCOMM_REQUIRE_GPU()                                        \
-  do {                                                                \
-    std::string const reason_ = ::symmcomm::test::no_gpu_reason();    \
-    if (!reason_.empty()) GTEST_SKIP() << "needs a GPU: " << reason_; \
+/// True when SYMMCOMM_REQUIRE_GPU=1: a GPU machine's scripts set it, so that a broken driver
+/// (cudaGetDeviceCount failing) fails the GPU tests instead of skipping them all.
+inline bool gpu_required() {
+  const char* v = std::getenv("SYMMCOMM_REQUIRE_GPU");
+  return v != nullptr && std::string(v) == "1";
+}
+
+#define SYMMCOMM_REQUIRE_GPU()                                                    \
+  do {                                                                            \
+    std::string const reason_ = ::symmcomm::test::no_gpu_reason();                \
+    if (!reason_.empty() && ::symmcomm::test::gpu_required()) {                   \
+      FAIL() << "SYMMCOMM_REQUIRE_GPU=1 but there is no usable GPU: " << reason_; \
+    }                                                                             \
+    if (!reason_.empty()) GTEST_SKIP() << "needs a GPU: " << reason_;             \
   } while (0)
 
 #define SYMMCOMM_REQUIRE_GPUS(n)                                                             \
