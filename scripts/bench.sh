@@ -10,14 +10,19 @@ build_dir="${1:-$SYMMCOMM_ROOT/build-bench}"
 shift || true
 extra=("$@")
 export NCCL_NVLS_ENABLE=0
+# A GPU first: without one there is nothing to measure, and no reason to build for minutes.
+if ! { nvidia-smi -L 2>/dev/null | grep -q "^GPU "; } && ! ls /dev/nvidia[0-9]* >/dev/null 2>&1; then
+  echo "symmcomm-bench: no NVIDIA GPU on this machine (nvidia-smi lists none, no /dev/nvidia*)." \
+       "The benchmark measures collectives on GPUs and needs at least one." >&2
+  exit 2
+fi
 symmcomm_install_missing
-symmcomm_configure_build "$build_dir" -DSYMMCOMM_BUILD_TESTS=OFF >/dev/null
+echo "symmcomm: configuring and building in $build_dir ..." >&2
+symmcomm_configure_build "$build_dir" -DSYMMCOMM_BUILD_TESTS=OFF
 bench="$build_dir/bench/symmcomm-bench"
+"$bench" -b 1K -e 1K -n 1 -w 0 >/dev/null || exit $?  # a driver that fails says why here
 out="${OUT:-$SYMMCOMM_ROOT/bench/results/latest}"
 mkdir -p "$out"
-if ! nvidia-smi -L >/dev/null 2>&1; then
-  "$bench" -b 1K -e 1K || exit $?   # prints why (no GPU) and exits non-zero
-fi
 "$build_dir/bench/symmcomm_micro_bench" --benchmark_out="$out/micro.json" --benchmark_out_format=json \
   --benchmark_counters_tabular=true | tee "$out/micro.txt"
 for case in "allgather nvfp4" "allgather fp8e4m3" "allgather bf16" "reducescatter bf16" \

@@ -75,15 +75,30 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
       "symmcomm-bench: all-gather and reduce-scatter in NVFP4, FP8 and BF16 over NCCL "
       "symmetric memory, beside plain NCCL (nccl-tests' flags and columns)"};
   std::string op = "allgather", dtype = "bf16", path = "auto", min_size = "32M", max_size = "32M";
-  std::string scenario = "none", combine = "bf16";
-  int check = 1;
+  std::string scenario = "none", combine = "bf16", redop = "sum";
+  int check = 1, registration = -1;
+  app.option_defaults()->always_capture_default();  // --help shows every default
   app.add_option("--op", op, "allgather | reducescatter")
       ->check(CLI::IsMember({"allgather", "reducescatter"}));
-  app.add_option("--dtype,-d", dtype, "nvfp4 | fp8e4m3 | fp8e5m2 | bf16")
-      ->check(CLI::IsMember({"nvfp4", "fp8e4m3", "fp8e5m2", "bf16"}));
-  app.add_option("--path", path,
-                 "auto | nccl-symmetric | lsa | fallback | nccl (plain NCCL on cudaMalloc buffers)")
-      ->check(CLI::IsMember({"auto", "nccl-symmetric", "lsa", "fallback", "nccl"}));
+  // nccl-tests' type names are accepted beside the short ones.
+  app.add_option("--dtype,-d", dtype,
+                 "nvfp4 | fp8e4m3 (f8e4m3) | fp8e5m2 (f8e5m2) | bf16 (bfloat16)")
+      ->check(
+          CLI::IsMember({"nvfp4", "fp8e4m3", "f8e4m3", "fp8e5m2", "f8e5m2", "bf16", "bfloat16"}));
+  app.add_option("-o,--op_type", redop,
+                 "reduction of reducescatter: sum (the only one; symmcomm sums in fp32)")
+      ->check(CLI::IsMember({"sum"}));
+  auto* path_option =
+      app.add_option("--path", path,
+                     "auto | nccl-symmetric | lsa | fallback | nccl (plain NCCL on cudaMalloc "
+                     "buffers)")
+          ->check(CLI::IsMember({"auto", "nccl-symmetric", "lsa", "fallback", "nccl"}));
+  app.add_option("-R,--local_register", registration,
+                 "nccl-tests' registration, as a path: 0 none (--path nccl), 1 registered "
+                 "buffers with NCCL's own algorithms (--path fallback on symmetric windows), 2 "
+                 "symmetric windows (--path auto); -1: use --path")
+      ->check(CLI::Range(-1, 2))
+      ->excludes(path_option);
   app.add_option("-b,--minbytes", min_size, "smallest size (K/M/G suffixes)");
   app.add_option("-e,--maxbytes", max_size, "largest size (K/M/G suffixes)");
   app.add_option("-f,--stepfactor", c.step_factor, "size multiplication factor")
@@ -91,7 +106,10 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
   app.add_option("-n,--iters", c.iters, "timed iterations per size")->check(CLI::Range(1, 1 << 24));
   app.add_option("-w,--warmup_iters", c.warmup, "warm-up iterations per size")
       ->check(CLI::Range(0, 1 << 24));
-  app.add_option("-c,--check", check, "check results (0/1)")->check(CLI::Range(0, 1));
+  app.add_option("-c,--check", check,
+                 "check results: 0 no, N > 0 yes (nccl-tests' check iteration count; symmcomm "
+                 "checks each size once)")
+      ->check(CLI::Range(0, 1 << 24));
   app.add_option("-g,--gpus", c.gpus, "GPUs to drive (one rank each; 0: all visible)")
       ->check(CLI::Range(0, 1024));
   app.add_option("--json", c.json_path, "write results as JSON to this file");
@@ -122,10 +140,10 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
     return ParseResult{std::nullopt, 1};
   }
   c.op = op == "allgather" ? Op::AllGather : Op::ReduceScatter;
-  static const std::map<std::string, Dtype> dtypes = {{"nvfp4", Dtype::Nvfp4},
-                                                      {"fp8e4m3", Dtype::Fp8E4M3},
-                                                      {"fp8e5m2", Dtype::Fp8E5M2},
-                                                      {"bf16", Dtype::Bf16}};
+  static const std::map<std::string, Dtype> dtypes = {
+      {"nvfp4", Dtype::Nvfp4},     {"fp8e4m3", Dtype::Fp8E4M3}, {"f8e4m3", Dtype::Fp8E4M3},
+      {"fp8e5m2", Dtype::Fp8E5M2}, {"f8e5m2", Dtype::Fp8E5M2},  {"bf16", Dtype::Bf16},
+      {"bfloat16", Dtype::Bf16}};
   c.dtype = dtypes.at(dtype);
   static const std::map<std::string, BenchPath> paths = {
       {"auto", BenchPath::Auto},
@@ -133,6 +151,8 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
       {"lsa", BenchPath::Lsa},
       {"fallback", BenchPath::Fallback},
       {"nccl", BenchPath::Nccl}};
+  static const char* const by_registration[] = {"nccl", "fallback", "auto"};
+  if (registration >= 0) path = by_registration[registration];
   c.path = paths.at(path);
   c.check = check != 0;
   c.scenario = scenario == "moe-dp" ? Scenario::MoeDp : Scenario::None;
@@ -187,6 +207,7 @@ std::string to_json(const Meta& meta, const std::vector<Result>& results,
     doc["results"].push_back({{"op", r.op},
                               {"dtype", r.dtype},
                               {"path", r.path},
+                              {"requested_path", r.requested},
                               {"plan", r.plan},
                               {"size", r.size},
                               {"count", r.count},
@@ -212,11 +233,11 @@ std::string to_json(const Meta& meta, const std::vector<Result>& results,
 std::string to_csv(const std::vector<Result>& results) {
   std::ostringstream os;
   os << "op,dtype,path,size,count,time_us,algbw_GBps,busbw_GBps,wrong,baseline,baseline_time_us,"
-        "ratio_to_baseline\n";
+        "ratio_to_baseline,requested_path\n";
   for (const auto& r : results) {
     os << r.op << ',' << r.dtype << ',' << r.path << ',' << r.size << ',' << r.count << ','
        << r.time_us << ',' << r.algbw << ',' << r.busbw << ',' << r.wrong << ',' << r.baseline
-       << ',' << r.baseline_time_us << ',' << r.ratio() << '\n';
+       << ',' << r.baseline_time_us << ',' << r.ratio() << ',' << r.requested << '\n';
   }
   return os.str();
 }
@@ -251,6 +272,28 @@ std::string format_row(const Result& r) {
                 r.size, r.count, r.dtype.c_str(), r.op == "allgather" ? "none" : "sum",
                 r.path.c_str(), r.time_us, r.algbw, r.busbw, wrong, baseline, ratio);
   return line;
+}
+
+std::string table_footer(const std::vector<Result>& results) {
+  if (results.empty()) return "";
+  double sum = 0;
+  long long wrong = 0;
+  bool checked = true;
+  for (const auto& r : results) {
+    sum += r.busbw;
+    if (r.wrong < 0) checked = false;
+    wrong += r.wrong < 0 ? 0 : r.wrong;
+  }
+  char line[256];
+  std::string out;
+  if (checked) {
+    std::snprintf(line, sizeof line, "# Out of bounds values : %lld %s\n", wrong,
+                  wrong == 0 ? "OK" : "FAILED");
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "# Avg bus bandwidth    : %g\n",
+                sum / static_cast<double>(results.size()));
+  return out + line;
 }
 
 }  // namespace symmcomm::bench

@@ -69,15 +69,18 @@ double bus_bandwidth(double algbw, int ranks);
 
 /// One line of the report.
 struct Result {
-  std::string op, dtype, path, plan;  // plan: the reason symmcomm gave for its path
-  std::size_t size = 0;               // bytes (nccl-tests' meaning: whole payload)
-  std::size_t count = 0;              // elements (whole payload)
-  double time_us = 0;                 // mean per iteration, max over ranks
-  double algbw = 0;                   // GB/s
-  double busbw = 0;                   // GB/s
-  long long wrong = -1;               // -1: not checked
-  double baseline_time_us = 0;        // plain NCCL measured in the same run (0: none)
-  std::string baseline;               // what the baseline was
+  std::string op, dtype;
+  std::string requested;        // --path as given
+  std::string path;             // the path the call took (symmcomm's names, "nccl" for plain NCCL)
+  std::string plan;             // the reason symmcomm gave for it
+  std::size_t size = 0;         // bytes (nccl-tests' meaning: whole payload)
+  std::size_t count = 0;        // elements (whole payload)
+  double time_us = 0;           // mean per iteration, max over ranks
+  double algbw = 0;             // GB/s
+  double busbw = 0;             // GB/s
+  long long wrong = -1;         // -1: not checked
+  double baseline_time_us = 0;  // plain NCCL measured in the same run (0: none)
+  std::string baseline;         // what the baseline was
   double ratio() const { return baseline_time_us > 0 ? time_us / baseline_time_us : 0.0; }
 };
 
@@ -108,5 +111,8 @@ std::string to_csv(const std::vector<Result>& results);
 std::string format_row(const Result& r);
 /// The table header (two lines).
 std::string table_header();
+/// nccl-tests' closing lines: "# Out of bounds values : N OK|FAILED" (omitted when nothing was
+/// checked) and "# Avg bus bandwidth    : X" (mean busbw over the sizes, GB/s).
+std::string table_footer(const std::vector<Result>& results);
 
 }  // namespace symmcomm::bench

@@ -135,6 +135,7 @@ int main(int argc, char** argv) {
         std::printf("%s", table_header().c_str());
         for (const auto& r : results) std::printf("%s\n", format_row(r).c_str());
         if (!results.empty()) std::printf("# path: %s\n", results.back().plan.c_str());
+        std::printf("%s", table_footer(results).c_str());
       }
     }
     release_ranks(ranks);

@@ -33,6 +33,7 @@ struct RankJob {
   std::function<void()> baseline;  // plain NCCL on plain buffers
   std::function<long long()> check;
   std::string plan;
+  std::string taken = "nccl";  // the path the call took ("nccl": plain NCCL baseline runs)
 };
 
 RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Buffers& b) {
@@ -47,7 +48,10 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
   options.path = choice_of(c.path);
   ncclComm_t const raw = comm.get();
   RankJob job;
-  auto plan_of = [&job](const Plan& p) { job.plan = p.reason(); };
+  auto plan_of = [&job](const Plan& p) {
+    job.plan = p.reason();
+    job.taken = std::string(to_string(p.path)) + (p.staged ? "/staged" : "");
+  };
 
   if (c.op == Op::AllGather) {
     // Parts: data (+ scales) per rank; NVFP4 also its global scale.
@@ -249,7 +253,7 @@ std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
     }
     std::vector<double> times(local), base(local);
     std::vector<long long> wrong(local, 0);
-    std::vector<std::string> plans(local);
+    std::vector<std::string> plans(local), taken(local);
     Barrier barrier(ranks.local(), ranks.mpi);
     parallel(ranks, [&](int r) {
       Buffers buffers(*ranks.pools[static_cast<std::size_t>(r)]);
@@ -260,13 +264,15 @@ std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
       base[static_cast<std::size_t>(r)] =
           time_iterations(s, barrier, c.warmup, c.iters, job.baseline);
       plans[static_cast<std::size_t>(r)] = job.plan;
+      taken[static_cast<std::size_t>(r)] = job.taken;
       SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
       barrier.wait();  // nobody frees buffers a peer may still read
     });
     Result res;
     res.op = to_string(c.op);
     res.dtype = to_string(c.dtype);
-    res.path = to_string(c.path);
+    res.requested = to_string(c.path);
+    res.path = taken[0];
     res.plan = plans[0];
     res.count = count;
     res.size = static_cast<std::size_t>(static_cast<double>(count) * bytes_per_element(c.dtype));

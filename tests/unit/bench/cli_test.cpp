@@ -113,8 +113,8 @@ TEST(BenchCli, JsonSchemaAndTableRow) {
   EXPECT_EQ(doc["meta"]["nccl"], "2.28.3");
   ASSERT_EQ(doc["results"].size(), 1u);
   for (const char* key :
-       {"op", "dtype", "path", "plan", "size", "count", "time_us", "algbw_GBps", "busbw_GBps",
-        "wrong", "baseline", "baseline_time_us", "ratio_to_baseline"}) {
+       {"op", "dtype", "path", "requested_path", "plan", "size", "count", "time_us", "algbw_GBps",
+        "busbw_GBps", "wrong", "baseline", "baseline_time_us", "ratio_to_baseline"}) {
     EXPECT_TRUE(doc["results"][0].contains(key)) << key;
   }
   EXPECT_DOUBLE_EQ(doc["results"][0]["ratio_to_baseline"].get<double>(), 0.5);
@@ -125,6 +125,51 @@ TEST(BenchCli, JsonSchemaAndTableRow) {
   EXPECT_NE(row.find("0.500"), std::string::npos);
   EXPECT_NE(table_header().find("busbw"), std::string::npos);
   EXPECT_NE(to_csv({r}).find("op,dtype,path,size"), std::string::npos);
+}
+
+TEST(BenchCli, NcclTestsNamesForTypesReductionRegistrationAndCheck) {
+  auto bf = parse({"-d", "bfloat16"});
+  ASSERT_TRUE(bf.config.has_value());
+  EXPECT_EQ(bf.config->dtype, Dtype::Bf16);
+  EXPECT_EQ(parse({"-d", "f8e4m3"}).config->dtype, Dtype::Fp8E4M3);
+  EXPECT_EQ(parse({"-d", "f8e5m2"}).config->dtype, Dtype::Fp8E5M2);
+  EXPECT_EQ(parse({"-d", "float"}).exit_code, 1);  // no fp32 collectives in the benchmark
+  EXPECT_TRUE(parse({"--op", "reducescatter", "-o", "sum"}).config.has_value());
+  EXPECT_EQ(parse({"-o", "max"}).exit_code, 1);  // symmcomm only sums
+  // -R: registration as nccl-tests means it, mapped onto paths.
+  EXPECT_EQ(parse({"-R", "0"}).config->path, BenchPath::Nccl);
+  EXPECT_EQ(parse({"-R", "1"}).config->path, BenchPath::Fallback);
+  EXPECT_EQ(parse({"-R", "2"}).config->path, BenchPath::Auto);
+  EXPECT_EQ(parse({"-R", "3"}).exit_code, 1);
+  EXPECT_EQ(parse({"-R", "2", "--path", "lsa"}).exit_code, 1);  // one or the other
+  // -c is nccl-tests' check iteration count: any positive count checks.
+  EXPECT_TRUE(parse({"-c", "5"}).config->check);
+  EXPECT_FALSE(parse({"-c", "0"}).config->check);
+}
+
+TEST(BenchCli, HelpShowsDefaults) {
+  ::testing::internal::CaptureStdout();
+  auto const help = parse({"--help"});
+  std::string const text = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(text.find("32M"), std::string::npos) << text;        // -b / -e
+  EXPECT_NE(text.find("allgather"), std::string::npos) << text;  // --op
+}
+
+TEST(BenchCli, FooterSaysWrongValuesAndAverageBusBandwidth) {
+  Result a, b;
+  a.busbw = 10.0;
+  b.busbw = 30.0;
+  a.wrong = 0;
+  b.wrong = 0;
+  std::string footer = table_footer({a, b});
+  EXPECT_NE(footer.find("# Out of bounds values : 0 OK"), std::string::npos) << footer;
+  EXPECT_NE(footer.find("# Avg bus bandwidth    : 20"), std::string::npos) << footer;
+  b.wrong = 3;
+  EXPECT_NE(table_footer({a, b}).find(": 3 FAILED"), std::string::npos);
+  b.wrong = -1;  // not checked: no verdict line
+  EXPECT_EQ(table_footer({a, b}).find("Out of bounds"), std::string::npos);
+  EXPECT_EQ(table_footer({}), "");
 }
 
 }  // namespace
