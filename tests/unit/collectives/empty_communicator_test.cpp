@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "support/tensors.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/error.hpp"
@@ -15,15 +16,7 @@ namespace {
 
 using namespace symmcomm;
 
-template <class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const LogicError& e) {
-    return e.what();
-  }
-  return "(no LogicError)";
-}
+using test::logic_error_text;
 
 TEST(EmptyCommunicator, CollectivesSayTheCommunicatorIsEmpty) {
   Communicator const empty;
@@ -33,11 +26,11 @@ TEST(EmptyCommunicator, CollectivesSayTheCommunicatorIsEmpty) {
   Bf16Span const none{reinterpret_cast<bf16*>(fake), 16};
   Nvfp4View const fp4{fake, fake + 4096, reinterpret_cast<float*>(fake + 8192), 16};
   std::vector<std::string> const messages = {
-      message_of([&] { all_gather(empty, none, none, nullptr); }),
-      message_of([&] { all_gather(empty, fp4, fp4, nullptr); }),
-      message_of([&] { all_gatherv(empty, none, none, {}, nullptr); }),
-      message_of([&] { reduce_scatter(empty, none, none, nullptr); }),
-      message_of([&] { quantize_all_gather(empty, none, fp4, nullptr, nullptr); }),
+      logic_error_text([&] { all_gather(empty, none, none, nullptr); }),
+      logic_error_text([&] { all_gather(empty, fp4, fp4, nullptr); }),
+      logic_error_text([&] { all_gatherv(empty, none, none, {}, nullptr); }),
+      logic_error_text([&] { reduce_scatter(empty, none, none, nullptr); }),
+      logic_error_text([&] { quantize_all_gather(empty, none, fp4, nullptr, nullptr); }),
   };
   for (const auto& m : messages) {
     EXPECT_NE(m.find("comm is empty"), std::string::npos) << m;
@@ -46,9 +39,9 @@ TEST(EmptyCommunicator, CollectivesSayTheCommunicatorIsEmpty) {
 }
 
 TEST(EmptyCommunicator, WrappingANullCommNamesTheCall) {
-  EXPECT_NE(message_of([] { Communicator::borrow(nullptr); }).find("Communicator::borrow"),
+  EXPECT_NE(logic_error_text([] { Communicator::borrow(nullptr); }).find("Communicator::borrow"),
             std::string::npos);
-  EXPECT_NE(message_of([] { Communicator::own(nullptr); }).find("Communicator::own"),
+  EXPECT_NE(logic_error_text([] { Communicator::own(nullptr); }).find("Communicator::own"),
             std::string::npos);
 }
 
