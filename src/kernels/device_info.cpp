@@ -1,5 +1,6 @@
 #include <array>
 #include <atomic>
+#include <cstddef>
 
 #include "launch.cuh"
 #include "symmcomm/error.hpp"
@@ -10,11 +11,13 @@ int current_device_sm_count() {
   static std::array<std::atomic<int>, 64> cache{};
   int device = 0;
   SYMMCOMM_CUDA_TRY(cudaGetDevice(&device));
-  if (device < 0 || device >= static_cast<int>(cache.size())) device = 0;
-  int n = cache[device].load(std::memory_order_relaxed);
+  int n = 0;
+  bool const cached = device >= 0 && device < static_cast<int>(cache.size());
+  if (cached) n = cache[static_cast<std::size_t>(device)].load(std::memory_order_relaxed);
   if (n == 0) {
+    // Devices beyond the cache are asked every time, never answered with another's count.
     SYMMCOMM_CUDA_TRY(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
-    cache[device].store(n, std::memory_order_relaxed);
+    if (cached) cache[static_cast<std::size_t>(device)].store(n, std::memory_order_relaxed);
   }
   return n;
 }
