@@ -58,7 +58,7 @@ struct Shards {
   std::size_t elems;
   std::vector<std::unique_ptr<DeviceMemory>> data, scales, global;
   DeviceMemory out;
-  QuantizedShards table;
+  detail::lsa::ShardTable table;
 };
 
 // Template: threads per CTA, CTAs per SM the register cap allows, peers in flight, bytes per

@@ -19,7 +19,6 @@
 #include "lsa_policy.cuh"
 #include "lsa_reduce.cuh"
 #include "quantize_block.cuh"
-#include "symmcomm/collectives/local_reduce.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
 #include "symmcomm/logging.hpp"
@@ -317,9 +316,8 @@ void reduce(const Peers& peers, const ReduceArgs& a, cudaStream_t stream) {
   });
 }
 
-void reduce_shards(const QuantizedShards& shards, bool nvfp4, Fp8Format format, std::size_t count,
+void reduce_shards(const ShardTable& shards, bool nvfp4, Fp8Format format, std::size_t count,
                    void* out, bool out_fp32, cudaStream_t stream) {
-  static_assert(QuantizedShards::kMaxRanks <= kMaxRanks);
   ReduceArgs a;
   a.nvfp4 = nvfp4;
   a.fp8_format = format;

@@ -21,10 +21,6 @@
 
 #include "symmcomm/formats/views.hpp"
 
-namespace symmcomm {
-struct QuantizedShards;
-}
-
 namespace symmcomm::detail::lsa {
 
 /// Symmetric buffers one kernel addresses on peers.
@@ -108,10 +104,19 @@ void gather(const Peers& peers, const GatherArgs& args, cudaStream_t stream);
 void reduce(const Peers& peers, const ReduceArgs& args, cudaStream_t stream);
 void quantize_gather(const Peers& peers, const QuantizeGatherArgs& args, cudaStream_t stream);
 
-/// The fallback's local reduction (local_reduce.hpp): the one-shot reduce kernel reading the
-/// shards of a table instead of peers' windows, so both paths share their arithmetic. Arguments
-/// already checked by the caller (8-byte aligned NVFP4 data, 16-byte aligned out).
-void reduce_shards(const QuantizedShards& shards, bool nvfp4, Fp8Format format, std::size_t count,
+/// Local shards of a quantized tensor, one per rank (device pointers): what the fallback's local
+/// reduction sums. The kernels' own type (collectives/local_reduce.hpp converts to it).
+struct ShardTable {
+  const std::uint8_t* data[kMaxRanks] = {};          ///< packed NVFP4 data or FP8 codes
+  const std::uint8_t* block_scales[kMaxRanks] = {};  ///< NVFP4 only
+  const float* scale[kMaxRanks] = {};                ///< each rank's global scale / FP8 scale
+  int ranks = 0;
+};
+
+/// The fallback's local reduction: the one-shot reduce kernel reading the shards of a table
+/// instead of peers' windows, so both paths share their arithmetic. Arguments already checked
+/// by the caller (8-byte aligned NVFP4 data, 16-byte aligned out).
+void reduce_shards(const ShardTable& shards, bool nvfp4, Fp8Format format, std::size_t count,
                    void* out, bool out_fp32, cudaStream_t stream);
 
 /// True when this build carries the production policy (NCCL's device API headers).

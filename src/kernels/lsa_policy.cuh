@@ -8,7 +8,6 @@
 #include <cstdint>
 
 #include "lsa.hpp"
-#include "symmcomm/collectives/local_reduce.hpp"
 
 #if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
 #include <nccl_device.h>
@@ -31,12 +30,12 @@ struct LoopbackPolicy {
   __device__ void barrier() const {}
 };
 
-// The fallback's local reduction: "peers" are the shards of a QuantizedShards table (slot 0 =
+// The fallback's local reduction: "peers" are the shards of a ShardTable (slot 0 =
 // data, 1 = block scales, 2 = scale), already in local memory; nothing to wait for. Used by
 // the reduce kernel only, which needs no rank().
 struct ShardTablePolicy {
   static constexpr bool kHeavyBarrier = false;
-  QuantizedShards table;
+  ShardTable table;
   __device__ int size() const { return table.ranks; }
   __device__ char* ptr(SymRef ref, int peer) const {
     const void* base = ref.slot == 0   ? static_cast<const void*>(table.data[peer])

@@ -1,11 +1,12 @@
 // Local reduction of quantized shards (symmcomm/collectives/local_reduce.hpp): dequantize each
 // rank's shard, accumulate in fp32 in rank order, round once. The kernel is the LSA one-shot
-// reduce-scatter's (lsa.cu) over a table of local shards, so both paths agree bit for bit.
+// reduce-scatter's (kernels/lsa.cu) over a table of local shards, so both paths agree bit for
+// bit.
 
 #include <cstdint>
 #include <type_traits>
 
-#include "lsa.hpp"
+#include "kernels/lsa.hpp"
 #include "symmcomm/collectives/local_reduce.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
@@ -40,7 +41,16 @@ static void reduce_impl(const QuantizedShards& shards, std::size_t count, bool n
                         Fp8Format format, Out* out, cudaStream_t stream) {
   detail::check_shards(shards, count, out, nvfp4);
   if (count == 0) return;
-  detail::lsa::reduce_shards(shards, nvfp4, format, count, out, std::is_same_v<Out, float>, stream);
+  static_assert(QuantizedShards::kMaxRanks == detail::lsa::kMaxRanks,
+                "the public shard table and the kernels' hold as many ranks");
+  detail::lsa::ShardTable table;
+  table.ranks = shards.ranks;
+  for (int r = 0; r < shards.ranks; ++r) {
+    table.data[r] = shards.data[r];
+    table.block_scales[r] = shards.block_scales[r];
+    table.scale[r] = shards.scale[r];
+  }
+  detail::lsa::reduce_shards(table, nvfp4, format, count, out, std::is_same_v<Out, float>, stream);
 }
 
 template <class Out>
