@@ -1,10 +1,11 @@
 #pragma once
 /// @file symmcomm.hpp
-/// @brief Convenience umbrella: includes every public symmcomm header.
+/// @brief Convenience umbrella: includes the public API an application uses. Test and
+/// development aids stay out and are included on purpose: `symmcomm/collectives/loopback.hpp`
+/// (N virtual ranks on one GPU) and `symmcomm/memory/fault_injection.hpp` (injected failures).
 
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/collectives/local_reduce.hpp"
-#include "symmcomm/collectives/loopback.hpp"
 #include "symmcomm/collectives/options.hpp"
 #include "symmcomm/collectives/planner.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
@@ -22,7 +23,6 @@
 #include "symmcomm/formats/views.hpp"
 #include "symmcomm/logging.hpp"
 #include "symmcomm/memory/arena_allocator.hpp"
-#include "symmcomm/memory/fault_injection.hpp"
 #include "symmcomm/memory/provenance.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"
 #include "symmcomm/memory/symmetric_buffer.hpp"
