@@ -311,8 +311,52 @@ float fma_bound(const std::vector<Q>& inputs, std::size_t i) {
   return static_cast<float>(magnitude * static_cast<double>(inputs.size()) * 1.2e-7) + 1e-30f;
 }
 
-// Reduce-scatter of a quantized input to fp32 and bf16 on every path: fp32 against the host's
-// rank-order fp32 sum, bf16 bit-identical to the same path's fp32 result rounded once.
+// Re-quantized output (the input's format, scale computed from the sum): bit-identical to the
+// host quantizing the same path's fp32 result, data, block scales and scale alike.
+template <class Run>
+void check_requantized(const std::vector<HostNvfp4>&, const std::vector<float>& fp32, Run& run,
+                       const Options& o, Path expected, const std::string& at) {
+  std::size_t const shard = fp32.size();
+  DeviceArray<std::uint8_t> data(shard / 2), scales(shard / kNvfp4BlockSize);
+  DeviceArray<float> global(1);
+  settle();
+  Plan const p = run(Nvfp4View{data.get(), scales.get(), global.get(), shard}, o);
+  sync();
+  EXPECT_EQ(p.path, expected) << at << " re-quantized";
+  HostNvfp4 const want = HostNvfp4::quantize(fp32);
+  std::vector<std::uint8_t> got_data(shard / 2), got_scales(shard / kNvfp4BlockSize);
+  float got_global = 0.0f;
+  copy_sync(got_data.data(), data.get(), got_data.size());
+  copy_sync(got_scales.data(), scales.get(), got_scales.size());
+  copy_sync(&got_global, global.get(), sizeof(float));
+  EXPECT_EQ(got_global, want.global_scale) << at << " re-quantized global scale";
+  EXPECT_SAME_VECTORS(got_scales, want.scales, at + " re-quantized block scales");
+  EXPECT_SAME_VECTORS(got_data, want.data, at + " re-quantized data");
+}
+
+template <class Run>
+void check_requantized(const std::vector<HostFp8>& all, const std::vector<float>& fp32, Run& run,
+                       const Options& o, Path expected, const std::string& at) {
+  std::size_t const shard = fp32.size();
+  Fp8Format const f = all.front().format;
+  DeviceArray<std::uint8_t> codes(shard);
+  DeviceArray<float> scale(1);
+  settle();
+  Plan const p = run(Fp8View{codes.get(), scale.get(), shard, f}, o);
+  sync();
+  EXPECT_EQ(p.path, expected) << at << " re-quantized";
+  HostFp8 const want = HostFp8::quantize(fp32, f);
+  std::vector<std::uint8_t> got(shard);
+  float got_scale = 0.0f;
+  copy_sync(got.data(), codes.get(), shard);
+  copy_sync(&got_scale, scale.get(), sizeof(float));
+  EXPECT_EQ(got_scale, want.scale) << at << " re-quantized scale";
+  EXPECT_SAME_VECTORS(got, want.codes, at + " re-quantized codes");
+}
+
+// Reduce-scatter of a quantized input to fp32, bf16 and its own format on every path: fp32
+// against the host's rank-order fp32 sum, bf16 bit-identical to the same path's fp32 result
+// rounded once, the re-quantized output as check_requantized says.
 template <class Q, class Run>
 void check_quantized_reduce(const std::vector<Q>& all, std::size_t shard, const char* what,
                             Run&& run) {
@@ -347,6 +391,7 @@ void check_quantized_reduce(const std::vector<Q>& all, std::size_t shard, const 
     }
     EXPECT_EQ(bad, 0u) << at << ": fp32 elements off the host's rank-order sum";
     EXPECT_EQ(bad16, 0u) << at << ": bf16 elements not the fp32 result rounded once";
+    check_requantized(all, got, run, o, p32.path, at);
   }
 }
 
@@ -356,7 +401,7 @@ std::vector<float> reduce_input(int rank, std::size_t total) {
 }
 constexpr std::size_t kReduceShard = 16 * 2048;
 
-TEST(MultiRankReduceScatter, Nvfp4ToFp32AndBf16OnEveryPath) {
+TEST(MultiRankReduceScatter, Nvfp4ToFp32Bf16AndNvfp4OnEveryPath) {
   World& w = world();
   std::size_t const total = kReduceShard * static_cast<std::size_t>(w.size);
   std::vector<HostNvfp4> q;
@@ -373,7 +418,7 @@ TEST(MultiRankReduceScatter, Nvfp4ToFp32AndBf16OnEveryPath) {
   });
 }
 
-TEST(MultiRankReduceScatter, Fp8ToFp32AndBf16OnEveryPath) {
+TEST(MultiRankReduceScatter, Fp8ToFp32Bf16AndFp8OnEveryPath) {
   World& w = world();
   std::size_t const total = kReduceShard * static_cast<std::size_t>(w.size);
   std::vector<HostFp8> q8;
