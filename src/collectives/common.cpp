@@ -21,8 +21,8 @@ namespace symmcomm::detail {
 
 CommState& usable_state(const Communicator& comm, const char* what) {
   SYMMCOMM_EXPECTS(comm, what << ": comm is empty");
-  comm.state()->check_usable(what);
-  return *comm.state();
+  state_of(comm)->check_usable(what);
+  return *state_of(comm);
 }
 
 PlannedBuffer planned_buffer(const char* name, const void* ptr, std::size_t bytes) {

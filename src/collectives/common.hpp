@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "comm/comm_state.hpp"
 #include "kernels/lsa.hpp"
 #include "symmcomm/collectives/options.hpp"
 #include "symmcomm/collectives/planner.hpp"

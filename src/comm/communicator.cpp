@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "comm_state.hpp"
 #include "dev_comm.hpp"
 #include "symmcomm/comm/wait.hpp"
 #include "symmcomm/detail/cuda_utils.hpp"
@@ -200,6 +201,26 @@ Communicator Communicator::borrow(ncclComm_t comm, Probe probe) {
   Communicator c(std::make_shared<detail::CommState>(comm, false));
   if (probe == Probe::Yes) detail::probe(*c.state_);
   return c;
+}
+
+const std::shared_ptr<detail::CommState>& detail::state_of(const Communicator& comm) noexcept {
+  return comm.state_;
+}
+
+ncclComm_t Communicator::get() const noexcept {
+  return state_ ? state_->comm : nullptr;
+}
+int Communicator::rank() const noexcept {
+  return state_ ? state_->rank : 0;
+}
+int Communicator::size() const noexcept {
+  return state_ ? state_->size : 0;
+}
+int Communicator::device() const noexcept {
+  return state_ ? state_->device : -1;
+}
+std::uint64_t Communicator::id() const noexcept {
+  return state_ ? state_->id : 0;
 }
 
 Communicator& Communicator::operator=(Communicator&& other) noexcept {

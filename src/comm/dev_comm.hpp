@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "comm/comm_state.hpp"
 #include "symmcomm/comm/communicator.hpp"
 
 namespace symmcomm::detail {

@@ -14,6 +14,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "comm/comm_state.hpp"
 #include "symmcomm/comm/communicator.hpp"
 
 namespace symmcomm::detail {

@@ -111,7 +111,7 @@ std::chrono::milliseconds default_wait_timeout() {
 void wait(const Communicator& comm, cudaStream_t stream, std::chrono::milliseconds timeout) {
   SYMMCOMM_EXPECTS(comm, "wait: comm is empty");
   SYMMCOMM_EXPECTS(timeout.count() >= 0, "wait: timeout " << timeout.count() << " ms is negative");
-  detail::wait_stream(*comm.state(), stream, timeout, "wait");
+  detail::wait_stream(*detail::state_of(comm), stream, timeout, "wait");
 }
 
 }  // namespace symmcomm

@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "comm/comm_state.hpp"
 #include "symmcomm/comm/communicator.hpp"
 
 namespace symmcomm::detail {

@@ -1,4 +1,5 @@
 #include "symmcomm/memory/symm_allocator.hpp"
+#include "comm/comm_state.hpp"
 
 #include <algorithm>
 
@@ -19,7 +20,7 @@ constexpr std::size_t kAbsurdBytes = std::size_t{1} << 50;
 }  // namespace
 
 SymmAllocator::SymmAllocator(const Communicator& comm, PoolOptions options)
-    : comm_(comm.state()), options_(options), book_(options.alignment) {
+    : comm_(detail::state_of(comm)), options_(options), book_(options.alignment) {
   SYMMCOMM_EXPECTS(comm, "SymmAllocator: comm is empty");
   SYMMCOMM_EXPECTS(
       is_power_of_two(options.alignment) && options.alignment >= 256,

@@ -4,6 +4,7 @@
 
 #include <atomic>
 
+#include "comm/comm_state.hpp"
 #include "comm/launch_order.hpp"
 #include "comm/wait_internal.hpp"
 #include "symmcomm/comm/group.hpp"
@@ -76,6 +77,13 @@ void publish(detail::WindowRecord& record) {
 }
 
 }  // namespace
+
+SymmetricBuffer::SymmetricBuffer(const Communicator& comm, std::size_t bytes, cudaStream_t stream)
+    : SymmetricBuffer(detail::state_of(comm), bytes, stream) {}
+
+std::uint64_t SymmetricBuffer::comm_id() const noexcept {
+  return record_ ? record_->comm->id : 0;
+}
 
 SymmetricBuffer::SymmetricBuffer(const std::shared_ptr<detail::CommState>& comm, std::size_t bytes,
                                  cudaStream_t stream) {

@@ -1,4 +1,5 @@
 #include "symmcomm/memory/verify.hpp"
+#include "comm/comm_state.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -114,7 +115,8 @@ void all_gather_words(std::vector<RankWork>& ranks) {
       SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(r.gathered.data(), scratch[i].recv, r.gathered.size() * 8,
                                         cudaMemcpyDeviceToHost, r.stream));
       // A peer that never joins must not hang the verifier: watch NCCL's async error state.
-      detail::wait_stream(*r.comm->state(), r.stream, default_wait_timeout(), "verify_symmetric");
+      detail::wait_stream(*detail::state_of(*r.comm), r.stream, default_wait_timeout(),
+                          "verify_symmetric");
     }
   } catch (...) {
     release();
@@ -136,10 +138,10 @@ void verify_symmetric(const std::vector<const Communicator*>& comms,
   for (std::size_t i = 0; i < comms.size(); ++i) {
     SYMMCOMM_EXPECTS(comms[i] != nullptr && *comms[i],
                      "verify_symmetric: comms[" << i << "] is empty");
-    comms[i]->state()->check_usable("verify_symmetric");
+    detail::state_of(*comms[i])->check_usable("verify_symmetric");
     ranks[i].comm = comms[i];
     ranks[i].stream = streams.empty() ? nullptr : streams[i];
-    layouts[i] = local_layout(*comms[i]->state());
+    layouts[i] = local_layout(*detail::state_of(*comms[i]));
     ranks[i].local = {digest(layouts[i]), layouts[i].size()};
   }
   // Round 1: digests and entry counts (fixed size: no rank can disagree about the message size).

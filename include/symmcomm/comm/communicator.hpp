@@ -8,9 +8,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -57,17 +55,11 @@ struct CommStats {
   }
 };
 
+class Communicator;
+
 namespace detail {
 /// A copy of `text` that lives until the process ends; equal texts share one copy.
 const char* intern(const std::string& text);
-struct DevCommHolder;
-struct DevCommDeleter {
-  void operator()(DevCommHolder* holder) const noexcept;
-};
-struct LaunchOrder;
-struct LaunchOrderDeleter {
-  void operator()(LaunchOrder* order) const noexcept;
-};
 /// Source of live-allocation records for the symmetry verifier (implemented by SymmAllocator).
 class SymmetryParticipant {
  public:
@@ -80,46 +72,11 @@ class SymmetryParticipant {
   /// Records in a deterministic order: each arena as {index, 0, 0... size}, then live blocks.
   virtual std::vector<Record> symmetry_records() const = 0;
 };
-
-/// Shared state of a communicator: owners of windows keep it alive so that teardown always
-/// runs deregister -> free -> destroy communicator, whatever order the user drops things in.
-struct CommState {
-  CommState(ncclComm_t c, bool own);
-  ~CommState();
-  CommState(const CommState&) = delete;
-  CommState& operator=(const CommState&) = delete;
-
-  ncclComm_t comm = nullptr;
-  bool owned = false;
-  int rank = 0;
-  int size = 1;
-  int device = 0;
-  std::uint64_t id = 0;  ///< process-unique, never reused
-  Capabilities caps;
-  CommStats stats;
-  std::atomic<bool> detached{false};  ///< a borrowed communicator was released by its wrapper
-  std::atomic<bool> aborted{false};   ///< Communicator::abort() ran: NCCL state is gone
-  std::unique_ptr<DevCommHolder, DevCommDeleter> dev_comm;
-  /// Order of symmcomm's windowed work across streams (src/comm/launch_order.hpp); made on
-  /// first use, under `mutex`.
-  std::unique_ptr<LaunchOrder, LaunchOrderDeleter> launch_order;
-
-  // Scratch for collectives that need it (quantized reduce-scatter fallback); grown outside
-  // graph capture, freed with the state.
-  void* workspace = nullptr;
-  std::size_t workspace_bytes = 0;
-  /// Device scratch of Options::agree_plan (one word per rank), made on first use.
-  void* agreement = nullptr;
-
-  // Live windows (registration sequence -> bytes) and pools, for the symmetry verifier.
-  mutable std::mutex mutex;
-  std::uint64_t next_window_seq = 0;
-  std::map<std::uint64_t, std::uint64_t> live_windows;
-  std::vector<const SymmetryParticipant*> participants;
-
-  /// Throws LogicError if the wrapper of a borrowed communicator is gone or it was aborted.
-  void check_usable(const char* what) const;
-};
+/// A communicator's shared state (src/comm/comm_state.hpp: private to the library).
+struct CommState;
+/// The state behind `comm` (null for an empty Communicator), for symmcomm's own owners of
+/// windows and executors.
+const std::shared_ptr<CommState>& state_of(const Communicator& comm) noexcept;
 }  // namespace detail
 
 /// @brief An NCCL communicator with symmcomm's bookkeeping. Move-only.
@@ -146,16 +103,16 @@ class Communicator {
   Communicator& operator=(const Communicator&) = delete;
   ~Communicator();
 
-  /// @brief The wrapped NCCL communicator.
-  ncclComm_t get() const noexcept { return state_ ? state_->comm : nullptr; }
-  /// @brief This rank, in [0, size()).
-  int rank() const noexcept { return state_ ? state_->rank : 0; }
-  /// @brief Number of ranks.
-  int size() const noexcept { return state_ ? state_->size : 0; }
-  /// @brief The CUDA device of this rank.
-  int device() const noexcept { return state_ ? state_->device : -1; }
-  /// @brief Process-unique identifier (used by the provenance registry).
-  std::uint64_t id() const noexcept { return state_ ? state_->id : 0; }
+  /// @brief The wrapped NCCL communicator (null when empty).
+  ncclComm_t get() const noexcept;
+  /// @brief This rank, in [0, size()) (0 when empty).
+  int rank() const noexcept;
+  /// @brief Number of ranks (0 when empty).
+  int size() const noexcept;
+  /// @brief The CUDA device of this rank (-1 when empty).
+  int device() const noexcept;
+  /// @brief Process-unique identifier (used by the provenance registry; 0 when empty).
+  std::uint64_t id() const noexcept;
   /// @brief What was probed at wrap time.
   const Capabilities& capabilities() const;
   /// @brief Collective calls per path so far.
@@ -183,10 +140,8 @@ class Communicator {
   /// internal wait time out (SYMMCOMM_WAIT_TIMEOUT_S) with an error naming the communicator.
   void abort();
 
-  /// @brief Shared state (for symmcomm's own owners of windows).
-  const std::shared_ptr<detail::CommState>& state() const noexcept { return state_; }
-
  private:
+  friend const std::shared_ptr<detail::CommState>& detail::state_of(const Communicator&) noexcept;
   explicit Communicator(std::shared_ptr<detail::CommState> state) : state_(std::move(state)) {}
   void release() noexcept;
   friend void probe_capabilities(const std::vector<Communicator*>& comms);

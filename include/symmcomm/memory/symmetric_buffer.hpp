@@ -48,11 +48,7 @@ class SymmetricBuffer {
   /// query for a capture on some other non-blocking stream: pass the stream you capture on).
   /// @throws LogicError (zero bytes, under stream capture, communicator released),
   /// OutOfMemory (more than the device can give), NcclError.
-  SymmetricBuffer(const Communicator& comm, std::size_t bytes, cudaStream_t stream = nullptr)
-      : SymmetricBuffer(comm.state(), bytes, stream) {}
-  /// @brief As above, from a communicator's shared state (for symmcomm's own owners).
-  SymmetricBuffer(const std::shared_ptr<detail::CommState>& comm, std::size_t bytes,
-                  cudaStream_t stream = nullptr);
+  SymmetricBuffer(const Communicator& comm, std::size_t bytes, cudaStream_t stream = nullptr);
   SymmetricBuffer(SymmetricBuffer&& other) noexcept = default;
   SymmetricBuffer& operator=(SymmetricBuffer&& other) noexcept;
   SymmetricBuffer(const SymmetricBuffer&) = delete;
@@ -70,7 +66,7 @@ class SymmetricBuffer {
   /// plain, and provenance says so).
   ncclWindow_t window() const noexcept { return record_ ? record_->window : nullptr; }
   /// @brief The id of the communicator the window belongs to.
-  std::uint64_t comm_id() const noexcept { return record_ ? record_->comm->id : 0; }
+  std::uint64_t comm_id() const noexcept;
   /// @brief True when this object owns a buffer.
   explicit operator bool() const noexcept { return record_ != nullptr; }
 
@@ -90,6 +86,9 @@ class SymmetricBuffer {
   }
 
  private:
+  friend class SymmAllocator;  // grows its pool from the communicator's state
+  SymmetricBuffer(const std::shared_ptr<detail::CommState>& comm, std::size_t bytes,
+                  cudaStream_t stream);
   void reset() noexcept;
   std::unique_ptr<detail::WindowRecord> record_;
 };

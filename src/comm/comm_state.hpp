@@ -1,0 +1,67 @@
+#pragma once
+// Private: the shared state of a communicator. Owners of windows (SymmetricBuffer, SymmAllocator)
+// keep it alive, so that teardown always runs deregister -> free -> destroy communicator,
+// whatever order the user drops things in. Reached through detail::state_of(Communicator).
+
+#include <nccl.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "symmcomm/comm/communicator.hpp"
+
+namespace symmcomm::detail {
+
+struct DevCommHolder;
+struct DevCommDeleter {
+  void operator()(DevCommHolder* holder) const noexcept;
+};
+struct LaunchOrder;
+struct LaunchOrderDeleter {
+  void operator()(LaunchOrder* order) const noexcept;
+};
+
+/// Shared state of a communicator (see the top of this file).
+struct CommState {
+  CommState(ncclComm_t c, bool own);
+  ~CommState();
+  CommState(const CommState&) = delete;
+  CommState& operator=(const CommState&) = delete;
+
+  ncclComm_t comm = nullptr;
+  bool owned = false;
+  int rank = 0;
+  int size = 1;
+  int device = 0;
+  std::uint64_t id = 0;  ///< process-unique, never reused
+  Capabilities caps;
+  CommStats stats;
+  std::atomic<bool> detached{false};  ///< a borrowed communicator was released by its wrapper
+  std::atomic<bool> aborted{false};   ///< Communicator::abort() ran: NCCL state is gone
+  std::unique_ptr<DevCommHolder, DevCommDeleter> dev_comm;
+  /// Order of symmcomm's windowed work across streams (src/comm/launch_order.hpp); made on
+  /// first use, under `mutex`.
+  std::unique_ptr<LaunchOrder, LaunchOrderDeleter> launch_order;
+
+  // Scratch for collectives that need it (quantized reduce-scatter fallback); grown outside
+  // graph capture, freed with the state.
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+  /// Device scratch of Options::agree_plan (one word per rank), made on first use.
+  void* agreement = nullptr;
+
+  // Live windows (registration sequence -> bytes) and pools, for the symmetry verifier.
+  mutable std::mutex mutex;
+  std::uint64_t next_window_seq = 0;
+  std::map<std::uint64_t, std::uint64_t> live_windows;
+  std::vector<const SymmetryParticipant*> participants;
+
+  /// Throws LogicError if the wrapper of a borrowed communicator is gone or it was aborted.
+  void check_usable(const char* what) const;
+};
+
+}  // namespace symmcomm::detail
