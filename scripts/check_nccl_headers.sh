@@ -22,8 +22,9 @@ cmake -S "$SYMMCOMM_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DSYMMCOMM_WARNINGS_AS_ERRORS=ON -DSYMMCOMM_WITH_MPI=ON -DNCCL_ROOT="$root" \
   -DSYMMCOMM_BUILD_BENCH=OFF -DSYMMCOMM_BUILD_EXAMPLES=OFF >"$dir.log" 2>&1 ||
   { tail -30 "$dir.log"; exit 1; }
-grep -q "Found NCCL: .*\"$version\"" "$dir.log" ||
-  { echo "check_nccl_headers: CMake did not pick NCCL $version"; grep "Found NCCL" "$dir.log"; exit 1; }
+picked=$(sed -n 's/^NCCL_INCLUDE_DIR:PATH=//p' "$dir/CMakeCache.txt")
+[ "$(realpath "$picked")" = "$(realpath "$root/include")" ] ||
+  { echo "check_nccl_headers: CMake picked NCCL headers at '$picked', not $root/include"; exit 1; }
 if grep -q "does not compile with this CUDA" "$dir.log"; then
   echo "check_nccl_headers: nccl_device.h of NCCL $version does not compile:"; tail -30 "$dir.log"
   exit 1
