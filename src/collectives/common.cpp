@@ -86,9 +86,7 @@ bool touches_window(const Plan& plan, const std::vector<PlannedBuffer>& buffers)
   }
   return false;
 }
-}  // namespace
 
-namespace {
 bool agree_plans_from_environment() {
   static bool const on = [] {
     const char* v = std::getenv("SYMMCOMM_AGREE_PLANS");
