@@ -22,25 +22,27 @@ const char* to_string(PathChoice choice) noexcept {
   return "unknown";
 }
 
-std::string Plan::reason() const {
-  std::ostringstream os;
-  os << to_string(path) << (staged ? " (staged)" : "") << ": ";
+namespace {
+// The text of `why` for plan `p` (whose buffer and capability fields it may quote).
+void describe(std::ostream& os, PlanReason why, const Plan& p) {
   switch (why) {
     case PlanReason::AllSymmetric:
       os << "every buffer lies in a symmetric window of this communicator";
       break;
     case PlanReason::LsaKernelFaster:
-      os << "symmcomm's LSA kernel reads peers' windows directly (faster than NCCL here)";
+      os << "symmcomm's LSA kernel reads peers' windows directly, faster than NCCL at this size "
+            "(thresholds.hpp)";
       break;
     case PlanReason::ForcedFallback:
+    case PlanReason::Forced:
       os << "forced by Options::path";
       break;
     case PlanReason::NoSymmetricSupport:
-      os << "the communicator has no symmetric memory support (" << capability_note << ")";
+      os << "the communicator has no symmetric memory support (" << p.capability_note << ")";
       break;
     case PlanReason::BufferNotSymmetric:
-      os << provenance.describe(buffer_name != nullptr ? buffer_name : "buffer", buffer_ptr,
-                                buffer_bytes);
+      os << p.provenance.describe(p.buffer_name != nullptr ? p.buffer_name : "buffer", p.buffer_ptr,
+                                  p.buffer_bytes);
       break;
     case PlanReason::VariableCounts:
       os << "counts differ between ranks and NCCL's symmetric kernels need equal counts";
@@ -63,7 +65,19 @@ std::string Plan::reason() const {
       os << "every buffer lies in a symmetric window; NCCL's symmetric kernel is preferred at "
             "this size (thresholds.hpp)";
       break;
+    case PlanReason::NcclCannot:
+      os << "NCCL's symmetric kernels cannot run this call (";
+      describe(os, p.nccl_blocker, p);
+      os << "); symmcomm's LSA kernel can";
+      break;
   }
+}
+}  // namespace
+
+std::string Plan::reason() const {
+  std::ostringstream os;
+  os << to_string(path) << (staged ? " (staged)" : "") << ": ";
+  describe(os, why, *this);
   return os.str();
 }
 
@@ -169,18 +183,26 @@ Plan plan_collective(const PlanRequest& r) {
       return make(Path::Fallback, PlanReason::ForcedFallback);
     case PathChoice::NcclSymmetric: {
       if (Blocker const b = nccl_symmetric_blocker(r)) refuse(r, b);
-      return make(Path::NcclSymmetric, PlanReason::AllSymmetric);
+      return make(Path::NcclSymmetric, PlanReason::Forced);
     }
     case PathChoice::LsaKernel: {
       if (Blocker const b = lsa_blocker(r)) refuse(r, b);
-      return make(Path::LsaKernel, PlanReason::LsaKernelFaster);
+      return make(Path::LsaKernel, PlanReason::Forced);
     }
     case PathChoice::Auto:
       break;
   }
   bool const lsa_usable = !lsa_blocker(r);
   Blocker const blocker = nccl_symmetric_blocker(r);
-  if (lsa_usable && (blocker || lsa_preferred_over_nccl(r))) {
+  if (lsa_usable && blocker) {
+    // NCCL cannot: say why, with the buffer or capability the blocker is about.
+    Plan p = fallback(r, blocker);
+    p.path = Path::LsaKernel;
+    p.nccl_blocker = blocker.why;
+    p.why = PlanReason::NcclCannot;
+    return p;
+  }
+  if (lsa_usable && lsa_preferred_over_nccl(r)) {
     return make(Path::LsaKernel, PlanReason::LsaKernelFaster);
   }
   if (!blocker) {

@@ -69,6 +69,8 @@ enum class PlanReason : std::uint8_t {
   Staged,                ///< plain buffers copied through symmetric staging scratch
   FusedQuantize,         ///< quantizing while gathering needs symmcomm's kernel, not NCCL
   NcclFasterHere,        ///< both symmetric paths work; NCCL's is preferred at this size
+  Forced,                ///< Options::path forced nccl-symmetric or lsa-kernel (and it can run)
+  NcclCannot,            ///< NCCL cannot run it symmetrically (nccl_blocker says why): LSA does
 };
 
 /// @brief The path a call took and why.
@@ -82,6 +84,9 @@ struct Plan {
   const void* buffer_ptr = nullptr;
   std::size_t buffer_bytes = 0;
   const char* capability_note = "";  ///< the communicator's reason when unsupported (interned)
+  /// NcclCannot: why NCCL's symmetric kernels cannot run the call (the buffer fields above say
+  /// which buffer, for BufferNotSymmetric).
+  PlanReason nccl_blocker = PlanReason::AllSymmetric;
   /// @brief Human-readable explanation ("fallback: recv.data 0x.. (4096 bytes) is not inside
   /// any symmetric window ...").
   std::string reason() const;

@@ -197,7 +197,11 @@ TEST(Planner, LsaKernelNeedsOnlyPeerAccessedBuffersSymmetric) {
   r.lsa_kernel_available = true;
   Plan p = plan_collective(r);
   EXPECT_EQ(p.path, Path::LsaKernel);
-  EXPECT_EQ(p.why, PlanReason::LsaKernelFaster);
+  // NCCL 2.28's rule (both sides registered) blocks NCCL here: the reason says so and names
+  // the plain send buffer.
+  EXPECT_EQ(p.why, PlanReason::NcclCannot);
+  EXPECT_EQ(p.nccl_blocker, PlanReason::BufferNotSymmetric);
+  EXPECT_NE(p.reason().find("cannot run this call (send.data"), std::string::npos) << p.reason();
   // Without the kernel the same call falls back, naming the plain send buffer.
   r.lsa_kernel_available = false;
   p = plan_collective(r);
@@ -278,6 +282,31 @@ TEST(Planner, JudgesEveryBufferByItsProvenanceAlone) {
   EXPECT_EQ(plan_collective(r).why, PlanReason::BufferNotSymmetric);
   r.buffers[1].provenance.status = ProvenanceStatus::Symmetric;  // as resolve_provenance marks it
   EXPECT_EQ(plan_collective(r).path, Path::NcclSymmetric);
+}
+
+// Reasons say what happened: forced, NCCL cannot, or faster by a measured threshold.
+TEST(Planner, ReasonsSayWhatHappened) {
+  Capabilities const c = caps(true, 8);
+  auto q = request(Operation::ReduceScatter, DataType::Nvfp4, DataType::Bf16, c,
+                   ProvenanceStatus::Symmetric, ProvenanceStatus::NotRegistered);
+  q.buffers[1].peer_accessed = false;
+  q.lsa_kernel_available = true;
+  Plan p = plan_collective(q);
+  EXPECT_EQ(p.path, Path::LsaKernel);
+  EXPECT_EQ(p.why, PlanReason::NcclCannot);
+  EXPECT_EQ(p.nccl_blocker, PlanReason::ScaledReduction);
+  EXPECT_EQ(p.reason().find("faster"), std::string::npos) << p.reason();
+  EXPECT_NE(p.reason().find("per-rank-scaled"), std::string::npos) << p.reason();
+  q.choice = PathChoice::LsaKernel;
+  EXPECT_EQ(plan_collective(q).why, PlanReason::Forced);
+  EXPECT_NE(plan_collective(q).reason().find("forced by Options::path"), std::string::npos);
+  auto g = request(Operation::AllGather, DataType::Bf16, DataType::Bf16, c,
+                   ProvenanceStatus::Symmetric, ProvenanceStatus::Symmetric);
+  g.lsa_kernel_available = true;
+  EXPECT_EQ(plan_collective(g).why, PlanReason::LsaKernelFaster);  // below the threshold
+  EXPECT_NE(plan_collective(g).reason().find("thresholds.hpp"), std::string::npos);
+  g.choice = PathChoice::NcclSymmetric;
+  EXPECT_EQ(plan_collective(g).why, PlanReason::Forced);
 }
 
 }  // namespace
