@@ -11,6 +11,18 @@ bool aligned(const void* p, std::size_t alignment) {
 }
 }  // namespace
 
+Nvfp4View Nvfp4View::slice(std::size_t first, std::size_t n) const {
+  SYMMCOMM_EXPECTS(first % kNvfp4BlockSize == 0 && n % kNvfp4BlockSize == 0,
+                   "Nvfp4View::slice(" << first << ", " << n
+                                       << "): first and n must be multiples of the NVFP4 block "
+                                          "size "
+                                       << kNvfp4BlockSize);
+  SYMMCOMM_EXPECTS(first <= count && n <= count - first,
+                   "Nvfp4View::slice(" << first << ", " << n << ") is outside the view of " << count
+                                       << " elements");
+  return Nvfp4View{data + first / 2, block_scales + first / kNvfp4BlockSize, global_scale, n};
+}
+
 void validate(const Nvfp4View& view, std::string_view name, std::size_t data_alignment) {
   SYMMCOMM_EXPECTS(view.count % kNvfp4BlockSize == 0,
                    name << ".count " << view.count << " is not a multiple of the NVFP4 block size "

@@ -25,10 +25,9 @@ struct Nvfp4View {
   /// @brief Bytes of block scales.
   constexpr std::size_t scale_bytes() const noexcept { return count / kNvfp4BlockSize; }
   /// @brief Elements [first, first + n) as a view sharing this tensor's global scale.
-  /// Both bounds must be multiples of the block size (checked by validate()).
-  constexpr Nvfp4View slice(std::size_t first, std::size_t n) const noexcept {
-    return Nvfp4View{data + first / 2, block_scales + first / kNvfp4BlockSize, global_scale, n};
-  }
+  /// @throws LogicError unless `first` and `n` are multiples of the block size (a slice inside
+  /// a block would pair data with another block's scale) and the range lies inside the view.
+  Nvfp4View slice(std::size_t first, std::size_t n) const;
 };
 
 /// @brief An FP8 tensor: codes, a pointer to its fp32 dequantization scale, count and format.

@@ -35,6 +35,12 @@ TEST(Views, Nvfp4Valid) {
   EXPECT_EQ(s.block_scales, kAligned + 2);
   EXPECT_EQ(s.count, 16u);
   EXPECT_NO_THROW(validate(Nvfp4View{}, "empty"));
+  // A slice inside a block would pair element 8's data with block 0's scale.
+  EXPECT_NE(message_of([&] { (void)v.slice(8, 16); }).find("Nvfp4View::slice(8, 16)"),
+            std::string::npos);
+  EXPECT_THROW((void)v.slice(16, 8), LogicError);
+  EXPECT_THROW((void)v.slice(48, 32), LogicError);  // past the end
+  EXPECT_EQ(v.slice(64, 0).count, 0u);
 }
 
 TEST(Views, Nvfp4CountNotMultipleOfBlockNamesArgumentAndValue) {
