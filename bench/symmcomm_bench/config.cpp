@@ -37,7 +37,7 @@ const char* to_string(BenchPath path) {
     case BenchPath::NcclSymmetric:
       return "nccl-symmetric";
     case BenchPath::Lsa:
-      return "lsa";
+      return "lsa-kernel";
     case BenchPath::Fallback:
       return "fallback";
     case BenchPath::Nccl:
@@ -90,9 +90,10 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
       ->check(CLI::IsMember({"sum"}));
   auto* path_option =
       app.add_option("--path", path,
-                     "auto | nccl-symmetric | lsa | fallback | nccl (plain NCCL on cudaMalloc "
-                     "buffers)")
-          ->check(CLI::IsMember({"auto", "nccl-symmetric", "lsa", "fallback", "nccl"}));
+                     "auto | nccl-symmetric | lsa-kernel (lsa) | fallback | nccl (plain NCCL on "
+                     "cudaMalloc buffers)")
+          ->check(
+              CLI::IsMember({"auto", "nccl-symmetric", "lsa-kernel", "lsa", "fallback", "nccl"}));
   app.add_option("-R,--local_register", registration,
                  "nccl-tests' registration, as a path: 0 none (--path nccl), 1 registered "
                  "buffers with NCCL's own algorithms (--path fallback on symmetric windows), 2 "
@@ -146,11 +147,9 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
       {"bfloat16", Dtype::Bf16}};
   c.dtype = dtypes.at(dtype);
   static const std::map<std::string, BenchPath> paths = {
-      {"auto", BenchPath::Auto},
-      {"nccl-symmetric", BenchPath::NcclSymmetric},
-      {"lsa", BenchPath::Lsa},
-      {"fallback", BenchPath::Fallback},
-      {"nccl", BenchPath::Nccl}};
+      {"auto", BenchPath::Auto},         {"nccl-symmetric", BenchPath::NcclSymmetric},
+      {"lsa-kernel", BenchPath::Lsa},    {"lsa", BenchPath::Lsa},
+      {"fallback", BenchPath::Fallback}, {"nccl", BenchPath::Nccl}};
   static const char* const by_registration[] = {"nccl", "fallback", "auto"};
   if (registration >= 0) path = by_registration[registration];
   c.path = paths.at(path);

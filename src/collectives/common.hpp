@@ -12,6 +12,7 @@
 #include "symmcomm/collectives/options.hpp"
 #include "symmcomm/collectives/planner.hpp"
 #include "symmcomm/comm/communicator.hpp"
+#include "symmcomm/memory/arena_allocator.hpp"
 
 namespace symmcomm::detail {
 
@@ -90,9 +91,9 @@ inline std::vector<std::size_t> scaled(const std::vector<std::size_t>& counts, s
   return out;
 }
 
-/// Rounds up to 256 bytes (workspace region alignment).
+/// Rounds up to kPoolAlignment (256) bytes: workspace regions keep cudaMalloc's alignment.
 constexpr std::size_t align256(std::size_t x) {
-  return (x + 255) / 256 * 256;
+  return (x + kPoolAlignment - 1) / kPoolAlignment * kPoolAlignment;
 }
 
 }  // namespace symmcomm::detail

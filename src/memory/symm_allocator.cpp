@@ -22,9 +22,9 @@ constexpr std::size_t kAbsurdBytes = std::size_t{1} << 50;
 SymmAllocator::SymmAllocator(const Communicator& comm, PoolOptions options)
     : comm_(detail::state_of(comm)), options_(options), book_(options.alignment) {
   SYMMCOMM_EXPECTS(comm, "SymmAllocator: comm is empty");
-  SYMMCOMM_EXPECTS(
-      is_power_of_two(options.alignment) && options.alignment >= 256,
-      "PoolOptions.alignment " << options.alignment << " is not a power of two >= 256");
+  SYMMCOMM_EXPECTS(is_power_of_two(options.alignment) && options.alignment >= kPoolAlignment,
+                   "PoolOptions.alignment " << options.alignment
+                                            << " is not a power of two >= " << kPoolAlignment);
   SYMMCOMM_EXPECTS(options.growth_bytes > 0 || !options.allow_growth,
                    "PoolOptions.growth_bytes is 0 but allow_growth is set");
   {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "symmcomm/runtime.hpp"
@@ -147,6 +148,10 @@ class Communicator {
   friend void probe_capabilities(const std::vector<Communicator*>& comms);
   std::shared_ptr<detail::CommState> state_;
 };
+
+// An owner (or the sole wrapper of a borrowed communicator): moved, never copied.
+static_assert(!std::is_copy_constructible_v<Communicator> &&
+              std::is_nothrow_move_constructible_v<Communicator>);
 
 /// @brief Probes several communicators of one process concurrently (one thread each), as a
 /// single thread driving several ranks must. **Collective** over those ranks.

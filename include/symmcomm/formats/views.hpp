@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 #include "symmcomm/formats/bf16.hpp"
 #include "symmcomm/formats/traits.hpp"
@@ -57,6 +58,10 @@ struct Span {
 using Bf16Span = Span<bf16>;
 /// @brief FP32 tensor view.
 using Fp32Span = Span<float>;
+
+// Views are values: copied into kernels' parameters and across threads, never owning.
+static_assert(std::is_trivially_copyable_v<Nvfp4View> && std::is_trivially_copyable_v<Fp8View> &&
+              std::is_trivially_copyable_v<Bf16Span> && std::is_trivially_copyable_v<Fp32Span>);
 
 /// @brief Alignment symmcomm's kernels need for vectorised data access (16-byte loads).
 inline constexpr std::size_t kVectorAlignment = 16;

@@ -10,6 +10,12 @@
 #include <optional>
 #include <vector>
 
+namespace symmcomm {
+/// @brief Alignment of every pool allocation (and the least PoolOptions::alignment): what
+/// cudaMalloc guarantees, so pool memory can stand in for it anywhere.
+inline constexpr std::size_t kPoolAlignment = 256;
+}  // namespace symmcomm
+
 namespace symmcomm::detail {
 
 class ArenaAllocator {
@@ -25,7 +31,7 @@ class ArenaAllocator {
   };
 
   /// @brief `granularity` (a power of two): every offset and size is a multiple of it.
-  explicit ArenaAllocator(std::size_t granularity = 256);
+  explicit ArenaAllocator(std::size_t granularity = kPoolAlignment);
 
   /// @brief Appends an arena of `bytes` (rounded down to the granularity); returns its index.
   std::size_t add_arena(std::size_t bytes);

@@ -24,11 +24,11 @@ namespace symmcomm {
 
 /// @brief Construction options of a SymmAllocator.
 struct PoolOptions {
-  std::size_t initial_bytes = 0;         ///< reserved at construction (0: none)
-  std::size_t growth_bytes = 256 << 20;  ///< minimum size of an arena added on demand
-  bool allow_growth = true;              ///< grow on demand (a **collective** step)
-  std::size_t max_bytes = 0;             ///< cap on reserved bytes (0: no cap)
-  std::size_t alignment = 256;           ///< default and minimum alignment (power of two >= 256)
+  std::size_t initial_bytes = 0;           ///< reserved at construction (0: none)
+  std::size_t growth_bytes = 256 << 20;    ///< minimum size of an arena added on demand
+  bool allow_growth = true;                ///< grow on demand (a **collective** step)
+  std::size_t max_bytes = 0;               ///< cap on reserved bytes (0: no cap)
+  std::size_t alignment = kPoolAlignment;  ///< default alignment (power of two >= kPoolAlignment)
 };
 
 /// @brief Pool statistics (a consistent snapshot).
@@ -70,11 +70,11 @@ class SymmAllocator final : public detail::SymmetryParticipant {
   void deallocate(void* ptr);
 
   /// @brief Memory-resource shape (as CCCL's cuda::mr and RMM): allocate(bytes, alignment).
-  void* allocate_sync(std::size_t bytes, std::size_t alignment = 256) {
+  void* allocate_sync(std::size_t bytes, std::size_t alignment = kPoolAlignment) {
     return allocate(bytes, alignment);
   }
   /// @brief Memory-resource shape: deallocate (the size and alignment are checked).
-  void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment = 256);
+  void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment = kPoolAlignment);
   /// @brief Resources compare equal only to themselves (memory is not interchangeable).
   bool operator==(const SymmAllocator& other) const noexcept { return this == &other; }
   bool operator!=(const SymmAllocator& other) const noexcept { return this != &other; }

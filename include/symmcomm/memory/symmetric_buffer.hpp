@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 
 #include "symmcomm/comm/communicator.hpp"
 #include "symmcomm/formats/views.hpp"
@@ -92,5 +93,9 @@ class SymmetricBuffer {
   void reset() noexcept;
   std::unique_ptr<detail::WindowRecord> record_;
 };
+
+// An owner: moved, never copied (a copy would deregister the window twice).
+static_assert(!std::is_copy_constructible_v<SymmetricBuffer> &&
+              std::is_nothrow_move_constructible_v<SymmetricBuffer>);
 
 }  // namespace symmcomm

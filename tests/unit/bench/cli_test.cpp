@@ -142,6 +142,10 @@ TEST(BenchCli, NcclTestsNamesForTypesReductionRegistrationAndCheck) {
   EXPECT_EQ(parse({"-R", "2"}).config->path, BenchPath::Auto);
   EXPECT_EQ(parse({"-R", "3"}).exit_code, 1);
   EXPECT_EQ(parse({"-R", "2", "--path", "lsa"}).exit_code, 1);  // one or the other
+  // The library's name for the path, and the short one.
+  EXPECT_EQ(parse({"--path", "lsa-kernel"}).config->path, BenchPath::Lsa);
+  EXPECT_EQ(parse({"--path", "lsa"}).config->path, BenchPath::Lsa);
+  EXPECT_STREQ(to_string(BenchPath::Lsa), "lsa-kernel");
   // -c is nccl-tests' check iteration count: any positive count checks.
   EXPECT_TRUE(parse({"-c", "5"}).config->check);
   EXPECT_FALSE(parse({"-c", "0"}).config->check);
