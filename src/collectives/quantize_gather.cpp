@@ -46,11 +46,17 @@ std::size_t payload_bytes(std::size_t count) {
   return (is_nvfp4<Recv>() ? count / 2 + count / kNvfp4BlockSize : count) + sizeof(float);
 }
 
-// Bytes of this rank's quantized input (data, block scales, scale; 256-byte aligned parts).
+// Where this rank's quantized input lies in its scratch: data, then block scales (NVFP4), then
+// the scale, each 256-byte aligned.
+struct QuantizedLayout {
+  std::size_t data_bytes, scale_bytes, total;
+};
 template <class Recv>
-std::size_t quantized_bytes(std::size_t count) {
-  return detail::align256(is_nvfp4<Recv>() ? count / 2 : count) +
-         (is_nvfp4<Recv>() ? detail::align256(count / kNvfp4BlockSize) : std::size_t{0}) + 256;
+QuantizedLayout quantized_layout(std::size_t count) {
+  std::size_t const data = detail::align256(is_nvfp4<Recv>() ? count / 2 : count);
+  std::size_t const scales =
+      is_nvfp4<Recv>() ? detail::align256(count / kNvfp4BlockSize) : std::size_t{0};
+  return QuantizedLayout{data, scales, data + scales + detail::align256(sizeof(float))};
 }
 
 // Quantize this rank's input into `into` (null: the workspace), then gather it with all_gather.
@@ -59,13 +65,11 @@ Plan quantize_then_gather(detail::CommState& state, const Communicator& comm, Bf
                           Recv recv, const float* scale, cudaStream_t stream,
                           const Options& options, void* into = nullptr) {
   std::size_t const count = input.count;
-  std::size_t const data_bytes = detail::align256(is_nvfp4<Recv>() ? count / 2 : count);
-  std::size_t const scale_bytes =
-      is_nvfp4<Recv>() ? detail::align256(count / kNvfp4BlockSize) : std::size_t{0};
+  QuantizedLayout const layout = quantized_layout<Recv>(count);
+  std::size_t const data_bytes = layout.data_bytes;
+  std::size_t const scale_bytes = layout.scale_bytes;
   auto* ws = static_cast<std::uint8_t*>(
-      into != nullptr
-          ? into
-          : detail::acquire_workspace(state, options, quantized_bytes<Recv>(count), stream));
+      into != nullptr ? into : detail::acquire_workspace(state, options, layout.total, stream));
   auto* slot = reinterpret_cast<float*>(ws + data_bytes + scale_bytes);
   ScaleMode const mode = scale == nullptr ? ScaleMode::Compute : ScaleMode::Given;
   float* const scale_ptr = scale == nullptr ? slot : const_cast<float*>(scale);  // read only
@@ -104,7 +108,7 @@ Plan fused_quantize_gather(const Communicator& comm, Bf16Span input, Recv recv, 
     if (nccl_symmetric_needs_peer_side_only(state.caps.runtime_version)) {
       return quantize_then_gather(state, comm, input, recv, scale, stream, options);
     }
-    std::size_t const need = quantized_bytes<Recv>(input.count);
+    std::size_t const need = quantized_layout<Recv>(input.count).total;
     bool const staged =
         options.staging.send != nullptr && options.staging.send_bytes >= need &&
         ProvenanceRegistry::global().lookup(options.staging.send, need, state.id).symmetric();
