@@ -4,6 +4,7 @@
 # multi-rank tier included: ranks share the GPU, see tests/multi_rank/main.cpp) and keeps one
 # NCCL tuning log of a multi-rank run on the second NCCL. Logs under ${OUT:-./gpu-out}.
 # Usage: scripts/gpu_nccl_matrix.sh [ctest args...]   (e.g. -L multi_rank)
+# SYMMCOMM_BUILD_ONLY=1 stops after the builds (a later call on the warm machine reuses them).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
@@ -31,6 +32,7 @@ wait $p2 || { echo "build against $second failed"; tail -40 "$out/build-second.l
 [ $ok = 1 ] || exit 1
 grep -h "Found NCCL" "$out"/build-*.log
 echo "builds OK"
+[ "${SYMMCOMM_BUILD_ONLY:-0}" = 1 ] && exit 0
 
 if [ -n "${SYMMCOMM_DIAG_FILTER:-}" ]; then
   # Where a multi-rank case stops: blocking launches, so the last logged call is the last that

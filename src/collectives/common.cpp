@@ -187,8 +187,12 @@ void* acquire_workspace(CommState& comm, const Options& options, std::size_t byt
                                                  << bytes << " bytes this call needs");
     return options.workspace;
   }
-  if (comm.workspace_bytes >= bytes) return comm.workspace;
-  SYMMCOMM_EXPECTS(!capture_in_progress(stream),
+  bool const capturing = capture_in_progress(stream);
+  if (comm.workspace_bytes >= bytes) {
+    if (capturing) comm.workspace_captured = true;
+    return comm.workspace;
+  }
+  SYMMCOMM_EXPECTS(!capturing,
                    "this call needs " << bytes << " bytes of workspace, the communicator holds "
                                       << comm.workspace_bytes
                                       << ", and it cannot grow during graph capture: run the call "
@@ -196,8 +200,14 @@ void* acquire_workspace(CommState& comm, const Options& options, std::size_t byt
   DeviceGuard guard(comm.device);
   if (comm.workspace != nullptr) {
     // Earlier calls may still read it; a watched wait cannot hang on a dead peer.
-    wait_stream(comm, stream, default_wait_timeout(), "workspace growth");
-    SYMMCOMM_CUDA_TRY(cudaFree(comm.workspace));
+    if (comm.workspace_captured) {
+      // A graph replays into it: keep it until the communicator goes.
+      comm.retired_workspaces.push_back(comm.workspace);
+      comm.workspace_captured = false;
+    } else {
+      wait_stream(comm, stream, default_wait_timeout(), "workspace growth");
+      SYMMCOMM_CUDA_TRY(cudaFree(comm.workspace));
+    }
     comm.workspace = nullptr;
     comm.workspace_bytes = 0;
   }

@@ -48,9 +48,12 @@ struct CommState {
   std::unique_ptr<LaunchOrder, LaunchOrderDeleter> launch_order;
 
   // Scratch for collectives that need it (quantized reduce-scatter fallback); grown outside
-  // graph capture, freed with the state.
+  // graph capture, freed with the state. A workspace a graph captured stays allocated until the
+  // state goes (`retired_workspaces`): growing it must not free memory a graph will replay into.
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
+  bool workspace_captured = false;
+  std::vector<void*> retired_workspaces;
   /// Device scratch of Options::agree_plan (one word per rank), made on first use.
   void* agreement = nullptr;
 

@@ -160,6 +160,7 @@ CommState::~CommState() {
   try {
     DeviceGuard guard(device);
     if (workspace != nullptr) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(workspace));
+    for (void* retired : retired_workspaces) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(retired));
     if (agreement != nullptr) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(agreement));
     if (aborted.load(std::memory_order_acquire)) {
       forget_dev_comm(*this);  // ncclCommAbort freed NCCL's side already

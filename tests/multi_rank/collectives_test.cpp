@@ -435,6 +435,81 @@ TEST(MultiRankReduceScatter, Fp8ToFp32Bf16AndFp8OnEveryPath) {
   });
 }
 
+// Grows the communicator's workspace past what any earlier call needed: an eager fallback
+// reduce-scatter of `shard` elements per rank from plain memory.
+void grow_workspace(std::size_t shard) {
+  World& w = world();
+  std::size_t const total = shard * static_cast<std::size_t>(w.size);
+  DeviceArray<std::uint8_t> data(total / 2), scales(total / kNvfp4BlockSize);
+  DeviceArray<float> global(1), out(shard);
+  settle();
+  float const one = 1.0f;
+  copy_sync(global.get(), &one, sizeof one);
+  Options o;
+  o.path = PathChoice::Fallback;
+  reduce_scatter(w.comm, Nvfp4View{data.get(), scales.get(), global.get(), total},
+                 Fp32Span{out.get(), shard}, w.stream, o);
+  sync();
+}
+
+// A quantized reduce-scatter captured in a CUDA graph and replayed with new inputs each time:
+// every replay matches the host's sum of that replay's inputs (not only the eager run), on every
+// path, also after a larger call grew the communicator's workspace between replays (the graph
+// still holds the old one). The LSA kernel's barrier epochs must survive replays too.
+TEST(MultiRankReduceScatter, Nvfp4GraphReplaysMatchTheHost) {
+  World& w = world();
+  std::size_t const shard = 16 * 512;
+  std::size_t const total = shard * static_cast<std::size_t>(w.size);
+  std::size_t const first = static_cast<std::size_t>(w.rank) * shard;
+  PoolArray<std::uint8_t> data(total / 2), scales(total / kNvfp4BlockSize);
+  PoolArray<float> global(1), out(shard);
+  Nvfp4View const send{data.get(), scales.get(), global.get(), total};
+  std::size_t growth = 4 * kReduceShard;
+  for (PathChoice choice : paths_to_try(false, lsa_can())) {
+    Options o;
+    o.path = choice;
+    // As a user would: once eagerly (the workspace cannot grow during capture), then capture.
+    reduce_scatter(w.comm, send, Fp32Span{out.get(), shard}, w.stream, o);
+    sync();
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(w.stream, cudaStreamCaptureModeThreadLocal));
+    Plan const plan = reduce_scatter(w.comm, send, Fp32Span{out.get(), shard}, w.stream, o);
+    SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(w.stream, &graph));
+    SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
+    std::string const at =
+        std::string("captured nvfp4 reduce_scatter (") + to_string(choice) + ")";
+    expect_path(choice, plan.path, at);
+    for (int replay = 0; replay < 3; ++replay) {
+      if (replay == 2) {
+        grow_workspace(growth);
+        growth += kReduceShard;
+      }
+      std::vector<HostNvfp4> q;
+      for (int r = 0; r < w.size; ++r) {
+        q.push_back(HostNvfp4::quantize(
+            random_floats(total, seed_of(r, 40 + replay), 1.0f + static_cast<float>(replay))));
+      }
+      HostNvfp4 const& mine = q[static_cast<std::size_t>(w.rank)];
+      data.upload(mine.data);
+      scales.upload(mine.scales);
+      global.upload({mine.global_scale});
+      out.poison();
+      SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, w.stream));
+      sync();
+      auto const want = reduce_like_kernel(q, first, shard);
+      std::vector<float> const got = out.download();
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < shard; ++i) {
+        if (!(std::fabs(got[i] - want[i]) <= fma_bound(q, first + i))) ++bad;
+      }
+      EXPECT_EQ(bad, 0u) << at << ", replay " << replay << ": elements off the host's sum";
+    }
+    SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(exec));
+    SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
+  }
+}
+
 TEST(MultiRankReduceScatter, Bf16SumsAreExactOnEveryPath) {
   World& w = world();
   std::size_t const shard = 1 << 15;

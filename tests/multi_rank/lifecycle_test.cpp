@@ -2,13 +2,17 @@
 // reuse without host synchronisation, two streams on one communicator, and window teardown with
 // work still queued.
 
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "multi_rank/world.hpp"
 #include "support/gpu_test.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
+#include "symmcomm/comm/mpi.hpp"
 #include "symmcomm/comm/wait.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/memory/symmetric_buffer.hpp"
@@ -212,6 +216,83 @@ TEST(MultiRankLifecycle, AgreedPlansTurnRankLocalDifferencesIntoErrors) {
   wait(w.comm, w.stream);
   expect_segments(in_window.download(), bytes, 0, 9, "agreed");
   expect_same_path_everywhere(agreed.path, "agreed all_gather");
+}
+
+// A peer that aborts: the last rank aborts a second communicator instead of joining a gather on
+// it. The others get an error from their bounded wait (TimeoutError, or NcclError where NCCL sees
+// the peer go) instead of a hang, abort too, their stream drains, and the world's communicator
+// still works. Runs on the fallback path: NCCL's kernels poll the abort flag on every version,
+// symmcomm's LSA barriers only from NCCL 2.30.4 (documented on Communicator::abort).
+TEST(MultiRankLifecycle, APeerThatAbortsGivesTheOthersAnErrorNotAHang) {
+  World& w = world();
+  if (w.size < 2) GTEST_SKIP() << "needs two ranks";
+  using clock = std::chrono::steady_clock;
+  int const quitter = w.size - 1;
+  std::size_t const bytes = 1 << 16;
+  std::size_t const total = bytes * static_cast<std::size_t>(w.size);
+  Communicator doomed = create_mpi_communicator(MPI_COMM_WORLD, w.comm.device());
+  cudaStream_t stream = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  DeviceArray<std::uint8_t> send(bytes), recv(total);
+  settle();
+  Options o;
+  o.path = PathChoice::Fallback;
+  auto gather_on_doomed = [&](int salt) {
+    SYMMCOMM_CUDA_TRY(cudaMemsetAsync(send.get(), value_of(0, w.rank, salt), bytes, stream));
+    all_gather(doomed, std::vector<GatherItem>{GatherItem{send.get(), recv.get(), bytes, "bytes"}},
+               stream, o);
+  };
+  // It works before the abort.
+  gather_on_doomed(11);
+  wait(doomed, stream, std::chrono::seconds(60));
+  std::vector<std::uint8_t> got(total);
+  SYMMCOMM_CUDA_TRY(cudaMemcpy(got.data(), recv.get(), total, cudaMemcpyDeviceToHost));
+  expect_segments(got, bytes, 0, 11, "gather before the abort");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (w.rank == quitter) {
+    doomed.abort();
+  } else {
+    gather_on_doomed(12);
+    auto const start = clock::now();
+    std::string text;
+    try {
+      wait(doomed, stream, std::chrono::seconds(5));
+    } catch (const TimeoutError& e) {
+      text = e.what();
+    } catch (const NcclError& e) {
+      text = e.what();
+    }
+    auto const waited = std::chrono::duration_cast<std::chrono::seconds>(clock::now() - start);
+    EXPECT_FALSE(text.empty()) << "a gather whose peer aborted completed";
+    EXPECT_LE(waited.count(), 30) << "the bounded wait took " << waited.count() << " s";
+    if (w.rank == 0) std::printf("[ survivor ] rank 0 got: %s\n", text.c_str());
+    doomed.abort();
+    // The aborted communicator's kernel ends: the stream drains within seconds.
+    auto const drain = clock::now();
+    cudaError_t state = cudaErrorNotReady;
+    while (state == cudaErrorNotReady && clock::now() - drain < std::chrono::seconds(30)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      state = cudaStreamQuery(stream);
+    }
+    EXPECT_EQ(state, cudaSuccess) << "the stream still runs 30 s after Communicator::abort(): "
+                                  << cudaGetErrorString(state);
+  }
+  // Every use of the aborted communicator is an error naming the abort, on every rank.
+  std::string after;
+  try {
+    gather_on_doomed(13);
+  } catch (const LogicError& e) {
+    after = e.what();
+  }
+  EXPECT_NE(after.find("was aborted"), std::string::npos) << "got: '" << after << "'";
+  MPI_Barrier(MPI_COMM_WORLD);
+  // The world's communicator is untouched.
+  PoolArray<std::uint8_t> wsend(bytes), wrecv(total);
+  SYMMCOMM_CUDA_TRY(cudaMemsetAsync(wsend.get(), value_of(1, w.rank, 14), bytes, w.stream));
+  gather_bytes(wsend.get(), wrecv.get(), bytes, w.stream, PathChoice::Auto);
+  wait(w.comm, w.stream);
+  expect_segments(wrecv.download(), bytes, 1, 14, "world gather after a peer aborted");
+  SYMMCOMM_CUDA_TRY(cudaStreamDestroy(stream));
 }
 
 }  // namespace
