@@ -168,11 +168,14 @@ inline void fill(void* p, std::size_t bytes, const std::vector<std::uint8_t>& pa
   }
 }
 
-inline std::vector<std::uint8_t> rank_pattern(int rank) {
-  std::vector<std::uint8_t> p(1 << 16);
-  for (std::size_t i = 0; i < p.size(); ++i)
-    p[i] = static_cast<std::uint8_t>(rank * 37 + i * 11 + (i >> 8));
-  return p;
+inline void upload(void* dst, const std::vector<std::uint8_t>& host) {
+  SYMMCOMM_CUDA_TRY(cudaMemcpy(dst, host.data(), host.size(), cudaMemcpyHostToDevice));
+}
+
+inline std::vector<std::uint8_t> download(const void* src, std::size_t bytes) {
+  std::vector<std::uint8_t> host(bytes);
+  SYMMCOMM_CUDA_TRY(cudaMemcpy(host.data(), src, bytes, cudaMemcpyDeviceToHost));
+  return host;
 }
 
 template <class T>

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <string>
 
 #include "config.hpp"
 #include "runner.hpp"
@@ -16,6 +17,8 @@
 
 #if defined(SYMMCOMM_WITH_MPI)
 #include <mpi.h>
+
+#include "symmcomm/comm/mpi.hpp"
 #endif
 
 using namespace symmcomm::bench;
@@ -106,6 +109,11 @@ int main(int argc, char** argv) {
       pool =
           std::max(pool, per_rank * static_cast<std::size_t>(gpus) * 4 + (std::size_t{64} << 20));
     }
+    std::string sharing = "one GPU per rank";
+#if defined(SYMMCOMM_WITH_MPI)
+    // More ranks than GPUs on a node (a one-GPU machine): let them share (mpi.hpp).
+    if (mpi.active) sharing = symmcomm::share_gpus_if_needed(MPI_COMM_WORLD);
+#endif
     Ranks ranks = make_ranks(gpus, pool, mpi.active);
     meta.gpu_count = ranks.world();
     bool const prints = ranks.prints();
@@ -113,6 +121,7 @@ int main(int argc, char** argv) {
       std::printf("# symmcomm-bench %s | %d x %s | NCCL %s | %s\n# %s\n", meta.symmcomm.c_str(),
                   gpus, meta.gpu.c_str(), meta.nccl.c_str(), meta.date.c_str(),
                   meta.command.c_str());
+    if (prints) std::printf("# ranks: %d, %s\n", ranks.world(), sharing.c_str());
     if (prints)
       std::printf("# symmetric memory: %s\n", ranks.comms[0].capabilities().symmetric_memory
                                                   ? "yes"

@@ -23,6 +23,7 @@
 #endif
 
 #include "bench_support.hpp"
+#include "check.hpp"
 
 namespace symmcomm::bench {
 namespace {
@@ -66,9 +67,10 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
     auto* rs = b.get(scale_bytes * n, symmetric);
     auto* sg = b.get<float>(4, symmetric);
     auto* rg = b.get<float>(4 * n, symmetric);
-    fill(sd, data_bytes, rank_pattern(r));
-    if (scale_bytes) fill(ss, scale_bytes, rank_pattern(r + 100));
-    fill(sg, 4, repeat(1.0f + static_cast<float>(r)));
+    upload(sd, check::random_bytes(r, check::Stream::Data, 0, data_bytes));
+    if (scale_bytes) upload(ss, check::random_bytes(r, check::Stream::BlockScales, 0, scale_bytes));
+    float const my_scale = check::gathered_scale(r);
+    SYMMCOMM_CUDA_TRY(cudaMemcpy(sg, &my_scale, sizeof my_scale, cudaMemcpyHostToDevice));
     if (plain_nccl) {
       job.run = [=] {
         Group g;
@@ -111,26 +113,36 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
                                         stream));
       }
     };
+    // Every rank's segment of the data, the block scales and the per-rank scales.
     job.check = [=] {
       long long wrong = 0;
-      std::vector<std::uint8_t> got(data_bytes);
       for (int k = 0; k < n; ++k) {
+        wrong += check::count_wrong(download(rd + data_bytes * k, data_bytes),
+                                    check::random_bytes(k, check::Stream::Data, 0, data_bytes));
+        if (scale_bytes) {
+          wrong += check::count_wrong(
+              download(rs + scale_bytes * k, scale_bytes),
+              check::random_bytes(k, check::Stream::BlockScales, 0, scale_bytes));
+        }
+      }
+      if (has_scale) {
+        std::vector<float> got(static_cast<std::size_t>(n)), want;
         SYMMCOMM_CUDA_TRY(
-            cudaMemcpy(got.data(), rd + data_bytes * k, data_bytes, cudaMemcpyDeviceToHost));
-        auto const expect = rank_pattern(k);
-        for (std::size_t i = 0; i < data_bytes; ++i) wrong += got[i] != expect[i % expect.size()];
+            cudaMemcpy(got.data(), rg, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        for (int k = 0; k < n; ++k) want.push_back(check::gathered_scale(k));
+        wrong += check::count_wrong(got, want);
       }
       return wrong;
     };
     return job;
   }
 
-  // Reduce-scatter: every input element decodes to r + 1, so each output is n(n+1)/2.
-  float const expect = static_cast<float>(n * (n + 1)) / 2.0f;
+  // Reduce-scatter: random inputs whose sums are exact (check.hpp); output bf16.
+  check::ReduceInput const input = check::reduce_input(c.dtype, r, n, 0, count);
   auto* out = b.get<std::uint16_t>(shard * 2, symmetric);
   if (c.dtype == Dtype::Bf16) {
     auto* in = b.get<std::uint16_t>(count * 2, symmetric);
-    fill(in, count * 2, repeat(float_to_bf16_bits(static_cast<float>(r + 1))));
+    upload(in, input.data);
     if (plain_nccl) {
       job.run = [=] {
         SYMMCOMM_NCCL_TRY(ncclReduceScatter(in, out, shard, ncclBfloat16, ncclSum, raw, stream));
@@ -149,9 +161,9 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
     auto* data = b.get(count / 2, symmetric);
     auto* scales = b.get(count / 16, symmetric);
     auto* global = b.get<float>(4, symmetric);
-    fill(data, count / 2, repeat(std::uint8_t{0x22}));     // e2m1 1.0 twice
-    fill(scales, count / 16, repeat(std::uint8_t{0x38}));  // e4m3 1.0
-    fill(global, 4, repeat(1.0f / static_cast<float>(r + 1)));
+    upload(data, input.data);
+    upload(scales, input.block_scales);
+    SYMMCOMM_CUDA_TRY(cudaMemcpy(global, &input.scale, sizeof(float), cudaMemcpyHostToDevice));
     job.run = [=, &comm] {
       plan_of(reduce_scatter(comm, Nvfp4View{data, scales, global, count},
                              Bf16Span{reinterpret_cast<bf16*>(out), shard}, stream, options));
@@ -160,8 +172,8 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
     Fp8Format const f = fp8_of(c.dtype);
     auto* codes = b.get(count, symmetric);
     auto* scale = b.get<float>(4, symmetric);
-    fill(codes, count, repeat(encode_fp8(1.0f, f)));
-    fill(scale, 4, repeat(static_cast<float>(r + 1)));
+    upload(codes, input.data);
+    SYMMCOMM_CUDA_TRY(cudaMemcpy(scale, &input.scale, sizeof(float), cudaMemcpyHostToDevice));
     if (plain_nccl) {
       // What plain NCCL offers: a sum in FP8 itself, no scales (rounds at every step).
       auto* out8 = b.get(shard, false);
@@ -189,10 +201,8 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
     if (!checkable) return -1;
     std::vector<std::uint16_t> got(shard);
     SYMMCOMM_CUDA_TRY(cudaMemcpy(got.data(), out, shard * 2, cudaMemcpyDeviceToHost));
-    long long wrong = 0;
-    std::uint16_t const want = float_to_bf16_bits(expect);
-    for (auto v : got) wrong += std::abs(static_cast<int>(v) - static_cast<int>(want)) > 1;
-    return wrong;
+    return check::count_wrong(
+        got, check::reduce_expected(c.dtype, n, static_cast<std::size_t>(r) * shard, shard));
   };
   return job;
 }

@@ -192,11 +192,11 @@ void* acquire_workspace(CommState& comm, const Options& options, std::size_t byt
     if (capturing) comm.workspace_captured = true;
     return comm.workspace;
   }
-  SYMMCOMM_EXPECTS(!capturing,
-                   "this call needs " << bytes << " bytes of workspace, the communicator holds "
-                                      << comm.workspace_bytes
-                                      << ", and it cannot grow during graph capture: run the call "
-                                         "once before capturing, or pass Options::workspace");
+  SYMMCOMM_EXPECTS(!capturing, "this call needs "
+                                   << bytes << " bytes of workspace, the communicator holds "
+                                   << comm.workspace_bytes
+                                   << ", and it cannot grow during graph capture: run the call "
+                                      "once before capturing, or pass Options::workspace");
   DeviceGuard guard(comm.device);
   if (comm.workspace != nullptr) {
     // Earlier calls may still read it; a watched wait cannot hang on a dead peer.

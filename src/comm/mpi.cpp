@@ -2,6 +2,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "symmcomm/error.hpp"
 
 namespace symmcomm {
@@ -26,6 +29,39 @@ int mpi_local_rank(MPI_Comm mpi_comm) {
   mpi_check(MPI_Comm_rank(node, &local), "MPI_Comm_rank");
   MPI_Comm_free(&node);
   return local;
+}
+
+std::string share_gpus_if_needed(MPI_Comm mpi_comm) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  SYMMCOMM_EXPECTS(initialized != 0, "share_gpus_if_needed: MPI is not initialised");
+  int rank = 0;
+  mpi_check(MPI_Comm_rank(mpi_comm, &rank), "MPI_Comm_rank");
+  MPI_Comm node;
+  mpi_check(MPI_Comm_split_type(mpi_comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+  int local_size = 1;
+  mpi_check(MPI_Comm_size(node, &local_size), "MPI_Comm_size");
+  MPI_Comm_free(&node);
+  int gpus = 0;
+  cudaError_t const e = cudaGetDeviceCount(&gpus);
+  SYMMCOMM_EXPECTS(e == cudaSuccess && gpus > 0, "share_gpus_if_needed: rank "
+                                                     << rank << " sees no CUDA device ("
+                                                     << cudaGetErrorString(e) << ")");
+  if (local_size <= gpus) return "one GPU per rank";
+  setenv("NCCL_NVLS_ENABLE", "0", 1);  // no NVLink multicast with ranks sharing a GPU
+  std::string const sharing =
+      std::to_string(local_size) + " ranks share " + std::to_string(gpus) + " GPU(s): ";
+  int version = 0;
+  SYMMCOMM_NCCL_TRY(ncclGetVersion(&version));
+  if (version >= 23000) {
+    setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
+    return sharing + "NCCL_MULTI_RANK_GPU_ENABLE=1";
+  }
+  std::string const host = "symmcomm-rank-" + std::to_string(rank);
+  setenv("NCCL_HOSTID", host.c_str(), 0);
+  setenv("NCCL_SOCKET_IFNAME", "lo", 0);
+  return sharing + "one NCCL_HOSTID per rank (socket transport, no symmetric memory)";
 }
 
 Communicator create_mpi_communicator(MPI_Comm mpi_comm, int device, ncclConfig_t* config) {

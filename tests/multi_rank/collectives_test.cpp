@@ -477,8 +477,7 @@ TEST(MultiRankReduceScatter, Nvfp4GraphReplaysMatchTheHost) {
     Plan const plan = reduce_scatter(w.comm, send, Fp32Span{out.get(), shard}, w.stream, o);
     SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(w.stream, &graph));
     SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
-    std::string const at =
-        std::string("captured nvfp4 reduce_scatter (") + to_string(choice) + ")";
+    std::string const at = std::string("captured nvfp4 reduce_scatter (") + to_string(choice) + ")";
     expect_path(choice, plan.path, at);
     for (int replay = 0; replay < 3; ++replay) {
       if (replay == 2) {

@@ -63,23 +63,6 @@ bool env_is(const char* name, const char* value) {
   return v != nullptr && std::string(v) == value;
 }
 
-// Sets the NCCL environment for ranks sharing a GPU; returns the mode's description.
-std::string choose_mode(int rank, int local_size, int gpus) {
-  setenv("NCCL_NVLS_ENABLE", "0", 1);  // hosting policy: never NVLink multicast
-  if (local_size <= gpus) return "one GPU per rank";
-  int version = 0;
-  if (ncclGetVersion(&version) == ncclSuccess && version >= 23000) {
-    setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
-    return std::to_string(local_size) + " ranks share " + std::to_string(gpus) +
-           " GPU(s): NCCL_MULTI_RANK_GPU_ENABLE=1";
-  }
-  std::string const host = "symmcomm-rank-" + std::to_string(rank);
-  setenv("NCCL_HOSTID", host.c_str(), 0);
-  setenv("NCCL_SOCKET_IFNAME", "lo", 0);
-  return std::to_string(local_size) + " ranks share " + std::to_string(gpus) +
-         " GPU(s): one NCCL_HOSTID per rank (socket transport, no symmetric support)";
-}
-
 }  // namespace
 }  // namespace symmcomm::test
 
@@ -108,12 +91,12 @@ int main(int argc, char** argv) {
     test::World world;
     MPI_Comm_rank(MPI_COMM_WORLD, &world.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world.size);
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world.rank, MPI_INFO_NULL, &node);
-    int local_size = 1;
-    MPI_Comm_size(node, &local_size);
-    MPI_Comm_free(&node);
-    world.mode = test::choose_mode(world.rank, local_size, gpus);
+    try {
+      world.mode = share_gpus_if_needed(MPI_COMM_WORLD);
+    } catch (const std::exception& ex) {
+      std::fprintf(stderr, "rank %d: %s\n", world.rank, ex.what());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     try {
       world.comm = create_mpi_communicator(MPI_COMM_WORLD);
       SYMMCOMM_CUDA_TRY(cudaSetDevice(world.comm.device()));

@@ -11,6 +11,8 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <string>
+
 #include "symmcomm/comm/communicator.hpp"
 
 namespace symmcomm {
@@ -18,6 +20,21 @@ namespace symmcomm {
 /// @brief The rank of this process among the processes of its node (MPI_COMM_TYPE_SHARED).
 /// **Collective** over `mpi_comm`.
 int mpi_local_rank(MPI_Comm mpi_comm);
+
+/// @brief Lets more ranks than GPUs run on a node, for testing and benchmarking multi-rank code
+/// on a machine with fewer GPUs. When this node runs more processes of `mpi_comm` than it has
+/// visible GPUs, sets (without overriding what the user set) the NCCL environment that makes
+/// ranks share a GPU, chosen from the NCCL loaded:
+/// - NCCL >= 2.30: `NCCL_MULTI_RANK_GPU_ENABLE=1` (experimental in NCCL): real symmetric
+///   windows, NCCL's symmetric kernels and symmcomm's LSA kernels; NCCL fits 2 ranks per GPU
+///   with its defaults, more run slower;
+/// - older NCCL: a distinct `NCCL_HOSTID` per rank and `NCCL_SOCKET_IFNAME=lo` (NCCL then sees
+///   separate hosts and uses its socket transport: no symmetric memory, the fallback path).
+/// Always sets `NCCL_NVLS_ENABLE=0` when ranks share a GPU. Call before creating communicators.
+/// **Collective** over `mpi_comm`; MPI must be initialised.
+/// @return how ranks use GPUs here, e.g. "2 ranks share 1 GPU(s): NCCL_MULTI_RANK_GPU_ENABLE=1"
+/// or "one GPU per rank".
+std::string share_gpus_if_needed(MPI_Comm mpi_comm);
 
 /// @brief One NCCL communicator over the processes of `mpi_comm`, rank = MPI rank: rank 0
 /// creates the NCCL unique id and broadcasts it with MPI, then every process initialises its
