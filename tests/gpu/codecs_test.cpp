@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "support/gpu_test.hpp"
@@ -72,34 +74,45 @@ class Nvfp4Kernels : public ::testing::TestWithParam<std::size_t> {};
 TEST_P(Nvfp4Kernels, QuantizeAndDequantizeMatchCpuBitForBit) {
   SYMMCOMM_REQUIRE_GPU();
   std::size_t const n = GetParam();
-  auto const x = with_specials(random_bf16(n, static_cast<std::uint32_t>(n)));
-  DeviceArray<std::uint16_t> src(n);
-  src.upload(x);
-  for (ScaleMode mode : {ScaleMode::Given, ScaleMode::Compute}) {
-    Nvfp4Device q(n);
-    float const given = 123.5f;
-    if (mode == ScaleMode::Given) q.global.upload({given});
-    quantize_nvfp4(reinterpret_cast<const bf16*>(src.get()), q.view(), mode, nullptr);
-    SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
-    float const g = mode == ScaleMode::Given ? given : nvfp4_global_scale(host_amax(x));
-    ASSERT_EQ(q.global.download()[0], g);
+  // Specials and computed scales on separate inputs: one +inf makes the computed global scale
+  // that of an infinite amax, which would hide the multi-CTA amax reduction.
+  for (bool specials : {false, true}) {
+    auto const plain = random_bf16(n, static_cast<std::uint32_t>(n));
+    auto const x = specials ? with_specials(plain) : plain;
+    DeviceArray<std::uint16_t> src(n);
+    src.upload(x);
+    for (ScaleMode mode : {ScaleMode::Given, ScaleMode::Compute}) {
+      SCOPED_TRACE(std::string(specials ? "with NaN/inf/-0" : "finite") + ", " +
+                   (mode == ScaleMode::Given ? "given scale" : "computed scale"));
+      Nvfp4Device q(n);
+      float const given = 123.5f;
+      if (mode == ScaleMode::Given) q.global.upload({given});
+      quantize_nvfp4(reinterpret_cast<const bf16*>(src.get()), q.view(), mode, nullptr);
+      SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+      float const g = mode == ScaleMode::Given ? given : nvfp4_global_scale(host_amax(x));
+      ASSERT_EQ(q.global.download()[0], g);
+      if (mode == ScaleMode::Compute && !specials) {
+        ASSERT_NE(g, nvfp4_global_scale(std::numeric_limits<float>::infinity()))
+            << "a finite input must give a computed, finite-amax scale";
+      }
 
-    std::vector<std::uint8_t> ref_data(n / 2), ref_scales(n / 16);
-    std::vector<float> block(16);
-    for (std::size_t b = 0; b < n / 16; ++b) {
-      for (int i = 0; i < 16; ++i) block[i] = bf16_bits_to_float(x[b * 16 + i]);
-      ref_scales[b] = nvfp4_quantize_block(block.data(), g, &ref_data[b * 8]);
-    }
-    auto const got_data = q.data.download();
-    auto const got_scales = q.scales.download();
-    ASSERT_EQ(got_scales, ref_scales);
-    ASSERT_EQ(got_data, ref_data);
+      std::vector<std::uint8_t> ref_data(n / 2), ref_scales(n / 16);
+      std::vector<float> block(16);
+      for (std::size_t b = 0; b < n / 16; ++b) {
+        for (int i = 0; i < 16; ++i) block[i] = bf16_bits_to_float(x[b * 16 + i]);
+        ref_scales[b] = nvfp4_quantize_block(block.data(), g, &ref_data[b * 8]);
+      }
+      auto const got_data = q.data.download();
+      auto const got_scales = q.scales.download();
+      ASSERT_EQ(got_scales, ref_scales);
+      ASSERT_EQ(got_data, ref_data);
 
-    auto const [got_bf16, got_f32] = dequantize_both(q);
-    for (std::size_t i = 0; i < n; ++i) {
-      float const ref = nvfp4_element(ref_data.data(), ref_scales.data(), g, i);
-      ASSERT_EQ(got_f32[i], ref) << "element " << i;
-      ASSERT_EQ(got_bf16[i], float_to_bf16_bits(ref)) << "element " << i;
+      auto const [got_bf16, got_f32] = dequantize_both(q);
+      for (std::size_t i = 0; i < n; ++i) {
+        float const ref = nvfp4_element(ref_data.data(), ref_scales.data(), g, i);
+        ASSERT_EQ(got_f32[i], ref) << "element " << i;
+        ASSERT_EQ(got_bf16[i], float_to_bf16_bits(ref)) << "element " << i;
+      }
     }
   }
 }
@@ -113,35 +126,44 @@ TEST_P(Fp8Kernels, QuantizeAndDequantizeMatchCpuBitForBit) {
   SYMMCOMM_REQUIRE_GPU();
   Fp8Format const f = GetParam();
   for (std::size_t n : {std::size_t{8}, std::size_t{7168 * 3}, std::size_t{8 * 1000003}}) {
-    auto x = random_bf16(n, 5);
-    DeviceArray<std::uint16_t> src(n);
-    src.upload(x);
-    for (ScaleMode mode : {ScaleMode::Given, ScaleMode::Compute}) {
-      DeviceArray<std::uint8_t> codes(n);
-      DeviceArray<float> scale(1);
-      // A small given scale pushes many values past the format's maximum: saturation checked.
-      float const given = f == Fp8Format::E4M3 ? 0.01f : 1e-4f;
-      if (mode == ScaleMode::Given) scale.upload({given});
-      Fp8View const view{codes.get(), scale.get(), n, f};
-      quantize_fp8(reinterpret_cast<const bf16*>(src.get()), view, mode, nullptr);
-      SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
-      float const s = mode == ScaleMode::Given ? given : fp8_scale_from_amax(host_amax(x), f);
-      ASSERT_EQ(scale.download()[0], s);
-      float const inv = 1.0f / s;
-      auto const got = codes.download();
-      for (std::size_t i = 0; i < n; ++i) {
-        ASSERT_EQ(got[i], encode_fp8(bf16_bits_to_float(x[i]) * inv, f)) << "element " << i;
-      }
-      DeviceArray<float> out(n);
-      DeviceArray<std::uint16_t> out_bf16(n);
-      dequantize_fp8(view, out.get(), nullptr);
-      dequantize_fp8(view, reinterpret_cast<bf16*>(out_bf16.get()), nullptr);
-      auto const back = out.download();
-      auto const back_bf16 = out_bf16.download();
-      for (std::size_t i = 0; i < n; ++i) {
-        float const ref = decode_fp8(got[i], f) * s;
-        ASSERT_EQ(back[i], ref) << "element " << i;
-        ASSERT_EQ(back_bf16[i], float_to_bf16_bits(ref)) << "element " << i;
+    // Finite input (computed scales from a real amax), then NaN/+-inf/-0 mixed in.
+    for (bool specials : {false, true}) {
+      auto x = specials ? with_specials(random_bf16(n, 5)) : random_bf16(n, 5);
+      DeviceArray<std::uint16_t> src(n);
+      src.upload(x);
+      for (ScaleMode mode : {ScaleMode::Given, ScaleMode::Compute}) {
+        SCOPED_TRACE(std::to_string(n) + (specials ? " with NaN/inf/-0" : " finite") +
+                     (mode == ScaleMode::Given ? ", given scale" : ", computed scale"));
+        DeviceArray<std::uint8_t> codes(n);
+        DeviceArray<float> scale(1);
+        // A small given scale pushes many values past the format's maximum: saturation checked.
+        float const given = f == Fp8Format::E4M3 ? 0.01f : 1e-4f;
+        if (mode == ScaleMode::Given) scale.upload({given});
+        Fp8View const view{codes.get(), scale.get(), n, f};
+        quantize_fp8(reinterpret_cast<const bf16*>(src.get()), view, mode, nullptr);
+        SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+        float const s = mode == ScaleMode::Given ? given : fp8_scale_from_amax(host_amax(x), f);
+        ASSERT_EQ(scale.download()[0], s);
+        if (mode == ScaleMode::Compute && !specials) {
+          ASSERT_NE(s, fp8_scale_from_amax(std::numeric_limits<float>::infinity(), f));
+        }
+        float const inv = 1.0f / s;
+        auto const got = codes.download();
+        for (std::size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(got[i], encode_fp8(bf16_bits_to_float(x[i]) * inv, f)) << "element " << i;
+        }
+        DeviceArray<float> out(n);
+        DeviceArray<std::uint16_t> out_bf16(n);
+        dequantize_fp8(view, out.get(), nullptr);
+        dequantize_fp8(view, reinterpret_cast<bf16*>(out_bf16.get()), nullptr);
+        auto const back = out.download();
+        auto const back_bf16 = out_bf16.download();
+        for (std::size_t i = 0; i < n; ++i) {
+          float const ref = decode_fp8(got[i], f) * s;
+          ASSERT_TRUE(std::isnan(ref) ? std::isnan(back[i]) : back[i] == ref)
+              << "element " << i << ": " << back[i] << " vs " << ref;
+          ASSERT_EQ(back_bf16[i], float_to_bf16_bits(ref)) << "element " << i;
+        }
       }
     }
   }
