@@ -51,6 +51,12 @@ std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
   return v;
 }
 
+// A small integer in [-4, 4] for (rank, element): sums over up to 32 ranks stay exact in bf16.
+float small_int(int rank, std::size_t i) {
+  return static_cast<float>(static_cast<int>((i * 7 + static_cast<std::size_t>(rank) * 13) % 9) -
+                            4);
+}
+
 TEST(MultiGpuCollectives, Nvfp4AllGatherAndBf16ReduceScatterOnPoolBuffers) {
   SYMMCOMM_REQUIRE_GPUS(2);
   auto comms = create_local_communicators();
@@ -68,6 +74,8 @@ TEST(MultiGpuCollectives, Nvfp4AllGatherAndBf16ReduceScatterOnPoolBuffers) {
   std::vector<Plan> ag_plans(comms.size()), rs_plans(comms.size());
   std::vector<std::vector<std::uint8_t>> gathered(comms.size());
   std::vector<std::vector<std::uint16_t>> reduced(comms.size());
+  std::vector<std::vector<std::uint8_t>> gathered_scales(comms.size());
+  std::vector<std::vector<float>> gathered_globals(comms.size());
   per_rank(comms, [&](int r) {
     auto& pool = *pools[static_cast<std::size_t>(r)];
     const auto& in = inputs[static_cast<std::size_t>(r)];
@@ -87,11 +95,19 @@ TEST(MultiGpuCollectives, Nvfp4AllGatherAndBf16ReduceScatterOnPoolBuffers) {
     gathered[static_cast<std::size_t>(r)].resize(count / 2 * n);
     SYMMCOMM_CUDA_TRY(cudaMemcpy(gathered[static_cast<std::size_t>(r)].data(), recv_data,
                                  count / 2 * n, cudaMemcpyDeviceToHost));
-    // BF16 reduce-scatter of ones * (rank + 1): each element sums to n(n+1)/2.
+    gathered_scales[static_cast<std::size_t>(r)].resize(count / 16 * n);
+    SYMMCOMM_CUDA_TRY(cudaMemcpy(gathered_scales[static_cast<std::size_t>(r)].data(), recv_scales,
+                                 count / 16 * n, cudaMemcpyDeviceToHost));
+    gathered_globals[static_cast<std::size_t>(r)].resize(static_cast<std::size_t>(n));
+    SYMMCOMM_CUDA_TRY(cudaMemcpy(gathered_globals[static_cast<std::size_t>(r)].data(), recv_global,
+                                 4 * static_cast<std::size_t>(n), cudaMemcpyDeviceToHost));
+    // BF16 reduce-scatter of small integers that differ per rank and element: every partial
+    // sum is exact in bf16, whatever order NCCL adds in.
     auto* rs_send = static_cast<std::uint16_t*>(pool.allocate(count * 2 * n));
     auto* rs_recv = static_cast<std::uint16_t*>(pool.allocate(count * 2));
-    std::vector<std::uint16_t> ones(count * n, float_to_bf16_bits(static_cast<float>(r + 1)));
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(rs_send, ones.data(), ones.size() * 2, cudaMemcpyHostToDevice));
+    std::vector<std::uint16_t> ints(count * static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < ints.size(); ++i) ints[i] = float_to_bf16_bits(small_int(r, i));
+    SYMMCOMM_CUDA_TRY(cudaMemcpy(rs_send, ints.data(), ints.size() * 2, cudaMemcpyHostToDevice));
     rs_plans[static_cast<std::size_t>(r)] = reduce_scatter(
         comms[static_cast<std::size_t>(r)], Bf16Span{reinterpret_cast<bf16*>(rs_send), count * n},
         Bf16Span{reinterpret_cast<bf16*>(rs_recv), count}, nullptr);
@@ -103,21 +119,34 @@ TEST(MultiGpuCollectives, Nvfp4AllGatherAndBf16ReduceScatterOnPoolBuffers) {
     std::cout << "rank " << r << " all_gather: " << ag_plans[static_cast<std::size_t>(r)].reason()
               << "\nrank " << r
               << " reduce_scatter: " << rs_plans[static_cast<std::size_t>(r)].reason() << "\n";
+    std::size_t const me = static_cast<std::size_t>(r);
     for (int k = 0; k < n; ++k) {
-      ASSERT_TRUE(std::equal(inputs[static_cast<std::size_t>(k)].data.begin(),
-                             inputs[static_cast<std::size_t>(k)].data.end(),
-                             gathered[static_cast<std::size_t>(r)].begin() +
-                                 static_cast<std::ptrdiff_t>(k * count / 2)));
+      const HostNvfp4& in = inputs[static_cast<std::size_t>(k)];
+      ASSERT_TRUE(std::equal(in.data.begin(), in.data.end(),
+                             gathered[me].begin() + static_cast<std::ptrdiff_t>(k * count / 2)))
+          << "rank " << r << ": data of rank " << k;
+      ASSERT_TRUE(
+          std::equal(in.scales.begin(), in.scales.end(),
+                     gathered_scales[me].begin() + static_cast<std::ptrdiff_t>(k * count / 16)))
+          << "rank " << r << ": block scales of rank " << k;
+      ASSERT_EQ(gathered_globals[me][static_cast<std::size_t>(k)], in.global_scale)
+          << "rank " << r << ": global scale of rank " << k;
     }
-    float const expect = static_cast<float>(n * (n + 1) / 2);
-    for (auto v : reduced[static_cast<std::size_t>(r)]) ASSERT_EQ(bf16_bits_to_float(v), expect);
-    const Capabilities& caps = comms[static_cast<std::size_t>(r)].capabilities();
+    for (std::size_t i = 0; i < count; ++i) {
+      float want = 0.0f;
+      for (int k = 0; k < n; ++k) want += small_int(k, me * count + i);
+      ASSERT_EQ(bf16_bits_to_float(reduced[me][i]), want) << "rank " << r << ", element " << i;
+    }
+    const Capabilities& caps = comms[me].capabilities();
     if (caps.symmetric_memory) {
       // ~64 KiB per rank: below thresholds::kLsaAllGatherMaxBytesPerRank, so Auto takes
       // symmcomm's LSA gather where the LSA team spans the communicator.
-      EXPECT_EQ(ag_plans[static_cast<std::size_t>(r)].path,
-                caps.lsa_covers(n) ? Path::LsaKernel : Path::NcclSymmetric);
-      EXPECT_EQ(rs_plans[static_cast<std::size_t>(r)].path, Path::NcclSymmetric);
+      EXPECT_EQ(ag_plans[me].path, caps.lsa_covers(n) ? Path::LsaKernel : Path::NcclSymmetric);
+      EXPECT_EQ(rs_plans[me].path, Path::NcclSymmetric);
+    } else {
+      // Pool buffers without symmetric support: the plan must say that, not another reason.
+      EXPECT_EQ(ag_plans[me].why, PlanReason::NoSymmetricSupport) << ag_plans[me].reason();
+      EXPECT_EQ(rs_plans[me].why, PlanReason::NoSymmetricSupport) << rs_plans[me].reason();
     }
   }
   Group group;
@@ -156,7 +185,7 @@ TEST(MultiGpuCollectives, Nvfp4ReduceScatterMatchesReference) {
 
 // symmcomm's own LSA kernels on real peers (forced path), three times in a row on the same
 // buffers (the closing barrier must make immediate reuse safe), against the host and against
-// the fallback path on the same inputs.
+// the fallback path on the same inputs; gathered scales and global scales checked too.
 TEST(MultiGpuCollectives, LsaKernelsMatchHostAndFallbackAndAllowImmediateReuse) {
   SYMMCOMM_REQUIRE_GPUS(2);
   auto comms = create_local_communicators();
@@ -246,7 +275,38 @@ TEST(MultiGpuCollectives, LsaKernelsMatchHostAndFallbackAndAllowImmediateReuse) 
         failures[me] += " all_gather differs for rank " + std::to_string(k) + ";";
       }
     }
-    if (out_lsa.download() != out_fb.download()) failures[me] += " lsa and fallback sums differ;";
+    auto const lsa_sum = out_lsa.download();
+    if (lsa_sum != out_fb.download()) failures[me] += " lsa and fallback sums differ;";
+    // Both run the same reduction template: also hold the LSA sum to the host's rank-order sum.
+    auto const want = test::reduce_like_kernel(shards_q, me * count, count);
+    std::size_t off = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      double bound = 0.0;
+      for (const auto& in : shards_q) bound += std::fabs(in.value(me * count + i));
+      off += std::fabs(lsa_sum[i] - want[i]) <= bound * n * 1.2e-7 + 1e-30 ? 0 : 1;
+    }
+    if (off != 0) failures[me] += " " + std::to_string(off) + " lsa sums off the host's;";
+    std::vector<std::uint8_t> scales(count / 16 * n), scales2(count / 16 * n);
+    std::vector<float> globals(static_cast<std::size_t>(n)), globals2(static_cast<std::size_t>(n));
+    SYMMCOMM_CUDA_TRY(
+        cudaMemcpy(scales.data(), recv.block_scales, scales.size(), cudaMemcpyDeviceToHost));
+    SYMMCOMM_CUDA_TRY(
+        cudaMemcpy(scales2.data(), recv2.block_scales, scales2.size(), cudaMemcpyDeviceToHost));
+    SYMMCOMM_CUDA_TRY(
+        cudaMemcpy(globals.data(), recv.global_scale, 4 * globals.size(), cudaMemcpyDeviceToHost));
+    SYMMCOMM_CUDA_TRY(cudaMemcpy(globals2.data(), recv2.global_scale, 4 * globals2.size(),
+                                 cudaMemcpyDeviceToHost));
+    for (int k = 0; k < n; ++k) {
+      auto const at = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(k) * count / 16);
+      if (!std::equal(q[k].scales.begin(), q[k].scales.end(), scales.begin() + at) ||
+          globals[static_cast<std::size_t>(k)] != q[k].global_scale) {
+        failures[me] += " quantize_all_gather scales differ for rank " + std::to_string(k) + ";";
+      }
+      if (!std::equal(q[k].scales.begin(), q[k].scales.end(), scales2.begin() + at) ||
+          globals2[static_cast<std::size_t>(k)] != q[k].global_scale) {
+        failures[me] += " all_gather scales differ for rank " + std::to_string(k) + ";";
+      }
+    }
   });
   for (int r = 0; r < n; ++r) EXPECT_EQ(failures[static_cast<std::size_t>(r)], "") << "rank " << r;
   Group group;
