@@ -6,6 +6,7 @@
 
 #include <nccl.h>
 
+#include <numeric>
 #include <string>
 
 #include "common.hpp"
@@ -39,39 +40,25 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
   int const me = state.rank;
   bool equal = true;
   std::size_t send_total = 0, recv_total = 0;
-  PlanRequest request;
-  request.operation = Operation::AllGather;
-  request.capabilities = &state.caps;
-  request.comm_size = n;
-  request.choice = options.path;
-  request.buffers.reserve(2 * parts.size());  // one allocation per call
+  detail::PlannedCall call(state, Operation::AllGather, options, operation);
   for (const Part& p : parts) {
-    std::size_t sum = 0;
-    for (std::size_t b : p.bytes) {
-      sum += b;
-      equal = equal && b == p.bytes[0];
-    }
+    for (std::size_t b : p.bytes) equal = equal && b == p.bytes[0];
     send_total += p.bytes[static_cast<std::size_t>(me)];
-    recv_total += sum;
-    request.buffers.push_back(
-        detail::planned_buffer(p.send_name, p.send, p.bytes[static_cast<std::size_t>(me)]));
-    request.buffers.back().peer_accessed = false;  // the LSA kernel pushes from it locally
+    // The LSA kernel pushes the send side to peers from here: only this rank reads it.
+    call.buffer(p.send_name, p.send, p.bytes[static_cast<std::size_t>(me)], false);
   }
   for (const Part& p : parts) {
-    std::size_t sum = 0;
-    for (std::size_t b : p.bytes) sum += b;
-    request.buffers.push_back(detail::planned_buffer(p.recv_name, p.recv, sum));
+    std::size_t const sum = std::accumulate(p.bytes.begin(), p.bytes.end(), std::size_t{0});
+    recv_total += sum;
+    call.buffer(p.recv_name, p.recv, sum);
   }
-  request.equal_counts = equal;
-  request.bytes_per_rank = send_total;
-  request.staging_usable = equal && detail::staging_usable(state, options, send_total, recv_total);
-  request.lsa_kernel_available =
-      detail::lsa_kernel_usable(state) && parts.size() <= detail::lsa::kSlots;
-  detail::resolve_provenance(state, request.buffers);
-  Plan plan = detail::plan_call(state, request, options, stream, operation);
+  call.per_rank(send_total, equal)
+      .staging_usable(equal && detail::staging_usable(state, options, send_total, recv_total))
+      .lsa_kernel(parts.size() <= detail::lsa::kSlots);
+  Plan const plan = call.decide(stream);
 
   detail::DeviceGuard guard(state.device);
-  detail::before_enqueue(state, options, plan, request.buffers, stream);
+  call.before_enqueue(stream);
   if (plan.path == Path::LsaKernel) {
     // One launch pushes every part of this rank to every peer's window (lsa.cu).
     detail::lsa::Peers peers = detail::lsa_peers(state);
@@ -79,7 +66,7 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
     args.segments = static_cast<int>(parts.size());
     args.grid_bytes = recv_total / static_cast<std::size_t>(n);
     for (std::size_t i = 0; i < parts.size(); ++i) {
-      const Provenance& recv_prov = request.buffers[parts.size() + i].provenance;
+      const Provenance& recv_prov = call.provenance(parts.size() + i);
       std::size_t displacement = 0;
       for (int r = 0; r < me; ++r) displacement += parts[i].bytes[static_cast<std::size_t>(r)];
       peers.window[i] = recv_prov.window;
@@ -135,7 +122,7 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
     }
     group.end();
   }
-  detail::record_plan(state, plan, request.buffers, stream, operation, type, count);
+  call.record(stream, type, count);
   return plan;
 }
 

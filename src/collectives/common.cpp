@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <sstream>
 #include <string>
@@ -255,6 +256,75 @@ void check_counts(const std::vector<std::size_t>& counts, int ranks, int rank, s
                              << "] = " << counts[static_cast<std::size_t>(rank)]);
   SYMMCOMM_EXPECTS(sum == total,
                    total_name << " " << total << " differs from the sum of counts " << sum);
+}
+
+PlannedCall::PlannedCall(CommState& state, Operation op, const Options& options,
+                         const char* operation)
+    : state_(state), options_(options), operation_(operation) {
+  request_.operation = op;
+  request_.capabilities = &state.caps;
+  request_.comm_size = state.size;
+  request_.choice = options.path;
+  request_.buffers.reserve(6);  // an NVFP4 call's three tensors per side without regrowth
+}
+
+PlannedCall& PlannedCall::types(DataType send, DataType recv) {
+  request_.send_type = send;
+  request_.recv_type = recv;
+  return *this;
+}
+
+PlannedCall& PlannedCall::per_rank(std::size_t bytes, bool equal_counts) {
+  request_.bytes_per_rank = bytes;
+  request_.equal_counts = equal_counts;
+  return *this;
+}
+
+PlannedCall& PlannedCall::staging_usable(bool usable) {
+  request_.staging_usable = usable;
+  return *this;
+}
+
+PlannedCall& PlannedCall::lsa_kernel(bool exists) {
+  request_.lsa_kernel_available = exists && lsa_kernel_usable(state_);
+  return *this;
+}
+
+PlannedCall& PlannedCall::buffer(const char* name, const void* ptr, std::size_t bytes,
+                                 bool peer_accessed) {
+  request_.buffers.push_back(planned_buffer(name, ptr, bytes));
+  request_.buffers.back().peer_accessed = peer_accessed;
+  return *this;
+}
+
+const Plan& PlannedCall::decide(cudaStream_t stream) {
+  SYMMCOMM_EXPECTS(!decided_, operation_ << ": planned twice (a bug in symmcomm)");
+  resolve_provenance(state_, request_.buffers);
+  plan_ = plan_call(state_, request_, options_, stream, operation_);
+  decided_ = true;
+  return plan_;
+}
+
+const Provenance& PlannedCall::provenance(const char* name) const {
+  for (const PlannedBuffer& b : request_.buffers) {
+    if (std::strcmp(b.name, name) == 0) return b.provenance;
+  }
+  SYMMCOMM_FAIL(operation_ << ": no planned buffer named " << name << " (a bug in symmcomm)");
+}
+
+const Provenance& PlannedCall::provenance(std::size_t index) const {
+  SYMMCOMM_EXPECTS(index < request_.buffers.size(), operation_ << ": planned buffer " << index
+                                                               << " of " << request_.buffers.size()
+                                                               << " (a bug in symmcomm)");
+  return request_.buffers[index].provenance;
+}
+
+void PlannedCall::before_enqueue(cudaStream_t stream) const {
+  detail::before_enqueue(state_, options_, plan_, request_.buffers, stream);
+}
+
+void PlannedCall::record(cudaStream_t stream, const char* type, std::size_t count) const {
+  record_plan(state_, plan_, request_.buffers, stream, operation_, type, count);
 }
 
 }  // namespace symmcomm::detail

@@ -51,6 +51,51 @@ void before_enqueue(CommState& comm, const Options& options, const Plan& plan,
 void record_plan(CommState& comm, const Plan& plan, const std::vector<PlannedBuffer>& buffers,
                  cudaStream_t stream, const char* operation, const char* type, std::size_t count);
 
+/// One call's planning, assembled the same way by every collective: the request's fields from
+/// the communicator and the options, the buffers the call touches by name, their provenance
+/// resolved under one registry lock, the plan (agreed across ranks when asked), and the
+/// bookkeeping around the enqueue. Executors read buffers' provenance by name afterwards.
+class PlannedCall {
+ public:
+  PlannedCall(CommState& state, Operation op, const Options& options, const char* operation);
+  PlannedCall(const PlannedCall&) = delete;
+  PlannedCall& operator=(const PlannedCall&) = delete;
+
+  /// Element types (a gather that moves bytes as they are leaves the defaults).
+  PlannedCall& types(DataType send, DataType recv);
+  /// Payload bytes per rank, and whether every rank's count is the same.
+  PlannedCall& per_rank(std::size_t bytes, bool equal_counts = true);
+  /// Options::allow_staging with symmetric scratch big enough for this call.
+  PlannedCall& staging_usable(bool usable);
+  /// symmcomm has an LSA kernel for this call (lsa_kernel_usable() is checked as well).
+  PlannedCall& lsa_kernel(bool exists);
+  /// A buffer the call touches (LogicError naming it for a null pointer with bytes);
+  /// `peer_accessed` false for a side only this rank touches (see PlannedBuffer).
+  PlannedCall& buffer(const char* name, const void* ptr, std::size_t bytes,
+                      bool peer_accessed = true);
+
+  /// Resolves provenance and plans; once per call. @throws LogicError as plan_call does.
+  const Plan& decide(cudaStream_t stream);
+  const Plan& plan() const { return plan_; }
+  /// The provenance of the buffer added as `name` (LogicError if none: a bug in symmcomm).
+  const Provenance& provenance(const char* name) const;
+  /// The provenance of the `index`-th buffer added.
+  const Provenance& provenance(std::size_t index) const;
+  const std::vector<PlannedBuffer>& buffers() const { return request_.buffers; }
+
+  /// before_enqueue() and record_plan() with this call's plan and buffers.
+  void before_enqueue(cudaStream_t stream) const;
+  void record(cudaStream_t stream, const char* type, std::size_t count) const;
+
+ private:
+  CommState& state_;
+  const Options& options_;
+  const char* operation_;
+  PlanRequest request_;
+  Plan plan_;
+  bool decided_ = false;
+};
+
 /// Scratch of at least `bytes`: Options::workspace when given (checked big enough), else the
 /// communicator's own, grown when not capturing.
 void* acquire_workspace(CommState& comm, const Options& options, std::size_t bytes,

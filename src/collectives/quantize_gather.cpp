@@ -40,6 +40,21 @@ Fp8Format fp8_format_of(const Recv& recv) {
   }
 }
 
+template <class Recv>
+DataType type_of(const Recv& recv) {
+  if constexpr (is_nvfp4<Recv>()) {
+    return DataType::Nvfp4;
+  } else {
+    return recv.dtype();
+  }
+}
+
+// The name the receive side's per-rank scales are planned (and reported) under.
+template <class Recv>
+constexpr const char* scale_name() {
+  return is_nvfp4<Recv>() ? "recv.global_scale" : "recv.scale";
+}
+
 // The quantized bytes one rank contributes.
 template <class Recv>
 std::size_t payload_bytes(std::size_t count) {
@@ -98,9 +113,6 @@ Plan fused_quantize_gather(const Communicator& comm, Bf16Span input, Recv recv, 
   SYMMCOMM_EXPECTS(recv.count == input.count * n, "recv.count "
                                                       << recv.count << " is not input.count "
                                                       << input.count << " x comm.size() " << n);
-  if (options.path == PathChoice::Fallback) {
-    return quantize_then_gather(state, comm, input, recv, scale, stream, options);
-  }
   if (options.path == PathChoice::NcclSymmetric) {
     // NCCL gathers what is quantized first. From 2.29 NCCL's symmetric kernels need only the
     // receive side in a window; 2.28 needs the send side too, so the input is quantized into
@@ -127,31 +139,19 @@ Plan fused_quantize_gather(const Communicator& comm, Bf16Span input, Recv recv, 
     return quantize_then_gather(state, comm, input, recv, scale, stream, options,
                                 options.staging.send);
   }
-  PlanRequest request;
-  request.operation = Operation::AllGather;
-  request.send_type = DataType::Bf16;
+  detail::PlannedCall call(state, Operation::AllGather, options, kOperation);
+  call.types(DataType::Bf16, type_of(recv))
+      .per_rank(payload_bytes<Recv>(input.count))
+      .lsa_kernel(true)
+      .buffer("input", input.data, input.data_bytes(), false)  // read by this rank only
+      .buffer("recv.data", recv.data, recv.data_bytes());
   if constexpr (is_nvfp4<Recv>()) {
-    request.recv_type = DataType::Nvfp4;
-  } else {
-    request.recv_type = recv.dtype();
+    call.buffer("recv.block_scales", recv.block_scales, recv.scale_bytes());
   }
-  request.capabilities = &state.caps;
-  request.comm_size = state.size;
-  request.choice = options.path;
-  request.bytes_per_rank = payload_bytes<Recv>(input.count);
-  request.buffers.reserve(4);  // one allocation per call
-  request.buffers.push_back(detail::planned_buffer("input", input.data, input.data_bytes()));
-  request.buffers.back().peer_accessed = false;
-  request.buffers.push_back(detail::planned_buffer("recv.data", recv.data, recv.data_bytes()));
-  if constexpr (is_nvfp4<Recv>()) {
-    request.buffers.push_back(
-        detail::planned_buffer("recv.block_scales", recv.block_scales, recv.scale_bytes()));
-  }
-  request.buffers.push_back(detail::planned_buffer(
-      is_nvfp4<Recv>() ? "recv.global_scale" : "recv.scale", recv_scale(recv), n * sizeof(float)));
-  request.lsa_kernel_available = detail::lsa_kernel_usable(state);
-  detail::resolve_provenance(state, request.buffers);
-  Plan plan = detail::plan_call(state, request, options, stream, kOperation);
+  call.buffer(scale_name<Recv>(), recv_scale(recv), n * sizeof(float));
+  // Fallback (forced or not) and every plan but the fused kernel: quantize, then all_gather
+  // (which plans the gather of the quantized tensors itself).
+  Plan const plan = call.decide(stream);
   if (plan.path != Path::LsaKernel) {
     return quantize_then_gather(state, comm, input, recv, scale, stream, options);
   }
@@ -172,22 +172,21 @@ Plan fused_quantize_gather(const Communicator& comm, Bf16Span input, Recv recv, 
   a.scale = scale_ptr;
   a.count = input.count;
   a.grid_count = input.count;
-  const Provenance& data = request.buffers[1].provenance;
-  const Provenance& scales = request.buffers[2].provenance;
-  const Provenance& globals = request.buffers.back().provenance;
+  const Provenance& data = call.provenance("recv.data");
+  const Provenance& globals = call.provenance(scale_name<Recv>());
   peers.window[0] = data.window;
   a.data =
       detail::lsa::SymRef{0, data.offset + me * (is_nvfp4<Recv>() ? input.count / 2 : input.count)};
   if constexpr (is_nvfp4<Recv>()) {
+    const Provenance& scales = call.provenance("recv.block_scales");
     peers.window[1] = scales.window;
     a.block_scales = detail::lsa::SymRef{1, scales.offset + me * (input.count / kNvfp4BlockSize)};
   }
   peers.window[2] = globals.window;
   a.scale_dst = detail::lsa::SymRef{2, globals.offset + me * sizeof(float)};
-  detail::before_enqueue(state, options, plan, request.buffers, stream);
+  call.before_enqueue(stream);
   detail::lsa::quantize_gather(peers, a, stream);
-  detail::record_plan(state, plan, request.buffers, stream, kOperation,
-                      is_nvfp4<Recv>() ? "nvfp4" : "fp8", input.count);
+  call.record(stream, is_nvfp4<Recv>() ? "nvfp4" : "fp8", input.count);
   return plan;
 }
 

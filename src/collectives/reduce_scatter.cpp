@@ -37,27 +37,16 @@ Plan native_reduce_scatter(const Communicator& comm, Span<T> send, Span<T> recv,
                                                        << send.count << " is not recv.count "
                                                        << recv.count << " x comm.size() " << n);
   }
-  PlanRequest request;
-  request.operation = Operation::ReduceScatter;
-  request.send_type = type;
-  request.recv_type = type;
-  request.capabilities = &state.caps;
-  request.comm_size = state.size;
-  request.choice = options.path;
-  request.equal_counts = counts == nullptr;
-  request.bytes_per_rank = recv.data_bytes();
-  request.buffers = {detail::planned_buffer("send.data", send.data, send.data_bytes()),
-                     detail::planned_buffer("recv.data", recv.data, recv.data_bytes())};
-  request.staging_usable =
-      counts == nullptr &&
-      detail::staging_usable(state, options, send.data_bytes(), recv.data_bytes());
-  detail::resolve_provenance(state, request.buffers);
-  Plan plan = detail::plan_call(state, request, options, stream, operation);
-  SYMMCOMM_EXPECTS(
-      plan.path != Path::LsaKernel,
-      operation << ": the lsa-kernel executor is not built yet; use Auto or another path");
+  detail::PlannedCall call(state, Operation::ReduceScatter, options, operation);
+  call.types(type, type)
+      .per_rank(recv.data_bytes(), counts == nullptr)
+      .staging_usable(counts == nullptr &&
+                      detail::staging_usable(state, options, send.data_bytes(), recv.data_bytes()))
+      .buffer("send.data", send.data, send.data_bytes())
+      .buffer("recv.data", recv.data, recv.data_bytes());
+  Plan const plan = call.decide(stream);  // no LSA kernel for native sums: NCCL's own paths
   detail::DeviceGuard guard(state.device);
-  detail::before_enqueue(state, options, plan, request.buffers, stream);
+  call.before_enqueue(stream);
   if (plan.staged) {
     detail::refuse_inside_group(operation, "staged path");
     SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(options.staging.send, send.data, send.data_bytes(),
@@ -79,7 +68,7 @@ Plan native_reduce_scatter(const Communicator& comm, Span<T> send, Span<T> recv,
     }
     group.end();
   }
-  detail::record_plan(state, plan, request.buffers, stream, operation, to_string(type), send.count);
+  call.record(stream, to_string(type), send.count);
   return plan;
 }
 
@@ -161,8 +150,13 @@ bool requantizes(DataType t) {
 }
 
 // One-shot: every rank reads its shard from each peer's symmetric send buffer (lsa.cu).
+// The name the send side's per-rank scale is planned (and reported) under.
+const char* send_scale_name(const QuantizedInput& in) {
+  return in.nvfp4 ? "send.global_scale" : "send.scale";
+}
+
 void lsa_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
-                        const QuantizedOutput& out, const std::vector<PlannedBuffer>& buffers,
+                        const QuantizedOutput& out, const detail::PlannedCall& call,
                         std::size_t my_displacement, cudaStream_t stream, const Options& options) {
   float* temp = nullptr;
   if (requantizes(out.type)) {
@@ -171,16 +165,15 @@ void lsa_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
   }
   detail::DeviceGuard guard(state.device);
   detail::lsa::Peers peers = detail::lsa_peers(state);
-  // buffers: send.data, [send.block_scales], send scale, recv.data.
-  const Provenance& data = buffers[0].provenance;
-  const Provenance& scale = buffers[in.nvfp4 ? 2 : 1].provenance;
+  const Provenance& data = call.provenance("send.data");
+  const Provenance& scale = call.provenance(send_scale_name(in));
   detail::lsa::ReduceArgs a;
   a.nvfp4 = in.nvfp4;
   a.fp8_format = in.fp8_format;
   peers.window[0] = data.window;
   a.data = detail::lsa::SymRef{0, data.offset + in.data_bytes(my_displacement)};
   if (in.nvfp4) {
-    const Provenance& scales = buffers[1].provenance;
+    const Provenance& scales = call.provenance("send.block_scales");
     peers.window[1] = scales.window;
     a.block_scales = detail::lsa::SymRef{1, scales.offset + my_displacement / kNvfp4BlockSize};
   }
@@ -286,40 +279,26 @@ Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in
                                      : out.type == DataType::Bf16 ? 2
                                                                   : 0;
 
-  PlanRequest request;
-  request.operation = Operation::ReduceScatter;
-  request.send_type = in.type();
-  request.recv_type = out.type;
-  request.capabilities = &state.caps;
-  request.comm_size = state.size;
-  request.choice = options.path;
-  request.equal_counts = counts == nullptr;
-  request.bytes_per_rank = in.data_bytes(out.count);
-  request.buffers.reserve(4);  // one allocation per call
-  request.buffers.push_back(detail::planned_buffer("send.data", in.data, in.data_bytes(in.count)));
-  if (in.nvfp4) {
-    request.buffers.push_back(
-        detail::planned_buffer("send.block_scales", in.block_scales, in.count / kNvfp4BlockSize));
-  }
-  request.buffers.push_back(detail::planned_buffer(in.nvfp4 ? "send.global_scale" : "send.scale",
-                                                   in.scale, sizeof(float)));
   std::size_t const out_data_bytes = out_elem_bytes > 0            ? out.count * out_elem_bytes
                                      : out.type == DataType::Nvfp4 ? out.count / 2
                                                                    : out.count;
-  request.buffers.push_back(detail::planned_buffer("recv.data", out.data, out_data_bytes));
-  request.buffers.back().peer_accessed = false;  // written by this rank only
-  request.lsa_kernel_available = detail::lsa_kernel_usable(state);
-  detail::resolve_provenance(state, request.buffers);
-  Plan plan = detail::plan_call(state, request, options, stream, operation);
+  detail::PlannedCall call(state, Operation::ReduceScatter, options, operation);
+  call.types(in.type(), out.type)
+      .per_rank(in.data_bytes(out.count), counts == nullptr)
+      .lsa_kernel(true)
+      .buffer("send.data", in.data, in.data_bytes(in.count));
+  if (in.nvfp4) call.buffer("send.block_scales", in.block_scales, in.count / kNvfp4BlockSize);
+  call.buffer(send_scale_name(in), in.scale, sizeof(float))
+      .buffer("recv.data", out.data, out_data_bytes, false);  // written by this rank only
+  Plan const plan = call.decide(stream);
   auto const displ = detail::displacements(shard_counts);
-  detail::before_enqueue(state, options, plan, request.buffers, stream);
+  call.before_enqueue(stream);
   if (plan.path == Path::LsaKernel) {
-    lsa_reduce_scatter(state, in, out, request.buffers, displ[me], stream, options);
+    lsa_reduce_scatter(state, in, out, call, displ[me], stream, options);
   } else {
     fallback_reduce_scatter(state, in, out, shard_counts, displ, stream, options);
   }
-  detail::record_plan(state, plan, request.buffers, stream, operation, to_string(in.type()),
-                      in.count);
+  call.record(stream, to_string(in.type()), in.count);
   return plan;
 }
 
