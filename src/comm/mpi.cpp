@@ -56,7 +56,12 @@ std::string share_gpus_if_needed(MPI_Comm mpi_comm) {
   SYMMCOMM_NCCL_TRY(ncclGetVersion(&version));
   if (version >= 23000) {
     setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
-    return sharing + "NCCL_MULTI_RANK_GPU_ENABLE=1";
+    // Measured with NCCL 2.30.7 and 2 ranks on one H200: ncclSend/ncclRecv on the SIMPLE
+    // protocol never complete in this mode (a 32 KiB FP8 shard exchange hangs; the same with
+    // NCCL_P2P_LL_THRESHOLD=1 GiB passes, and NCCL_PROTO=Simple makes 16 KiB hang too). Keep
+    // point-to-point traffic on LL while ranks share a GPU.
+    setenv("NCCL_P2P_LL_THRESHOLD", "1073741824", 0);
+    return sharing + "NCCL_MULTI_RANK_GPU_ENABLE=1, NCCL_P2P_LL_THRESHOLD=1073741824";
   }
   std::string const host = "symmcomm-rank-" + std::to_string(rank);
   setenv("NCCL_HOSTID", host.c_str(), 0);

@@ -27,7 +27,8 @@ int mpi_local_rank(MPI_Comm mpi_comm);
 /// ranks share a GPU, chosen from the NCCL loaded:
 /// - NCCL >= 2.30: `NCCL_MULTI_RANK_GPU_ENABLE=1` (experimental in NCCL): real symmetric
 ///   windows, NCCL's symmetric kernels and symmcomm's LSA kernels; NCCL fits 2 ranks per GPU
-///   with its defaults, more run slower;
+///   with its defaults, more run slower. Also `NCCL_P2P_LL_THRESHOLD=1073741824`: in this mode
+///   NCCL 2.30.7's send/recv hang on the SIMPLE protocol (measured), LL works;
 /// - older NCCL: a distinct `NCCL_HOSTID` per rank and `NCCL_SOCKET_IFNAME=lo` (NCCL then sees
 ///   separate hosts and uses its socket transport: no symmetric memory, the fallback path).
 /// Always sets `NCCL_NVLS_ENABLE=0` when ranks share a GPU. Call before creating communicators.
