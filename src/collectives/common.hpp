@@ -41,7 +41,8 @@ Plan plan_call(CommState& comm, const PlanRequest& request, const Options& optio
 /// Before enqueueing a planned call's work on `stream`. LSA path: orders the launch after the
 /// communicator's last windowed work when that went to another stream (its kernels share the
 /// LSA barriers). NCCL paths: enqueue_pdl_fence() when Options::pdl_fence is on, the loaded
-/// NCCL has the stale-input bug and any buffer NCCL touches lies in a window.
+/// NCCL has the stale-input bug, any buffer NCCL touches lies in a window and NCCL has not said
+/// the communicator lacks symmetric support.
 void before_enqueue(CommState& comm, const Options& options, const Plan& plan,
                     const std::vector<PlannedBuffer>& buffers, cudaStream_t stream);
 

@@ -42,6 +42,9 @@ struct CommState {
   CommStats stats;
   std::atomic<bool> detached{false};  ///< a borrowed communicator was released by its wrapper
   std::atomic<bool> aborted{false};   ///< Communicator::abort() ran: NCCL state is gone
+  /// NCCL itself reported no symmetric memory support for this communicator (so it never
+  /// launches its symmetric kernels here, and the PDL fence they need is skipped).
+  bool nccl_symmetric_off = false;
   std::unique_ptr<DevCommHolder, DevCommDeleter> dev_comm;
   /// Order of symmcomm's windowed work across streams (src/comm/launch_order.hpp); made on
   /// first use, under `mutex`.

@@ -56,6 +56,10 @@ bool create_dev_comm(CommState& state, std::string& reason) {
   }
   if (r != ncclSuccess) {
     reason = nccl_failure(state.comm, "ncclDevCommCreate", r);
+    // NCCL's own verdict (its check of comm->symmetricSupport): its symmetric kernels will
+    // never run on this communicator either. Other failures say nothing about that.
+    state.nccl_symmetric_off =
+        reason.find("does not support symmetric memory") != std::string::npos;
     return false;
   }
   state.caps.lsa_team_size = holder->dev.lsaSize;
