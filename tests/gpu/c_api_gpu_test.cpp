@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "support/gpu_test.hpp"
+#include "support/reference.hpp"
 #include "symmcomm/c_api.h"
 #include "symmcomm/formats/bf16.hpp"
 
@@ -70,10 +71,17 @@ TEST(CApiGpu, PoolCollectivesAndTorchAllocator) {
   // reduction multiplies by s * (1/g) instead of s / g: equal up to a bf16 ulp).
   auto const a = back.download();
   auto const b = summed.download();
+  // Exactly what the host computes: quantization with the computed global scale (data, block
+  // scales, scale), gathered unchanged, and its dequantization.
+  std::vector<float> as_float(n);
+  for (std::size_t i = 0; i < n; ++i) as_float[i] = symmcomm::bf16_bits_to_float(host[i]);
+  auto const want = symmcomm::test::HostNvfp4::quantize(as_float);
+  EXPECT_EQ(gdata.download(), want.data);
+  EXPECT_EQ(gscales.download(), want.scales);
+  EXPECT_EQ(gglobal.download()[0], want.global_scale);
   for (std::size_t i = 0; i < n; ++i) {
     ASSERT_LE(std::abs(static_cast<int>(a[i]) - static_cast<int>(b[i])), 1) << i;
-    float const ref = static_cast<float>(i % 61) - 30.0f;
-    ASSERT_NEAR(symmcomm::bf16_bits_to_float(a[i]), ref, std::fabs(ref) * 0.25f + 0.6f) << i;
+    ASSERT_EQ(a[i], symmcomm::float_to_bf16_bits(static_cast<float>(want.value(i)))) << i;
   }
   // Forcing a path the buffers cannot take is an error with its reason.
   EXPECT_EQ(symmcomm_all_gather_nvfp4(comm, &q, &g, SYMMCOMM_PATH_LSA_KERNEL, nullptr, &taken),
