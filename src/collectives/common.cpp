@@ -225,13 +225,8 @@ bool lsa_kernel_usable(const CommState& comm) {
 }
 
 lsa::Peers lsa_peers(const CommState& comm) {
-  lsa::Peers peers;
-  peers.loopback = false;
-  peers.rank = comm.rank;
-  peers.size = comm.size;
-  peers.dev_comm = dev_comm_handle(comm);
-  peers.sm_share = comm.caps.lsa_sm_share;
-  return peers;
+  return lsa::Peers::production_of(comm.rank, comm.size, dev_comm_handle(comm),
+                                   comm.caps.lsa_sm_share);
 }
 
 void refuse_inside_group(const char* operation, const char* why) {

@@ -49,9 +49,7 @@ void run_gather(const std::vector<GatherTensor>& tensors, cudaStream_t stream) {
     displ.push_back(displacements(t.bytes));
   }
   for (std::size_t r = 0; r < n; ++r) {
-    lsa::Peers peers;
-    peers.rank = static_cast<int>(r);
-    peers.size = static_cast<int>(n);
+    lsa::Peers peers = lsa::Peers::loopback_of(static_cast<int>(r), static_cast<int>(n));
     lsa::GatherArgs args;
     args.segments = static_cast<int>(tensors.size());
     args.grid_bytes = total / n;
@@ -109,9 +107,7 @@ std::vector<std::size_t> shard_counts(const std::vector<Send>& send,
 // 1 = block scales (NVFP4; FP8 repeats the data, unused), 2 = the scale float.
 template <class View>
 lsa::Peers quantized_peers(const std::vector<View>& views, std::size_t r, const char* name) {
-  lsa::Peers peers;
-  peers.rank = static_cast<int>(r);
-  peers.size = static_cast<int>(views.size());
+  lsa::Peers peers = lsa::Peers::loopback_of(static_cast<int>(r), static_cast<int>(views.size()));
   for (std::size_t q = 0; q < views.size(); ++q) {
     peers.base[0][q] = views[q].data;
     if constexpr (std::is_same_v<View, Nvfp4View>) {

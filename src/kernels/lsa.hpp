@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "symmcomm/formats/views.hpp"
 
@@ -46,6 +47,25 @@ struct SymRef {
 
 /// The calling rank and how it reaches its peers.
 struct Peers {
+  /// Virtual ranks on one GPU (base[slot][r] filled in by the caller).
+  static Peers loopback_of(int rank, int size) {
+    Peers p;
+    p.loopback = true;
+    p.rank = rank;
+    p.size = size;
+    return p;
+  }
+  /// Real ranks of a communicator with a device communicator (windows filled in by the caller).
+  static Peers production_of(int rank, int size, const void* dev_comm, int sm_share) {
+    Peers p;
+    p.loopback = false;
+    p.rank = rank;
+    p.size = size;
+    p.dev_comm = dev_comm;
+    p.sm_share = sm_share;
+    return p;
+  }
+
   bool loopback = true;
   int rank = 0;
   int size = 1;
@@ -57,7 +77,11 @@ struct Peers {
   /// Production: SMs this rank may fill (Capabilities::lsa_sm_share, the same on every rank);
   /// grids are capped to what they hold at once. 0: no cap (loopback runs ranks one by one).
   int sm_share = 0;
+
+ private:
+  Peers() = default;  // made by loopback_of() or production_of(): which policy is explicit
 };
+static_assert(std::is_trivially_copyable_v<Peers>, "Peers is a kernel argument");
 
 /// One byte range this rank sends to every peer: `bytes` from local `src` to `dst` on each.
 struct GatherSegment {

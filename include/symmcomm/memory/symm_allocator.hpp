@@ -16,6 +16,15 @@
 #include <unordered_map>
 #include <vector>
 
+// CCCL's memory-resource properties, where the user opted in to them (they are experimental in
+// CUDA 13: LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE, and <CUDA>/include/cccl on the path).
+#if defined(LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE) && defined(__has_include)
+#if __has_include(<cuda/memory_resource>)
+#include <cuda/memory_resource>
+#define SYMMCOMM_HAS_CUDA_MR_PROPERTIES 1
+#endif
+#endif
+
 #include "symmcomm/comm/communicator.hpp"
 #include "symmcomm/memory/arena_allocator.hpp"
 #include "symmcomm/memory/symmetric_buffer.hpp"
@@ -78,6 +87,14 @@ class SymmAllocator final : public detail::SymmetryParticipant {
   /// @brief Resources compare equal only to themselves (memory is not interchangeable).
   bool operator==(const SymmAllocator& other) const noexcept { return this == &other; }
   bool operator!=(const SymmAllocator& other) const noexcept { return this != &other; }
+  /// @brief Where its memory can be used: device code only (ncclMemAlloc memory).
+  static constexpr bool device_accessible = true;
+  static constexpr bool host_accessible = false;
+#if defined(SYMMCOMM_HAS_CUDA_MR_PROPERTIES)
+  /// @brief The property as CCCL's cuda::mr resources (and RMM's) declare it, so
+  /// `cuda::has_property<SymmAllocator, cuda::mr::device_accessible>` holds.
+  friend void get_property(const SymmAllocator&, cuda::mr::device_accessible) noexcept {}
+#endif
 
   /// @brief The region (window, offset) of a live allocation. @throws LogicError otherwise.
   SymmetricRegion region_of(const void* ptr) const;
