@@ -80,33 +80,31 @@ struct QuantizedOutput {
   void* data = nullptr;  // bf16/fp32 data, or packed codes
   std::uint8_t* block_scales = nullptr;
   float* scale = nullptr;  // NVFP4 global scale / FP8 scale (written)
-  Fp8Format fp8_format = Fp8Format::E4M3;
   std::size_t count = 0;
   const char* name = "recv";
 };
 
 // A quantized input: NVFP4 (data, block scales, global scale) or FP8 (codes, scale).
 struct QuantizedInput {
-  bool nvfp4 = true;
-  Fp8Format fp8_format = Fp8Format::E4M3;
+  DataType type = DataType::Nvfp4;  ///< Nvfp4, Fp8E4M3 or Fp8E5M2
   const std::uint8_t* data = nullptr;
-  const std::uint8_t* block_scales = nullptr;
+  const std::uint8_t* block_scales = nullptr;  ///< NVFP4 only
   const float* scale = nullptr;
   std::size_t count = 0;
-  DataType type() const {
-    return nvfp4 ? DataType::Nvfp4
-                 : (fp8_format == Fp8Format::E4M3 ? DataType::Fp8E4M3 : DataType::Fp8E5M2);
-  }
-  std::size_t data_bytes(std::size_t elements) const { return nvfp4 ? elements / 2 : elements; }
+  bool nvfp4() const { return type == DataType::Nvfp4; }
+  Fp8Format fp8_format() const { return fp8_format_of(type); }
+  std::size_t data_bytes(std::size_t elements) const { return payload_bytes(type, elements); }
 };
 
 struct WorkspaceLayout {
   std::size_t data = 0, scales = 0, globals = 0, temp = 0, total = 0;
 };
 
-WorkspaceLayout layout_for(bool nvfp4, DataType recv_type, std::size_t shard_count, std::size_t n) {
+WorkspaceLayout layout_for(DataType send_type, DataType recv_type, std::size_t shard_count,
+                           std::size_t n) {
   WorkspaceLayout l;
-  std::size_t const shard_bytes = nvfp4 ? shard_count / 2 : shard_count;
+  bool const nvfp4 = send_type == DataType::Nvfp4;
+  std::size_t const shard_bytes = payload_bytes(send_type, shard_count);
   l.data = 0;
   l.scales = detail::align256(n * shard_bytes);
   l.globals = l.scales + detail::align256(nvfp4 ? n * (shard_count / kNvfp4BlockSize) : 0);
@@ -138,9 +136,10 @@ void write_output(const QuantizedOutput& out, float* temp, ReduceInto&& reduce_i
     case DataType::Fp8E4M3:
     case DataType::Fp8E5M2:
       reduce_into(temp);
-      quantize_fp8(
-          temp, Fp8View{static_cast<std::uint8_t*>(out.data), out.scale, out.count, out.fp8_format},
-          ScaleMode::Compute, stream);
+      quantize_fp8(temp,
+                   Fp8View{static_cast<std::uint8_t*>(out.data), out.scale, out.count,
+                           fp8_format_of(out.type)},
+                   ScaleMode::Compute, stream);
       break;
   }
 }
@@ -152,7 +151,7 @@ bool requantizes(DataType t) {
 // One-shot: every rank reads its shard from each peer's symmetric send buffer (lsa.cu).
 // The name the send side's per-rank scale is planned (and reported) under.
 const char* send_scale_name(const QuantizedInput& in) {
-  return in.nvfp4 ? "send.global_scale" : "send.scale";
+  return in.nvfp4() ? "send.global_scale" : "send.scale";
 }
 
 void lsa_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
@@ -168,11 +167,11 @@ void lsa_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
   const Provenance& data = call.provenance("send.data");
   const Provenance& scale = call.provenance(send_scale_name(in));
   detail::lsa::ReduceArgs a;
-  a.nvfp4 = in.nvfp4;
-  a.fp8_format = in.fp8_format;
+  a.nvfp4 = in.nvfp4();
+  a.fp8_format = in.fp8_format();
   peers.window[0] = data.window;
   a.data = detail::lsa::SymRef{0, data.offset + in.data_bytes(my_displacement)};
-  if (in.nvfp4) {
+  if (in.nvfp4()) {
     const Provenance& scales = call.provenance("send.block_scales");
     peers.window[1] = scales.window;
     a.block_scales = detail::lsa::SymRef{1, scales.offset + my_displacement / kNvfp4BlockSize};
@@ -198,7 +197,7 @@ void fallback_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
   const char* const operation = "reduce_scatter";
   std::size_t const n = static_cast<std::size_t>(state.size);
   detail::refuse_inside_group(operation, "quantized reduction");
-  WorkspaceLayout const layout = layout_for(in.nvfp4, out.type, out.count, n);
+  WorkspaceLayout const layout = layout_for(in.type, out.type, out.count, n);
   auto* ws = static_cast<char*>(detail::acquire_workspace(state, options, layout.total, stream));
   auto* ws_data = reinterpret_cast<std::uint8_t*>(ws + layout.data);
   auto* ws_scales = reinterpret_cast<std::uint8_t*>(ws + layout.scales);
@@ -216,7 +215,7 @@ void fallback_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
         SYMMCOMM_NCCL_TRY(ncclSend(in.data + in.data_bytes(displ[r]),
                                    in.data_bytes(shard_counts[r]), ncclUint8, peer, state.comm,
                                    stream));
-        if (in.nvfp4) {
+        if (in.nvfp4()) {
           SYMMCOMM_NCCL_TRY(ncclSend(in.block_scales + displ[r] / kNvfp4BlockSize,
                                      shard_counts[r] / kNvfp4BlockSize, ncclUint8, peer, state.comm,
                                      stream));
@@ -225,7 +224,7 @@ void fallback_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
       if (my_count > 0) {
         SYMMCOMM_NCCL_TRY(ncclRecv(ws_data + r * in.data_bytes(my_count), in.data_bytes(my_count),
                                    ncclUint8, peer, state.comm, stream));
-        if (in.nvfp4) {
+        if (in.nvfp4()) {
           SYMMCOMM_NCCL_TRY(ncclRecv(ws_scales + r * (my_count / kNvfp4BlockSize),
                                      my_count / kNvfp4BlockSize, ncclUint8, peer, state.comm,
                                      stream));
@@ -238,14 +237,14 @@ void fallback_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
   shards.ranks = state.size;
   for (std::size_t r = 0; r < n; ++r) {
     shards.data[r] = ws_data + r * in.data_bytes(my_count);
-    shards.block_scales[r] = in.nvfp4 ? ws_scales + r * (my_count / kNvfp4BlockSize) : nullptr;
+    shards.block_scales[r] = in.nvfp4() ? ws_scales + r * (my_count / kNvfp4BlockSize) : nullptr;
     shards.scale[r] = ws_globals + r;
   }
   auto reduce_into = [&](auto* dst) {
-    if (in.nvfp4) {
+    if (in.nvfp4()) {
       reduce_nvfp4_shards(shards, my_count, dst, stream);
     } else {
-      reduce_fp8_shards(shards, my_count, in.fp8_format, dst, stream);
+      reduce_fp8_shards(shards, my_count, in.fp8_format(), dst, stream);
     }
   };
   write_output(out, reinterpret_cast<float*>(ws + layout.temp), reduce_into, stream);
@@ -275,19 +274,13 @@ Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in
                                                       "shards are reduced 16 elements at a time)");
     shard_counts.assign(n, out.count);
   }
-  std::size_t const out_elem_bytes = out.type == DataType::Fp32   ? 4
-                                     : out.type == DataType::Bf16 ? 2
-                                                                  : 0;
-
-  std::size_t const out_data_bytes = out_elem_bytes > 0            ? out.count * out_elem_bytes
-                                     : out.type == DataType::Nvfp4 ? out.count / 2
-                                                                   : out.count;
+  std::size_t const out_data_bytes = payload_bytes(out.type, out.count);
   detail::PlannedCall call(state, Operation::ReduceScatter, options, operation);
-  call.types(in.type(), out.type)
+  call.types(in.type, out.type)
       .per_rank(in.data_bytes(out.count), counts == nullptr)
       .lsa_kernel(true)
       .buffer("send.data", in.data, in.data_bytes(in.count));
-  if (in.nvfp4) call.buffer("send.block_scales", in.block_scales, in.count / kNvfp4BlockSize);
+  if (in.nvfp4()) call.buffer("send.block_scales", in.block_scales, in.count / kNvfp4BlockSize);
   call.buffer(send_scale_name(in), in.scale, sizeof(float))
       .buffer("recv.data", out.data, out_data_bytes, false);  // written by this rank only
   Plan const plan = call.decide(stream);
@@ -298,36 +291,33 @@ Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in
   } else {
     fallback_reduce_scatter(state, in, out, shard_counts, displ, stream, options);
   }
-  call.record(stream, to_string(in.type()), in.count);
+  call.record(stream, to_string(in.type), in.count);
   return plan;
 }
 
 QuantizedInput input_of(const Nvfp4View& v) {
   validate(v, "send", 8);
-  return QuantizedInput{true, Fp8Format::E4M3, v.data, v.block_scales, v.global_scale, v.count};
+  return QuantizedInput{DataType::Nvfp4, v.data, v.block_scales, v.global_scale, v.count};
 }
 QuantizedInput input_of(const Fp8View& v) {
   validate(v, "send", 16);
-  return QuantizedInput{false, v.format, v.data, nullptr, v.scale, v.count};
+  return QuantizedInput{v.dtype(), v.data, nullptr, v.scale, v.count};
 }
 QuantizedOutput output_of(const Bf16Span& s) {
   validate(s, "recv");
-  return QuantizedOutput{DataType::Bf16,  s.data,  nullptr, nullptr,
-                         Fp8Format::E4M3, s.count, "recv"};
+  return QuantizedOutput{DataType::Bf16, s.data, nullptr, nullptr, s.count, "recv"};
 }
 QuantizedOutput output_of(const Fp32Span& s) {
   validate(s, "recv");
-  return QuantizedOutput{DataType::Fp32,  s.data,  nullptr, nullptr,
-                         Fp8Format::E4M3, s.count, "recv"};
+  return QuantizedOutput{DataType::Fp32, s.data, nullptr, nullptr, s.count, "recv"};
 }
 QuantizedOutput output_of(const Nvfp4View& v) {
   validate(v, "recv");
-  return QuantizedOutput{DataType::Nvfp4, v.data,  v.block_scales, v.global_scale,
-                         Fp8Format::E4M3, v.count, "recv"};
+  return QuantizedOutput{DataType::Nvfp4, v.data, v.block_scales, v.global_scale, v.count, "recv"};
 }
 QuantizedOutput output_of(const Fp8View& v) {
   validate(v, "recv");
-  return QuantizedOutput{v.dtype(), v.data, nullptr, v.scale, v.format, v.count, "recv"};
+  return QuantizedOutput{v.dtype(), v.data, nullptr, v.scale, v.count, "recv"};
 }
 
 }  // namespace
@@ -387,7 +377,7 @@ std::size_t reduce_scatter_workspace_bytes(DataType send_type, DataType recv_typ
                    "send_type " << to_string(send_type) << " needs no workspace (NCCL reduces it)");
   SYMMCOMM_EXPECTS(comm_size > 0, "comm_size " << comm_size << " is not positive");
   std::size_t const n = static_cast<std::size_t>(comm_size);
-  return layout_for(send_type == DataType::Nvfp4, recv_type, send_count / n, n).total;
+  return layout_for(send_type, recv_type, send_count / n, n).total;
 }
 
 }  // namespace symmcomm

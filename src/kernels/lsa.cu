@@ -30,10 +30,8 @@ static_assert(kMaxCtas <= kMaxLsaCtas, "every CTA needs an LSA barrier of the de
 
 // ---- all-gather (push) ----------------------------------------------------------------------
 
-// Launch shape by measurement (bench/micro/gather_shapes_bench.cu, bench/results/): four loads
-// in flight per thread, and evict-first stores of what peers read (loopback on an H200: +0.02
-// of copy for the gather, +0.03 for the fused NVFP4 quantize + gather at 4 ranks; the FP8 one,
-// with 8-byte stores, measured within +-0.015 either way and follows them).
+// Launch shape: four loads in flight per thread, evict-first stores of what peers read (chosen
+// by measurement: docs/design-notes.md, "Launch shapes").
 constexpr int kGatherUnroll = 4;
 constexpr bool kStreamingStores = true;
 

@@ -38,7 +38,7 @@ template <bool kNvfp4, int kBytes>
 __device__ __forceinline__ RawItem<kNvfp4, kBytes> load_item(const std::uint8_t* data,
                                                              const std::uint8_t* scales,
                                                              std::size_t i) {
-  // (Streaming loads, __ldcs, measured no faster for NVFP4 and 6% slower for FP8 at 8 ranks.)
+  // Plain loads: streaming ones are no faster (docs/design-notes.md, "Launch shapes").
   RawItem<kNvfp4, kBytes> r;
   if constexpr (kBytes == 16) {
     uint4 const v = reinterpret_cast<const uint4*>(data)[i];
@@ -167,19 +167,12 @@ __device__ __forceinline__ void reduce_body(const P& peers, const ReduceArgs& a)
   peers.barrier();
 }
 
-// Launch shape, from bench/micro/reduce_shapes_bench.cu on the H200 (bench/results/
-// 2026-12-02-h200x1-session3/README.md): NVFP4 decoding is instruction-heavy, so it runs
-// 8-byte items (16 elements, 40 registers) in three resident 512-thread CTAs per SM with 2
-// peers' loads in flight, on a grid of exactly those CTAs (0.84/0.84/0.75 of copy for 2/4/8
-// shards, against 0.76/0.79/0.75 for 16-byte items in two CTAs); FP8 (memory-bound) keeps
-// 16-byte items, one CTA per SM's worth of registers and 4 peers in flight.
-// NVFP4 with exactly 8 peers (bench/results/2026-12-03-h200x1-session5/): the peer loop
-// compiled for 8 and unrolled (66 instead of 82 instructions per peer and item: no bounds
-// checks, peer pointers read two at a time) with 4 peers' loads in flight, 0.84 of copy
-// against 0.77 for the run-time loop.
-// Under the LSA policy (P::kHeavyBarrier) the 8-peer kernel keeps 2 peers in flight: with 4,
-// ptxas spills inside the loop (60 bytes), the NCCL barrier after the loop taking registers
-// the loopback policies leave to it.
+// Launch shape (measurements: docs/design-notes.md, "Launch shapes"). NVFP4 decoding is
+// instruction-heavy: 8-byte items in three resident 512-thread CTAs per SM, 2 peers' loads in
+// flight, a grid of exactly those CTAs. FP8 is memory-bound: 16-byte items, one CTA per SM's
+// worth of registers, 4 peers in flight. NVFP4 with exactly 8 peers compiles the peer loop for
+// 8 (unrolled, 4 peers in flight); under the LSA policy (P::kHeavyBarrier) it keeps 2 in
+// flight, since NCCL's barrier takes the registers 4 would need.
 template <bool kNvfp4, int kPeers = 0, bool kHeavyBarrier = false>
 struct ReduceShape {
   static constexpr int kMinCtasPerSm = kNvfp4 ? 3 : 1;
