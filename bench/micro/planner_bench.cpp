@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "memory/provenance_internal.hpp"
 #include "symmcomm/collectives/planner.hpp"
 #include "symmcomm/comm/communicator.hpp"
 #include "symmcomm/memory/provenance.hpp"
@@ -55,7 +56,8 @@ void BM_PlanNvfp4AllGather(benchmark::State& state) {
       pb.peer_accessed = b >= 3;
       queries[b] = {ptrs[b], bytes[b]};
     }
-    registry.lookup(queries, 6, comm.id(), &request.buffers[0].provenance, sizeof(PlannedBuffer));
+    detail::ProvenanceAccess::lookup_strided(registry, queries, 6, comm.id(),
+                                             &request.buffers[0].provenance, sizeof(PlannedBuffer));
     Plan plan = plan_collective(request);
     benchmark::DoNotOptimize(plan);
   }

@@ -27,5 +27,6 @@
 #include "symmcomm/memory/symm_allocator.hpp"
 #include "symmcomm/memory/symmetric_buffer.hpp"
 #include "symmcomm/memory/verify.hpp"
+#include "symmcomm/path.hpp"
 #include "symmcomm/runtime.hpp"
 #include "symmcomm/version.hpp"

@@ -11,6 +11,7 @@
 #include "comm/dev_comm.hpp"
 #include "comm/launch_order.hpp"
 #include "comm/wait_internal.hpp"
+#include "memory/provenance_internal.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/comm/wait.hpp"
 #include "symmcomm/detail/cuda_utils.hpp"
@@ -44,8 +45,8 @@ void resolve_provenance(const CommState& comm, std::vector<PlannedBuffer>& buffe
       queries[i] = ProvenanceRegistry::Query{buffers[first + i].ptr, buffers[first + i].bytes};
     }
     // Answers land in the buffers themselves (no copy of freshly written structs).
-    ProvenanceRegistry::global().lookup(queries, n, comm.id, &buffers[first].provenance,
-                                        sizeof(PlannedBuffer));
+    ProvenanceAccess::lookup_strided(ProvenanceRegistry::global(), queries, n, comm.id,
+                                     &buffers[first].provenance, sizeof(PlannedBuffer));
   }
   for (auto& b : buffers) {
     if (b.bytes == 0) {

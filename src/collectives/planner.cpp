@@ -8,20 +8,6 @@
 
 namespace symmcomm {
 
-const char* to_string(PathChoice choice) noexcept {
-  switch (choice) {
-    case PathChoice::Auto:
-      return "auto";
-    case PathChoice::NcclSymmetric:
-      return "nccl-symmetric";
-    case PathChoice::LsaKernel:
-      return "lsa-kernel";
-    case PathChoice::Fallback:
-      return "fallback";
-  }
-  return "unknown";
-}
-
 namespace {
 // The text of `why` for plan `p` (whose buffer and capability fields it may quote).
 void describe(std::ostream& os, PlanReason why, const Plan& p) {

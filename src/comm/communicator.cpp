@@ -21,18 +21,6 @@
 
 namespace symmcomm {
 
-const char* to_string(Path path) noexcept {
-  switch (path) {
-    case Path::NcclSymmetric:
-      return "nccl-symmetric";
-    case Path::LsaKernel:
-      return "lsa-kernel";
-    case Path::Fallback:
-      return "fallback";
-  }
-  return "unknown";
-}
-
 namespace detail {
 
 const char* intern(const std::string& text) {

@@ -1,9 +1,12 @@
 #include "symmcomm/memory/provenance.hpp"
 
-#include <algorithm>
-#include <mutex>
-#include <sstream>
+#include <pthread.h>
 
+#include <algorithm>
+#include <sstream>
+#include <vector>
+
+#include "memory/provenance_internal.hpp"
 #include "symmcomm/error.hpp"
 
 namespace symmcomm {
@@ -60,37 +63,60 @@ class WriteLock {
 };
 }  // namespace
 
-ProvenanceRegistry::ProvenanceRegistry() {
-  pthread_rwlockattr_t attributes;
-  pthread_rwlockattr_init(&attributes);
-  pthread_rwlockattr_setkind_np(&attributes, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-  pthread_rwlock_init(&lock_, &attributes);
-  pthread_rwlockattr_destroy(&attributes);
-}
+// One communicator's windows, sorted by base address (non-overlapping).
+struct CommWindows {
+  std::uint64_t comm_id = 0;
+  std::vector<WindowEntry> windows;
+};
 
-ProvenanceRegistry::~ProvenanceRegistry() {
-  pthread_rwlock_destroy(&lock_);
-}
+struct ProvenanceRegistry::State {
+  State() {
+    pthread_rwlockattr_t attributes;
+    pthread_rwlockattr_init(&attributes);
+    pthread_rwlockattr_setkind_np(&attributes, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&lock, &attributes);
+    pthread_rwlockattr_destroy(&attributes);
+  }
+  ~State() { pthread_rwlock_destroy(&lock); }
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+
+  const std::vector<WindowEntry>* windows_of(std::uint64_t comm_id) const {
+    for (const CommWindows& c : by_comm) {
+      if (c.comm_id == comm_id) return &c.windows;
+    }
+    return nullptr;
+  }
+  // Writes the answer straight into `out` (no temporary: copying a freshly written record with
+  // wide loads stalls on store forwarding). `mine` = windows_of(comm_id), found once per batch.
+  void lookup_locked(const void* ptr, std::size_t bytes, std::uint64_t comm_id,
+                     const std::vector<WindowEntry>* mine, Provenance& out) const;
+
+  // A writer-preferring reader/writer lock: lookups (every collective call) never starve
+  // registrations.
+  mutable pthread_rwlock_t lock;
+  // Per communicator (a handful per process: a linear scan beats hashing, whose modulo alone
+  // costs more than the scan on the hot path).
+  std::vector<CommWindows> by_comm;
+};
+
+ProvenanceRegistry::ProvenanceRegistry() : state_(std::make_unique<State>()) {}
+
+ProvenanceRegistry::~ProvenanceRegistry() = default;
 
 ProvenanceRegistry& ProvenanceRegistry::global() {
   static ProvenanceRegistry registry;
   return registry;
 }
 
-const std::vector<WindowEntry>* ProvenanceRegistry::windows_of(std::uint64_t comm_id) const {
-  for (const CommWindows& c : by_comm_) {
-    if (c.comm_id == comm_id) return &c.windows;
-  }
-  return nullptr;
-}
-
 void ProvenanceRegistry::add(const WindowEntry& entry) {
-  WriteLock lock(lock_);
-  auto found = std::find_if(by_comm_.begin(), by_comm_.end(),
+  WriteLock lock(state_->lock);
+  auto& by_comm = state_->by_comm;
+  auto found = std::find_if(by_comm.begin(), by_comm.end(),
                             [&](const CommWindows& c) { return c.comm_id == entry.comm_id; });
-  if (found == by_comm_.end()) {
-    by_comm_.push_back(CommWindows{entry.comm_id, {}});
-    found = std::prev(by_comm_.end());
+  if (found == by_comm.end()) {
+    by_comm.push_back(CommWindows{entry.comm_id, {}});
+    found = std::prev(by_comm.end());
   }
   auto& windows = found->windows;
   auto it = std::lower_bound(windows.begin(), windows.end(), entry.base,
@@ -106,17 +132,18 @@ void ProvenanceRegistry::add(const WindowEntry& entry) {
 }
 
 bool ProvenanceRegistry::remove(std::uint64_t comm_id, const void* base) noexcept {
-  WriteLock lock(lock_);
-  auto found = std::find_if(by_comm_.begin(), by_comm_.end(),
+  WriteLock lock(state_->lock);
+  auto& by_comm = state_->by_comm;
+  auto found = std::find_if(by_comm.begin(), by_comm.end(),
                             [&](const CommWindows& c) { return c.comm_id == comm_id; });
-  if (found == by_comm_.end()) return false;
+  if (found == by_comm.end()) return false;
   auto& windows = found->windows;
   auto const b = reinterpret_cast<std::uintptr_t>(base);
   auto it = std::lower_bound(windows.begin(), windows.end(), b,
                              [](const WindowEntry& w, std::uintptr_t x) { return w.base < x; });
   if (it == windows.end() || it->base != b) return false;
   windows.erase(it);
-  if (windows.empty()) by_comm_.erase(found);
+  if (windows.empty()) by_comm.erase(found);
   return true;
 }
 
@@ -155,30 +182,20 @@ void bare(ProvenanceStatus status, Provenance& out) {
 Provenance ProvenanceRegistry::lookup(const void* ptr, std::size_t bytes,
                                       std::uint64_t comm_id) const {
   Provenance result;
-  ReadLock lock(lock_);
-  lookup_locked(ptr, bytes, comm_id, windows_of(comm_id), result);
+  ReadLock lock(state_->lock);
+  state_->lookup_locked(ptr, bytes, comm_id, state_->windows_of(comm_id), result);
   return result;
 }
 
 void ProvenanceRegistry::lookup(const Query* queries, std::size_t count, std::uint64_t comm_id,
                                 Provenance* out) const {
-  lookup(queries, count, comm_id, out, sizeof(Provenance));
+  detail::ProvenanceAccess::lookup_strided(*this, queries, count, comm_id, out, sizeof(Provenance));
 }
 
-void ProvenanceRegistry::lookup(const Query* queries, std::size_t count, std::uint64_t comm_id,
-                                Provenance* out, std::size_t out_stride) const {
-  ReadLock lock(lock_);
-  const std::vector<WindowEntry>* mine = windows_of(comm_id);
-  auto* base = reinterpret_cast<unsigned char*>(out);
-  for (std::size_t i = 0; i < count; ++i) {
-    lookup_locked(queries[i].ptr, queries[i].bytes, comm_id, mine,
-                  *reinterpret_cast<Provenance*>(base + i * out_stride));
-  }
-}
-
-void ProvenanceRegistry::lookup_locked(const void* ptr, std::size_t bytes, std::uint64_t comm_id,
-                                       const std::vector<WindowEntry>* mine,
-                                       Provenance& out) const {
+void ProvenanceRegistry::State::lookup_locked(const void* ptr, std::size_t bytes,
+                                              std::uint64_t comm_id,
+                                              const std::vector<WindowEntry>* mine,
+                                              Provenance& out) const {
   if (bytes == 0) return bare(ProvenanceStatus::Empty, out);
   if (ptr == nullptr) return bare(ProvenanceStatus::Null, out);
   auto const p = reinterpret_cast<std::uintptr_t>(ptr);
@@ -190,7 +207,7 @@ void ProvenanceRegistry::lookup_locked(const void* ptr, std::size_t bytes, std::
     }
   }
   // Cold path: explain why.
-  for (const CommWindows& other : by_comm_) {
+  for (const CommWindows& other : by_comm) {
     if (other.comm_id == comm_id) continue;
     if (const WindowEntry* w = containing_start(other.windows, p)) {
       return from_entry(*w, p, ProvenanceStatus::OtherCommunicator, out);
@@ -200,10 +217,27 @@ void ProvenanceRegistry::lookup_locked(const void* ptr, std::size_t bytes, std::
 }
 
 std::size_t ProvenanceRegistry::size() const {
-  ReadLock lock(lock_);
+  ReadLock lock(state_->lock);
   std::size_t n = 0;
-  for (const CommWindows& c : by_comm_) n += c.windows.size();
+  for (const CommWindows& c : state_->by_comm) n += c.windows.size();
   return n;
 }
 
+namespace detail {
+
+void ProvenanceAccess::lookup_strided(const ProvenanceRegistry& registry,
+                                      const ProvenanceRegistry::Query* queries, std::size_t count,
+                                      std::uint64_t comm_id, Provenance* out,
+                                      std::size_t out_stride) {
+  const ProvenanceRegistry::State& state = *registry.state_;
+  ReadLock lock(state.lock);
+  const std::vector<WindowEntry>* mine = state.windows_of(comm_id);
+  auto* base = reinterpret_cast<unsigned char*>(out);
+  for (std::size_t i = 0; i < count; ++i) {
+    state.lookup_locked(queries[i].ptr, queries[i].bytes, comm_id, mine,
+                        *reinterpret_cast<Provenance*>(base + i * out_stride));
+  }
+}
+
+}  // namespace detail
 }  // namespace symmcomm

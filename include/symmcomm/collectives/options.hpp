@@ -8,14 +8,9 @@
 
 #include "symmcomm/comm/communicator.hpp"
 #include "symmcomm/memory/provenance.hpp"
+#include "symmcomm/path.hpp"
 
 namespace symmcomm {
-
-/// @brief Which path a collective may take: Auto lets the planner decide; the others force a
-/// path and make the call fail (LogicError naming the buffer and why) when it cannot be taken.
-enum class PathChoice : std::uint8_t { Auto, NcclSymmetric, LsaKernel, Fallback };
-/// @brief "auto", "nccl-symmetric", "lsa-kernel", "fallback".
-const char* to_string(PathChoice choice) noexcept;
 
 /// @brief Symmetric scratch for staging (copying plain buffers into symmetric memory to use a
 /// symmetric path, as vLLM does for small all-reduces). Both ranges must lie in symmetric

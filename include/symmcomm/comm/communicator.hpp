@@ -13,16 +13,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "symmcomm/path.hpp"
 #include "symmcomm/runtime.hpp"
 
 namespace symmcomm {
-
-/// @brief The paths a collective can take (see the planner).
-enum class Path : std::uint8_t { NcclSymmetric = 0, LsaKernel = 1, Fallback = 2 };
-/// @brief Number of Path values.
-inline constexpr std::size_t kPathCount = 3;
-/// @brief "nccl-symmetric", "lsa-kernel" or "fallback".
-const char* to_string(Path path) noexcept;
 
 /// @brief What a communicator can do, probed once when it is wrapped.
 struct Capabilities {

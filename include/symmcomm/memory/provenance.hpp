@@ -6,14 +6,16 @@
 
 #include <nccl.h>
 
-#include <pthread.h>
 #include <cstddef>
 #include <cstdint>
-
+#include <memory>
 #include <string>
-#include <vector>
 
 namespace symmcomm {
+
+namespace detail {
+struct ProvenanceAccess;  // the library's batch lookup into larger records (src/memory)
+}  // namespace detail
 
 /// @brief Why a range is not usable as a symmetric buffer of a communicator.
 enum class ProvenanceStatus : std::uint8_t {
@@ -76,31 +78,13 @@ class ProvenanceRegistry {
   /// `out[i]` answers `queries[i]`.
   void lookup(const Query* queries, std::size_t count, std::uint64_t comm_id,
               Provenance* out) const;
-  /// @brief As above, answer i written at byte offset `i * out_stride` from `out`: straight into
-  /// the Provenance member of an array of larger records (a collective's planned buffers), so
-  /// that no freshly written answer is copied again on the hot path.
-  void lookup(const Query* queries, std::size_t count, std::uint64_t comm_id, Provenance* out,
-              std::size_t out_stride) const;
   /// @brief Number of windows recorded (all communicators).
   std::size_t size() const;
 
  private:
-  // One communicator's windows, sorted by base address (non-overlapping).
-  struct CommWindows {
-    std::uint64_t comm_id = 0;
-    std::vector<WindowEntry> windows;
-  };
-  const std::vector<WindowEntry>* windows_of(std::uint64_t comm_id) const;
-  // Writes the answer straight into `out` (no temporary: copying a freshly written record with
-  // wide loads stalls on store forwarding). `mine` = windows_of(comm_id), found once per batch.
-  void lookup_locked(const void* ptr, std::size_t bytes, std::uint64_t comm_id,
-                     const std::vector<WindowEntry>* mine, Provenance& out) const;
-  // A writer-preferring reader/writer lock: lookups (every collective call) never starve
-  // registrations.
-  mutable pthread_rwlock_t lock_;
-  // Per communicator (a handful per process: a linear scan beats hashing, whose modulo alone
-  // costs more than the scan on the hot path).
-  std::vector<CommWindows> by_comm_;
+  friend struct detail::ProvenanceAccess;
+  struct State;  // windows per communicator and their lock (src/memory/provenance.cpp)
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace symmcomm

@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "memory/provenance_internal.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/memory/provenance.hpp"
 
@@ -83,7 +84,8 @@ TEST(Provenance, StridedBatchLookupWritesOnlyTheProvenanceMembers) {
   Record records[3];
   ProvenanceRegistry::Query const queries[] = {
       {at(0x100020), 16}, {at(0x900000), 8}, {at(0x100000), 0}};
-  reg.lookup(queries, 3, 7, &records[0].provenance, sizeof(Record));
+  detail::ProvenanceAccess::lookup_strided(reg, queries, 3, 7, &records[0].provenance,
+                                           sizeof(Record));
   EXPECT_EQ(records[0].provenance.status, ProvenanceStatus::Symmetric);
   EXPECT_EQ(records[0].provenance.offset, 0x20u);
   EXPECT_EQ(records[1].provenance.status, ProvenanceStatus::NotRegistered);
