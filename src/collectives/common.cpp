@@ -67,7 +67,9 @@ void resolve_provenance(const CommState& comm, std::vector<PlannedBuffer>& buffe
 
 bool staging_usable(const CommState& comm, const Options& options, std::size_t send_bytes,
                     std::size_t recv_bytes) {
-  if (!options.allow_staging) return false;
+  // Inside a Group NCCL enqueues only at the group's end, after the copies that need it: the
+  // staged sequence cannot run there, so Auto must not plan it.
+  if (!options.allow_staging || Group::active()) return false;
   const Staging& s = options.staging;
   if (s.send == nullptr || s.recv == nullptr || s.send_bytes < send_bytes ||
       s.recv_bytes < recv_bytes) {

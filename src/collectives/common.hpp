@@ -28,7 +28,8 @@ PlannedBuffer planned_buffer(const char* name, const void* ptr, std::size_t byte
 /// the buffer otherwise).
 void resolve_provenance(const CommState& comm, std::vector<PlannedBuffer>& buffers);
 
-/// True when `staging` can hold `send_bytes` / `recv_bytes` in windows of `comm`.
+/// True when Options::allow_staging is on, the calling thread is not inside a symmcomm::Group,
+/// and `staging` can hold `send_bytes` / `recv_bytes` in windows of `comm`.
 bool staging_usable(const CommState& comm, const Options& options, std::size_t send_bytes,
                     std::size_t recv_bytes);
 

@@ -12,6 +12,7 @@
 #include "multi_rank/world.hpp"
 #include "support/gpu_test.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
+#include "symmcomm/comm/group.hpp"
 #include "symmcomm/comm/mpi.hpp"
 #include "symmcomm/comm/wait.hpp"
 #include "symmcomm/error.hpp"
@@ -216,6 +217,50 @@ TEST(MultiRankLifecycle, AgreedPlansTurnRankLocalDifferencesIntoErrors) {
   wait(w.comm, w.stream);
   expect_segments(in_window.download(), bytes, 0, 9, "agreed");
   expect_same_path_everywhere(agreed.path, "agreed all_gather");
+}
+
+// Staging (Options::allow_staging): outside a Group, Auto copies plain buffers through the
+// symmetric scratch where symmetric support exists; inside a Group it must not plan the staged
+// sequence (NCCL would run after the copies that need it) and takes the fallback instead.
+TEST(MultiRankLifecycle, StagingOutsideAGroupOnlyAndRightEitherWay) {
+  World& w = world();
+  std::size_t const bytes = 8192;
+  std::size_t const total = bytes * static_cast<std::size_t>(w.size);
+  DeviceArray<std::uint8_t> send(bytes), recv(total);
+  PoolArray<std::uint8_t> stage_send(bytes), stage_recv(total);
+  settle();
+  Options o;
+  o.allow_staging = true;
+  o.staging = Staging{stage_send.get(), bytes, stage_recv.get(), total};
+  for (int grouped = 0; grouped < 2; ++grouped) {
+    SYMMCOMM_CUDA_TRY(cudaMemsetAsync(send.get(), value_of(grouped, w.rank, 15), bytes, w.stream));
+    SYMMCOMM_CUDA_TRY(cudaMemsetAsync(recv.get(), 0, total, w.stream));
+    Plan plan;
+    std::string error;
+    try {
+      if (grouped == 1) {
+        Group group;
+        plan = gather_bytes(send.get(), recv.get(), bytes, w.stream, PathChoice::Auto);
+        group.end();
+      } else {
+        plan = gather_bytes(send.get(), recv.get(), bytes, w.stream, PathChoice::Auto);
+      }
+    } catch (const LogicError& e) {
+      error = e.what();
+    }
+    std::string const at = grouped == 1 ? "inside a Group" : "outside a Group";
+    ASSERT_EQ(error, "") << at;
+    wait(w.comm, w.stream);
+    std::vector<std::uint8_t> got(total);
+    copy_sync(got.data(), recv.get(), total);
+    expect_segments(got, bytes, grouped, 15, "staged all_gather " + at);
+    if (grouped == 1) {
+      EXPECT_FALSE(plan.staged) << at << ": " << plan.reason();
+    } else if (w.comm.capabilities().symmetric_memory) {
+      EXPECT_TRUE(plan.staged) << at << ": " << plan.reason();
+    }
+    expect_same_path_everywhere(plan.path, at.c_str());
+  }
 }
 
 // A peer that aborts: the last rank aborts a second communicator instead of joining a gather on
