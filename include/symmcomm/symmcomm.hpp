@@ -19,6 +19,7 @@
 #include "symmcomm/formats/e2m1.hpp"
 #include "symmcomm/formats/fp8.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
+#include "symmcomm/formats/scale_layout.hpp"
 #include "symmcomm/formats/traits.hpp"
 #include "symmcomm/formats/views.hpp"
 #include "symmcomm/logging.hpp"
