@@ -40,15 +40,6 @@ Fp8Format fp8_format_of(const Recv& recv) {
   }
 }
 
-template <class Recv>
-DataType type_of(const Recv& recv) {
-  if constexpr (is_nvfp4<Recv>()) {
-    return DataType::Nvfp4;
-  } else {
-    return recv.dtype();
-  }
-}
-
 // The name the receive side's per-rank scales are planned (and reported) under.
 template <class Recv>
 constexpr const char* scale_name() {
@@ -140,7 +131,7 @@ Plan fused_quantize_gather(const Communicator& comm, Bf16Span input, Recv recv, 
                                 options.staging.send);
   }
   detail::PlannedCall call(state, Operation::AllGather, options, kOperation);
-  call.types(DataType::Bf16, type_of(recv))
+  call.types(DataType::Bf16, recv.dtype())
       .per_rank(payload_bytes<Recv>(input.count))
       .lsa_kernel(true)
       .buffer("input", input.data, input.data_bytes(), false)  // read by this rank only

@@ -297,7 +297,7 @@ Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in
 
 QuantizedInput input_of(const Nvfp4View& v) {
   validate(v, "send", 8);
-  return QuantizedInput{DataType::Nvfp4, v.data, v.block_scales, v.global_scale, v.count};
+  return QuantizedInput{v.dtype(), v.data, v.block_scales, v.global_scale, v.count};
 }
 QuantizedInput input_of(const Fp8View& v) {
   validate(v, "send", 16);
@@ -313,7 +313,7 @@ QuantizedOutput output_of(const Fp32Span& s) {
 }
 QuantizedOutput output_of(const Nvfp4View& v) {
   validate(v, "recv");
-  return QuantizedOutput{DataType::Nvfp4, v.data, v.block_scales, v.global_scale, v.count, "recv"};
+  return QuantizedOutput{v.dtype(), v.data, v.block_scales, v.global_scale, v.count, "recv"};
 }
 QuantizedOutput output_of(const Fp8View& v) {
   validate(v, "recv");

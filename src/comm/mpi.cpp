@@ -19,16 +19,28 @@ void mpi_check(int code, const char* what) {
 }
 }  // namespace
 
-int mpi_local_rank(MPI_Comm mpi_comm) {
+namespace {
+// This process's rank among the processes of its node, and how many there are.
+struct NodePlace {
+  int rank = 0;
+  int size = 1;
+};
+NodePlace node_place(MPI_Comm mpi_comm) {
   int world_rank = 0;
   mpi_check(MPI_Comm_rank(mpi_comm, &world_rank), "MPI_Comm_rank");
   MPI_Comm node;
   mpi_check(MPI_Comm_split_type(mpi_comm, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node),
             "MPI_Comm_split_type");
-  int local = 0;
-  mpi_check(MPI_Comm_rank(node, &local), "MPI_Comm_rank");
+  NodePlace place;
+  mpi_check(MPI_Comm_rank(node, &place.rank), "MPI_Comm_rank");
+  mpi_check(MPI_Comm_size(node, &place.size), "MPI_Comm_size");
   MPI_Comm_free(&node);
-  return local;
+  return place;
+}
+}  // namespace
+
+int mpi_local_rank(MPI_Comm mpi_comm) {
+  return node_place(mpi_comm).rank;
 }
 
 std::string share_gpus_if_needed(MPI_Comm mpi_comm) {
@@ -37,12 +49,7 @@ std::string share_gpus_if_needed(MPI_Comm mpi_comm) {
   SYMMCOMM_EXPECTS(initialized != 0, "share_gpus_if_needed: MPI is not initialised");
   int rank = 0;
   mpi_check(MPI_Comm_rank(mpi_comm, &rank), "MPI_Comm_rank");
-  MPI_Comm node;
-  mpi_check(MPI_Comm_split_type(mpi_comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
-            "MPI_Comm_split_type");
-  int local_size = 1;
-  mpi_check(MPI_Comm_size(node, &local_size), "MPI_Comm_size");
-  MPI_Comm_free(&node);
+  int const local_size = node_place(mpi_comm).size;
   int gpus = 0;
   cudaError_t const e = cudaGetDeviceCount(&gpus);
   SYMMCOMM_EXPECTS(e == cudaSuccess && gpus > 0, "share_gpus_if_needed: rank "

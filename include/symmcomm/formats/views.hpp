@@ -25,6 +25,8 @@ struct Nvfp4View {
   constexpr std::size_t data_bytes() const noexcept { return count / 2; }
   /// @brief Bytes of block scales.
   constexpr std::size_t scale_bytes() const noexcept { return count / kNvfp4BlockSize; }
+  /// @brief The element format (as Fp8View::dtype()).
+  constexpr DataType dtype() const noexcept { return DataType::Nvfp4; }
   /// @brief Elements [first, first + n) as a view sharing this tensor's global scale.
   /// @throws LogicError unless `first` and `n` are multiples of the block size (a slice inside
   /// a block would pair data with another block's scale) and the range lies inside the view.

@@ -88,6 +88,7 @@ TEST(Views, Fp8AndSpans) {
             }).find("a.format 7"),
             std::string::npos);
   EXPECT_EQ((Fp8View{kAligned, kScale, 8, Fp8Format::E5M2}.dtype()), DataType::Fp8E5M2);
+  EXPECT_EQ(Nvfp4View{}.dtype(), DataType::Nvfp4);
   EXPECT_NE(message_of([] {
               validate(Bf16Span{nullptr, 3}, "out");
             }).find("out.data is null"),
