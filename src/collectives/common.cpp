@@ -291,9 +291,21 @@ PlannedCall& PlannedCall::lsa_kernel(bool exists) {
 }
 
 PlannedCall& PlannedCall::buffer(const char* name, const void* ptr, std::size_t bytes,
-                                 bool peer_accessed) {
+                                 bool peer_accessed, bool nccl_accessed) {
   request_.buffers.push_back(planned_buffer(name, ptr, bytes));
   request_.buffers.back().peer_accessed = peer_accessed;
+  request_.buffers.back().nccl_accessed = nccl_accessed;
+  return *this;
+}
+
+PlannedCall& PlannedCall::quantize_first(const void* staging, std::size_t bytes) {
+  request_.quantize_first = true;
+  if (staging != nullptr) {
+    // Only this rank writes it; NCCL reads it as the gather's send side.
+    buffer("Options::staging.send", staging, bytes, false, true);
+  } else {
+    request_.quantized_send_bytes = bytes;
+  }
   return *this;
 }
 

@@ -74,7 +74,10 @@ class PlannedCall {
   /// A buffer the call touches (LogicError naming it for a null pointer with bytes);
   /// `peer_accessed` false for a side only this rank touches (see PlannedBuffer).
   PlannedCall& buffer(const char* name, const void* ptr, std::size_t bytes,
-                      bool peer_accessed = true);
+                      bool peer_accessed = true, bool nccl_accessed = true);
+  /// A fused quantize + all-gather whose NCCL path gathers a quantized copy of `bytes`: in
+  /// `staging` (planned as "Options::staging.send") when not null, else in the workspace.
+  PlannedCall& quantize_first(const void* staging, std::size_t bytes);
 
   /// Resolves provenance and plans; once per call. @throws LogicError as plan_call does.
   const Plan& decide(cudaStream_t stream);

@@ -37,9 +37,9 @@ void check_shards(const QuantizedShards& s, std::size_t count, const void* out, 
 }  // namespace detail
 
 template <class Out>
-static void reduce_impl(const QuantizedShards& shards, std::size_t count, bool nvfp4,
-                        Fp8Format format, Out* out, cudaStream_t stream) {
-  detail::check_shards(shards, count, out, nvfp4);
+static void reduce_impl(const QuantizedShards& shards, std::size_t count, DataType type, Out* out,
+                        cudaStream_t stream) {
+  detail::check_shards(shards, count, out, type == DataType::Nvfp4);
   if (count == 0) return;
   static_assert(QuantizedShards::kMaxRanks == detail::lsa::kMaxRanks,
                 "the public shard table and the kernels' hold as many ranks");
@@ -50,19 +50,19 @@ static void reduce_impl(const QuantizedShards& shards, std::size_t count, bool n
     table.block_scales[r] = shards.block_scales[r];
     table.scale[r] = shards.scale[r];
   }
-  detail::lsa::reduce_shards(table, nvfp4, format, count, out, std::is_same_v<Out, float>, stream);
+  detail::lsa::reduce_shards(table, type, count, out, std::is_same_v<Out, float>, stream);
 }
 
 template <class Out>
 static void reduce_nvfp4_impl(const QuantizedShards& shards, std::size_t count, Out* out,
                               cudaStream_t stream) {
-  reduce_impl(shards, count, true, Fp8Format::E4M3, out, stream);
+  reduce_impl(shards, count, DataType::Nvfp4, out, stream);
 }
 
 template <class Out>
 static void reduce_fp8_impl(const QuantizedShards& shards, std::size_t count, Fp8Format format,
                             Out* out, cudaStream_t stream) {
-  reduce_impl(shards, count, false, format, out, stream);
+  reduce_impl(shards, count, fp8_type(format), out, stream);
 }
 
 void reduce_nvfp4_shards(const QuantizedShards& s, std::size_t count, bf16* out, cudaStream_t st) {

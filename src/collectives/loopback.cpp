@@ -148,8 +148,7 @@ void run_reduce(const std::vector<Send>& send, const std::vector<Span<Out>>& rec
   for (std::size_t r = 0; r < n; ++r) {
     lsa::Peers const peers = quantized_peers(send, r, "send");
     lsa::ReduceArgs a;
-    a.nvfp4 = kNvfp4;
-    if constexpr (!kNvfp4) a.fp8_format = send[0].format;
+    a.type = send[0].dtype();
     a.data = data_at<kNvfp4>(displ[r]);
     a.block_scales = scales_at<kNvfp4>(displ[r]);
     a.scale = lsa::SymRef{2, 0};
@@ -181,8 +180,7 @@ void run_quantize_gather(const std::vector<Bf16Span>& input, const std::vector<c
   for (std::size_t r = 0; r < n; ++r) {
     lsa::Peers const peers = quantized_peers(recv, r, "recv");
     lsa::QuantizeGatherArgs a;
-    a.nvfp4 = kNvfp4;
-    if constexpr (!kNvfp4) a.fp8_format = recv[0].format;
+    a.type = recv[0].dtype();
     a.src = input[r].data;
     a.scale = scale[r];
     a.count = counts[r];

@@ -51,6 +51,16 @@ void describe(std::ostream& os, PlanReason why, const Plan& p) {
       os << "every buffer lies in a symmetric window; NCCL's symmetric kernel is preferred at "
             "this size (thresholds.hpp)";
       break;
+    case PlanReason::LsaKernelFuses:
+      os << "symmcomm's LSA kernel quantizes on the way into peers' windows (NCCL's path would "
+            "quantize in a pass of its own first)";
+      break;
+    case PlanReason::QuantizedSendInWorkspace:
+      os << "the input is quantized into symmcomm's workspace, outside any window, and the loaded "
+            "NCCL runs its symmetric kernels only with the send side in a window too: pass "
+            "Options::staging.send, "
+         << p.buffer_bytes << " bytes or more in a symmetric window of this communicator";
+      break;
     case PlanReason::NcclCannot:
       os << "NCCL's symmetric kernels cannot run this call (";
       describe(os, p.nccl_blocker, p);
@@ -93,6 +103,7 @@ struct Blocker {
 Plan fallback(const PlanRequest& r, const Blocker& b) {
   Plan p = make(Path::Fallback, b.why);
   if (b.why == PlanReason::NoSymmetricSupport) p.capability_note = b.note;
+  if (b.why == PlanReason::QuantizedSendInWorkspace) p.buffer_bytes = r.quantized_send_bytes;
   if (b.why == PlanReason::BufferNotSymmetric) {
     const PlannedBuffer& buffer = r.buffers[static_cast<std::size_t>(b.buffer)];
     p.buffer_index = b.buffer;
@@ -104,11 +115,14 @@ Plan fallback(const PlanRequest& r, const Blocker& b) {
   return p;
 }
 
-// The first buffer that is not symmetric (only those peers access, for the LSA path), or -1.
-int first_non_symmetric(const PlanRequest& r, bool peer_accessed_only) {
+// The first buffer the path touches that is not symmetric, or -1: for NCCL's path (`nccl`)
+// the buffers NCCL touches, for the LSA path all; of those only the ones peers access when
+// `peer_accessed_only`.
+int first_non_symmetric(const PlanRequest& r, bool peer_accessed_only, bool nccl) {
   for (std::size_t i = 0; i < r.buffers.size(); ++i) {
     const PlannedBuffer& b = r.buffers[i];
     if (peer_accessed_only && !b.peer_accessed) continue;
+    if (nccl && !b.nccl_accessed) continue;
     if (!b.provenance.symmetric()) return static_cast<int>(i);
   }
   return -1;
@@ -125,7 +139,7 @@ Blocker nccl_symmetric_blocker(const PlanRequest& r) {
   if (!r.capabilities->symmetric_memory) {
     return {PlanReason::NoSymmetricSupport, -1, capability_reason(*r.capabilities)};
   }
-  if (r.operation == Operation::AllGather && r.send_type != r.recv_type) {
+  if (r.operation == Operation::AllGather && r.send_type != r.recv_type && !r.quantize_first) {
     return {PlanReason::FusedQuantize};
   }
   bool const native =
@@ -134,9 +148,12 @@ Blocker nccl_symmetric_blocker(const PlanRequest& r) {
   if (!r.equal_counts) return {PlanReason::VariableCounts};
   // NCCL 2.28 runs its symmetric kernels only when send and receive buffers are both in
   // windows; from 2.29 the side peers access is enough (NCCL decides from its own lookup).
-  int const bad =
-      first_non_symmetric(r, nccl_symmetric_needs_peer_side_only(r.capabilities->runtime_version));
+  bool const peer_side_only = nccl_symmetric_needs_peer_side_only(r.capabilities->runtime_version);
+  int const bad = first_non_symmetric(r, peer_side_only, true);
   if (bad >= 0) return {PlanReason::BufferNotSymmetric, bad};
+  if (r.quantize_first && r.quantized_send_bytes > 0 && !peer_side_only) {
+    return {PlanReason::QuantizedSendInWorkspace};
+  }
   return {};
 }
 
@@ -149,7 +166,7 @@ Blocker lsa_blocker(const PlanRequest& r) {
                                              : capability_reason(*r.capabilities)};
   }
   if (!r.lsa_kernel_available) return {PlanReason::LsaKernelUnavailable};
-  int const bad = first_non_symmetric(r, true);
+  int const bad = first_non_symmetric(r, true, false);
   if (bad >= 0) return {PlanReason::BufferNotSymmetric, bad};
   return {};
 }
@@ -179,6 +196,8 @@ Plan plan_collective(const PlanRequest& r) {
       break;
   }
   bool const lsa_usable = !lsa_blocker(r);
+  // Fusing the quantization into the gather saves NCCL's path a pass over the data.
+  if (lsa_usable && r.quantize_first) return make(Path::LsaKernel, PlanReason::LsaKernelFuses);
   Blocker const blocker = nccl_symmetric_blocker(r);
   if (lsa_usable && blocker) {
     // NCCL cannot: say why, with the buffer or capability the blocker is about.

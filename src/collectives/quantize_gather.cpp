@@ -10,7 +10,6 @@
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/memory/provenance.hpp"
-#include "symmcomm/runtime.hpp"
 
 namespace symmcomm {
 namespace {
@@ -28,15 +27,6 @@ float* recv_scale(const Recv& recv) {
     return recv.global_scale;
   } else {
     return recv.scale;
-  }
-}
-
-template <class Recv>
-Fp8Format fp8_format_of(const Recv& recv) {
-  if constexpr (is_nvfp4<Recv>()) {
-    return Fp8Format::E4M3;
-  } else {
-    return recv.format;
   }
 }
 
@@ -104,61 +94,44 @@ Plan fused_quantize_gather(const Communicator& comm, Bf16Span input, Recv recv, 
   SYMMCOMM_EXPECTS(recv.count == input.count * n, "recv.count "
                                                       << recv.count << " is not input.count "
                                                       << input.count << " x comm.size() " << n);
-  if (options.path == PathChoice::NcclSymmetric) {
-    // NCCL gathers what is quantized first. From 2.29 NCCL's symmetric kernels need only the
-    // receive side in a window; 2.28 needs the send side too, so the input is quantized into
-    // the caller's symmetric staging scratch there.
-    if (nccl_symmetric_needs_peer_side_only(state.caps.runtime_version)) {
-      return quantize_then_gather(state, comm, input, recv, scale, stream, options);
-    }
-    std::size_t const need = quantized_layout<Recv>(input.count).total;
-    bool const staged =
-        options.staging.send != nullptr && options.staging.send_bytes >= need &&
-        ProvenanceRegistry::global().lookup(options.staging.send, need, state.id).symmetric();
-    NcclVersion const v = state.caps.runtime_version;
-    SYMMCOMM_EXPECTS(staged, kOperation
-                                 << " with Options::path = nccl-symmetric: the loaded NCCL "
-                                 << v.major << "." << v.minor << "." << v.patch
-                                 << " runs its symmetric kernels only when the send side lies in "
-                                    "a window too, and the input is quantized before NCCL "
-                                    "gathers it: pass Options::staging.send, "
-                                 << need
-                                 << " bytes or more in a symmetric window of this communicator, "
-                                    "to quantize into (given: "
-                                 << options.staging.send << ", " << options.staging.send_bytes
-                                 << " bytes)");
-    return quantize_then_gather(state, comm, input, recv, scale, stream, options,
-                                options.staging.send);
-  }
+  // NCCL's path gathers a copy quantized first: into Options::staging.send when it is big
+  // enough (NCCL 2.28 runs its symmetric kernels only with the send side in a window too),
+  // else into the workspace.
+  std::size_t const need = quantized_layout<Recv>(input.count).total;
+  void* const staging = options.staging.send != nullptr && options.staging.send_bytes >= need
+                            ? options.staging.send
+                            : nullptr;
   detail::PlannedCall call(state, Operation::AllGather, options, kOperation);
   call.types(DataType::Bf16, recv.dtype())
       .per_rank(payload_bytes<Recv>(input.count))
       .lsa_kernel(true)
-      .buffer("input", input.data, input.data_bytes(), false)  // read by this rank only
+      .quantize_first(staging, need)
+      .buffer("input", input.data, input.data_bytes(), false, false)  // read by this rank only
       .buffer("recv.data", recv.data, recv.data_bytes());
   if constexpr (is_nvfp4<Recv>()) {
     call.buffer("recv.block_scales", recv.block_scales, recv.scale_bytes());
   }
   call.buffer(scale_name<Recv>(), recv_scale(recv), n * sizeof(float));
-  // Fallback (forced or not) and every plan but the fused kernel: quantize, then all_gather
-  // (which plans the gather of the quantized tensors itself).
   Plan const plan = call.decide(stream);
   if (plan.path != Path::LsaKernel) {
-    return quantize_then_gather(state, comm, input, recv, scale, stream, options);
+    // Quantize, then all_gather, which plans the gather of the quantized copy itself (the plan
+    // returned is that gather's).
+    bool const into_staging =
+        staging != nullptr && call.provenance("Options::staging.send").symmetric();
+    return quantize_then_gather(state, comm, input, recv, scale, stream, options,
+                                into_staging ? staging : nullptr);
   }
 
   detail::DeviceGuard guard(state.device);
   const float* scale_ptr = scale;
   if (scale_ptr == nullptr) {
     auto* slot = static_cast<float*>(detail::acquire_workspace(state, options, 256, stream));
-    detail::scale_from_amax(input.data, input.count, slot, is_nvfp4<Recv>(), fp8_format_of(recv),
-                            stream);
+    detail::scale_from_amax(input.data, input.count, slot, recv.dtype(), stream);
     scale_ptr = slot;
   }
   detail::lsa::Peers peers = detail::lsa_peers(state);
   detail::lsa::QuantizeGatherArgs a;
-  a.nvfp4 = is_nvfp4<Recv>();
-  a.fp8_format = fp8_format_of(recv);
+  a.type = recv.dtype();
   a.src = input.data;
   a.scale = scale_ptr;
   a.count = input.count;

@@ -167,8 +167,7 @@ void lsa_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
   const Provenance& data = call.provenance("send.data");
   const Provenance& scale = call.provenance(send_scale_name(in));
   detail::lsa::ReduceArgs a;
-  a.nvfp4 = in.nvfp4();
-  a.fp8_format = in.fp8_format();
+  a.type = in.type;
   peers.window[0] = data.window;
   a.data = detail::lsa::SymRef{0, data.offset + in.data_bytes(my_displacement)};
   if (in.nvfp4()) {

@@ -263,7 +263,7 @@ void dequantize_fp8_impl(Fp8View src, Out* dst, cudaStream_t stream) {
 
 }  // namespace
 
-void scale_from_amax(const bf16* src, std::size_t count, float* slot, bool nvfp4, Fp8Format format,
+void scale_from_amax(const bf16* src, std::size_t count, float* slot, DataType type,
                      cudaStream_t stream) {
   check_device_pointer(src, count, "src");
   SYMMCOMM_EXPECTS(slot != nullptr, "scale slot is null");
@@ -273,10 +273,10 @@ void scale_from_amax(const bf16* src, std::size_t count, float* slot, bool nvfp4
   } else {
     launch_amax(src, count, slot, stream);
   }
-  if (nvfp4) {
+  if (type == DataType::Nvfp4) {
     nvfp4_finalize_global_scale_kernel<<<1, 1, 0, stream>>>(slot);
   } else {
-    fp8_finalize_scale_kernel<<<1, 1, 0, stream>>>(slot, format);
+    fp8_finalize_scale_kernel<<<1, 1, 0, stream>>>(slot, fp8_format_of(type));
   }
   SYMMCOMM_CHECK_LAUNCH();
 }

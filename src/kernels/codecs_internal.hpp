@@ -9,10 +9,10 @@
 
 namespace symmcomm::detail {
 
-/// Writes to the device float `slot` the NVFP4 global scale (nvfp4) or the FP8 scale of
-/// `format` that ScaleMode::Compute would choose for `count` bf16 elements at `src` (a multiple
-/// of 8). Two kernels on `stream`: an amax reduction and a one-thread finalisation.
-void scale_from_amax(const bf16* src, std::size_t count, float* slot, bool nvfp4, Fp8Format format,
+/// Writes to the device float `slot` the scale of `type` (the NVFP4 global scale, or the FP8
+/// scale of an FP8 type) that ScaleMode::Compute would choose for `count` bf16 elements at `src` (a
+/// multiple of 8). Two kernels on `stream`: an amax reduction and a one-thread finalisation.
+void scale_from_amax(const bf16* src, std::size_t count, float* slot, DataType type,
                      cudaStream_t stream);
 
 }  // namespace symmcomm::detail

@@ -117,7 +117,8 @@ __global__ void __launch_bounds__(kThreads)
       std::uint32_t half[4];
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        half[k] = encode_fp8x2(x[2 * k] * inv_scale, x[2 * k + 1] * inv_scale, a.fp8_format);
+        half[k] =
+            encode_fp8x2(x[2 * k] * inv_scale, x[2 * k + 1] * inv_scale, fp8_format_of(a.type));
       }
       uint2 const codes = make_uint2(half[0] | (half[1] << 16), half[2] | (half[3] << 16));
       for (int j = 0; j < n; ++j)
@@ -243,9 +244,9 @@ void launch_reduce(const P& p, int peers, const ReduceArgs& a, bool wide, unsign
     unsigned const g = resident_grid(reinterpret_cast<const void*>(kernel), sm_share, grid);
     kernel<<<g, kThreads, 0, s>>>(p, a);
   };
-  if (a.nvfp4 && peers == kUnrolledNvfp4Peers) {
+  if (a.nvfp4() && peers == kUnrolledNvfp4Peers) {
     launch(reduce_kernel<P, Out, true, 8, kUnrolledNvfp4Peers>);
-  } else if (a.nvfp4) {
+  } else if (a.nvfp4()) {
     launch(reduce_kernel<P, Out, true, 8>);
   } else if (wide) {
     launch(reduce_kernel<P, Out, false, 16>);
@@ -294,14 +295,14 @@ void reduce(const Peers& peers, const ReduceArgs& a, cudaStream_t stream) {
                    "lsa reduce: out " << a.out << " is not 16-byte aligned");
   check_ref(peers, a.data, "send.data");
   check_ref(peers, a.scale, "send scale");
-  if (a.nvfp4) check_ref(peers, a.block_scales, "send.block_scales");
+  if (a.nvfp4()) check_ref(peers, a.block_scales, "send.block_scales");
   std::uintptr_t const bits = address_bits(peers, a.data);
-  std::size_t const bytes = a.nvfp4 ? a.count / 2 : a.count;
+  std::size_t const bytes = a.nvfp4() ? a.count / 2 : a.count;
   // FP8: 16-byte loads when every peer's shard is 16-byte aligned and whole items fit; else 8.
   bool const wide = bits % 16 == 0 && bytes % 16 == 0;
   SYMMCOMM_EXPECTS(bits % 8 == 0, "lsa reduce: send.data shard at offset "
                                       << a.data.offset << " is not 8-byte aligned");
-  unsigned const grid = grid_for_units(a.grid_count / 16, reduce_grid_cap(a.nvfp4));
+  unsigned const grid = grid_for_units(a.grid_count / 16, reduce_grid_cap(a.nvfp4()));
   with_policy(peers, [&](const auto& p) {
     if (a.out_fp32) {
       launch_reduce<std::decay_t<decltype(p)>, float>(p, peers.size, a, wide, grid, peers.sm_share,
@@ -314,11 +315,11 @@ void reduce(const Peers& peers, const ReduceArgs& a, cudaStream_t stream) {
   });
 }
 
-void reduce_shards(const ShardTable& shards, bool nvfp4, Fp8Format format, std::size_t count,
-                   void* out, bool out_fp32, cudaStream_t stream) {
+void reduce_shards(const ShardTable& shards, DataType type, std::size_t count, void* out,
+                   bool out_fp32, cudaStream_t stream) {
   ReduceArgs a;
-  a.nvfp4 = nvfp4;
-  a.fp8_format = format;
+  a.type = type;
+  bool const nvfp4 = a.nvfp4();
   a.data = SymRef{0, 0};
   a.block_scales = SymRef{1, 0};
   a.scale = SymRef{2, 0};
@@ -349,7 +350,7 @@ void quantize_gather(const Peers& peers, const QuantizeGatherArgs& a, cudaStream
   SYMMCOMM_EXPECTS(a.scale != nullptr, "lsa quantize_gather: scale is null");
   check_ref(peers, a.data, "recv.data");
   check_ref(peers, a.scale_dst, "recv scale");
-  if (a.nvfp4) check_ref(peers, a.block_scales, "recv.block_scales");
+  if (a.nvfp4()) check_ref(peers, a.block_scales, "recv.block_scales");
   SYMMCOMM_EXPECTS(address_bits(peers, a.data) % 8 == 0, "lsa quantize_gather: recv.data at offset "
                                                              << a.data.offset
                                                              << " is not 8-byte aligned");
@@ -359,7 +360,7 @@ void quantize_gather(const Peers& peers, const QuantizeGatherArgs& a, cudaStream
   unsigned const grid = grid_for_units(a.grid_count / 16);
   with_policy(peers, [&](const auto& p) {
     using P = std::decay_t<decltype(p)>;
-    auto* kernel = a.nvfp4 ? quantize_gather_nvfp4_kernel<P> : quantize_gather_fp8_kernel<P>;
+    auto* kernel = a.nvfp4() ? quantize_gather_nvfp4_kernel<P> : quantize_gather_fp8_kernel<P>;
     kernel<<<resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid), kThreads,
              0, stream>>>(p, a);
     SYMMCOMM_CHECK_LAUNCH();

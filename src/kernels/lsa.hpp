@@ -101,8 +101,8 @@ struct GatherArgs {
 /// (`data`, `block_scales` at the shard's offsets, `scale` = the peer's one float), dequantizes,
 /// sums in fp32 in rank order and writes `count` bf16 or fp32 elements to local `out`.
 struct ReduceArgs {
-  bool nvfp4 = true;
-  Fp8Format fp8_format = Fp8Format::E4M3;
+  DataType type = DataType::Nvfp4;  ///< Nvfp4, Fp8E4M3 or Fp8E5M2
+  SYMMCOMM_HD bool nvfp4() const { return type == DataType::Nvfp4; }
   SymRef data{}, block_scales{}, scale{};
   std::size_t count = 0;       ///< elements of this rank's shard (a multiple of 16)
   std::size_t grid_count = 0;  ///< rank-independent element count that fixes the grid
@@ -114,8 +114,8 @@ struct ReduceArgs {
 /// local `scale` (NVFP4 global scale or FP8 scale), written straight to every peer's `data`,
 /// `block_scales` (NVFP4) and `scale_dst` (one float).
 struct QuantizeGatherArgs {
-  bool nvfp4 = true;
-  Fp8Format fp8_format = Fp8Format::E4M3;
+  DataType type = DataType::Nvfp4;  ///< the receive format: Nvfp4, Fp8E4M3 or Fp8E5M2
+  SYMMCOMM_HD bool nvfp4() const { return type == DataType::Nvfp4; }
   const bf16* src = nullptr;
   const float* scale = nullptr;
   std::size_t count = 0;  ///< a multiple of 16
@@ -140,8 +140,8 @@ struct ShardTable {
 /// The fallback's local reduction: the one-shot reduce kernel reading the shards of a table
 /// instead of peers' windows, so both paths share their arithmetic. Arguments already checked
 /// by the caller (8-byte aligned NVFP4 data, 16-byte aligned out).
-void reduce_shards(const ShardTable& shards, bool nvfp4, Fp8Format format, std::size_t count,
-                   void* out, bool out_fp32, cudaStream_t stream);
+void reduce_shards(const ShardTable& shards, DataType type, std::size_t count, void* out,
+                   bool out_fp32, cudaStream_t stream);
 
 /// True when this build carries the production policy (NCCL's device API headers).
 bool production_available() noexcept;

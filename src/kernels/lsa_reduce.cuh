@@ -159,7 +159,8 @@ __device__ __forceinline__ void reduce_body(const P& peers, const ReduceArgs& a)
       }
 #pragma unroll
       for (int k = 0; k < kBatch; ++k) {
-        if (p0 + k < n) accumulate<kNvfp4, kBytes>(raw[k], mult[p0 + k], a.fp8_format, acc);
+        if (p0 + k < n)
+          accumulate<kNvfp4, kBytes>(raw[k], mult[p0 + k], fp8_format_of(a.type), acc);
       }
     }
     store_floats<kElems>(out, i * kElems, acc);

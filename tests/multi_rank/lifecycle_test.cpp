@@ -31,8 +31,8 @@ std::uint8_t value_of(int iteration, int rank, int salt) {
 }
 
 // A byte all-gather of `bytes` per rank from send into recv on `stream`.
-Plan gather_bytes(void* send, void* recv, std::size_t bytes, cudaStream_t stream, PathChoice path) {
-  Options o;
+Plan gather_bytes(void* send, void* recv, std::size_t bytes, cudaStream_t stream, PathChoice path,
+                  Options o = {}) {
   o.path = path;
   return all_gather(world().comm, std::vector<GatherItem>{GatherItem{send, recv, bytes, "bytes"}},
                     stream, o);
@@ -240,10 +240,10 @@ TEST(MultiRankLifecycle, StagingOutsideAGroupOnlyAndRightEitherWay) {
     try {
       if (grouped == 1) {
         Group group;
-        plan = gather_bytes(send.get(), recv.get(), bytes, w.stream, PathChoice::Auto);
+        plan = gather_bytes(send.get(), recv.get(), bytes, w.stream, PathChoice::Auto, o);
         group.end();
       } else {
-        plan = gather_bytes(send.get(), recv.get(), bytes, w.stream, PathChoice::Auto);
+        plan = gather_bytes(send.get(), recv.get(), bytes, w.stream, PathChoice::Auto, o);
       }
     } catch (const LogicError& e) {
       error = e.what();

@@ -53,19 +53,21 @@ enum class Operation : std::uint8_t { AllGather, ReduceScatter };
 
 /// @brief Why the planner chose a path (formatted by Plan::reason()).
 enum class PlanReason : std::uint8_t {
-  AllSymmetric,          ///< every buffer in a window of this communicator
-  LsaKernelFaster,       ///< our LSA kernel beats NCCL here
-  ForcedFallback,        ///< Options::path == Fallback
-  NoSymmetricSupport,    ///< communicator has no symmetric memory support
-  BufferNotSymmetric,    ///< buffers[buffer_index] is not in a window of this communicator
-  VariableCounts,        ///< NCCL's symmetric kernels need equal counts per rank
-  ScaledReduction,       ///< NCCL cannot reduce per-rank-scaled quantized data
-  LsaKernelUnavailable,  ///< no LSA kernel for this operation and type in this build
-  Staged,                ///< plain buffers copied through symmetric staging scratch
-  FusedQuantize,         ///< quantizing while gathering needs symmcomm's kernel, not NCCL
-  NcclFasterHere,        ///< both symmetric paths work; NCCL's is preferred at this size
-  Forced,                ///< Options::path forced nccl-symmetric or lsa-kernel (and it can run)
-  NcclCannot,            ///< NCCL cannot run it symmetrically (nccl_blocker says why): LSA does
+  AllSymmetric,              ///< every buffer in a window of this communicator
+  LsaKernelFaster,           ///< our LSA kernel beats NCCL here
+  ForcedFallback,            ///< Options::path == Fallback
+  NoSymmetricSupport,        ///< communicator has no symmetric memory support
+  BufferNotSymmetric,        ///< buffers[buffer_index] is not in a window of this communicator
+  VariableCounts,            ///< NCCL's symmetric kernels need equal counts per rank
+  ScaledReduction,           ///< NCCL cannot reduce per-rank-scaled quantized data
+  LsaKernelUnavailable,      ///< no LSA kernel for this operation and type in this build
+  Staged,                    ///< plain buffers copied through symmetric staging scratch
+  FusedQuantize,             ///< quantizing while gathering needs symmcomm's kernel, not NCCL
+  NcclFasterHere,            ///< both symmetric paths work; NCCL's is preferred at this size
+  Forced,                    ///< Options::path forced nccl-symmetric or lsa-kernel (and it can run)
+  NcclCannot,                ///< NCCL cannot run it symmetrically (nccl_blocker says why): LSA does
+  LsaKernelFuses,            ///< symmcomm's LSA kernel quantizes and gathers in one pass
+  QuantizedSendInWorkspace,  ///< NCCL 2.28 would need the quantized copy in a window
 };
 
 /// @brief The path a call took and why.

@@ -21,6 +21,9 @@ struct PlannedBuffer {
   /// symmetric window for that path); false for buffers only the calling rank touches, e.g.
   /// an all-gather's send (pushed to peers) or a reduce-scatter's output.
   bool peer_accessed = true;
+  /// True when NCCL's paths touch this buffer; false for the bf16 input of a fused quantize +
+  /// all-gather, which only symmcomm's quantization reads (NCCL gathers the quantized copy).
+  bool nccl_accessed = true;
 };
 
 /// @brief Everything the planner decides from.
@@ -36,6 +39,12 @@ struct PlanRequest {
   PathChoice choice = PathChoice::Auto;
   bool staging_usable = false;  ///< allow_staging with symmetric scratch big enough
   bool lsa_kernel_available = false;
+  /// A fused quantize + all-gather (send_type bf16, recv_type quantized): symmcomm's LSA kernel
+  /// quantizes on the way to peers' windows; NCCL's path gathers a quantized copy made first,
+  /// either in a buffer of the request (Options::staging.send, nccl_accessed) or, when
+  /// `quantized_send_bytes` is non-zero, in symmcomm's workspace (never in a window).
+  bool quantize_first = false;
+  std::size_t quantized_send_bytes = 0;  ///< the workspace bytes of that copy (0: in a buffer)
 };
 
 /// @brief True when NCCL itself can run this reduction (a plain sum without per-rank scales).

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "symmcomm/formats/fp8.hpp"
+#include "symmcomm/formats/host_device.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
 
 namespace symmcomm {
@@ -65,9 +66,14 @@ constexpr std::size_t nvfp4_scale_bytes(std::size_t count) noexcept {
   return (count + kNvfp4BlockSize - 1) / kNvfp4BlockSize;
 }
 
-/// @brief The FP8 encoding of an FP8 DataType.
-constexpr Fp8Format fp8_format_of(DataType t) noexcept {
+/// @brief The FP8 encoding of an FP8 DataType (E4M3 for the others). Host and device.
+SYMMCOMM_HD constexpr Fp8Format fp8_format_of(DataType t) noexcept {
   return t == DataType::Fp8E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3;
+}
+
+/// @brief The DataType of an FP8 encoding.
+SYMMCOMM_HD constexpr DataType fp8_type(Fp8Format f) noexcept {
+  return f == Fp8Format::E5M2 ? DataType::Fp8E5M2 : DataType::Fp8E4M3;
 }
 
 /// @brief NCCL's datatype for elements of `t`, or nothing when NCCL has none (NVFP4 moves as

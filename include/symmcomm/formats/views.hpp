@@ -41,9 +41,7 @@ struct Fp8View {
   Fp8Format format = Fp8Format::E4M3;
 
   constexpr std::size_t data_bytes() const noexcept { return count; }
-  constexpr DataType dtype() const noexcept {
-    return format == Fp8Format::E4M3 ? DataType::Fp8E4M3 : DataType::Fp8E5M2;
-  }
+  constexpr DataType dtype() const noexcept { return fp8_type(format); }
 };
 
 /// @brief A contiguous typed range of device memory.

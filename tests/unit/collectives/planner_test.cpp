@@ -262,6 +262,73 @@ TEST(Planner, FusedQuantizeGatherFallsBackWithItsOwnReason) {
   EXPECT_THROW(plan_collective(r), LogicError);
 }
 
+// quantize_all_gather: the LSA kernel quantizes on the way; NCCL's path gathers a copy quantized
+// first, which NCCL 2.28 needs in a window (Options::staging.send) and 2.29+ does not.
+TEST(Planner, QuantizeFirstGatherFusesOnLsaAndSaysWhatNcclNeeds) {
+  Capabilities c = caps(true, 8);
+  c.runtime_version = NcclVersion{2, 28, 9};
+  auto r = request(Operation::AllGather, DataType::Bf16, DataType::Nvfp4, c,
+                   ProvenanceStatus::NotRegistered, ProvenanceStatus::Symmetric);
+  r.buffers[0].peer_accessed = false;
+  r.buffers[0].nccl_accessed = false;  // the bf16 input: never NCCL's
+  r.quantize_first = true;
+  r.quantized_send_bytes = 1536;
+  r.lsa_kernel_available = true;
+  Plan p = plan_collective(r);
+  EXPECT_EQ(p.path, Path::LsaKernel);
+  EXPECT_EQ(p.why, PlanReason::LsaKernelFuses);
+  EXPECT_NE(p.reason().find("quantizes on the way"), std::string::npos) << p.reason();
+  // Large gathers too: the fusion, not a size threshold, decides.
+  r.bytes_per_rank = std::size_t{1} << 30;
+  EXPECT_EQ(plan_collective(r).why, PlanReason::LsaKernelFuses);
+
+  // 2.28, copy in the workspace: NCCL's path is refused with what to pass.
+  r.lsa_kernel_available = false;
+  p = plan_collective(r);
+  EXPECT_EQ(p.path, Path::Fallback);
+  EXPECT_EQ(p.why, PlanReason::QuantizedSendInWorkspace);
+  EXPECT_NE(p.reason().find("pass Options::staging.send, 1536 bytes or more"), std::string::npos)
+      << p.reason();
+  r.choice = PathChoice::NcclSymmetric;
+  try {
+    plan_collective(r);
+    ADD_FAILURE() << "NCCL 2.28 planned with the quantized copy outside a window";
+  } catch (const LogicError& e) {
+    std::string const m = e.what();
+    EXPECT_NE(m.find("Options::path = nccl-symmetric cannot be taken"), std::string::npos) << m;
+    EXPECT_NE(m.find("Options::staging.send, 1536 bytes"), std::string::npos) << m;
+  }
+
+  // 2.28 with a staging buffer: planned as the send side NCCL touches.
+  r.quantized_send_bytes = 0;
+  PlannedBuffer staging = buffer("Options::staging.send", ProvenanceStatus::NotRegistered);
+  staging.peer_accessed = false;
+  r.buffers.insert(r.buffers.begin() + 1, staging);
+  try {
+    plan_collective(r);
+    ADD_FAILURE() << "NCCL 2.28 planned with Options::staging.send outside a window";
+  } catch (const LogicError& e) {
+    EXPECT_NE(std::string(e.what()).find("Options::staging.send"), std::string::npos) << e.what();
+  }
+  r.buffers[1].provenance.status = ProvenanceStatus::Symmetric;
+  EXPECT_EQ(plan_collective(r).path, Path::NcclSymmetric);
+  r.choice = PathChoice::Auto;
+  p = plan_collective(r);
+  EXPECT_EQ(p.path, Path::NcclSymmetric) << p.reason();
+  EXPECT_EQ(p.why, PlanReason::AllSymmetric);
+
+  // 2.29+: the receive side is enough, the copy may stay in the workspace.
+  r.buffers.erase(r.buffers.begin() + 1);
+  r.quantized_send_bytes = 1536;
+  c.runtime_version = NcclVersion{2, 29, 2};
+  EXPECT_EQ(plan_collective(r).path, Path::NcclSymmetric);
+  r.choice = PathChoice::NcclSymmetric;
+  EXPECT_EQ(plan_collective(r).why, PlanReason::Forced);
+  // ... but not with the receive side outside a window.
+  r.buffers[1].provenance.status = ProvenanceStatus::NotRegistered;
+  EXPECT_THROW(plan_collective(r), LogicError);
+}
+
 TEST(Planner, MissingCapabilitiesAreRefused) {
   PlanRequest r;
   try {
