@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/launch.cuh"
+#include "core/launch.cuh"
 #include "kernels/lsa_policy.cuh"
 #include "kernels/lsa_reduce.cuh"
 #include "micro/device_memory.hpp"

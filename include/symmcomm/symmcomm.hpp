@@ -22,6 +22,7 @@
 #include "symmcomm/formats/scale_layout.hpp"
 #include "symmcomm/formats/traits.hpp"
 #include "symmcomm/formats/views.hpp"
+#include "symmcomm/limits.hpp"
 #include "symmcomm/logging.hpp"
 #include "symmcomm/memory/arena_allocator.hpp"
 #include "symmcomm/memory/provenance.hpp"

@@ -41,8 +41,6 @@ static void reduce_impl(const QuantizedShards& shards, std::size_t count, DataTy
                         cudaStream_t stream) {
   detail::check_shards(shards, count, out, type == DataType::Nvfp4);
   if (count == 0) return;
-  static_assert(QuantizedShards::kMaxRanks == detail::lsa::kMaxRanks,
-                "the public shard table and the kernels' hold as many ranks");
   detail::lsa::ShardTable table;
   table.ranks = shards.ranks;
   for (int r = 0; r < shards.ranks; ++r) {

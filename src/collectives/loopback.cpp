@@ -15,8 +15,6 @@ namespace {
 
 namespace lsa = detail::lsa;
 
-static_assert(kMaxVirtualRanks == lsa::kMaxLoopbackRanks);
-
 std::string at(const char* what, std::size_t r) {
   return std::string(what) + "[" + std::to_string(r) + "]";
 }

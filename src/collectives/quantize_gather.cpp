@@ -4,7 +4,7 @@
 #include <type_traits>
 
 #include "common.hpp"
-#include "kernels/codecs_internal.hpp"
+#include "formats/codecs_internal.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"

@@ -4,13 +4,10 @@
 #include <string>
 
 #include "comm/comm_state.hpp"
+#include "comm/lsa_limits.hpp"
 #include "symmcomm/comm/communicator.hpp"
 
 namespace symmcomm::detail {
-
-/// LSA barriers reserved per device communicator: the most CTAs our own kernels launch
-/// (lsa::kMaxCtas, checked in lsa.cu).
-inline constexpr int kMaxLsaCtas = 396;
 
 /// Creates the device communicator (collective). On failure returns false with NCCL's reason.
 bool create_dev_comm(CommState& state, std::string& reason);

@@ -12,21 +12,18 @@
 #include <mutex>
 #include <utility>
 
-#include "comm/dev_comm.hpp"
-#include "device_codecs.cuh"
+#include "formats/device_codecs.cuh"
+#include "formats/quantize_block.cuh"
 #include "lsa.hpp"
 #include "lsa_gather.cuh"
 #include "lsa_policy.cuh"
 #include "lsa_reduce.cuh"
-#include "quantize_block.cuh"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
 #include "symmcomm/logging.hpp"
 
 namespace symmcomm::detail::lsa {
 namespace {
-
-static_assert(kMaxCtas <= kMaxLsaCtas, "every CTA needs an LSA barrier of the device communicator");
 
 // ---- all-gather (push) ----------------------------------------------------------------------
 

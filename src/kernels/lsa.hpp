@@ -20,19 +20,22 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "comm/lsa_limits.hpp"
 #include "symmcomm/formats/views.hpp"
+#include "symmcomm/limits.hpp"
 
 namespace symmcomm::detail::lsa {
 
 /// Symmetric buffers one kernel addresses on peers.
 inline constexpr int kSlots = 4;
 /// Virtual ranks a loopback launch supports.
-inline constexpr int kMaxLoopbackRanks = 8;
+inline constexpr int kMaxLoopbackRanks = symmcomm::kMaxLoopbackRanks;
 /// Ranks a production launch supports (shared-memory tables of peer pointers).
-inline constexpr int kMaxRanks = 64;
-/// Most CTAs a kernel launches: each needs its own LSA barrier (see dev_comm.hpp). The NVFP4
-/// reduce launches three per SM of an H100/H200, the other kernels kGridCtas.
-inline constexpr int kMaxCtas = 396;
+inline constexpr int kMaxRanks = kMaxKernelRanks;
+/// Most CTAs a kernel launches: each needs its own LSA barrier, so it is the barrier count the
+/// device communicator reserves. The NVFP4 reduce launches three per SM of an H100/H200, the
+/// other kernels kGridCtas.
+inline constexpr int kMaxCtas = kMaxLsaCtas;
 /// Grid cap of the gather and quantize-gather kernels (two per SM of an H100/H200).
 inline constexpr int kGridCtas = 264;
 /// Threads per CTA of the LSA kernels.

@@ -6,7 +6,7 @@
 #include <cstddef>
 
 #include "lsa_policy.cuh"
-#include "quantize_block.cuh"
+#include "formats/quantize_block.cuh"
 #include "symmcomm/formats/nvfp4.hpp"
 
 namespace symmcomm::detail::lsa {

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "device_codecs.cuh"
+#include "formats/device_codecs.cuh"
 #include "lsa_policy.cuh"
 #include "symmcomm/formats/e2m1.hpp"
 #include "symmcomm/formats/fp8.hpp"

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "symmcomm/formats/views.hpp"
+#include "symmcomm/limits.hpp"
 
 namespace symmcomm {
 
@@ -20,7 +21,7 @@ namespace symmcomm {
 /// copyable, passed to kernels by value).
 struct QuantizedShards {
   /// Most ranks one launch reduces.
-  static constexpr int kMaxRanks = 64;
+  static constexpr int kMaxRanks = kMaxKernelRanks;
   const std::uint8_t* data[kMaxRanks] = {};          ///< packed NVFP4 data or FP8 codes
   const std::uint8_t* block_scales[kMaxRanks] = {};  ///< NVFP4 only
   const float* scale[kMaxRanks] = {};                ///< NVFP4 global scale / FP8 scale of rank r

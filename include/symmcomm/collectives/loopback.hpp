@@ -19,11 +19,12 @@
 #include <vector>
 
 #include "symmcomm/formats/views.hpp"
+#include "symmcomm/limits.hpp"
 
 namespace symmcomm::loopback {
 
 /// @brief Most virtual ranks one call supports.
-inline constexpr int kMaxVirtualRanks = 8;
+inline constexpr int kMaxVirtualRanks = kMaxLoopbackRanks;
 
 /// @brief NVFP4 all-gather of data, block scales and global scales in one launch per rank.
 /// send[r].count may differ between ranks (variable counts, multiples of 16): rank r's elements

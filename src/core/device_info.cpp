@@ -2,7 +2,7 @@
 #include <atomic>
 #include <cstddef>
 
-#include "launch.cuh"
+#include "core/launch.cuh"
 #include "symmcomm/error.hpp"
 
 namespace symmcomm::detail {

@@ -7,10 +7,10 @@
 
 #include <type_traits>
 
-#include "codecs_internal.hpp"
-#include "device_codecs.cuh"
-#include "launch.cuh"
-#include "quantize_block.cuh"
+#include "core/launch.cuh"
+#include "formats/codecs_internal.hpp"
+#include "formats/device_codecs.cuh"
+#include "formats/quantize_block.cuh"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/formats/nvfp4.hpp"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "device_codecs.cuh"
+#include "formats/device_codecs.cuh"
 #include "symmcomm/formats/e2m1.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
 

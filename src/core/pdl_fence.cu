@@ -1,6 +1,6 @@
 // enqueue_pdl_fence (symmcomm/runtime.hpp): an empty kernel that fully orders the stream.
 
-#include "launch.cuh"
+#include "core/launch.cuh"
 #include "symmcomm/error.hpp"
 #include "symmcomm/runtime.hpp"
 
