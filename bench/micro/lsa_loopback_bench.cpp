@@ -1,5 +1,6 @@
 // symmcomm's LSA kernels over N virtual ranks on one GPU (loopback), in bytes read + written
-// per second beside the device-to-device copy measured in the same run (counter vs_copy).
+// per second beside the device-to-device copy measured in the same run (counter vs_copy) and
+// beside a ceiling with the kernel's own read/write mix (vs_mix, micro/mix_ceiling.hpp).
 // One iteration runs all N ranks' launches. Sizes put ~144 MiB of quantized data in every
 // rank's receive (all-gather) or send (reduce-scatter) buffer, far beyond L2.
 
@@ -8,8 +9,10 @@
 #include <memory>
 #include <vector>
 
+#include "formats/codecs_internal.hpp"
 #include "micro/device_memory.hpp"
 #include "micro/device_timer.hpp"
+#include "micro/mix_ceiling.hpp"
 #include "symmcomm/collectives/loopback.hpp"
 #include "symmcomm/formats/codecs.hpp"
 
@@ -54,6 +57,7 @@ void BM_LoopbackAllGatherNvfp4(benchmark::State& state) {
   time_device(state, nullptr, [&] { loopback::all_gather(send, recv, nullptr); });
   double const part = static_cast<double>(per_rank / 2 + per_rank / 16 + sizeof(float));
   report_bandwidth(state, n * part * (1.0 + n));
+  report_mix(state, n * part * (1.0 + n), Mix{8, 1, 8, 1, 1, n, kTotalElems / 16});
   state.SetLabel(std::to_string(n) + " virtual ranks");
 }
 
@@ -76,6 +80,8 @@ void BM_LoopbackReduceScatterNvfp4(benchmark::State& state) {
   time_device(state, nullptr, [&] { loopback::reduce_scatter(send, recv, nullptr); });
   double const read = static_cast<double>(n) * static_cast<double>(shard / 2 + shard / 16);
   report_bandwidth(state, n * (read + static_cast<double>(shard * 2)));
+  report_mix(state, n * (read + static_cast<double>(shard * 2)),
+             Mix{8, 1, 32, 0, n, 1, kTotalElems / 16});
   state.SetLabel(std::to_string(n) + " virtual ranks");
 }
 
@@ -99,13 +105,18 @@ void BM_LoopbackReduceScatterFp8(benchmark::State& state) {
   }
   SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
   time_device(state, nullptr, [&] { loopback::reduce_scatter(send, recv, nullptr); });
-  report_bandwidth(state, n * (static_cast<double>(n) * static_cast<double>(shard) +
-                               static_cast<double>(shard * 2)));
+  double const bytes =
+      n * (static_cast<double>(n) * static_cast<double>(shard) + static_cast<double>(shard * 2));
+  report_bandwidth(state, bytes);
+  report_mix(state, bytes, Mix{16, 0, 32, 0, n, 1, kTotalElems / 16});
   state.SetLabel(std::to_string(n) + " virtual ranks");
 }
 
 // Fused bf16 -> NVFP4 quantize + all-gather: each rank reads its bf16 input and writes the
-// quantized part to all N ranks.
+// quantized part to all N ranks. kComputed: each rank's global scale is computed from its
+// input first, as quantize_all_gather does without a given scale (an amax pass over the
+// input, not counted in the bytes: the figure shows its cost); else given.
+template <bool kComputed>
 void BM_LoopbackQuantizeAllGatherNvfp4(benchmark::State& state) {
   int const n = static_cast<int>(state.range(0));
   std::size_t const per_rank = kTotalElems / static_cast<std::size_t>(n);
@@ -125,10 +136,22 @@ void BM_LoopbackQuantizeAllGatherNvfp4(benchmark::State& state) {
     scale.push_back(g.back()->as<float>());
     recv.push_back(r.back()->view());
   }
-  time_device(state, nullptr, [&] { loopback::quantize_all_gather(input, scale, recv, nullptr); });
+  time_device(state, nullptr, [&] {
+    if constexpr (kComputed) {
+      for (int i = 0; i < n; ++i) {
+        detail::scale_from_amax(input[static_cast<std::size_t>(i)].data, per_rank,
+                                g[static_cast<std::size_t>(i)]->as<float>(), DataType::Nvfp4,
+                                nullptr);
+      }
+    }
+    loopback::quantize_all_gather(input, scale, recv, nullptr);
+  });
   double const part = static_cast<double>(per_rank / 2 + per_rank / 16 + sizeof(float));
   report_bandwidth(state, n * (static_cast<double>(per_rank * 2) + n * part));
-  state.SetLabel(std::to_string(n) + " virtual ranks");
+  report_mix(state, n * (static_cast<double>(per_rank * 2) + n * part),
+             Mix{32, 0, 8, 1, 1, n, kTotalElems / 16});
+  state.SetLabel(std::to_string(n) + " virtual ranks, " + (kComputed ? "computed" : "given") +
+                 " scale");
 }
 
 // Fused bf16 -> FP8 (e4m3, per-tensor scale) quantize + all-gather: each rank reads its bf16
@@ -156,6 +179,8 @@ void BM_LoopbackQuantizeAllGatherFp8(benchmark::State& state) {
   time_device(state, nullptr, [&] { loopback::quantize_all_gather(input, scale, recv, nullptr); });
   double const part = static_cast<double>(per_rank + sizeof(float));
   report_bandwidth(state, n * (static_cast<double>(per_rank * 2) + n * part));
+  report_mix(state, n * (static_cast<double>(per_rank * 2) + n * part),
+             Mix{32, 0, 16, 0, 1, n, kTotalElems / 16});
   state.SetLabel(std::to_string(n) + " virtual ranks");
 }
 
@@ -177,7 +202,13 @@ BENCHMARK(BM_LoopbackReduceScatterFp8)
     ->Arg(8)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_LoopbackQuantizeAllGatherNvfp4)
+BENCHMARK(BM_LoopbackQuantizeAllGatherNvfp4<false>)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_LoopbackQuantizeAllGatherNvfp4<true>)
     ->Arg(2)
     ->Arg(4)
     ->Arg(8)
