@@ -216,7 +216,15 @@ std::string to_json(const Meta& meta, const std::vector<Result>& results,
                               {"wrong", r.wrong},
                               {"baseline", r.baseline},
                               {"baseline_time_us", r.baseline_time_us},
-                              {"ratio_to_baseline", r.ratio()}});
+                              {"ratio_to_baseline", r.ratio()},
+                              {"in_place", r.has_in_place}});
+    if (r.has_in_place) {
+      auto& j = doc["results"].back();
+      j["in_place_time_us"] = r.in_place_time_us;
+      j["in_place_algbw_GBps"] = r.in_place_algbw;
+      j["in_place_busbw_GBps"] = r.in_place_busbw;
+      j["in_place_wrong"] = r.in_place_wrong;
+    }
   }
   doc["moe"] = nlohmann::json::array();
   for (const auto& m : moe) {
@@ -232,33 +240,48 @@ std::string to_json(const Meta& meta, const std::vector<Result>& results,
 std::string to_csv(const std::vector<Result>& results) {
   std::ostringstream os;
   os << "op,dtype,path,size,count,time_us,algbw_GBps,busbw_GBps,wrong,baseline,baseline_time_us,"
-        "ratio_to_baseline,requested_path\n";
+        "ratio_to_baseline,requested_path,in_place_time_us,in_place_busbw_GBps,in_place_wrong\n";
   for (const auto& r : results) {
     os << r.op << ',' << r.dtype << ',' << r.path << ',' << r.size << ',' << r.count << ','
        << r.time_us << ',' << r.algbw << ',' << r.busbw << ',' << r.wrong << ',' << r.baseline
-       << ',' << r.baseline_time_us << ',' << r.ratio() << ',' << r.requested << '\n';
+       << ',' << r.baseline_time_us << ',' << r.ratio() << ',' << r.requested << ',';
+    if (r.has_in_place) {
+      os << r.in_place_time_us << ',' << r.in_place_busbw << ',' << r.in_place_wrong;
+    } else {
+      os << ",,";
+    }
+    os << '\n';
   }
   return os.str();
 }
 
 std::string table_header() {
-  char line[512];
+  char line[1024];
   std::snprintf(line, sizeof line,
-                "#%11s %12s %8s %6s %15s   %10s %8s %8s %7s   %10s %7s\n"
-                "#%11s %12s %8s %6s %15s   %10s %8s %8s %7s   %10s %7s\n",
-                "size", "count", "type", "redop", "path", "time", "algbw", "busbw", "#wrong",
-                "nccl time", "ratio", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)",
-                "", "(us)", "");
+                "#%11s %12s %8s %6s %15s   %37s   %37s   %18s\n"
+                "#%11s %12s %8s %6s %15s   %10s %8s %8s %7s   %10s %8s %8s %7s   %10s %7s\n"
+                "#%11s %12s %8s %6s %15s   %10s %8s %8s %7s   %10s %8s %8s %7s   %10s %7s\n",
+                "", "", "", "", "", "out-of-place", "in-place", "vs plain NCCL", "size", "count",
+                "type", "redop", "path", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+                "busbw", "#wrong", "nccl time", "ratio", "(B)", "(elements)", "", "", "", "(us)",
+                "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "");
   return line;
 }
 
+namespace {
+std::string wrong_text(long long wrong) {
+  return wrong < 0 ? std::string("N/A") : std::to_string(wrong);
+}
+}  // namespace
+
 std::string format_row(const Result& r) {
   char line[512];
-  char wrong[32], baseline[32], ratio[32];
-  if (r.wrong < 0) {
-    std::snprintf(wrong, sizeof wrong, "N/A");
+  char in_place[96], baseline[32], ratio[32];
+  if (r.has_in_place) {
+    std::snprintf(in_place, sizeof in_place, "%10.2f %8.2f %8.2f %7s", r.in_place_time_us,
+                  r.in_place_algbw, r.in_place_busbw, wrong_text(r.in_place_wrong).c_str());
   } else {
-    std::snprintf(wrong, sizeof wrong, "%lld", r.wrong);
+    std::snprintf(in_place, sizeof in_place, "%10s %8s %8s %7s", "-", "-", "-", "-");
   }
   if (r.baseline_time_us > 0) {
     std::snprintf(baseline, sizeof baseline, "%.2f", r.baseline_time_us);
@@ -267,21 +290,31 @@ std::string format_row(const Result& r) {
     std::snprintf(baseline, sizeof baseline, "-");
     std::snprintf(ratio, sizeof ratio, "-");
   }
-  std::snprintf(line, sizeof line, " %11zu %12zu %8s %6s %15s   %10.2f %8.2f %8.2f %7s   %10s %7s",
-                r.size, r.count, r.dtype.c_str(), r.op == "allgather" ? "none" : "sum",
-                r.path.c_str(), r.time_us, r.algbw, r.busbw, wrong, baseline, ratio);
+  std::snprintf(
+      line, sizeof line, " %11zu %12zu %8s %6s %15s   %10.2f %8.2f %8.2f %7s   %s   %10s %7s",
+      r.size, r.count, r.dtype.c_str(), r.op == "allgather" ? "none" : "sum", r.path.c_str(),
+      r.time_us, r.algbw, r.busbw, wrong_text(r.wrong).c_str(), in_place, baseline, ratio);
   return line;
 }
 
 std::string table_footer(const std::vector<Result>& results) {
   if (results.empty()) return "";
+  // As nccl-tests: wrong values and the average over every column group measured.
   double sum = 0;
+  int columns = 0;
   long long wrong = 0;
   bool checked = true;
   for (const auto& r : results) {
     sum += r.busbw;
+    ++columns;
     if (r.wrong < 0) checked = false;
     wrong += r.wrong < 0 ? 0 : r.wrong;
+    if (r.has_in_place) {
+      sum += r.in_place_busbw;
+      ++columns;
+      if (r.in_place_wrong < 0) checked = false;
+      wrong += r.in_place_wrong < 0 ? 0 : r.in_place_wrong;
+    }
   }
   char line[256];
   std::string out;
@@ -291,7 +324,7 @@ std::string table_footer(const std::vector<Result>& results) {
     out += line;
   }
   std::snprintf(line, sizeof line, "# Avg bus bandwidth    : %g\n",
-                sum / static_cast<double>(results.size()));
+                sum / static_cast<double>(columns));
   return out + line;
 }
 

@@ -82,6 +82,12 @@ struct Result {
   double baseline_time_us = 0;  // plain NCCL measured in the same run (0: none)
   std::string baseline;         // what the baseline was
   double ratio() const { return baseline_time_us > 0 ? time_us / baseline_time_us : 0.0; }
+  // In place (nccl-tests' second column group): the all-gather's send is the rank's segment of
+  // the receive buffer, the bf16 reduce-scatter's output the rank's shard of its input. Absent
+  // where the types differ (quantized reduce-scatter into bf16).
+  bool has_in_place = false;
+  double in_place_time_us = 0, in_place_algbw = 0, in_place_busbw = 0;
+  long long in_place_wrong = -1;
 };
 
 /// The moe-dp scenario: one MoE layer's communication per tokens-per-rank value.
@@ -112,7 +118,8 @@ std::string format_row(const Result& r);
 /// The table header (two lines).
 std::string table_header();
 /// nccl-tests' closing lines: "# Out of bounds values : N OK|FAILED" (omitted when nothing was
-/// checked) and "# Avg bus bandwidth    : X" (mean busbw over the sizes, GB/s).
+/// checked; counts in-place columns too) and "# Avg bus bandwidth    : X" (mean busbw over the
+/// sizes' out-of-place and in-place columns, GB/s).
 std::string table_footer(const std::vector<Result>& results);
 
 }  // namespace symmcomm::bench

@@ -158,7 +158,10 @@ int main(int argc, char** argv) {
       return 1;
     }
     long long wrong = 0;
-    for (const auto& r : results) wrong += r.wrong > 0 ? r.wrong : 0;
+    for (const auto& r : results) {
+      wrong += r.wrong > 0 ? r.wrong : 0;
+      wrong += r.has_in_place && r.in_place_wrong > 0 ? r.in_place_wrong : 0;
+    }
     if (wrong > 0) {
       std::fprintf(stderr, "symmcomm-bench: %lld wrong elements\n", wrong);
       return 3;

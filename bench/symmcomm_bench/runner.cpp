@@ -33,6 +33,10 @@ struct RankJob {
   std::function<void()> run;       // the measured call
   std::function<void()> baseline;  // plain NCCL on plain buffers
   std::function<long long()> check;
+  // In place (empty where not meaningful): the timed call, and a check that restores the
+  // inputs the timed iterations overwrote, runs it once and counts wrong values.
+  std::function<void()> run_in_place;
+  std::function<long long()> check_in_place;
   std::string plan;
   std::string taken = "nccl";  // the path the call took ("nccl": plain NCCL baseline runs)
 };
@@ -97,6 +101,49 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
                            options));
       };
     }
+    // In place: this rank's send is its own segment of the receive buffers.
+    auto* ipd = rd + data_bytes * static_cast<std::size_t>(r);
+    auto* ips = rs + scale_bytes * static_cast<std::size_t>(r);
+    float* ipg = rg + r;
+    if (plain_nccl) {
+      job.run_in_place = [=] {
+        Group g;
+        SYMMCOMM_NCCL_TRY(ncclAllGather(ipd, rd, data_bytes, ncclUint8, raw, stream));
+        if (scale_bytes)
+          SYMMCOMM_NCCL_TRY(ncclAllGather(ips, rs, scale_bytes, ncclUint8, raw, stream));
+        if (has_scale) SYMMCOMM_NCCL_TRY(ncclAllGather(ipg, rg, 1, ncclFloat32, raw, stream));
+      };
+    } else if (c.dtype == Dtype::Nvfp4) {
+      job.run_in_place = [=, &comm] {
+        plan_of(all_gather(comm, Nvfp4View{ipd, ips, ipg, shard}, Nvfp4View{rd, rs, rg, count},
+                           stream, options));
+      };
+    } else if (c.dtype == Dtype::Bf16) {
+      job.run_in_place = [=, &comm] {
+        plan_of(all_gather(comm, Bf16Span{reinterpret_cast<bf16*>(ipd), shard},
+                           Bf16Span{reinterpret_cast<bf16*>(rd), count}, stream, options));
+      };
+    } else {
+      Fp8Format const f = fp8_of(c.dtype);
+      job.run_in_place = [=, &comm] {
+        plan_of(all_gather(comm, Fp8View{ipd, ipg, shard, f}, Fp8View{rd, rg, count, f}, stream,
+                           options));
+      };
+    }
+    // Poisons the receive buffers, puts this rank's part in its segment, gathers once.
+    auto const gather_in_place_once = [=, run = job.run_in_place] {
+      SYMMCOMM_CUDA_TRY(cudaMemsetAsync(rd, 0xA5, data_bytes * n, stream));
+      if (scale_bytes) SYMMCOMM_CUDA_TRY(cudaMemsetAsync(rs, 0xA5, scale_bytes * n, stream));
+      if (has_scale) SYMMCOMM_CUDA_TRY(cudaMemsetAsync(rg, 0xA5, sizeof(float) * n, stream));
+      SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+      upload(ipd, check::random_bytes(r, check::Stream::Data, 0, data_bytes));
+      if (scale_bytes)
+        upload(ips, check::random_bytes(r, check::Stream::BlockScales, 0, scale_bytes));
+      float const mine = check::gathered_scale(r);
+      SYMMCOMM_CUDA_TRY(cudaMemcpy(ipg, &mine, sizeof mine, cudaMemcpyHostToDevice));
+      run();
+      SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+    };
     // Baseline: the same tensors (data, block scales, per-rank scale) gathered by plain NCCL
     // from plain buffers, in one group: what an engine does without symmcomm.
     auto* bsd = b.get(data_bytes + scale_bytes + 4, false);
@@ -134,6 +181,10 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
       }
       return wrong;
     };
+    job.check_in_place = [=, check = job.check] {
+      gather_in_place_once();
+      return check();
+    };
     return job;
   }
 
@@ -143,9 +194,15 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
   if (c.dtype == Dtype::Bf16) {
     auto* in = b.get<std::uint16_t>(count * 2, symmetric);
     upload(in, input.data);
+    // In place: the output is this rank's shard of its input (which the timed iterations
+    // overwrite; the check restores it first).
+    auto* ip = in + shard * static_cast<std::size_t>(r);
     if (plain_nccl) {
       job.run = [=] {
         SYMMCOMM_NCCL_TRY(ncclReduceScatter(in, out, shard, ncclBfloat16, ncclSum, raw, stream));
+      };
+      job.run_in_place = [=] {
+        SYMMCOMM_NCCL_TRY(ncclReduceScatter(in, ip, shard, ncclBfloat16, ncclSum, raw, stream));
       };
       job.plan = "plain NCCL on cudaMalloc buffers";
     } else {
@@ -153,7 +210,20 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
         plan_of(reduce_scatter(comm, Bf16Span{reinterpret_cast<bf16*>(in), count},
                                Bf16Span{reinterpret_cast<bf16*>(out), shard}, stream, options));
       };
+      job.run_in_place = [=, &comm] {
+        plan_of(reduce_scatter(comm, Bf16Span{reinterpret_cast<bf16*>(in), count},
+                               Bf16Span{reinterpret_cast<bf16*>(ip), shard}, stream, options));
+      };
     }
+    job.check_in_place = [=, run = job.run_in_place, data = input.data]() -> long long {
+      upload(in, data);
+      run();
+      std::vector<std::uint16_t> got(shard);
+      SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(got.data(), ip, shard * 2, cudaMemcpyDeviceToHost, stream));
+      SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+      return check::count_wrong(
+          got, check::reduce_expected(c.dtype, n, static_cast<std::size_t>(r) * shard, shard));
+    };
   } else if (c.dtype == Dtype::Nvfp4) {
     SYMMCOMM_EXPECTS(
         !plain_nccl,
@@ -261,8 +331,10 @@ std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
       std::fprintf(stderr, "[symmcomm-bench] %s %s %s: size %zu (%zu/%zu)\n", to_string(c.op),
                    to_string(c.dtype), to_string(c.path), sizes[i], i + 1, sizes.size());
     }
-    std::vector<double> times(local), base(local);
-    std::vector<long long> wrong(local, 0);
+    std::vector<double> times(local), base(local), in_place(local, 0.0);
+    std::vector<long long> wrong(local, 0), in_place_wrong(local, 0);
+    // In place where send and receive hold the same type (make_job builds it exactly there).
+    bool const has_in_place = c.op == Op::AllGather || c.dtype == Dtype::Bf16;
     std::vector<std::string> plans(local), taken(local);
     Barrier barrier(ranks.local(), ranks.mpi);
     parallel(ranks, [&](int r) {
@@ -271,10 +343,16 @@ std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
       cudaStream_t const s = ranks.streams[static_cast<std::size_t>(r)];
       times[static_cast<std::size_t>(r)] = time_iterations(s, barrier, c.warmup, c.iters, job.run);
       wrong[static_cast<std::size_t>(r)] = c.check ? job.check() : -1;
-      base[static_cast<std::size_t>(r)] =
-          time_iterations(s, barrier, c.warmup, c.iters, job.baseline);
       plans[static_cast<std::size_t>(r)] = job.plan;
       taken[static_cast<std::size_t>(r)] = job.taken;
+      if (has_in_place) {
+        SYMMCOMM_EXPECTS(job.run_in_place, "symmcomm-bench: no in-place job (a bug)");
+        in_place[static_cast<std::size_t>(r)] =
+            time_iterations(s, barrier, c.warmup, c.iters, job.run_in_place);
+        in_place_wrong[static_cast<std::size_t>(r)] = c.check ? job.check_in_place() : -1;
+      }
+      base[static_cast<std::size_t>(r)] =
+          time_iterations(s, barrier, c.warmup, c.iters, job.baseline);
       SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
       barrier.wait();  // nobody frees buffers a peer may still read
     });
@@ -292,11 +370,21 @@ std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
                                          : "nccl bf16 reducescatter, same count, plain buffers";
     res.algbw = static_cast<double>(res.size) / 1e3 / res.time_us;
     res.busbw = bus_bandwidth(res.algbw, n);
-    long long local_wrong = 0;
-    for (long long w : wrong) local_wrong = (w < 0 || local_wrong < 0) ? -1 : local_wrong + w;
-    // -1 (not checked) anywhere makes the sum negative: report "not checked".
-    long long const total_wrong = global_sum(ranks, local_wrong < 0 ? -(1LL << 40) : local_wrong);
-    res.wrong = c.check && total_wrong >= 0 ? total_wrong : -1;
+    auto const sum_wrong = [&](const std::vector<long long>& counts) -> long long {
+      long long local_wrong = 0;
+      for (long long w : counts) local_wrong = (w < 0 || local_wrong < 0) ? -1 : local_wrong + w;
+      // -1 (not checked) anywhere makes the sum negative: report "not checked".
+      long long const total = global_sum(ranks, local_wrong < 0 ? -(1LL << 40) : local_wrong);
+      return c.check && total >= 0 ? total : -1;
+    };
+    res.wrong = sum_wrong(wrong);
+    if (has_in_place) {
+      res.has_in_place = true;
+      res.in_place_time_us = global_max(ranks, *std::max_element(in_place.begin(), in_place.end()));
+      res.in_place_algbw = static_cast<double>(res.size) / 1e3 / res.in_place_time_us;
+      res.in_place_busbw = bus_bandwidth(res.in_place_algbw, n);
+      res.in_place_wrong = sum_wrong(in_place_wrong);
+    }
     results.push_back(res);
   }
   return results;

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -174,6 +175,47 @@ TEST(BenchCli, FooterSaysWrongValuesAndAverageBusBandwidth) {
   b.wrong = -1;  // not checked: no verdict line
   EXPECT_EQ(table_footer({a, b}).find("Out of bounds"), std::string::npos);
   EXPECT_EQ(table_footer({}), "");
+}
+
+// nccl-tests' two column groups: out-of-place, then in-place where the call has one.
+TEST(BenchCli, InPlaceColumnsWhereMeaningfulAndCountedInTheFooter) {
+  Result r;
+  r.op = "allgather";
+  r.dtype = "bf16";
+  r.path = "lsa-kernel";
+  r.size = 4096;
+  r.count = 2048;
+  r.time_us = 10.0;
+  r.busbw = 10.0;
+  r.wrong = 0;
+  EXPECT_NE(table_header().find("out-of-place"), std::string::npos) << table_header();
+  EXPECT_NE(table_header().find("in-place"), std::string::npos) << table_header();
+  auto const dashes = [](const std::string& row) {
+    std::istringstream words(row);
+    int count = 0;
+    for (std::string w; words >> w;) count += w == "-";
+    return count;
+  };
+  std::string row = format_row(r);
+  EXPECT_EQ(dashes(row), 6) << row;  // four in-place columns, no baseline, no ratio
+  r.has_in_place = true;
+  r.in_place_time_us = 12.5;
+  r.in_place_algbw = 0.33;
+  r.in_place_busbw = 30.0;
+  r.in_place_wrong = 0;
+  row = format_row(r);
+  EXPECT_EQ(dashes(row), 2) << row;
+  EXPECT_NE(row.find("12.50"), std::string::npos) << row;
+  EXPECT_NE(row.find("30.00"), std::string::npos) << row;
+  std::string footer = table_footer({r});
+  EXPECT_NE(footer.find("# Avg bus bandwidth    : 20"), std::string::npos) << footer;  // (10+30)/2
+  r.in_place_wrong = 5;
+  EXPECT_NE(table_footer({r}).find(": 5 FAILED"), std::string::npos);
+  auto const doc = nlohmann::json::parse(
+      to_json(Meta{"gpu", 1, "2.28.3", "2026-12-03", "cmd", "0.1.0"}, {r}, {}));
+  EXPECT_EQ(doc["results"][0]["in_place_wrong"], 5);
+  EXPECT_DOUBLE_EQ(doc["results"][0]["in_place_time_us"].get<double>(), 12.5);
+  EXPECT_NE(to_csv({r}).find(",12.5,30,5"), std::string::npos) << to_csv({r});
 }
 
 }  // namespace
