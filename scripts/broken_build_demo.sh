@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Shows that each GPU check family fails on a deliberately broken build (issue 21): applies one
+# mutation at a time to the source, rebuilds what the check needs, runs the check (which must
+# FAIL), restores the file. Then rebuilds the unmodified tree and runs the same checks (which
+# must pass). Needs a GPU and a configured build (default build-dev, system NCCL). Prints one
+# verdict line per mutation; exits 1 if a check passed on a broken build or failed on the
+# restored one. Usage: scripts/broken_build_demo.sh [build-dir]
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+build="${1:-$SYMMCOMM_ROOT/build-dev}"
+out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0
+targets=(symmcomm_gpu_tests symmcomm_multi_rank_tests symmcomm-bench)
+rc=0
+checks=()
+
+# run_check <name> <command...>: the command's exit status, its output in $out/demo-<name>.log
+run_check() {
+  local name="$1"; shift
+  (cd "$build" && timeout 300 "$@") >"$out/demo-$name.log" 2>&1
+}
+
+# mutate <name> <file> <perl substitution> <check command...>
+mutate() {
+  local name="$1" file="$SYMMCOMM_ROOT/$2" expr="$3"; shift 3
+  checks+=("$name|$*")
+  cp "$file" "$file.demo-orig"
+  perl -0pi -e "$expr" "$file"
+  if cmp -s "$file" "$file.demo-orig"; then
+    echo "$name: the mutation did not apply to $2 (script out of date)"; rc=1
+  elif ! cmake --build "$build" --target "${targets[@]}" >"$out/demo-$name-build.log" 2>&1; then
+    echo "$name: the broken build did not compile"; tail -5 "$out/demo-$name-build.log"; rc=1
+  elif run_check "$name" "$@"; then
+    echo "$name: check PASSED on a broken build: it cannot see this bug"; rc=1
+  else
+    echo "$name: check FAILED on the broken build, as it must:"
+    grep -E "Failure|Expected|Which is|Actual|wrong|FAILED|differ" "$out/demo-$name.log" |
+      grep -v "^\[  FAILED  \] [0-9]* test" | head -4 | cut -c1-200 | sed 's/^/    /'
+  fi
+  mv "$file.demo-orig" "$file"
+}
+
+gpu_tests=(./tests/symmcomm_gpu_tests)
+mutate codecs-amax-one-cta src/formats/codecs.cu \
+  's/if \(\(threadIdx\.x & 31\) == 0\) atomicMax\(/if ((threadIdx.x & 31) == 0 \&\& blockIdx.x == 0) atomicMax(/' \
+  "${gpu_tests[@]}" --gtest_filter='Nvfp4Kernels.*:Fp8Kernels.*'
+mutate collectives-requantize-short src/collectives/reduce_scatter.cpp \
+  's/out\.scale, out\.count\},\n(\s+)ScaleMode::Compute/out.scale, out.count - 16},\n$1ScaleMode::Compute/' \
+  "${gpu_tests[@]}" --gtest_filter='Collectives.OneRankReduceScatterOfEveryFormat'
+mutate bench-gather-half-the-scales src/collectives/all_gather.cpp \
+  's/scaled\(counts, 1, kNvfp4BlockSize\)/scaled(counts, 1, 2 * kNvfp4BlockSize)/' \
+  ./bench/symmcomm-bench --op allgather -d nvfp4 -b 1M -e 1M -n 2 -w 1 -c 1
+mutate multi-rank-reduce-shard-scales src/collectives/reduce_scatter.cpp \
+  's/ws_scales \+ r \* \(my_count \/ kNvfp4BlockSize\)/ws_scales/' \
+  ctest --output-on-failure -R 'bench\.multi_rank\.reducescatter\.nvfp4\.n2|multi_rank\.MultiRankReduceScatter\.n2'
+
+echo "restored tree: rebuilding and running the same checks"
+if ! cmake --build "$build" --target "${targets[@]}" >"$out/demo-restored-build.log" 2>&1; then
+  echo "the restored tree did not build"; exit 1
+fi
+for entry in "${checks[@]}"; do
+  name="${entry%%|*}"
+  read -r -a cmd <<<"${entry#*|}"
+  if run_check "restored-$name" "${cmd[@]}"; then
+    echo "restored $name: passes"
+  else
+    echo "restored $name: FAILS on the unmodified tree"; rc=1
+  fi
+done
+exit "$rc"
