@@ -254,6 +254,10 @@ symmcomm_status_t symmcomm_pool_free(symmcomm_pool_t pool, void* ptr) {
   return guarded([&] { deref(pool, "pool").pool->deallocate(ptr); });
 }
 
+symmcomm_status_t symmcomm_pool_free_async(symmcomm_pool_t pool, void* ptr, cudaStream_t stream) {
+  return guarded([&] { deref(pool, "pool").pool->deallocate(ptr, stream); });
+}
+
 symmcomm_status_t symmcomm_pool_stats(symmcomm_pool_t pool, size_t* reserved_bytes,
                                       size_t* in_use_bytes, size_t* arenas,
                                       size_t* live_allocations) {
@@ -398,7 +402,7 @@ void* symmcomm_torch_alloc(ssize_t size, int device, cudaStream_t stream) {
   return out;
 }
 
-void symmcomm_torch_free(void* ptr, ssize_t /*size*/, int device, cudaStream_t /*stream*/) {
+void symmcomm_torch_free(void* ptr, ssize_t /*size*/, int device, cudaStream_t stream) {
   symmcomm_status_t const status = guarded([&] {
     if (ptr == nullptr) return;
     SYMMCOMM_EXPECTS(device >= 0 && device < static_cast<int>(torch_pools.size()),
@@ -409,7 +413,14 @@ void symmcomm_torch_free(void* ptr, ssize_t /*size*/, int device, cudaStream_t /
       pool = torch_pools[static_cast<std::size_t>(device)];
     }
     SYMMCOMM_EXPECTS(pool != nullptr, "no pool set for device " << device);
-    pool->pool->deallocate(ptr);
+    // PyTorch frees with the tensor's allocation stream, where work may still read it: the
+    // block is reused only after that stream passes this point (on the host where the stream
+    // cannot carry an event: none, or capturing).
+    if (stream != nullptr && !symmcomm::detail::capture_in_progress(stream)) {
+      pool->pool->deallocate(ptr, stream);
+    } else {
+      pool->pool->deallocate(ptr);
+    }
   });
   if (status != SYMMCOMM_SUCCESS) {
     SYMMCOMM_LOG_WARN("symmcomm_torch_free(" << ptr << "): " << last_error);

@@ -46,6 +46,7 @@ SymmAllocator::SymmAllocator(const Communicator& comm, PoolOptions options)
 SymmAllocator::~SymmAllocator() {
   {
     std::lock_guard lock(mutex_);
+    drain_pending_frees_locked();
     if (book_.live_blocks() > 0) {
       SYMMCOMM_LOG_WARN("SymmAllocator destroyed with "
                         << book_.live_blocks() << " live allocation(s) (" << book_.in_use_bytes()
@@ -112,6 +113,9 @@ void* SymmAllocator::allocate(std::size_t bytes, std::size_t alignment, cudaStre
     block = book_.allocate(bytes, alignment);
     SYMMCOMM_EXPECTS(block.has_value(), "a fresh arena could not hold the request");
   }
+  if (!pending_.empty()) {
+    order_after_pending_frees_locked(block->arena, block->offset, block->bytes, stream);
+  }
   void* ptr = static_cast<char*>(arenas_[block->arena].data()) + block->offset;
   arena_of_ptr_.emplace(ptr, block->arena);
   ++allocations_;
@@ -119,7 +123,9 @@ void* SymmAllocator::allocate(std::size_t bytes, std::size_t alignment, cudaStre
   return ptr;
 }
 
-SymmAllocator::Located SymmAllocator::locate_locked(const void* ptr, const char* who) const {
+SymmAllocator::Located SymmAllocator::locate_locked(const void* ptr, const char* who,
+                                                    std::size_t bytes,
+                                                    std::size_t alignment) const {
   auto it = arena_of_ptr_.find(ptr);
   SYMMCOMM_EXPECTS(it != arena_of_ptr_.end(), who << ": ptr " << ptr
                                                   << " was not allocated by this pool, or was "
@@ -129,6 +135,11 @@ SymmAllocator::Located SymmAllocator::locate_locked(const void* ptr, const char*
       static_cast<const char*>(ptr) - static_cast<const char*>(arenas_[arena].data()));
   auto const block = book_.find(arena, offset);
   SYMMCOMM_EXPECTS(block.has_value(), who << ": pool bookkeeping lost the block at " << ptr);
+  // The memory-resource forms name the size and alignment they allocated with.
+  SYMMCOMM_EXPECTS(block->bytes >= bytes,
+                   who << ": ptr " << ptr << " holds " << block->bytes << " bytes, not " << bytes);
+  SYMMCOMM_EXPECTS(reinterpret_cast<std::uintptr_t>(ptr) % (alignment ? alignment : 1) == 0,
+                   who << ": ptr " << ptr << " is not aligned to " << alignment);
   return Located{arena, offset, block->bytes};
 }
 
@@ -141,15 +152,83 @@ void SymmAllocator::deallocate(void* ptr) {
 
 void SymmAllocator::deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment) {
   std::lock_guard lock(mutex_);
-  Located const at = locate_locked(ptr, "SymmAllocator::deallocate_sync");
-  SYMMCOMM_EXPECTS(at.bytes >= bytes, "SymmAllocator::deallocate_sync: ptr "
-                                          << ptr << " holds " << at.bytes << " bytes, not "
-                                          << bytes);
-  SYMMCOMM_EXPECTS(
-      reinterpret_cast<std::uintptr_t>(ptr) % (alignment ? alignment : 1) == 0,
-      "SymmAllocator::deallocate_sync: ptr " << ptr << " is not aligned to " << alignment);
+  Located const at = locate_locked(ptr, "SymmAllocator::deallocate_sync", bytes, alignment);
   book_.deallocate(at.arena, at.offset);
   arena_of_ptr_.erase(ptr);
+}
+
+void SymmAllocator::deallocate(void* ptr, cudaStream_t stream) {
+  SYMMCOMM_EXPECTS(stream != nullptr,
+                   "SymmAllocator::deallocate: stream is null; use "
+                   "deallocate(ptr) for memory no queued work uses");
+  SYMMCOMM_EXPECTS(!detail::capture_in_progress(stream),
+                   "SymmAllocator::deallocate: stream " << stream
+                                                        << " is being captured; free the memory "
+                                                           "after the graph is no longer "
+                                                           "launched, or without a stream");
+  std::lock_guard lock(mutex_);
+  Located const at = locate_locked(ptr, "SymmAllocator::deallocate");
+  detail::DeviceGuard guard(comm_->device);
+  cudaEvent_t event = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  cudaError_t const recorded = cudaEventRecord(event, stream);
+  if (recorded != cudaSuccess) {
+    cudaEventDestroy(event);
+    SYMMCOMM_CUDA_TRY(recorded);
+  }
+  pending_.push_back(PendingFree{at.arena, at.offset, at.bytes, event});
+  book_.deallocate(at.arena, at.offset);
+  arena_of_ptr_.erase(ptr);
+}
+
+void SymmAllocator::deallocate_async(void* ptr, std::size_t bytes, std::size_t alignment,
+                                     cudaStream_t stream) {
+  {
+    std::lock_guard lock(mutex_);
+    locate_locked(ptr, "SymmAllocator::deallocate_async", bytes, alignment);
+  }
+  deallocate(ptr, stream);
+}
+
+void SymmAllocator::order_after_pending_frees_locked(std::size_t arena, std::size_t offset,
+                                                     std::size_t bytes, cudaStream_t stream) {
+  detail::DeviceGuard guard(comm_->device);
+  bool const host_wait = stream == nullptr || detail::capture_in_progress(stream);
+  std::size_t kept = 0;
+  for (PendingFree& f : pending_) {
+    cudaError_t const state = cudaEventQuery(f.event);
+    bool done = state == cudaSuccess;
+    if (!done && state != cudaErrorNotReady) SYMMCOMM_CUDA_TRY(state);
+    bool const overlaps =
+        f.arena == arena && f.offset < offset + bytes && offset < f.offset + f.bytes;
+    if (!done && overlaps) {
+      if (host_wait) {
+        SYMMCOMM_CUDA_TRY(cudaEventSynchronize(f.event));
+        done = true;
+      } else {
+        SYMMCOMM_CUDA_TRY(cudaStreamWaitEvent(stream, f.event, 0));
+      }
+    }
+    if (done) {
+      cudaEventDestroy(f.event);
+    } else {
+      pending_[kept++] = f;
+    }
+  }
+  pending_.resize(kept);
+}
+
+void SymmAllocator::drain_pending_frees_locked() noexcept {
+  if (pending_.empty()) return;
+  int previous = -1;
+  cudaGetDevice(&previous);
+  cudaSetDevice(comm_->device);
+  for (PendingFree& f : pending_) {
+    cudaEventSynchronize(f.event);
+    cudaEventDestroy(f.event);
+  }
+  pending_.clear();
+  if (previous >= 0) cudaSetDevice(previous);
 }
 
 SymmetricRegion SymmAllocator::region_of(const void* ptr) const {
@@ -177,6 +256,7 @@ std::uint64_t SymmAllocator::comm_id() const noexcept {
 
 std::size_t SymmAllocator::release_unused() {
   std::lock_guard lock(mutex_);
+  drain_pending_frees_locked();
   std::size_t released = 0;
   while (!arenas_.empty()) {
     std::size_t const bytes = book_.arena_bytes(book_.arena_count() - 1);

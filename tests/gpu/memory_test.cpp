@@ -25,7 +25,9 @@ using namespace symmcomm;
 using symmcomm::test::device_free_bytes;
 using symmcomm::test::one_rank_comm;
 
+using symmcomm::test::DeviceArray;
 using symmcomm::test::error_text;
+using symmcomm::test::logic_error_text;
 
 // symmcomm's waits poll the stream and NCCL's asynchronous error state instead of blocking:
 // a stream that does not drain in time gives a TimeoutError naming the timeout, not a hang.
@@ -307,6 +309,75 @@ TEST(SymmAllocator, InjectedGrowthFailureLeavesPoolConsistentAndUsable) {
   EXPECT_EQ(pool.stats().arena_count, before.arena_count + 1);
   pool.deallocate(grown);
   pool.deallocate(keep);
+}
+
+// Stream-ordered free: a block freed right after enqueueing work that still reads it goes back
+// to the pool at once (the next allocation of that size gets the same offset: symmetric), but
+// its new user waits for the reader: on its stream (event wait) or on the host (no stream).
+// The reader is held back by a host function sleeping on its stream, so a reuse that did not
+// wait would overwrite the data before it is read.
+void CUDART_CB sleep_ms(void* ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(*static_cast<int*>(ms)));
+}
+
+TEST(SymmAllocator, StreamOrderedFreeNeverLetsReuseOverwriteDataStillBeingRead) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  SymmAllocator pool(comm, PoolOptions{4 << 20, 1 << 20, true, 0, 256});
+  std::size_t const bytes = 1 << 20;
+  cudaStream_t reader = nullptr, writer = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&reader, cudaStreamNonBlocking));
+  SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&writer, cudaStreamNonBlocking));
+  DeviceArray<std::uint8_t> out(bytes);
+  static int delay_ms = 200;
+  for (bool with_stream : {true, false}) {
+    std::string const at = with_stream ? "reuse on a stream" : "reuse without a stream";
+    void* a = pool.allocate(bytes, 0, reader);
+    SYMMCOMM_CUDA_TRY(cudaMemset(a, 0x11, bytes));
+    SYMMCOMM_CUDA_TRY(cudaMemset(out.get(), 0, bytes));
+    // The reader: held back, then copies `a` out.
+    SYMMCOMM_CUDA_TRY(cudaLaunchHostFunc(reader, sleep_ms, &delay_ms));
+    SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(out.get(), a, bytes, cudaMemcpyDeviceToDevice, reader));
+    pool.deallocate(a, reader);  // right after enqueueing the read
+    void* b = pool.allocate(bytes, 0, with_stream ? writer : nullptr);
+    EXPECT_EQ(b, a) << at << ": the freed block is reused at the same offset (deterministic)";
+    if (with_stream) {
+      SYMMCOMM_CUDA_TRY(cudaMemsetAsync(b, 0xEE, bytes, writer));
+      SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(writer));
+    } else {
+      // The host waited for the reader: it has already passed the free.
+      EXPECT_EQ(cudaStreamQuery(reader), cudaSuccess) << at;
+      SYMMCOMM_CUDA_TRY(cudaMemset(b, 0xEE, bytes));
+    }
+    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(reader));
+    auto const got = out.download();
+    std::size_t overwritten = 0;
+    for (std::uint8_t v : got) overwritten += v != 0x11;
+    EXPECT_EQ(overwritten, 0u) << at << ": the reader saw data written by the block's next user";
+    pool.deallocate(b);
+  }
+  // Refused: no stream (the synchronous form is meant), a capturing stream.
+  void* c = pool.allocate(4096);
+  std::string m = logic_error_text([&] { pool.deallocate(c, nullptr); });
+  EXPECT_NE(m.find("stream is null"), std::string::npos) << m;
+  cudaGraph_t graph = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(writer, cudaStreamCaptureModeThreadLocal));
+  m = logic_error_text([&] { pool.deallocate(c, writer); });
+  SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(writer, &graph));
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  EXPECT_NE(m.find("is being captured"), std::string::npos) << m;
+  pool.deallocate(c);  // still live after the refusals
+  EXPECT_EQ(pool.stats().live_allocations, 0u);
+  // A pending free at destruction is waited for (no event leaks, no error).
+  {
+    SymmAllocator scoped(comm, PoolOptions{1 << 20, 1 << 20, false, 0, 256});
+    void* d = scoped.allocate(4096);
+    SYMMCOMM_CUDA_TRY(cudaLaunchHostFunc(reader, sleep_ms, &delay_ms));
+    scoped.deallocate(d, reader);
+  }
+  EXPECT_EQ(cudaStreamQuery(reader), cudaSuccess);
+  cudaStreamDestroy(reader);
+  cudaStreamDestroy(writer);
 }
 
 TEST(SymmAllocator, GrowthDuringCaptureIsRefusedButReservedSpaceIsHandedOut) {

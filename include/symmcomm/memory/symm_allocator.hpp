@@ -70,13 +70,23 @@ class SymmAllocator final : public detail::SymmetryParticipant {
 
   /// @brief Allocates `bytes` (> 0) aligned to `alignment` (0: the pool's default). Local, unless
   /// the pool must grow, which is **collective** and refused while `stream` (or any global-mode
-  /// capture) is being captured. **Stream:** only used for that capture check.
+  /// capture) is being captured. **Stream:** the stream the memory will be used on. Where the
+  /// block reuses memory returned by a stream-ordered deallocate() whose stream has not yet
+  /// passed that point, `stream` is made to wait for it (cudaStreamWaitEvent); without a stream
+  /// (nullptr) or while `stream` is being captured, the call waits on the host instead.
   /// @throws LogicError (bad size or alignment, growth during capture or disabled),
   /// OutOfMemory (cap reached or device exhausted; the pool stays usable).
   void* allocate(std::size_t bytes, std::size_t alignment = 0, cudaStream_t stream = nullptr);
-  /// @brief Returns an allocation. @throws LogicError for a pointer this pool did not hand out
-  /// or already took back.
+  /// @brief Returns an allocation, for reuse at once: the caller guarantees no queued work still
+  /// uses it. @throws LogicError for a pointer this pool did not hand out or already took back.
   void deallocate(void* ptr);
+  /// @brief Stream-ordered return (as RMM's resources and cudaFreeAsync): the block goes back
+  /// to the pool now, at the same offset on every rank that makes the same calls (so buffers
+  /// stay symmetric), but memory reused from it is used only after `stream` has passed this
+  /// point (see allocate()). So an engine can free a tensor right after enqueueing the
+  /// collective that reads it. @throws LogicError as deallocate(ptr), for a null `stream` (use
+  /// deallocate(ptr)), or while `stream` is being captured (the event would be a graph node).
+  void deallocate(void* ptr, cudaStream_t stream);
 
   /// @brief Memory-resource shape (as CCCL's cuda::mr and RMM): allocate(bytes, alignment).
   void* allocate_sync(std::size_t bytes, std::size_t alignment = kPoolAlignment) {
@@ -84,6 +94,11 @@ class SymmAllocator final : public detail::SymmetryParticipant {
   }
   /// @brief Memory-resource shape: deallocate (the size and alignment are checked).
   void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment = kPoolAlignment);
+  /// @brief Memory-resource shape of the stream-ordered pair (as cuda::mr's async resources).
+  void* allocate_async(std::size_t bytes, std::size_t alignment, cudaStream_t stream) {
+    return allocate(bytes, alignment, stream);
+  }
+  void deallocate_async(void* ptr, std::size_t bytes, std::size_t alignment, cudaStream_t stream);
   /// @brief Resources compare equal only to themselves (memory is not interchangeable).
   bool operator==(const SymmAllocator& other) const noexcept { return this == &other; }
   bool operator!=(const SymmAllocator& other) const noexcept { return this != &other; }
@@ -115,7 +130,20 @@ class SymmAllocator final : public detail::SymmetryParticipant {
   struct Located {
     std::size_t arena, offset, bytes;
   };
-  Located locate_locked(const void* ptr, const char* who) const;
+  Located locate_locked(const void* ptr, const char* who, std::size_t bytes = 0,
+                        std::size_t alignment = 0) const;
+  // Stream-ordered frees whose stream may not have passed the free yet.
+  struct PendingFree {
+    std::size_t arena, offset, bytes;
+    cudaEvent_t event;
+  };
+  // Orders use of [offset, offset + bytes) of `arena` on `stream` (host wait when null or
+  // capturing) after the pending frees it overlaps; forgets frees that have completed.
+  void order_after_pending_frees_locked(std::size_t arena, std::size_t offset, std::size_t bytes,
+                                        cudaStream_t stream);
+  // Waits for every pending free (before memory is released).
+  void drain_pending_frees_locked() noexcept;
+  std::vector<PendingFree> pending_;
   std::shared_ptr<detail::CommState> comm_;
   PoolOptions options_;
   mutable std::mutex mutex_;
