@@ -126,7 +126,7 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
   return plan;
 }
 
-void check_fp8_pair(const Fp8View& send, const Fp8View& recv) {
+void check_fp8_pair(const ConstFp8View& send, const Fp8View& recv) {
   validate(send, "send", 1);
   validate(recv, "recv", 1);
   SYMMCOMM_EXPECTS(send.format == recv.format, "send.format " << to_string(send.dtype())
@@ -142,7 +142,7 @@ void check_gathered_count(std::size_t send_count, std::size_t recv_count, int n)
 
 using detail::scaled;
 
-std::vector<Part> nvfp4_parts(Nvfp4View send, Nvfp4View recv,
+std::vector<Part> nvfp4_parts(ConstNvfp4View send, Nvfp4View recv,
                               const std::vector<std::size_t>& counts) {
   std::size_t const n = counts.size();
   return {Part{"send.data", send.data, "recv.data", recv.data, scaled(counts, 1, 2)},
@@ -152,7 +152,8 @@ std::vector<Part> nvfp4_parts(Nvfp4View send, Nvfp4View recv,
                std::vector<std::size_t>(n, sizeof(float))}};
 }
 
-std::vector<Part> fp8_parts(Fp8View send, Fp8View recv, const std::vector<std::size_t>& counts) {
+std::vector<Part> fp8_parts(ConstFp8View send, Fp8View recv,
+                            const std::vector<std::size_t>& counts) {
   return {Part{"send.data", send.data, "recv.data", recv.data, counts},
           Part{"send.scale", send.scale, "recv.scale", recv.scale,
                std::vector<std::size_t>(counts.size(), sizeof(float))}};
@@ -160,7 +161,7 @@ std::vector<Part> fp8_parts(Fp8View send, Fp8View recv, const std::vector<std::s
 
 }  // namespace
 
-Plan all_gather(const Communicator& comm, Bf16Span send, Bf16Span recv, cudaStream_t stream,
+Plan all_gather(const Communicator& comm, ConstBf16Span send, Bf16Span recv, cudaStream_t stream,
                 const Options& options) {
   detail::usable_state(comm, "all_gather");
   validate(send, "send", 2);
@@ -172,7 +173,7 @@ Plan all_gather(const Communicator& comm, Bf16Span send, Bf16Span recv, cudaStre
       stream, options);
 }
 
-Plan all_gather(const Communicator& comm, Fp8View send, Fp8View recv, cudaStream_t stream,
+Plan all_gather(const Communicator& comm, ConstFp8View send, Fp8View recv, cudaStream_t stream,
                 const Options& options) {
   detail::usable_state(comm, "all_gather");
   check_fp8_pair(send, recv);
@@ -182,7 +183,7 @@ Plan all_gather(const Communicator& comm, Fp8View send, Fp8View recv, cudaStream
                       fp8_parts(send, recv, counts), stream, options);
 }
 
-Plan all_gather(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
+Plan all_gather(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
                 const std::vector<GatherItem>& extras, cudaStream_t stream,
                 const Options& options) {
   detail::usable_state(comm, "all_gather");
@@ -198,7 +199,7 @@ Plan all_gather(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
   return gather_parts(comm, "all_gather", "nvfp4", send.count, parts, stream, options);
 }
 
-Plan all_gather(const Communicator& comm, Nvfp4View send, Nvfp4View recv, cudaStream_t stream,
+Plan all_gather(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv, cudaStream_t stream,
                 const Options& options) {
   detail::usable_state(comm, "all_gather");
   return all_gather(comm, send, recv, std::vector<GatherItem>{}, stream, options);
@@ -218,7 +219,7 @@ Plan all_gather(const Communicator& comm, const std::vector<GatherItem>& items, 
   return gather_parts(comm, "all_gather", "bytes", total, parts, stream, options);
 }
 
-Plan all_gatherv(const Communicator& comm, Bf16Span send, Bf16Span recv,
+Plan all_gatherv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
                  const std::vector<std::size_t>& counts, cudaStream_t stream,
                  const Options& options) {
   detail::usable_state(comm, "all_gatherv");
@@ -231,7 +232,7 @@ Plan all_gatherv(const Communicator& comm, Bf16Span send, Bf16Span recv,
                       stream, options);
 }
 
-Plan all_gatherv(const Communicator& comm, Fp8View send, Fp8View recv,
+Plan all_gatherv(const Communicator& comm, ConstFp8View send, Fp8View recv,
                  const std::vector<std::size_t>& counts, cudaStream_t stream,
                  const Options& options) {
   detail::usable_state(comm, "all_gatherv");
@@ -242,7 +243,7 @@ Plan all_gatherv(const Communicator& comm, Fp8View send, Fp8View recv,
                       fp8_parts(send, recv, counts), stream, options);
 }
 
-Plan all_gatherv(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
+Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
                  const std::vector<std::size_t>& counts, cudaStream_t stream,
                  const Options& options) {
   detail::usable_state(comm, "all_gatherv");

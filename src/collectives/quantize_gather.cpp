@@ -57,7 +57,7 @@ QuantizedLayout quantized_layout(std::size_t count) {
 
 // Quantize this rank's input into `into` (null: the workspace), then gather it with all_gather.
 template <class Recv>
-Plan quantize_then_gather(detail::CommState& state, const Communicator& comm, Bf16Span input,
+Plan quantize_then_gather(detail::CommState& state, const Communicator& comm, ConstBf16Span input,
                           Recv recv, const float* scale, cudaStream_t stream,
                           const Options& options, void* into = nullptr) {
   std::size_t const count = input.count;
@@ -82,8 +82,8 @@ Plan quantize_then_gather(detail::CommState& state, const Communicator& comm, Bf
 }
 
 template <class Recv>
-Plan fused_quantize_gather(const Communicator& comm, Bf16Span input, Recv recv, const float* scale,
-                           cudaStream_t stream, const Options& options) {
+Plan fused_quantize_gather(const Communicator& comm, ConstBf16Span input, Recv recv,
+                           const float* scale, cudaStream_t stream, const Options& options) {
   detail::CommState& state = detail::usable_state(comm, kOperation);
   validate(input, "input");
   validate(recv, "recv", 8);
@@ -156,13 +156,13 @@ Plan fused_quantize_gather(const Communicator& comm, Bf16Span input, Recv recv, 
 
 }  // namespace
 
-Plan quantize_all_gather(const Communicator& comm, Bf16Span input, Nvfp4View recv,
+Plan quantize_all_gather(const Communicator& comm, ConstBf16Span input, Nvfp4View recv,
                          const float* global_scale, cudaStream_t stream, const Options& options) {
   return fused_quantize_gather(comm, input, recv, global_scale, stream, options);
 }
 
-Plan quantize_all_gather(const Communicator& comm, Bf16Span input, Fp8View recv, const float* scale,
-                         cudaStream_t stream, const Options& options) {
+Plan quantize_all_gather(const Communicator& comm, ConstBf16Span input, Fp8View recv,
+                         const float* scale, cudaStream_t stream, const Options& options) {
   return fused_quantize_gather(comm, input, recv, scale, stream, options);
 }
 

@@ -19,7 +19,7 @@ namespace {
 // ---- native (BF16 / FP32) -------------------------------------------------------------------
 
 template <class T>
-Plan native_reduce_scatter(const Communicator& comm, Span<T> send, Span<T> recv,
+Plan native_reduce_scatter(const Communicator& comm, Span<const T> send, Span<T> recv,
                            const std::vector<std::size_t>* counts, cudaStream_t stream,
                            const Options& options) {
   constexpr DataType type = std::is_same_v<T, float> ? DataType::Fp32 : DataType::Bf16;
@@ -294,11 +294,11 @@ Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in
   return plan;
 }
 
-QuantizedInput input_of(const Nvfp4View& v) {
+QuantizedInput input_of(const ConstNvfp4View& v) {
   validate(v, "send", 8);
   return QuantizedInput{v.dtype(), v.data, v.block_scales, v.global_scale, v.count};
 }
-QuantizedInput input_of(const Fp8View& v) {
+QuantizedInput input_of(const ConstFp8View& v) {
   validate(v, "send", 16);
   return QuantizedInput{v.dtype(), v.data, nullptr, v.scale, v.count};
 }
@@ -321,49 +321,49 @@ QuantizedOutput output_of(const Fp8View& v) {
 
 }  // namespace
 
-Plan reduce_scatter(const Communicator& comm, Bf16Span send, Bf16Span recv, cudaStream_t stream,
-                    const Options& options) {
+Plan reduce_scatter(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
+                    cudaStream_t stream, const Options& options) {
   return native_reduce_scatter(comm, send, recv, nullptr, stream, options);
 }
-Plan reduce_scatter(const Communicator& comm, Fp32Span send, Fp32Span recv, cudaStream_t stream,
-                    const Options& options) {
+Plan reduce_scatter(const Communicator& comm, ConstFp32Span send, Fp32Span recv,
+                    cudaStream_t stream, const Options& options) {
   return native_reduce_scatter(comm, send, recv, nullptr, stream, options);
 }
-Plan reduce_scatter(const Communicator& comm, Nvfp4View send, Bf16Span recv, cudaStream_t stream,
+Plan reduce_scatter(const Communicator& comm, ConstNvfp4View send, Bf16Span recv,
+                    cudaStream_t stream, const Options& options) {
+  return quantized_reduce_scatter(comm, input_of(send), output_of(recv), nullptr, stream, options);
+}
+Plan reduce_scatter(const Communicator& comm, ConstNvfp4View send, Fp32Span recv,
+                    cudaStream_t stream, const Options& options) {
+  return quantized_reduce_scatter(comm, input_of(send), output_of(recv), nullptr, stream, options);
+}
+Plan reduce_scatter(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
+                    cudaStream_t stream, const Options& options) {
+  return quantized_reduce_scatter(comm, input_of(send), output_of(recv), nullptr, stream, options);
+}
+Plan reduce_scatter(const Communicator& comm, ConstFp8View send, Bf16Span recv, cudaStream_t stream,
                     const Options& options) {
   return quantized_reduce_scatter(comm, input_of(send), output_of(recv), nullptr, stream, options);
 }
-Plan reduce_scatter(const Communicator& comm, Nvfp4View send, Fp32Span recv, cudaStream_t stream,
+Plan reduce_scatter(const Communicator& comm, ConstFp8View send, Fp32Span recv, cudaStream_t stream,
                     const Options& options) {
   return quantized_reduce_scatter(comm, input_of(send), output_of(recv), nullptr, stream, options);
 }
-Plan reduce_scatter(const Communicator& comm, Nvfp4View send, Nvfp4View recv, cudaStream_t stream,
+Plan reduce_scatter(const Communicator& comm, ConstFp8View send, Fp8View recv, cudaStream_t stream,
                     const Options& options) {
   return quantized_reduce_scatter(comm, input_of(send), output_of(recv), nullptr, stream, options);
 }
-Plan reduce_scatter(const Communicator& comm, Fp8View send, Bf16Span recv, cudaStream_t stream,
-                    const Options& options) {
-  return quantized_reduce_scatter(comm, input_of(send), output_of(recv), nullptr, stream, options);
-}
-Plan reduce_scatter(const Communicator& comm, Fp8View send, Fp32Span recv, cudaStream_t stream,
-                    const Options& options) {
-  return quantized_reduce_scatter(comm, input_of(send), output_of(recv), nullptr, stream, options);
-}
-Plan reduce_scatter(const Communicator& comm, Fp8View send, Fp8View recv, cudaStream_t stream,
-                    const Options& options) {
-  return quantized_reduce_scatter(comm, input_of(send), output_of(recv), nullptr, stream, options);
-}
-Plan reduce_scatterv(const Communicator& comm, Bf16Span send, Bf16Span recv,
+Plan reduce_scatterv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
                      const std::vector<std::size_t>& counts, cudaStream_t stream,
                      const Options& options) {
   return native_reduce_scatter(comm, send, recv, &counts, stream, options);
 }
-Plan reduce_scatterv(const Communicator& comm, Nvfp4View send, Bf16Span recv,
+Plan reduce_scatterv(const Communicator& comm, ConstNvfp4View send, Bf16Span recv,
                      const std::vector<std::size_t>& counts, cudaStream_t stream,
                      const Options& options) {
   return quantized_reduce_scatter(comm, input_of(send), output_of(recv), &counts, stream, options);
 }
-Plan reduce_scatterv(const Communicator& comm, Fp8View send, Bf16Span recv,
+Plan reduce_scatterv(const Communicator& comm, ConstFp8View send, Bf16Span recv,
                      const std::vector<std::size_t>& counts, cudaStream_t stream,
                      const Options& options) {
   return quantized_reduce_scatter(comm, input_of(send), output_of(recv), &counts, stream, options);

@@ -218,7 +218,7 @@ void quantize_nvfp4_impl(const In* src, Nvfp4View dst, ScaleMode mode, cudaStrea
 }
 
 template <class Out>
-void dequantize_nvfp4_impl(Nvfp4View src, Out* dst, cudaStream_t stream) {
+void dequantize_nvfp4_impl(ConstNvfp4View src, Out* dst, cudaStream_t stream) {
   validate(src, "src");
   check_device_pointer(dst, src.count, "dst");
   if (src.count == 0) return;
@@ -250,7 +250,7 @@ void quantize_fp8_impl(const In* src, Fp8View dst, ScaleMode mode, cudaStream_t 
 }
 
 template <class Out>
-void dequantize_fp8_impl(Fp8View src, Out* dst, cudaStream_t stream) {
+void dequantize_fp8_impl(ConstFp8View src, Out* dst, cudaStream_t stream) {
   validate(src, "src");
   check_device_pointer(dst, src.count, "dst");
   SYMMCOMM_EXPECTS(src.count % 8 == 0, "src.count " << src.count << " is not a multiple of 8");
@@ -289,10 +289,10 @@ void quantize_nvfp4(const bf16* src, Nvfp4View dst, ScaleMode mode, cudaStream_t
 void quantize_nvfp4(const float* src, Nvfp4View dst, ScaleMode mode, cudaStream_t stream) {
   detail::quantize_nvfp4_impl(src, dst, mode, stream);
 }
-void dequantize_nvfp4(Nvfp4View src, bf16* dst, cudaStream_t stream) {
+void dequantize_nvfp4(ConstNvfp4View src, bf16* dst, cudaStream_t stream) {
   detail::dequantize_nvfp4_impl(src, dst, stream);
 }
-void dequantize_nvfp4(Nvfp4View src, float* dst, cudaStream_t stream) {
+void dequantize_nvfp4(ConstNvfp4View src, float* dst, cudaStream_t stream) {
   detail::dequantize_nvfp4_impl(src, dst, stream);
 }
 void quantize_fp8(const bf16* src, Fp8View dst, ScaleMode mode, cudaStream_t stream) {
@@ -301,10 +301,10 @@ void quantize_fp8(const bf16* src, Fp8View dst, ScaleMode mode, cudaStream_t str
 void quantize_fp8(const float* src, Fp8View dst, ScaleMode mode, cudaStream_t stream) {
   detail::quantize_fp8_impl(src, dst, mode, stream);
 }
-void dequantize_fp8(Fp8View src, bf16* dst, cudaStream_t stream) {
+void dequantize_fp8(ConstFp8View src, bf16* dst, cudaStream_t stream) {
   detail::dequantize_fp8_impl(src, dst, stream);
 }
-void dequantize_fp8(Fp8View src, float* dst, cudaStream_t stream) {
+void dequantize_fp8(ConstFp8View src, float* dst, cudaStream_t stream) {
   detail::dequantize_fp8_impl(src, dst, stream);
 }
 

@@ -11,7 +11,8 @@ bool aligned(const void* p, std::size_t alignment) {
 }
 }  // namespace
 
-Nvfp4View Nvfp4View::slice(std::size_t first, std::size_t n) const {
+namespace {
+void check_slice(std::size_t first, std::size_t n, std::size_t count) {
   SYMMCOMM_EXPECTS(first % kNvfp4BlockSize == 0 && n % kNvfp4BlockSize == 0,
                    "Nvfp4View::slice(" << first << ", " << n
                                        << "): first and n must be multiples of the NVFP4 block "
@@ -20,10 +21,20 @@ Nvfp4View Nvfp4View::slice(std::size_t first, std::size_t n) const {
   SYMMCOMM_EXPECTS(first <= count && n <= count - first,
                    "Nvfp4View::slice(" << first << ", " << n << ") is outside the view of " << count
                                        << " elements");
+}
+}  // namespace
+
+Nvfp4View Nvfp4View::slice(std::size_t first, std::size_t n) const {
+  check_slice(first, n, count);
   return Nvfp4View{data + first / 2, block_scales + first / kNvfp4BlockSize, global_scale, n};
 }
 
-void validate(const Nvfp4View& view, std::string_view name, std::size_t data_alignment) {
+ConstNvfp4View ConstNvfp4View::slice(std::size_t first, std::size_t n) const {
+  check_slice(first, n, count);
+  return ConstNvfp4View{data + first / 2, block_scales + first / kNvfp4BlockSize, global_scale, n};
+}
+
+void validate(const ConstNvfp4View& view, std::string_view name, std::size_t data_alignment) {
   SYMMCOMM_EXPECTS(view.count % kNvfp4BlockSize == 0,
                    name << ".count " << view.count << " is not a multiple of the NVFP4 block size "
                         << kNvfp4BlockSize);
@@ -38,7 +49,7 @@ void validate(const Nvfp4View& view, std::string_view name, std::size_t data_ali
                         << data_alignment << "-byte aligned");
 }
 
-void validate(const Fp8View& view, std::string_view name, std::size_t data_alignment) {
+void validate(const ConstFp8View& view, std::string_view name, std::size_t data_alignment) {
   SYMMCOMM_EXPECTS(view.format == Fp8Format::E4M3 || view.format == Fp8Format::E5M2,
                    name << ".format " << static_cast<int>(view.format) << " is not E4M3 or E5M2");
   if (view.count == 0) return;
@@ -59,10 +70,10 @@ static void validate_span(const Span<T>& span, std::string_view name, std::size_
                         << alignment << "-byte aligned");
 }
 
-void validate(const Bf16Span& span, std::string_view name, std::size_t data_alignment) {
+void validate(const ConstBf16Span& span, std::string_view name, std::size_t data_alignment) {
   validate_span(span, name, data_alignment);
 }
-void validate(const Fp32Span& span, std::string_view name, std::size_t data_alignment) {
+void validate(const ConstFp32Span& span, std::string_view name, std::size_t data_alignment) {
   validate_span(span, name, data_alignment);
 }
 

@@ -40,17 +40,17 @@ struct GatherItem {
 };
 
 /// @brief BF16 all-gather: recv.count == send.count * comm.size().
-Plan all_gather(const Communicator& comm, Bf16Span send, Bf16Span recv, cudaStream_t stream,
+Plan all_gather(const Communicator& comm, ConstBf16Span send, Bf16Span recv, cudaStream_t stream,
                 const Options& options = {});
 /// @brief FP8 all-gather of codes and each rank's scale (recv.scale: comm.size() floats).
-Plan all_gather(const Communicator& comm, Fp8View send, Fp8View recv, cudaStream_t stream,
+Plan all_gather(const Communicator& comm, ConstFp8View send, Fp8View recv, cudaStream_t stream,
                 const Options& options = {});
 /// @brief NVFP4 all-gather of packed data, block scales and each rank's global scale
 /// (recv.global_scale: comm.size() floats), in one NCCL group.
-Plan all_gather(const Communicator& comm, Nvfp4View send, Nvfp4View recv, cudaStream_t stream,
+Plan all_gather(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv, cudaStream_t stream,
                 const Options& options = {});
 /// @brief NVFP4 all-gather plus extra tensors (top-k ids and weights) in the same NCCL group.
-Plan all_gather(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
+Plan all_gather(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
                 const std::vector<GatherItem>& extras, cudaStream_t stream,
                 const Options& options = {});
 /// @brief Several raw tensors in one NCCL group.
@@ -59,15 +59,15 @@ Plan all_gather(const Communicator& comm, const std::vector<GatherItem>& items, 
 
 /// @brief BF16 all-gather with `counts[r]` elements from rank r (host vector of comm.size());
 /// send.count == counts[rank], recv.count == sum(counts).
-Plan all_gatherv(const Communicator& comm, Bf16Span send, Bf16Span recv,
+Plan all_gatherv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
                  const std::vector<std::size_t>& counts, cudaStream_t stream,
                  const Options& options = {});
 /// @brief FP8 all-gatherv (codes; recv.scale: comm.size() floats).
-Plan all_gatherv(const Communicator& comm, Fp8View send, Fp8View recv,
+Plan all_gatherv(const Communicator& comm, ConstFp8View send, Fp8View recv,
                  const std::vector<std::size_t>& counts, cudaStream_t stream,
                  const Options& options = {});
 /// @brief NVFP4 all-gatherv (counts multiples of 16; recv.global_scale: comm.size() floats).
-Plan all_gatherv(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
+Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
                  const std::vector<std::size_t>& counts, cudaStream_t stream,
                  const Options& options = {});
 
@@ -81,12 +81,12 @@ Plan all_gatherv(const Communicator& comm, Nvfp4View send, Nvfp4View recv,
 /// kernel quantizes and writes straight into every peer's window; `input` may be any device
 /// memory. Otherwise the input is quantized into the workspace (Options::workspace or the
 /// communicator's) and gathered by all_gather; the returned plan is that gather's.
-Plan quantize_all_gather(const Communicator& comm, Bf16Span input, Nvfp4View recv,
+Plan quantize_all_gather(const Communicator& comm, ConstBf16Span input, Nvfp4View recv,
                          const float* global_scale, cudaStream_t stream,
                          const Options& options = {});
 /// @brief Fused quantize + all-gather to FP8 of recv.format with this rank's `scale` (device
 /// pointer; null: computed from the input, ScaleMode::Compute).
-Plan quantize_all_gather(const Communicator& comm, Bf16Span input, Fp8View recv, const float* scale,
-                         cudaStream_t stream, const Options& options = {});
+Plan quantize_all_gather(const Communicator& comm, ConstBf16Span input, Fp8View recv,
+                         const float* scale, cudaStream_t stream, const Options& options = {});
 
 }  // namespace symmcomm

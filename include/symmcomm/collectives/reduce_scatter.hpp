@@ -28,40 +28,40 @@
 namespace symmcomm {
 
 /// @brief BF16 sum.
-Plan reduce_scatter(const Communicator& comm, Bf16Span send, Bf16Span recv, cudaStream_t stream,
-                    const Options& options = {});
+Plan reduce_scatter(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
+                    cudaStream_t stream, const Options& options = {});
 /// @brief FP32 sum.
-Plan reduce_scatter(const Communicator& comm, Fp32Span send, Fp32Span recv, cudaStream_t stream,
-                    const Options& options = {});
+Plan reduce_scatter(const Communicator& comm, ConstFp32Span send, Fp32Span recv,
+                    cudaStream_t stream, const Options& options = {});
 /// @brief NVFP4 sum into BF16.
-Plan reduce_scatter(const Communicator& comm, Nvfp4View send, Bf16Span recv, cudaStream_t stream,
-                    const Options& options = {});
+Plan reduce_scatter(const Communicator& comm, ConstNvfp4View send, Bf16Span recv,
+                    cudaStream_t stream, const Options& options = {});
 /// @brief NVFP4 sum into FP32.
-Plan reduce_scatter(const Communicator& comm, Nvfp4View send, Fp32Span recv, cudaStream_t stream,
-                    const Options& options = {});
+Plan reduce_scatter(const Communicator& comm, ConstNvfp4View send, Fp32Span recv,
+                    cudaStream_t stream, const Options& options = {});
 /// @brief NVFP4 sum re-quantized to NVFP4 (recv.global_scale computed from the sum).
-Plan reduce_scatter(const Communicator& comm, Nvfp4View send, Nvfp4View recv, cudaStream_t stream,
-                    const Options& options = {});
+Plan reduce_scatter(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
+                    cudaStream_t stream, const Options& options = {});
 /// @brief FP8 sum into BF16 (send and recv formats may differ only for FP8 outputs below).
-Plan reduce_scatter(const Communicator& comm, Fp8View send, Bf16Span recv, cudaStream_t stream,
+Plan reduce_scatter(const Communicator& comm, ConstFp8View send, Bf16Span recv, cudaStream_t stream,
                     const Options& options = {});
 /// @brief FP8 sum into FP32.
-Plan reduce_scatter(const Communicator& comm, Fp8View send, Fp32Span recv, cudaStream_t stream,
+Plan reduce_scatter(const Communicator& comm, ConstFp8View send, Fp32Span recv, cudaStream_t stream,
                     const Options& options = {});
 /// @brief FP8 sum re-quantized to FP8 of recv.format (recv.scale computed from the sum).
-Plan reduce_scatter(const Communicator& comm, Fp8View send, Fp8View recv, cudaStream_t stream,
+Plan reduce_scatter(const Communicator& comm, ConstFp8View send, Fp8View recv, cudaStream_t stream,
                     const Options& options = {});
 
 /// @brief BF16 sum with `counts[r]` elements for rank r (grouped ncclReduce; fallback path).
-Plan reduce_scatterv(const Communicator& comm, Bf16Span send, Bf16Span recv,
+Plan reduce_scatterv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
                      const std::vector<std::size_t>& counts, cudaStream_t stream,
                      const Options& options = {});
 /// @brief NVFP4 sum into BF16 with `counts[r]` elements (multiples of 16) for rank r.
-Plan reduce_scatterv(const Communicator& comm, Nvfp4View send, Bf16Span recv,
+Plan reduce_scatterv(const Communicator& comm, ConstNvfp4View send, Bf16Span recv,
                      const std::vector<std::size_t>& counts, cudaStream_t stream,
                      const Options& options = {});
 /// @brief FP8 sum into BF16 with `counts[r]` elements (multiples of 16) for rank r.
-Plan reduce_scatterv(const Communicator& comm, Fp8View send, Bf16Span recv,
+Plan reduce_scatterv(const Communicator& comm, ConstFp8View send, Bf16Span recv,
                      const std::vector<std::size_t>& counts, cudaStream_t stream,
                      const Options& options = {});
 

@@ -23,17 +23,17 @@ void quantize_nvfp4(const bf16* src, Nvfp4View dst, ScaleMode mode, cudaStream_t
 /// @brief FP32 -> NVFP4 (as above; used to re-quantize fp32 reductions with one rounding).
 void quantize_nvfp4(const float* src, Nvfp4View dst, ScaleMode mode, cudaStream_t stream);
 /// @brief NVFP4 -> BF16 (rounded to nearest even).
-void dequantize_nvfp4(Nvfp4View src, bf16* dst, cudaStream_t stream);
+void dequantize_nvfp4(ConstNvfp4View src, bf16* dst, cudaStream_t stream);
 /// @brief NVFP4 -> FP32.
-void dequantize_nvfp4(Nvfp4View src, float* dst, cudaStream_t stream);
+void dequantize_nvfp4(ConstNvfp4View src, float* dst, cudaStream_t stream);
 
 /// @brief BF16 -> FP8 with the per-tensor dequantization scale `*dst.scale` (Compute: amax/max).
 void quantize_fp8(const bf16* src, Fp8View dst, ScaleMode mode, cudaStream_t stream);
 /// @brief FP32 -> FP8 (as above).
 void quantize_fp8(const float* src, Fp8View dst, ScaleMode mode, cudaStream_t stream);
 /// @brief FP8 -> BF16.
-void dequantize_fp8(Fp8View src, bf16* dst, cudaStream_t stream);
+void dequantize_fp8(ConstFp8View src, bf16* dst, cudaStream_t stream);
 /// @brief FP8 -> FP32.
-void dequantize_fp8(Fp8View src, float* dst, cudaStream_t stream);
+void dequantize_fp8(ConstFp8View src, float* dst, cudaStream_t stream);
 
 }  // namespace symmcomm

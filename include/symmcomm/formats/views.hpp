@@ -13,6 +13,32 @@
 
 namespace symmcomm {
 
+/// @brief A read-only NVFP4 tensor (what the send side of a collective takes): as Nvfp4View with
+/// const pointers. Every Nvfp4View converts to it.
+struct ConstNvfp4View {
+  const std::uint8_t* data = nullptr;
+  const std::uint8_t* block_scales = nullptr;
+  const float* global_scale = nullptr;
+  std::size_t count = 0;  ///< elements, a multiple of kNvfp4BlockSize
+
+  constexpr std::size_t data_bytes() const noexcept { return count / 2; }
+  constexpr std::size_t scale_bytes() const noexcept { return count / kNvfp4BlockSize; }
+  constexpr DataType dtype() const noexcept { return DataType::Nvfp4; }
+  /// @brief As Nvfp4View::slice.
+  ConstNvfp4View slice(std::size_t first, std::size_t n) const;
+};
+
+/// @brief A read-only FP8 tensor (send sides): as Fp8View with const pointers.
+struct ConstFp8View {
+  const std::uint8_t* data = nullptr;
+  const float* scale = nullptr;
+  std::size_t count = 0;
+  Fp8Format format = Fp8Format::E4M3;
+
+  constexpr std::size_t data_bytes() const noexcept { return count; }
+  constexpr DataType dtype() const noexcept { return fp8_type(format); }
+};
+
 /// @brief An NVFP4 tensor: packed e2m1 data (count/2 bytes), e4m3 block scales (count/16 bytes,
 /// linear layout) and a pointer to the fp32 global scale, all in device memory.
 struct Nvfp4View {
@@ -31,6 +57,10 @@ struct Nvfp4View {
   /// @throws LogicError unless `first` and `n` are multiples of the block size (a slice inside
   /// a block would pair data with another block's scale) and the range lies inside the view.
   Nvfp4View slice(std::size_t first, std::size_t n) const;
+  /// @brief The same tensor, read-only (send sides take it).
+  constexpr operator ConstNvfp4View() const noexcept {
+    return ConstNvfp4View{data, block_scales, global_scale, count};
+  }
 };
 
 /// @brief An FP8 tensor: codes, a pointer to its fp32 dequantization scale, count and format.
@@ -42,9 +72,13 @@ struct Fp8View {
 
   constexpr std::size_t data_bytes() const noexcept { return count; }
   constexpr DataType dtype() const noexcept { return fp8_type(format); }
+  /// @brief The same tensor, read-only (send sides take it).
+  constexpr operator ConstFp8View() const noexcept {
+    return ConstFp8View{data, scale, count, format};
+  }
 };
 
-/// @brief A contiguous typed range of device memory.
+/// @brief A contiguous typed range of device memory. Span<T> converts to Span<const T>.
 template <class T>
 struct Span {
   T* data = nullptr;
@@ -53,15 +87,27 @@ struct Span {
   constexpr Span slice(std::size_t first, std::size_t n) const noexcept {
     return Span{data + first, n};
   }
+  /// @brief The same range, read-only.
+  template <class U, std::enable_if_t<std::is_same_v<U, T> && !std::is_const_v<U>, int> = 0>
+  constexpr operator Span<const U>() const noexcept {
+    return Span<const U>{data, count};
+  }
 };
 /// @brief BF16 tensor view.
 using Bf16Span = Span<bf16>;
 /// @brief FP32 tensor view.
 using Fp32Span = Span<float>;
+/// @brief Read-only BF16 tensor view (send sides and inputs; a `const bf16*` fits it).
+using ConstBf16Span = Span<const bf16>;
+/// @brief Read-only FP32 tensor view.
+using ConstFp32Span = Span<const float>;
 
 // Views are values: copied into kernels' parameters and across threads, never owning.
 static_assert(std::is_trivially_copyable_v<Nvfp4View> && std::is_trivially_copyable_v<Fp8View> &&
-              std::is_trivially_copyable_v<Bf16Span> && std::is_trivially_copyable_v<Fp32Span>);
+              std::is_trivially_copyable_v<Bf16Span> && std::is_trivially_copyable_v<Fp32Span> &&
+              std::is_trivially_copyable_v<ConstNvfp4View> &&
+              std::is_trivially_copyable_v<ConstFp8View> &&
+              std::is_trivially_copyable_v<ConstBf16Span>);
 
 /// @brief Alignment symmcomm's kernels need for vectorised data access (16-byte loads).
 inline constexpr std::size_t kVectorAlignment = 16;
@@ -69,17 +115,17 @@ inline constexpr std::size_t kVectorAlignment = 16;
 /// @brief Throws LogicError unless `view` (named `name` in the message) is well formed: count a
 /// multiple of 16; data, block scales and global scale non-null when count > 0; data aligned to
 /// `data_alignment` bytes.
-void validate(const Nvfp4View& view, std::string_view name,
+void validate(const ConstNvfp4View& view, std::string_view name,
               std::size_t data_alignment = kVectorAlignment);
 /// @brief Throws LogicError unless `view` is well formed (non-null data and scale when count > 0,
 /// aligned data).
-void validate(const Fp8View& view, std::string_view name,
+void validate(const ConstFp8View& view, std::string_view name,
               std::size_t data_alignment = kVectorAlignment);
 /// @brief Throws LogicError unless `span` is well formed (non-null data when count > 0, aligned).
-void validate(const Bf16Span& span, std::string_view name,
+void validate(const ConstBf16Span& span, std::string_view name,
               std::size_t data_alignment = kVectorAlignment);
 /// @brief As above for fp32.
-void validate(const Fp32Span& span, std::string_view name,
+void validate(const ConstFp32Span& span, std::string_view name,
               std::size_t data_alignment = kVectorAlignment);
 
 }  // namespace symmcomm

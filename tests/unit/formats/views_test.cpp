@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/views.hpp"
@@ -23,6 +24,37 @@ std::string message_of(F&& f) {
     return e.what();
   }
   return "(no LogicError)";
+}
+
+// Mutable views convert to their read-only forms (field for field), never the other way, and a
+// span converts only to the read-only span of its own element type.
+TEST(Views, MutableViewsConvertToReadOnlyOnes) {
+  auto* p = reinterpret_cast<std::uint8_t*>(std::uintptr_t{0x10000});
+  auto* f = reinterpret_cast<float*>(std::uintptr_t{0x20000});
+  Nvfp4View const m{p, p + 512, f, 1024};
+  ConstNvfp4View const c = m;
+  EXPECT_EQ(c.data, m.data);
+  EXPECT_EQ(c.block_scales, m.block_scales);
+  EXPECT_EQ(c.global_scale, m.global_scale);
+  EXPECT_EQ(c.count, m.count);
+  ConstNvfp4View const part = c.slice(32, 64);
+  EXPECT_EQ(part.data, p + 16);
+  EXPECT_EQ(part.block_scales, p + 512 + 2);
+  EXPECT_THROW(c.slice(8, 16), LogicError);  // inside a block
+  Fp8View const e{p, f, 64, Fp8Format::E5M2};
+  ConstFp8View const ce = e;
+  EXPECT_EQ(ce.dtype(), DataType::Fp8E5M2);
+  EXPECT_EQ(ce.data, p);
+  Bf16Span const b{reinterpret_cast<bf16*>(p), 8};
+  ConstBf16Span const cb = b;
+  EXPECT_EQ(cb.data, b.data);
+  EXPECT_EQ(cb.count, 8u);
+  static_assert(std::is_convertible_v<Nvfp4View, ConstNvfp4View>);
+  static_assert(!std::is_convertible_v<ConstNvfp4View, Nvfp4View>);
+  static_assert(!std::is_convertible_v<ConstFp8View, Fp8View>);
+  static_assert(!std::is_convertible_v<ConstBf16Span, Bf16Span>);
+  static_assert(!std::is_convertible_v<Bf16Span, ConstFp32Span>);
+  static_assert(!std::is_convertible_v<Nvfp4View, ConstFp8View>);
 }
 
 TEST(Views, Nvfp4Valid) {
