@@ -4,7 +4,8 @@
 # FAIL), restores the file. Then rebuilds the unmodified tree and runs the same checks (which
 # must pass). Needs a GPU and a configured build (default build-dev, system NCCL). Prints one
 # verdict line per mutation; exits 1 if a check passed on a broken build or failed on the
-# restored one. Usage: scripts/broken_build_demo.sh [build-dir]
+# restored one. SYMMCOMM_DEMO_SKIP_RESTORED=1 skips the restored run (when the full suites of the
+# same tree ran in the session). Usage: scripts/broken_build_demo.sh [build-dir]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 build="${1:-$SYMMCOMM_ROOT/build-dev}"
@@ -55,6 +56,10 @@ mutate multi-rank-reduce-shard-scales src/collectives/reduce_scatter.cpp \
   's/ws_scales \+ r \* \(my_count \/ kNvfp4BlockSize\)/ws_scales/' \
   ctest --output-on-failure -R 'bench\.multi_rank\.reducescatter\.nvfp4\.n2|multi_rank\.MultiRankReduceScatter\.n2'
 
+if [ "${SYMMCOMM_DEMO_SKIP_RESTORED:-0}" = 1 ]; then
+  echo "restored tree: not re-run here (SYMMCOMM_DEMO_SKIP_RESTORED=1: the suites of the same tree ran)"
+  exit "$rc"
+fi
 echo "restored tree: rebuilding and running the same checks"
 if ! cmake --build "$build" --target "${targets[@]}" >"$out/demo-restored-build.log" 2>&1; then
   echo "the restored tree did not build"; exit 1
