@@ -11,8 +11,7 @@ out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 build="$SYMMCOMM_ROOT/build-dev"
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0
-{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader;
-  git -C "$SYMMCOMM_ROOT" rev-parse HEAD 2>/dev/null; } >"$out/machine.txt" 2>&1
+{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; } >"$out/machine.txt" 2>&1
 cat "$out/machine.txt"
 cmake -S "$SYMMCOMM_ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSYMMCOMM_WITH_MPI=ON \
   >"$out/build.log" 2>&1 &&
