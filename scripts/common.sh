@@ -3,7 +3,7 @@
 
 SYMMCOMM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SYMMCOMM_PACKAGES=(cmake ninja-build g++ libgtest-dev libbenchmark-dev libcli11-dev
-                   nlohmann-json3-dev libopenmpi-dev)
+                   nlohmann-json3-dev libopenmpi-dev python3-pytest)
 
 # Installs the Debian packages that are missing, when apt-get is there and we may use it.
 symmcomm_install_missing() {

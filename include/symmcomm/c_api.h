@@ -31,8 +31,14 @@ typedef enum {
   SYMMCOMM_ERROR_NCCL = 3,
   SYMMCOMM_ERROR_OUT_OF_MEMORY = 4,
   SYMMCOMM_ERROR_NOT_SYMMETRIC = 5, /* symmcomm_verify found ranks that differ */
-  SYMMCOMM_ERROR_INTERNAL = 6
+  SYMMCOMM_ERROR_INTERNAL = 6,
+  SYMMCOMM_ERROR_TIMEOUT =
+      7 /* a bounded wait expired (SYMMCOMM_WAIT_TIMEOUT_S): a peer may be gone */
 } symmcomm_status_t;
+
+/** Version of this C ABI: bumped whenever a declaration here changes incompatibly (bindings
+ *  such as the Python package check it at load time). */
+#define SYMMCOMM_C_ABI_VERSION 2
 
 /** Path requested for a collective (symmcomm::PathChoice). */
 typedef enum {
@@ -77,6 +83,11 @@ typedef struct {
 const char* symmcomm_last_error(void);
 /** Library version, "major.minor.patch". */
 const char* symmcomm_version(void);
+/** SYMMCOMM_C_ABI_VERSION of the library loaded (compare with the header a binding expects). */
+int symmcomm_abi_version(void);
+/** Plan::reason() of the calling thread's last successful collective ("path: why"; "" before
+ *  the first). Valid until the thread's next collective. */
+const char* symmcomm_last_plan_reason(void);
 
 /* ---- communicators ------------------------------------------------------------------------ */
 

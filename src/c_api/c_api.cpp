@@ -35,6 +35,7 @@ struct symmcomm_pool_s {
 namespace {
 
 thread_local std::string last_error;
+thread_local std::string last_plan_reason;
 
 symmcomm_status_t fail(symmcomm_status_t status, const std::string& text) {
   last_error = text;
@@ -78,6 +79,8 @@ symmcomm_status_t guarded(F&& body) noexcept {
     return fail(SYMMCOMM_ERROR_CUDA, e.what());
   } catch (const symmcomm::NcclError& e) {
     return fail(SYMMCOMM_ERROR_NCCL, e.what());
+  } catch (const symmcomm::TimeoutError& e) {
+    return fail(SYMMCOMM_ERROR_TIMEOUT, e.what());
   } catch (const std::bad_alloc&) {
     return fail(SYMMCOMM_ERROR_OUT_OF_MEMORY, "symmcomm: host memory exhausted");
   } catch (const std::exception& e) {
@@ -108,6 +111,7 @@ symmcomm::Options options_of(symmcomm_path_t path) {
 
 void report(const symmcomm::Plan& plan, int* path_taken) {
   if (path_taken != nullptr) *path_taken = static_cast<int>(plan.path);
+  last_plan_reason = plan.reason();
 }
 
 symmcomm::Nvfp4View view_of(const symmcomm_nvfp4_t* v, const char* name) {
@@ -139,6 +143,14 @@ const char* symmcomm_last_error(void) {
 }
 const char* symmcomm_version(void) {
   return symmcomm::kVersion;
+}
+
+int symmcomm_abi_version(void) {
+  return SYMMCOMM_C_ABI_VERSION;
+}
+
+const char* symmcomm_last_plan_reason(void) {
+  return last_plan_reason.c_str();
 }
 
 size_t symmcomm_unique_id_bytes(void) {

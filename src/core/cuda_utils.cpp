@@ -1,5 +1,7 @@
 #include "symmcomm/detail/cuda_utils.hpp"
 
+#include <string>
+
 #include "symmcomm/error.hpp"
 
 namespace symmcomm::detail {
@@ -33,6 +35,24 @@ bool capture_in_progress(cudaStream_t stream) noexcept {
     return capture_in_progress(nullptr);
   }
   return false;
+}
+
+void require_cuda_device(const char* what) {
+  struct Answer {
+    cudaError_t error;
+    int devices;
+  };
+  static Answer const answer = [] {
+    Answer a{cudaSuccess, 0};
+    a.error = cudaGetDeviceCount(&a.devices);
+    if (a.error != cudaSuccess) (void)cudaGetLastError();
+    return a;
+  }();
+  if (answer.error == cudaSuccess && answer.devices > 0) return;
+  std::string const why =
+      answer.error != cudaSuccess ? cudaGetErrorString(answer.error) : std::string("0 devices");
+  throw CudaError(answer.error == cudaSuccess ? cudaErrorNoDevice : answer.error,
+                  std::string("symmcomm: ") + what + ": no CUDA device (" + why + ")");
 }
 
 int device_of_pointer(const void* ptr) noexcept {

@@ -11,6 +11,7 @@
 #include "formats/codecs_internal.hpp"
 #include "formats/device_codecs.cuh"
 #include "formats/quantize_block.cuh"
+#include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
@@ -205,6 +206,7 @@ void quantize_nvfp4_impl(const In* src, Nvfp4View dst, ScaleMode mode, cudaStrea
   validate(dst, "dst");
   check_device_pointer(src, dst.count, "src");
   if (dst.count == 0) return;
+  require_cuda_device("codec");  // after the argument checks
   bool const compute = mode == ScaleMode::Compute;
   if (compute) launch_amax(src, dst.count, dst.global_scale, stream);
   std::size_t const blocks = dst.count / kNvfp4BlockSize;
@@ -222,6 +224,7 @@ void dequantize_nvfp4_impl(ConstNvfp4View src, Out* dst, cudaStream_t stream) {
   validate(src, "src");
   check_device_pointer(dst, src.count, "dst");
   if (src.count == 0) return;
+  require_cuda_device("codec");  // after the argument checks
   std::size_t const items = src.count / (16 / sizeof(Out));
   dequantize_nvfp4_kernel<Out><<<grid_for(items), kThreadsPerCta, 0, stream>>>(
       src.data, src.block_scales, src.global_scale, items, dst);
@@ -237,6 +240,7 @@ void quantize_fp8_impl(const In* src, Fp8View dst, ScaleMode mode, cudaStream_t 
                                            << " is not a multiple of 8 (FP8 kernels convert "
                                               "8 elements per access)");
   if (dst.count == 0) return;
+  require_cuda_device("codec");  // after the argument checks
   bool const compute = mode == ScaleMode::Compute;
   if (compute) launch_amax(src, dst.count, dst.scale, stream);
   std::size_t const groups = dst.count / 8;
@@ -255,6 +259,7 @@ void dequantize_fp8_impl(ConstFp8View src, Out* dst, cudaStream_t stream) {
   check_device_pointer(dst, src.count, "dst");
   SYMMCOMM_EXPECTS(src.count % 8 == 0, "src.count " << src.count << " is not a multiple of 8");
   if (src.count == 0) return;
+  require_cuda_device("codec");  // after the argument checks
   std::size_t const groups = src.count / 8;
   dequantize_fp8_kernel<Out><<<grid_for(groups), kThreadsPerCta, 0, stream>>>(
       reinterpret_cast<const uint2*>(src.data), groups, src.scale, src.format, dst);

@@ -24,6 +24,10 @@ class DeviceGuard {
 /// global mode is under way (where NCCL registration and cudaMalloc are illegal).
 bool capture_in_progress(cudaStream_t stream) noexcept;
 
+/// Throws CudaError "<what>: no CUDA device (<CUDA's reason>)" when the process sees no CUDA
+/// device (no GPU, or a driver too old for the runtime); answered once per process.
+void require_cuda_device(const char* what);
+
 /// @brief The CUDA device that owns `ptr`, or -1 for host or unknown memory.
 int device_of_pointer(const void* ptr) noexcept;
 

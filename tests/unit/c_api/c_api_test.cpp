@@ -17,6 +17,7 @@ bool last_error_has(const char* text) {
 TEST(CApi, VersionAndIdSize) {
   EXPECT_STREQ(symmcomm_version(), "0.1.0");
   EXPECT_EQ(symmcomm_unique_id_bytes(), static_cast<size_t>(NCCL_UNIQUE_ID_BYTES));
+  EXPECT_EQ(symmcomm_abi_version(), SYMMCOMM_C_ABI_VERSION);
 }
 
 TEST(CApi, NullArgumentsAreInvalidArguments) {

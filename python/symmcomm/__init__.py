@@ -1,0 +1,481 @@
+"""symmcomm for Python: low-precision all-gather and reduce-scatter over NCCL symmetric memory.
+
+A thin layer over the C ABI (libsymmcomm_c.so, loaded with ctypes: no compiled extension).
+Everything that does not move tensors works without PyTorch; the collectives take PyTorch CUDA
+tensors (or any object with the same attributes: data_ptr(), numel(), dtype, is_cuda,
+is_contiguous(), device) and check their shapes, dtypes, devices and contiguity here, naming the
+argument, before anything reaches the GPU.
+
+    import symmcomm
+    comm = symmcomm.Communicator.wrap(nccl_comm_address)      # or Communicator.init(...)
+    pool = symmcomm.Pool(comm, initial_bytes=256 << 20)        # symmetric windows
+    plan = symmcomm.all_gather(comm, symmcomm.Nvfp4Tensor(data, scales, g), recv)
+    print(plan.path, plan.reason)
+
+Library lookup: see symmcomm._capi.candidates() ($SYMMCOMM_LIBRARY first).
+"""
+import collections
+import ctypes
+import sys
+
+from . import _capi
+from .errors import (CudaError, Error, InternalError, LogicError, NcclError, NotSymmetricError,
+                     OutOfMemoryError, TimeoutError, error_for)
+
+__all__ = [
+    "Error", "LogicError", "CudaError", "NcclError", "OutOfMemoryError", "NotSymmetricError",
+    "TimeoutError", "InternalError", "version", "abi_version", "library_path", "unique_id",
+    "Communicator", "Pool", "Plan", "Nvfp4Tensor", "Fp8Tensor", "provenance", "is_symmetric",
+    "verify", "torch_mem_pool", "all_gather", "reduce_scatter", "quantize_nvfp4", "dequantize_nvfp4",
+]
+
+_lib, _path = _capi.load()
+
+#: NVFP4 elements per block scale.
+NVFP4_BLOCK = 16
+
+
+def _check(status):
+    if status != _capi.SUCCESS:
+        raise error_for(status, _lib.symmcomm_last_error().decode("utf-8", "replace"))
+
+
+def _fail(message):
+    raise LogicError(message, _capi.INVALID_ARGUMENT)
+
+
+def version():
+    """The library's version, "major.minor.patch"."""
+    return _lib.symmcomm_version().decode()
+
+
+def abi_version():
+    """The C ABI version of the loaded library (checked against the package's at import)."""
+    return _lib.symmcomm_abi_version()
+
+
+def library_path():
+    """The path libsymmcomm_c.so was loaded from."""
+    return _path
+
+
+def unique_id():
+    """A fresh NCCL unique id (bytes) for Communicator.init; rank 0 makes it and shares it."""
+    n = _lib.symmcomm_unique_id_bytes()
+    buf = ctypes.create_string_buffer(n)
+    _check(_lib.symmcomm_get_unique_id(buf))
+    return buf.raw
+
+
+def _int_arg(value, name, minimum=0):
+    if isinstance(value, bool) or not isinstance(value, int):
+        _fail("%s must be an int, got %r (%s)" % (name, value, type(value).__name__))
+    if value < minimum:
+        _fail("%s must be >= %d, got %d" % (name, minimum, value))
+    return value
+
+
+class Communicator:
+    """A symmcomm communicator: owned (init) or an engine's NCCL communicator (wrap)."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    @classmethod
+    def init(cls, nranks, uid, rank, device):
+        """Rank `rank` of `nranks` on CUDA device `device`, from unique_id() bytes made by rank 0.
+        Collective."""
+        _int_arg(nranks, "nranks", 1)
+        _int_arg(rank, "rank")
+        _int_arg(device, "device")
+        if rank >= nranks:
+            _fail("rank %d is outside 0..%d (nranks %d)" % (rank, nranks - 1, nranks))
+        n = _lib.symmcomm_unique_id_bytes()
+        if not isinstance(uid, (bytes, bytearray)) or len(uid) != n:
+            _fail("uid must be the %d bytes of symmcomm.unique_id(), got %r" %
+                  (n, type(uid).__name__ if not isinstance(uid, (bytes, bytearray))
+                   else "%d bytes" % len(uid)))
+        out = ctypes.c_void_p()
+        _check(_lib.symmcomm_comm_init(nranks, bytes(uid), rank, device, ctypes.byref(out)))
+        return cls(out)
+
+    @classmethod
+    def wrap(cls, nccl_comm, probe=True):
+        """Borrows an engine's ncclComm_t, given as its address (an int). Collective when
+        `probe` (symmetric-memory capabilities are probed with the peers)."""
+        if isinstance(nccl_comm, bool) or not isinstance(nccl_comm, int) or nccl_comm == 0:
+            _fail("nccl_comm must be the non-null address (int) of an ncclComm_t, got %r"
+                  % (nccl_comm,))
+        out = ctypes.c_void_p()
+        _check(_lib.symmcomm_comm_wrap(ctypes.c_void_p(nccl_comm), 1 if probe else 0,
+                                       ctypes.byref(out)))
+        return cls(out)
+
+    def _h(self):
+        if self._handle is None or not self._handle.value:
+            _fail("the communicator was released")
+        return self._handle
+
+    def info(self):
+        """(rank, size, device, symmetric) as the library sees them."""
+        r, s, d, sym = (ctypes.c_int() for _ in range(4))
+        _check(_lib.symmcomm_comm_info(self._h(), ctypes.byref(r), ctypes.byref(s),
+                                       ctypes.byref(d), ctypes.byref(sym)))
+        return r.value, s.value, d.value, bool(sym.value)
+
+    @property
+    def rank(self):
+        return self.info()[0]
+
+    @property
+    def size(self):
+        return self.info()[1]
+
+    @property
+    def device(self):
+        return self.info()[2]
+
+    @property
+    def symmetric(self):
+        """True when the communicator has NCCL symmetric-memory support."""
+        return self.info()[3]
+
+    def release(self):
+        """Releases the handle (an owned communicator is destroyed once its pools are gone)."""
+        if self._handle is not None:
+            _check(_lib.symmcomm_comm_release(self._handle))
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+class Pool:
+    """Symmetric memory for `comm`: a few registered arenas, sub-allocated deterministically
+    (ranks that make the same calls get the same offsets). Creation with initial_bytes > 0,
+    reserve() and growth are collective."""
+
+    def __init__(self, comm, initial_bytes=0, growth_bytes=256 << 20, allow_growth=True):
+        if not isinstance(comm, Communicator):
+            _fail("comm must be a symmcomm.Communicator, got %s" % type(comm).__name__)
+        _int_arg(initial_bytes, "initial_bytes")
+        _int_arg(growth_bytes, "growth_bytes", 1)
+        self.comm = comm
+        out = ctypes.c_void_p()
+        _check(_lib.symmcomm_pool_create(comm._h(), initial_bytes, growth_bytes,
+                                         1 if allow_growth else 0, ctypes.byref(out)))
+        self._handle = out
+
+    def _h(self):
+        if self._handle is None:
+            _fail("the pool was destroyed")
+        return self._handle
+
+    def reserve(self, nbytes):
+        """Adds an arena of `nbytes`. Collective."""
+        _check(_lib.symmcomm_pool_reserve(self._h(), _int_arg(nbytes, "nbytes", 1)))
+
+    def allocate(self, nbytes, alignment=0, stream=0):
+        """A device pointer (int) to `nbytes` of symmetric memory, for use on `stream`."""
+        _int_arg(nbytes, "nbytes", 1)
+        _int_arg(alignment, "alignment")
+        out = ctypes.c_void_p()
+        _check(_lib.symmcomm_pool_allocate(self._h(), nbytes, alignment,
+                                           ctypes.c_void_p(_stream_arg(stream)), ctypes.byref(out)))
+        return out.value
+
+    def free(self, ptr, stream=None):
+        """Returns an allocation; with a stream, stream-ordered (reused only once `stream`
+        passes this point)."""
+        _int_arg(ptr, "ptr", 1)
+        if stream is None:
+            _check(_lib.symmcomm_pool_free(self._h(), ctypes.c_void_p(ptr)))
+        else:
+            _check(_lib.symmcomm_pool_free_async(self._h(), ctypes.c_void_p(ptr),
+                                                 ctypes.c_void_p(_stream_arg(stream))))
+
+    def stats(self):
+        """reserved_bytes, in_use_bytes, arenas, live_allocations."""
+        vals = [ctypes.c_size_t() for _ in range(4)]
+        _check(_lib.symmcomm_pool_stats(self._h(), *(ctypes.byref(v) for v in vals)))
+        return dict(zip(("reserved_bytes", "in_use_bytes", "arenas", "live_allocations"),
+                        (v.value for v in vals)))
+
+    def use_for_torch(self):
+        """Routes symmcomm's PyTorch pluggable-allocator entry points for this pool's device
+        here (see MemPool-style use in examples/python)."""
+        _check(_lib.symmcomm_torch_set_pool(self._h()))
+
+    def destroy(self):
+        """Releases every arena (collective)."""
+        if self._handle is not None:
+            _check(_lib.symmcomm_pool_destroy(self._handle))
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+
+
+def torch_mem_pool(pool):
+    """A torch.cuda.MemPool whose tensors come from `pool` (so they lie in its symmetric
+    windows): `with torch.cuda.use_mem_pool(symmcomm.torch_mem_pool(pool)): ...`. Routes the
+    library's PyTorch allocator entry points for the pool's device to `pool`. Create the pool
+    with allow_growth=False and enough initial_bytes: growth is collective, and PyTorch may
+    allocate in different orders on different ranks."""
+    import torch  # only here: the rest of the package works without PyTorch
+    if not isinstance(pool, Pool):
+        _fail("pool must be a symmcomm.Pool, got %s" % type(pool).__name__)
+    pool.use_for_torch()
+    allocator = torch.cuda.memory.CUDAPluggableAllocator(library_path(), "symmcomm_torch_alloc",
+                                                         "symmcomm_torch_free")
+    return torch.cuda.MemPool(allocator.allocator())
+
+
+def verify(comm, stream=0):
+    """Collective check that every rank holds the same windows and allocations
+    (NotSymmetricError names the first difference)."""
+    _check(_lib.symmcomm_verify(comm._h(), ctypes.c_void_p(_stream_arg(stream))))
+
+
+def provenance(comm, ptr, nbytes):
+    """(symmetric, window_offset, why) for [ptr, ptr + nbytes) on `comm`; a tensor may be
+    passed for ptr (its storage is used, nbytes may then be None)."""
+    if _is_tensor(ptr):
+        t = ptr
+        ptr = t.data_ptr()
+        if nbytes is None:
+            nbytes = t.numel() * t.element_size()
+    _int_arg(ptr, "ptr")
+    _int_arg(nbytes, "nbytes")
+    sym, off = ctypes.c_int(), ctypes.c_size_t()
+    _check(_lib.symmcomm_provenance(comm._h(), ctypes.c_void_p(ptr), nbytes, ctypes.byref(sym),
+                                    ctypes.byref(off)))
+    why = "" if sym.value else _lib.symmcomm_last_error().decode("utf-8", "replace")
+    return bool(sym.value), off.value, why
+
+
+def is_symmetric(comm, tensor):
+    """True when the tensor's bytes lie in a symmetric window of `comm`."""
+    return provenance(comm, tensor, None)[0]
+
+
+# ---- tensors ---------------------------------------------------------------------------------
+
+#: The path a collective took and symmcomm's reason (Plan::reason()).
+Plan = collections.namedtuple("Plan", ["path", "reason"])
+
+#: An NVFP4 tensor: packed data (uint8 or float4_e2m1fn_x2, count/2), block scales
+#: (float8_e4m3fn or uint8, count/16) and global scale(s) (float32: 1 for a rank's tensor,
+#: comm.size for a gathered one).
+Nvfp4Tensor = collections.namedtuple("Nvfp4Tensor", ["data", "block_scales", "global_scale"])
+
+#: An FP8 tensor: codes (float8_e4m3fn / float8_e5m2 or uint8) and fp32 scale(s); `format`
+#: "e4m3" or "e5m2" (default: from the codes' dtype, else e4m3).
+Fp8Tensor = collections.namedtuple("Fp8Tensor", ["data", "scale", "format"], defaults=(None,))
+
+_BF16 = ("bfloat16",)
+_BYTES = ("uint8", "int8")
+_FP4 = ("float4_e2m1fn_x2",) + _BYTES
+_E4M3 = ("float8_e4m3fn",)
+_E5M2 = ("float8_e5m2",)
+_F32 = ("float32",)
+
+
+def _is_tensor(x):
+    return all(hasattr(x, a) for a in ("data_ptr", "numel", "dtype", "is_contiguous"))
+
+
+def _dtype_name(t):
+    return str(t.dtype).replace("torch.", "")
+
+
+def _tensor(t, name, dtypes, device=None):
+    """(pointer, elements) of a CUDA tensor, checked: a tensor, on a CUDA device (the same as
+    `device` when given), contiguous, of one of `dtypes`."""
+    if not _is_tensor(t):
+        _fail("%s must be a CUDA tensor, got %s" % (name, type(t).__name__))
+    if not getattr(t, "is_cuda", False):
+        _fail("%s must be on a CUDA device, got %s" % (name, getattr(t, "device", "?")))
+    if device is not None and _device_index(t) != device:
+        _fail("%s is on cuda:%s, but the communicator's rank is on cuda:%d"
+              % (name, _device_index(t), device))
+    if not t.is_contiguous():
+        _fail("%s must be contiguous" % name)
+    dt = _dtype_name(t)
+    if dt not in dtypes:
+        _fail("%s has dtype %s; expected %s" % (name, dt, " or ".join(dtypes)))
+    return t.data_ptr(), t.numel()
+
+
+def _device_index(t):
+    d = getattr(t, "device", None)
+    return getattr(d, "index", None)
+
+
+def _fp8_format(t, fmt, name):
+    if fmt is None:
+        return "e5m2" if _dtype_name(t) in _E5M2 else "e4m3"
+    if fmt not in _capi.FP8_FORMATS:
+        _fail("%s.format must be 'e4m3' or 'e5m2', got %r" % (name, fmt))
+    dt = _dtype_name(t)
+    if (dt in _E4M3 and fmt != "e4m3") or (dt in _E5M2 and fmt != "e5m2"):
+        _fail("%s.format %r contradicts %s.data's dtype %s" % (name, fmt, name, dt))
+    return fmt
+
+
+def _nvfp4(v, name, device, scales_expected):
+    if not isinstance(v, Nvfp4Tensor):
+        _fail("%s must be a symmcomm.Nvfp4Tensor(data, block_scales, global_scale), got %s"
+              % (name, type(v).__name__))
+    data, n_data = _tensor(v.data, name + ".data", _FP4, device)
+    scales, n_scales = _tensor(v.block_scales, name + ".block_scales", _E4M3 + _BYTES, device)
+    glob, n_glob = _tensor(v.global_scale, name + ".global_scale", _F32, device)
+    count = 2 * n_data
+    if count % NVFP4_BLOCK:
+        _fail("%s.data holds %d bytes = %d elements, not a multiple of %d"
+              % (name, n_data, count, NVFP4_BLOCK))
+    if n_scales != count // NVFP4_BLOCK:
+        _fail("%s.block_scales has %d elements; %d data bytes need %d (one per 16 elements)"
+              % (name, n_scales, n_data, count // NVFP4_BLOCK))
+    if n_glob < scales_expected:
+        _fail("%s.global_scale has %d elements; expected %d" % (name, n_glob, scales_expected))
+    return _capi.Nvfp4(data, scales, glob, count)
+
+
+def _fp8(v, name, device, scales_expected):
+    if not isinstance(v, Fp8Tensor):
+        _fail("%s must be a symmcomm.Fp8Tensor(data, scale[, format]), got %s"
+              % (name, type(v).__name__))
+    data, n = _tensor(v.data, name + ".data", _E4M3 + _E5M2 + _BYTES, device)
+    scale, n_scale = _tensor(v.scale, name + ".scale", _F32, device)
+    if n_scale < scales_expected:
+        _fail("%s.scale has %d elements; expected %d" % (name, n_scale, scales_expected))
+    fmt = _fp8_format(v.data, v.format, name)
+    return _capi.Fp8(data, scale, n, _capi.FP8_FORMATS[fmt])
+
+
+def _path_arg(path):
+    if path not in _capi.PATHS:
+        _fail("path must be one of %s, got %r" % (", ".join(_capi.PATHS), path))
+    return _capi.PATHS[path]
+
+
+def _stream_arg(stream, tensor=None):
+    """The cudaStream_t (int) for `stream`: an int, a torch.cuda.Stream, or None for the
+    current PyTorch stream of the tensor's device (0 without PyTorch)."""
+    if stream is None:
+        torch = sys.modules.get("torch")
+        if torch is not None and tensor is not None and getattr(tensor, "is_cuda", False):
+            return torch.cuda.current_stream(tensor.device).cuda_stream
+        return 0
+    if hasattr(stream, "cuda_stream"):
+        return stream.cuda_stream
+    if isinstance(stream, bool) or not isinstance(stream, int) or stream < 0:
+        _fail("stream must be a torch.cuda.Stream, a cudaStream_t address (int) or None, got %r"
+              % (stream,))
+    return stream
+
+
+def _plan(taken):
+    return Plan(_capi.TAKEN.get(taken.value, "unknown"),
+                _lib.symmcomm_last_plan_reason().decode("utf-8", "replace"))
+
+
+def _first_tensor(v):
+    return v.data if isinstance(v, (Nvfp4Tensor, Fp8Tensor)) else v
+
+
+def all_gather(comm, send, recv, stream=None, path="auto"):
+    """Gathers every rank's `send` into `recv` (rank r's part at r * send's size): bf16
+    tensors, Fp8Tensor or Nvfp4Tensor (gathered global scales: comm.size floats). Returns the
+    Plan."""
+    rank, size, device, _ = comm.info()
+    p = _path_arg(path)
+    s = _stream_arg(stream, _first_tensor(send))
+    taken = ctypes.c_int(-1)
+    if isinstance(send, Nvfp4Tensor):
+        a = _nvfp4(send, "send", device, 1)
+        b = _nvfp4(recv, "recv", device, size)
+        if b.count != a.count * size:
+            _fail("recv holds %d elements, not send's %d x comm.size %d" % (b.count, a.count, size))
+        _check(_lib.symmcomm_all_gather_nvfp4(comm._h(), ctypes.byref(a), ctypes.byref(b), p,
+                                              ctypes.c_void_p(s), ctypes.byref(taken)))
+    elif isinstance(send, Fp8Tensor):
+        a = _fp8(send, "send", device, 1)
+        b = _fp8(recv, "recv", device, size)
+        if a.format != b.format:
+            _fail("send and recv have different FP8 formats")
+        if b.count != a.count * size:
+            _fail("recv holds %d elements, not send's %d x comm.size %d" % (b.count, a.count, size))
+        _check(_lib.symmcomm_all_gather_fp8(comm._h(), ctypes.byref(a), ctypes.byref(b), p,
+                                            ctypes.c_void_p(s), ctypes.byref(taken)))
+    else:
+        a, n = _tensor(send, "send", _BF16, device)
+        b, m = _tensor(recv, "recv", _BF16, device)
+        if m != n * size:
+            _fail("recv holds %d elements, not send's %d x comm.size %d" % (m, n, size))
+        _check(_lib.symmcomm_all_gather_bf16(comm._h(), ctypes.c_void_p(a), ctypes.c_void_p(b), n,
+                                             p, ctypes.c_void_p(s), ctypes.byref(taken)))
+    return _plan(taken)
+
+
+def reduce_scatter(comm, send, recv, stream=None, path="auto"):
+    """Sums `send` over the ranks and leaves this rank's shard in `recv` (bf16): send bf16
+    (NCCL's sum), or an Nvfp4Tensor / Fp8Tensor with per-rank scales (dequantized, fp32 sum,
+    rounded once). Returns the Plan."""
+    rank, size, device, _ = comm.info()
+    p = _path_arg(path)
+    s = _stream_arg(stream, _first_tensor(send))
+    taken = ctypes.c_int(-1)
+    out, m = _tensor(recv, "recv", _BF16, device)
+    if isinstance(send, Nvfp4Tensor):
+        a = _nvfp4(send, "send", device, 1)
+        count = a.count
+    elif isinstance(send, Fp8Tensor):
+        a = _fp8(send, "send", device, 1)
+        count = a.count
+    else:
+        a, count = _tensor(send, "send", _BF16, device)
+    if count != m * size:
+        _fail("send holds %d elements, not recv's %d x comm.size %d" % (count, m, size))
+    if isinstance(send, Nvfp4Tensor):
+        _check(_lib.symmcomm_reduce_scatter_nvfp4_bf16(comm._h(), ctypes.byref(a),
+                                                       ctypes.c_void_p(out), m, p,
+                                                       ctypes.c_void_p(s), ctypes.byref(taken)))
+    elif isinstance(send, Fp8Tensor):
+        _check(_lib.symmcomm_reduce_scatter_fp8_bf16(comm._h(), ctypes.byref(a),
+                                                     ctypes.c_void_p(out), m, p,
+                                                     ctypes.c_void_p(s), ctypes.byref(taken)))
+    else:
+        _check(_lib.symmcomm_reduce_scatter_bf16(comm._h(), ctypes.c_void_p(a),
+                                                 ctypes.c_void_p(out), m, p, ctypes.c_void_p(s),
+                                                 ctypes.byref(taken)))
+    return _plan(taken)
+
+
+def quantize_nvfp4(src, dst, compute_scale=True, stream=None):
+    """BF16 tensor -> Nvfp4Tensor `dst` (same element count); with compute_scale the global
+    scale is computed from the data and stored, else dst.global_scale is used."""
+    a, n = _tensor(src, "src", _BF16)
+    b = _nvfp4(dst, "dst", _device_index(src), 1)
+    if b.count != n:
+        _fail("dst holds %d elements, src %d" % (b.count, n))
+    _check(_lib.symmcomm_quantize_nvfp4(ctypes.c_void_p(a), ctypes.byref(b),
+                                        1 if compute_scale else 0,
+                                        ctypes.c_void_p(_stream_arg(stream, src))))
+
+
+def dequantize_nvfp4(src, dst, stream=None):
+    """Nvfp4Tensor -> BF16 tensor `dst` (same element count)."""
+    b, n = _tensor(dst, "dst", _BF16)
+    a = _nvfp4(src, "src", _device_index(dst), 1)
+    if a.count != n:
+        _fail("dst holds %d elements, src %d" % (n, a.count))
+    _check(_lib.symmcomm_dequantize_nvfp4(ctypes.byref(a), ctypes.c_void_p(b),
+                                          ctypes.c_void_p(_stream_arg(stream, dst))))

@@ -1,0 +1,60 @@
+"""Typed exceptions carrying the library's message (symmcomm_last_error())."""
+import builtins
+
+from . import _capi
+
+
+class Error(Exception):
+    """Any failure reported by symmcomm; `status` is the C ABI's symmcomm_status_t."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
+
+
+class LogicError(Error, ValueError):
+    """A bad argument or state (symmcomm::LogicError), from the library or from this package's
+    own checks of shapes, dtypes, devices and contiguity."""
+
+
+class CudaError(Error):
+    """A CUDA runtime call failed."""
+
+
+class NcclError(Error):
+    """An NCCL call failed."""
+
+
+class OutOfMemoryError(Error, MemoryError):
+    """Device (or pool) memory exhausted."""
+
+
+class NotSymmetricError(Error):
+    """verify() found ranks whose windows or allocations differ."""
+
+
+class TimeoutError(Error, builtins.TimeoutError):  # noqa: A001 (shadows on purpose)
+    """A bounded wait expired (SYMMCOMM_WAIT_TIMEOUT_S): a peer may have gone."""
+
+
+class InternalError(Error):
+    """An unexpected failure inside symmcomm."""
+
+
+_BY_STATUS = {
+    _capi.INVALID_ARGUMENT: LogicError,
+    _capi.CUDA: CudaError,
+    _capi.NCCL: NcclError,
+    _capi.OUT_OF_MEMORY: OutOfMemoryError,
+    _capi.NOT_SYMMETRIC: NotSymmetricError,
+    _capi.INTERNAL: InternalError,
+    _capi.TIMEOUT: TimeoutError,
+}
+
+
+def error_for(status, message):
+    """The exception for a failed call's status."""
+    cls = _BY_STATUS.get(status, InternalError)
+    if status not in _BY_STATUS:
+        message = "unknown symmcomm status %d: %s" % (status, message)
+    return cls(message, status)

@@ -1,0 +1,240 @@
+"""The package on any machine: loading, the ABI check, error mapping and every argument check
+that needs no GPU (tensors are stand-ins with PyTorch's attributes; the library is never
+reached with them). GPU and PyTorch tests: test_torch.py."""
+import builtins
+import ctypes
+import os
+
+import pytest
+
+import symmcomm
+from symmcomm import _capi, errors
+
+
+class Dtype:
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return "torch." + self.name
+
+
+class Device:
+    def __init__(self, index):
+        self.index = index
+
+    def __str__(self):
+        return "cuda:%d" % self.index if self.index is not None else "cpu"
+
+
+class FakeTensor:
+    """PyTorch's tensor attributes without PyTorch (never dereferenced)."""
+
+    def __init__(self, dtype, numel, cuda=True, device=0, contiguous=True, ptr=1 << 20):
+        self.dtype = Dtype(dtype)
+        self._numel = numel
+        self.is_cuda = cuda
+        self.device = Device(device if cuda else None)
+        self._contiguous = contiguous
+        self._ptr = ptr
+
+    def data_ptr(self):
+        return self._ptr
+
+    def numel(self):
+        return self._numel
+
+    def element_size(self):
+        return 2 if self.dtype.name == "bfloat16" else 4 if self.dtype.name == "float32" else 1
+
+    def is_contiguous(self):
+        return self._contiguous
+
+
+class FakeComm(symmcomm.Communicator):
+    """A communicator of `size` ranks on cuda:0 whose handle the checks never reach."""
+
+    def __init__(self, size=2):
+        super().__init__(ctypes.c_void_p(0))
+        self._size = size
+
+    def info(self):
+        return 0, self._size, 0, False
+
+
+def nvfp4(count, globals_=1, **kw):
+    return symmcomm.Nvfp4Tensor(FakeTensor("uint8", count // 2, **kw),
+                                FakeTensor("float8_e4m3fn", count // 16, **kw),
+                                FakeTensor("float32", globals_, **kw))
+
+
+def logic_error(fn):
+    with pytest.raises(symmcomm.LogicError) as e:
+        fn()
+    assert isinstance(e.value, ValueError)
+    assert e.value.status == _capi.INVALID_ARGUMENT
+    return str(e.value)
+
+
+# ---- loading and the ABI ---------------------------------------------------------------------
+
+def test_loads_the_library_and_reports_versions():
+    assert os.path.exists(symmcomm.library_path())
+    assert symmcomm.version() == "0.1.0"
+    assert symmcomm.abi_version() == _capi.ABI_VERSION
+
+
+def test_an_abi_mismatch_is_refused_at_load(monkeypatch):
+    monkeypatch.setattr(_capi, "ABI_VERSION", _capi.ABI_VERSION + 1)
+    monkeypatch.setenv("SYMMCOMM_LIBRARY", symmcomm.library_path())
+    with pytest.raises(ImportError) as e:
+        _capi.load()
+    assert "has C ABI %d, this package needs %d" % (_capi.ABI_VERSION - 1,
+                                                   _capi.ABI_VERSION) in str(e.value)
+
+
+def test_a_missing_library_names_where_it_looked(monkeypatch, tmp_path):
+    missing = str(tmp_path / "libsymmcomm_c.so")
+    monkeypatch.setenv("SYMMCOMM_LIBRARY", missing)
+    with pytest.raises(ImportError) as e:
+        _capi.load()
+    assert missing in str(e.value) and "SYMMCOMM_LIBRARY" in str(e.value)
+
+
+def test_the_search_order_starts_beside_the_package(monkeypatch):
+    monkeypatch.delenv("SYMMCOMM_LIBRARY", raising=False)
+    paths = _capi.candidates()
+    assert paths[0] == os.path.join(os.path.dirname(_capi.__file__), "libsymmcomm_c.so")
+    assert paths[-1] == "libsymmcomm_c.so"  # the dynamic loader's own search last
+
+
+# ---- errors ----------------------------------------------------------------------------------
+
+def test_every_status_maps_to_its_exception():
+    expected = {
+        _capi.INVALID_ARGUMENT: (symmcomm.LogicError, ValueError),
+        _capi.CUDA: (symmcomm.CudaError,),
+        _capi.NCCL: (symmcomm.NcclError,),
+        _capi.OUT_OF_MEMORY: (symmcomm.OutOfMemoryError, MemoryError),
+        _capi.NOT_SYMMETRIC: (symmcomm.NotSymmetricError,),
+        _capi.INTERNAL: (symmcomm.InternalError,),
+        _capi.TIMEOUT: (symmcomm.TimeoutError, builtins.TimeoutError),
+    }
+    for status, classes in expected.items():
+        e = errors.error_for(status, "text %d" % status)
+        for cls in classes + (symmcomm.Error,):
+            assert isinstance(e, cls), (status, cls)
+        assert e.status == status and str(e) == "text %d" % status
+    unknown = errors.error_for(99, "x")
+    assert isinstance(unknown, symmcomm.InternalError) and "unknown symmcomm status 99" in str(unknown)
+
+
+def test_the_library_message_reaches_the_exception():
+    # A NULL pool: the C ABI's own argument check, its text carried over.
+    with pytest.raises(symmcomm.LogicError) as e:
+        symmcomm._check(symmcomm._lib.symmcomm_pool_stats(None, None, None, None, None))
+    assert "pool is NULL" in str(e.value)
+
+
+def test_codecs_without_a_gpu_say_so():
+    if _has_gpu():
+        pytest.skip("this machine has a GPU (test_torch.py covers the codecs)")
+    src = FakeTensor("bfloat16", 64)
+    with pytest.raises(symmcomm.CudaError) as e:
+        symmcomm.quantize_nvfp4(src, nvfp4(64))
+    assert "no CUDA device" in str(e.value)
+
+
+def _has_gpu():
+    lib = ctypes.CDLL(symmcomm.library_path())
+    n = ctypes.c_int(0)
+    try:
+        cudart = ctypes.CDLL("libcudart.so")
+    except OSError:
+        return False
+    return cudart.cudaGetDeviceCount(ctypes.byref(n)) == 0 and n.value > 0 and lib is not None
+
+
+# ---- argument checks -------------------------------------------------------------------------
+
+def test_communicator_arguments_are_named():
+    uid = b"\0" * 128
+    assert "nranks must be >= 1, got 0" in logic_error(lambda: symmcomm.Communicator.init(0, uid, 0, 0))
+    assert "rank 2 is outside 0..1" in logic_error(lambda: symmcomm.Communicator.init(2, uid, 2, 0))
+    assert "device must be an int" in logic_error(lambda: symmcomm.Communicator.init(2, uid, 0, "0"))
+    assert "uid must be the 128 bytes" in logic_error(lambda: symmcomm.Communicator.init(2, b"x", 0, 0))
+    assert "non-null address" in logic_error(lambda: symmcomm.Communicator.wrap(0))
+    assert "non-null address" in logic_error(lambda: symmcomm.Communicator.wrap("0x1"))
+    released = symmcomm.Communicator(None)
+    assert "released" in logic_error(released.info)
+
+
+def test_pool_arguments_are_named():
+    assert "comm must be a symmcomm.Communicator" in logic_error(lambda: symmcomm.Pool(object()))
+    assert "initial_bytes must be >= 0, got -1" in logic_error(
+        lambda: symmcomm.Pool(FakeComm(), initial_bytes=-1))
+    assert "growth_bytes must be >= 1" in logic_error(
+        lambda: symmcomm.Pool(FakeComm(), growth_bytes=0))
+
+
+def test_all_gather_checks_every_tensor():
+    comm = FakeComm(size=2)
+    ok_send, ok_recv = nvfp4(64), nvfp4(128, globals_=2)
+    m = logic_error(lambda: symmcomm.all_gather(comm, ok_send, nvfp4(96, globals_=2)))
+    assert "recv holds 96 elements, not send's 64 x comm.size 2" in m
+    m = logic_error(lambda: symmcomm.all_gather(comm, ok_send, nvfp4(128, globals_=1)))
+    assert "recv.global_scale has 1 elements; expected 2" in m
+    bad_scales = ok_send._replace(block_scales=FakeTensor("float8_e4m3fn", 3))
+    m = logic_error(lambda: symmcomm.all_gather(comm, bad_scales, ok_recv))
+    assert "send.block_scales has 3 elements; 32 data bytes need 4" in m
+    wrong_type = ok_send._replace(global_scale=FakeTensor("bfloat16", 1))
+    m = logic_error(lambda: symmcomm.all_gather(comm, wrong_type, ok_recv))
+    assert "send.global_scale has dtype bfloat16; expected float32" in m
+    on_cpu = ok_send._replace(data=FakeTensor("uint8", 32, cuda=False))
+    assert "send.data must be on a CUDA device" in logic_error(
+        lambda: symmcomm.all_gather(comm, on_cpu, ok_recv))
+    other_gpu = ok_send._replace(data=FakeTensor("uint8", 32, device=1))
+    assert "send.data is on cuda:1, but the communicator's rank is on cuda:0" in logic_error(
+        lambda: symmcomm.all_gather(comm, other_gpu, ok_recv))
+    strided = ok_send._replace(data=FakeTensor("uint8", 32, contiguous=False))
+    assert "send.data must be contiguous" in logic_error(
+        lambda: symmcomm.all_gather(comm, strided, ok_recv))
+    assert "recv must be a symmcomm.Nvfp4Tensor" in logic_error(
+        lambda: symmcomm.all_gather(comm, ok_send, FakeTensor("uint8", 64)))
+    assert "path must be one of" in logic_error(
+        lambda: symmcomm.all_gather(comm, ok_send, ok_recv, path="nccl"))
+    assert "stream must be" in logic_error(
+        lambda: symmcomm.all_gather(comm, ok_send, ok_recv, stream=-1))
+    # bf16 and FP8
+    m = logic_error(lambda: symmcomm.all_gather(comm, FakeTensor("float16", 8),
+                                                FakeTensor("bfloat16", 16)))
+    assert "send has dtype float16; expected bfloat16" in m
+    e4 = symmcomm.Fp8Tensor(FakeTensor("float8_e4m3fn", 16), FakeTensor("float32", 1))
+    e5 = symmcomm.Fp8Tensor(FakeTensor("float8_e5m2", 32), FakeTensor("float32", 2))
+    assert "different FP8 formats" in logic_error(lambda: symmcomm.all_gather(comm, e4, e5))
+    contradiction = e4._replace(format="e5m2")
+    assert "contradicts send.data's dtype float8_e4m3fn" in logic_error(
+        lambda: symmcomm.all_gather(comm, contradiction, e5))
+
+
+def test_reduce_scatter_checks_shapes_and_types():
+    comm = FakeComm(size=4)
+    out = FakeTensor("bfloat16", 16)
+    m = logic_error(lambda: symmcomm.reduce_scatter(comm, nvfp4(32), out))
+    assert "send holds 32 elements, not recv's 16 x comm.size 4" in m
+    m = logic_error(lambda: symmcomm.reduce_scatter(comm, nvfp4(64), FakeTensor("float32", 16)))
+    assert "recv has dtype float32; expected bfloat16" in m
+    m = logic_error(lambda: symmcomm.reduce_scatter(
+        comm, symmcomm.Fp8Tensor(FakeTensor("uint8", 64), FakeTensor("float32", 1), "e6m1"), out))
+    assert "send.format must be 'e4m3' or 'e5m2'" in m
+    odd = symmcomm.Nvfp4Tensor(FakeTensor("uint8", 12), FakeTensor("uint8", 1),
+                               FakeTensor("float32", 1))
+    assert "24 elements, not a multiple of 16" in logic_error(
+        lambda: symmcomm.reduce_scatter(comm, odd, out))
+
+
+def test_codec_arguments_are_checked():
+    m = logic_error(lambda: symmcomm.quantize_nvfp4(FakeTensor("bfloat16", 64), nvfp4(32)))
+    assert "dst holds 32 elements, src 64" in m
+    m = logic_error(lambda: symmcomm.dequantize_nvfp4(nvfp4(64), FakeTensor("float32", 64)))
+    assert "dst has dtype float32; expected bfloat16" in m

@@ -1,0 +1,77 @@
+"""The package with PyTorch on a GPU, one rank: collectives and codecs against torch-computed
+references. Skips (saying why) without PyTorch or without a GPU."""
+import pytest
+
+import symmcomm
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU visible to PyTorch", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def comm():
+    c = symmcomm.Communicator.init(1, symmcomm.unique_id(), 0, 0)
+    yield c
+    c.release()
+
+
+def test_one_rank_bf16_all_gather_and_reduce_scatter_are_identities(comm):
+    x = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty_like(x)
+    plan = symmcomm.all_gather(comm, x, out)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x)
+    assert plan.path in ("fallback", "nccl-symmetric", "lsa-kernel") and plan.reason
+    out.zero_()
+    symmcomm.reduce_scatter(comm, x, out)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x)
+
+
+def test_nvfp4_round_trip_and_gather_match_torch(comm):
+    n = 16 * 1024
+    x = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    q = symmcomm.Nvfp4Tensor(torch.empty(n // 2, device="cuda", dtype=torch.uint8),
+                             torch.empty(n // 16, device="cuda", dtype=torch.uint8),
+                             torch.empty(1, device="cuda", dtype=torch.float32))
+    symmcomm.quantize_nvfp4(x, q)
+    back = torch.empty_like(x)
+    symmcomm.dequantize_nvfp4(q, back)
+    torch.cuda.synchronize()
+    # NVFP4 keeps ~1 significant bit per element plus block scales: within a block's step.
+    err = (back.float() - x.float()).abs()
+    assert err.max().item() <= x.float().abs().max().item() / 6 * 1.5 + 1e-3
+    g = symmcomm.Nvfp4Tensor(torch.zeros_like(q.data), torch.zeros_like(q.block_scales),
+                             torch.zeros(1, device="cuda", dtype=torch.float32))
+    symmcomm.all_gather(comm, q, g)
+    torch.cuda.synchronize()
+    assert torch.equal(g.data, q.data) and torch.equal(g.block_scales, q.block_scales)
+    assert torch.equal(g.global_scale, q.global_scale)
+    # The quantized sum over one rank is the dequantized tensor.
+    out = torch.empty_like(x)
+    symmcomm.reduce_scatter(comm, q, out)
+    torch.cuda.synchronize()
+    assert torch.equal(out, back)
+
+
+def test_pool_memory_is_symmetric_where_supported(comm):
+    with symmcomm.Pool(comm, initial_bytes=8 << 20) as pool:
+        ptr = pool.allocate(1 << 20)
+        symmetric, offset, why = symmcomm.provenance(comm, ptr, 1 << 20)
+        assert symmetric == comm.symmetric, why
+        pool.free(ptr, stream=torch.cuda.current_stream())
+        assert pool.stats()["live_allocations"] == 0
+
+
+def test_tensors_from_the_mem_pool_lie_in_windows_where_supported(comm):
+    pool = symmcomm.Pool(comm, initial_bytes=64 << 20, allow_growth=False)
+    mempool = symmcomm.torch_mem_pool(pool)
+    with torch.cuda.use_mem_pool(mempool):
+        t = torch.empty(1 << 20, dtype=torch.bfloat16, device="cuda")
+    assert symmcomm.is_symmetric(comm, t) == comm.symmetric
+    assert pool.stats()["live_allocations"] >= 1
+    del t, mempool
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    pool.destroy()
