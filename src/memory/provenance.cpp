@@ -131,6 +131,19 @@ void ProvenanceRegistry::add(const WindowEntry& entry) {
   windows.insert(it, entry);
 }
 
+bool ProvenanceRegistry::overlaps(std::uint64_t comm_id, const void* base,
+                                  std::size_t bytes) const {
+  ReadLock lock(state_->lock);
+  const std::vector<WindowEntry>* windows = state_->windows_of(comm_id);
+  if (windows == nullptr || bytes == 0) return false;
+  auto const b = reinterpret_cast<std::uintptr_t>(base);
+  auto it = std::lower_bound(windows->begin(), windows->end(), b,
+                             [](const WindowEntry& w, std::uintptr_t x) { return w.base < x; });
+  bool const next = it != windows->end() && it->base < b + bytes;
+  bool const prev = it != windows->begin() && std::prev(it)->base + std::prev(it)->bytes > b;
+  return next || prev;
+}
+
 bool ProvenanceRegistry::remove(std::uint64_t comm_id, const void* base) noexcept {
   WriteLock lock(state_->lock);
   auto& by_comm = state_->by_comm;

@@ -100,6 +100,77 @@ SymmetricBuffer::SymmetricBuffer(const std::shared_ptr<detail::CommState>& comm,
   record->comm = comm;
   record->bytes = bytes;
   record->ptr = allocate_window_memory(comm->device, bytes);
+  register_window(std::move(record));
+}
+
+namespace {
+// The checks both adoption forms make on the caller's range.
+void check_adopted_range(const detail::CommState& comm, const void* ptr, std::size_t bytes,
+                         const char* what) {
+  SYMMCOMM_EXPECTS(ptr != nullptr, what << ": ptr is null");
+  SYMMCOMM_EXPECTS(bytes > 0, what << ": bytes is 0; a symmetric window cannot be empty");
+  int const device = detail::device_of_pointer(ptr);
+  SYMMCOMM_EXPECTS(device == comm.device,
+                   what << ": " << ptr << " (" << bytes << " bytes) is "
+                        << (device < 0 ? std::string("not device memory")
+                                       : "on device " + std::to_string(device))
+                        << ", but the communicator's rank " << comm.rank << " is on device "
+                        << comm.device);
+  SYMMCOMM_EXPECTS(!ProvenanceRegistry::global().overlaps(comm.id, ptr, bytes),
+                   what << ": " << ptr << " (" << bytes
+                        << " bytes) overlaps a window already registered or adopted on "
+                           "communicator "
+                        << comm.id << " (a pool arena, a SymmetricBuffer, or this range twice)");
+}
+}  // namespace
+
+SymmetricBuffer SymmetricBuffer::register_memory(const Communicator& comm, void* ptr,
+                                                 std::size_t bytes, cudaStream_t stream) {
+  auto const& state = detail::state_of(comm);
+  SYMMCOMM_EXPECTS(state != nullptr, "SymmetricBuffer::register_memory: comm is empty");
+  state->check_usable("SymmetricBuffer::register_memory");
+  SYMMCOMM_EXPECTS(!detail::capture_in_progress(stream),
+                   "SymmetricBuffer::register_memory: cannot register a window while a CUDA "
+                   "graph is being captured; register before capturing");
+  check_adopted_range(*state, ptr, bytes, "SymmetricBuffer::register_memory");
+  detail::DeviceGuard guard(state->device);
+  auto record = std::make_unique<detail::WindowRecord>();
+  record->comm = state;
+  record->bytes = bytes;
+  record->ptr = ptr;
+  record->owns_memory = false;
+  SymmetricBuffer buffer;
+  buffer.register_window(std::move(record));
+  return buffer;
+}
+
+SymmetricBuffer SymmetricBuffer::adopt_window(const Communicator& comm, ncclWindow_t window,
+                                              void* base, std::size_t bytes) {
+  auto const& state = detail::state_of(comm);
+  SYMMCOMM_EXPECTS(state != nullptr, "SymmetricBuffer::adopt_window: comm is empty");
+  state->check_usable("SymmetricBuffer::adopt_window");
+  SYMMCOMM_EXPECTS(window != nullptr, "SymmetricBuffer::adopt_window: window is null");
+  check_adopted_range(*state, base, bytes, "SymmetricBuffer::adopt_window");
+  auto record = std::make_unique<detail::WindowRecord>();
+  record->comm = state;
+  record->bytes = bytes;
+  record->ptr = base;
+  record->window = window;
+  record->owns_memory = false;
+  record->owns_registration = false;
+  {
+    std::lock_guard lock(state->mutex);
+    record->seq = state->next_window_seq++;
+  }
+  publish(*record);
+  SymmetricBuffer buffer;
+  buffer.record_ = std::move(record);
+  return buffer;
+}
+
+void SymmetricBuffer::register_window(std::unique_ptr<detail::WindowRecord> record) {
+  detail::CommState* const comm = record->comm.get();
+  std::size_t const bytes = record->bytes;
   {
     std::lock_guard lock(record->comm->mutex);
     record->seq = record->comm->next_window_seq++;
@@ -117,7 +188,7 @@ SymmetricBuffer::SymmetricBuffer(const std::shared_ptr<detail::CommState>& comm,
       record_ = std::move(record);
       return;
     }
-    SYMMCOMM_NCCL_LOG_ON_ERROR(ncclMemFree(record->ptr));
+    if (record->owns_memory) SYMMCOMM_NCCL_LOG_ON_ERROR(ncclMemFree(record->ptr));
     SYMMCOMM_NCCL_TRY(r);
   }
   detail::WindowRecord* raw = record.get();
@@ -165,15 +236,18 @@ void SymmetricBuffer::reset() noexcept {
                                                "released first; freeing without deregistration");
     } else if (record->window != nullptr) {
       // Work symmcomm enqueued on this communicator may still read or write the window (or
-      // peers' through it): unmap only after the last of it completed.
+      // peers' through it): unmap (or hand an adopted window back) only after the last of it.
       if (!detail::wait_last_use(comm, "SymmetricBuffer release")) {
         SYMMCOMM_LOG_WARN("symmetric buffer " << record->ptr
                                               << ": work on it did not complete; leaking the "
                                                  "window rather than unmapping memory in use");
         return;
       }
-      SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommWindowDeregister(comm.comm, record->window));
+      if (record->owns_registration) {
+        SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommWindowDeregister(comm.comm, record->window));
+      }
     }
+    if (!record->owns_memory) return;  // the caller's memory
     // Inside a Group the deregistration completes at ncclGroupEnd: free only after it.
     std::shared_ptr<detail::WindowRecord> shared(std::move(record));
     Group::defer([shared] {

@@ -147,6 +147,70 @@ TEST(SymmetricBuffer, ThousandCyclesKeepDeviceMemoryFlat) {
       << "free before " << before << ", after " << after;
 }
 
+// Memory and windows an engine already has: register_memory() registers the caller's
+// ncclMemAlloc memory (symmcomm deregisters, never frees); adopt_window() records a window the
+// caller registered (symmcomm touches neither). Both enter provenance; overlaps, null and
+// non-device arguments are refused naming the call; the caller's memory and window outlive them.
+TEST(SymmetricBuffer, RegisterAndAdoptWhatTheCallerOwns) {
+  SYMMCOMM_REQUIRE_GPU();
+  Communicator& comm = one_rank_comm();
+  bool const symmetric = comm.capabilities().symmetric_memory;
+  std::size_t const bytes = 1 << 20;
+  auto& registry = ProvenanceRegistry::global();
+  void* mem = nullptr;
+  SYMMCOMM_NCCL_TRY(ncclMemAlloc(&mem, bytes));
+  {
+    SymmetricBuffer reg = SymmetricBuffer::register_memory(comm, mem, bytes);
+    EXPECT_EQ(reg.data(), mem);
+    EXPECT_EQ(registry.lookup(mem, bytes, comm.id()).symmetric(), symmetric);
+    if (reg.window() != nullptr) {
+      std::string const m =
+          logic_error_text([&] { SymmetricBuffer::register_memory(comm, mem, 4096); });
+      EXPECT_NE(m.find("overlaps a window already registered or adopted"), std::string::npos) << m;
+    }
+  }
+  // Deregistered, not freed: the memory is still the caller's.
+  EXPECT_FALSE(registry.lookup(mem, bytes, comm.id()).symmetric());
+  SYMMCOMM_CUDA_TRY(cudaMemset(mem, 1, bytes));
+  SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+
+  ncclWindow_t window = nullptr;
+  ncclResult_t const r =
+      ncclCommWindowRegister(comm.get(), mem, bytes, &window, NCCL_WIN_COLL_SYMMETRIC);
+  if (r == ncclSuccess && window != nullptr) {
+    {
+      SymmetricBuffer adopted = SymmetricBuffer::adopt_window(comm, window, mem, bytes);
+      EXPECT_EQ(adopted.window(), window);
+      EXPECT_TRUE(registry.lookup(static_cast<char*>(mem) + 4096, 4096, comm.id()).symmetric());
+      std::string const m =
+          logic_error_text([&] { SymmetricBuffer::adopt_window(comm, window, mem, bytes); });
+      EXPECT_NE(m.find("overlaps"), std::string::npos) << m;
+    }
+    EXPECT_FALSE(registry.lookup(mem, bytes, comm.id()).symmetric());
+    // Still registered: the caller deregisters it.
+    EXPECT_EQ(ncclCommWindowDeregister(comm.get(), window), ncclSuccess);
+  } else {
+    (void)cudaGetLastError();
+    EXPECT_FALSE(symmetric) << "NCCL refused a window on a communicator with symmetric support";
+  }
+  std::string m = logic_error_text([&] { SymmetricBuffer::register_memory(comm, nullptr, 16); });
+  EXPECT_NE(m.find("SymmetricBuffer::register_memory: ptr is null"), std::string::npos) << m;
+  std::vector<char> host(4096);
+  m = logic_error_text([&] { SymmetricBuffer::register_memory(comm, host.data(), host.size()); });
+  EXPECT_NE(m.find("not device memory"), std::string::npos) << m;
+  m = logic_error_text([&] { SymmetricBuffer::adopt_window(comm, nullptr, mem, bytes); });
+  EXPECT_NE(m.find("window is null"), std::string::npos) << m;
+  if (symmetric) {
+    // A pool arena's memory is already a window of this communicator.
+    SymmAllocator pool(comm, PoolOptions{1 << 20, 1 << 20, false, 0, 256});
+    void* p = pool.allocate(4096);
+    m = logic_error_text([&] { SymmetricBuffer::register_memory(comm, p, 4096); });
+    EXPECT_NE(m.find("overlaps"), std::string::npos) << m;
+    pool.deallocate(p);
+  }
+  SYMMCOMM_NCCL_TRY(ncclMemFree(mem));
+}
+
 TEST(SymmetricBuffer, BadSizes) {
   SYMMCOMM_REQUIRE_GPU();
   Communicator& comm = one_rank_comm();

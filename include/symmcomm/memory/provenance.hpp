@@ -67,6 +67,8 @@ class ProvenanceRegistry {
   void add(const WindowEntry& entry);
   /// @brief Forgets the window at `base` of communicator `comm_id`; false when it was unknown.
   bool remove(std::uint64_t comm_id, const void* base) noexcept;
+  /// @brief True when [base, base + bytes) intersects a window registered on `comm_id`.
+  bool overlaps(std::uint64_t comm_id, const void* base, std::size_t bytes) const;
   /// @brief Where [ptr, ptr + bytes) lies with respect to communicator `comm_id`'s windows.
   Provenance lookup(const void* ptr, std::size_t bytes, std::uint64_t comm_id) const;
   /// @brief A range to look up in a batch.

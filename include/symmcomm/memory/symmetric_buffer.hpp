@@ -25,7 +25,9 @@ struct WindowRecord {
   std::size_t bytes = 0;
   ncclWindow_t window = nullptr;
   std::uint64_t seq = 0;
-  bool registered = false;
+  bool registered = false;        ///< published in the provenance registry
+  bool owns_memory = true;        ///< ncclMemFree on release
+  bool owns_registration = true;  ///< ncclCommWindowDeregister on release
 };
 }  // namespace detail
 
@@ -54,8 +56,26 @@ class SymmetricBuffer {
   SymmetricBuffer& operator=(SymmetricBuffer&& other) noexcept;
   SymmetricBuffer(const SymmetricBuffer&) = delete;
   SymmetricBuffer& operator=(const SymmetricBuffer&) = delete;
-  /// @brief Deregisters the window, then frees the memory, on the owning device. **Collective**
-  /// (deregistration is): destroy buffers in the same order on every rank. Never throws.
+  /// @brief Registers memory the caller allocated (`ncclMemAlloc`, or cuMem memory with the
+  /// handle types NCCL needs) as a symmetric window of `comm`. symmcomm owns the registration,
+  /// not the memory: destruction deregisters (collective) and never frees. **Collective**, same
+  /// sizes and order on every rank; refused under capture as the constructor.
+  /// @throws LogicError (null pointer, zero bytes, memory not on the communicator's device, a
+  /// range overlapping a window already known on this communicator), NcclError.
+  static SymmetricBuffer register_memory(const Communicator& comm, void* ptr, std::size_t bytes,
+                                         cudaStream_t stream = nullptr);
+  /// @brief Adopts a window the caller registered on `comm` itself (`base`, `bytes`: the range
+  /// it registered): symmcomm owns neither memory nor registration, and only records the window
+  /// so that collectives plan symmetric paths on it and verify_symmetric() covers it. Local (no
+  /// NCCL call). The caller keeps the window registered, on this communicator, until this
+  /// object is gone (symmcomm cannot check either: NCCL offers no query).
+  /// @throws LogicError (null window or pointer, zero bytes, memory not on the communicator's
+  /// device, the range adopted or registered already on this communicator).
+  static SymmetricBuffer adopt_window(const Communicator& comm, ncclWindow_t window, void* base,
+                                      std::size_t bytes);
+  /// @brief Releases what this object owns: waits for symmcomm's queued work on the window,
+  /// then deregisters it (owned registrations; **collective**: destroy buffers in the same
+  /// order on every rank) and frees the memory (owned memory). Never throws.
   ~SymmetricBuffer();
 
   /// @brief Device pointer to the start of the buffer.
@@ -91,6 +111,8 @@ class SymmetricBuffer {
   SymmetricBuffer(const std::shared_ptr<detail::CommState>& comm, std::size_t bytes,
                   cudaStream_t stream);
   void reset() noexcept;
+  // Registers record->ptr (bytes) on record->comm and publishes it (at the group's end).
+  void register_window(std::unique_ptr<detail::WindowRecord> record);
   std::unique_ptr<detail::WindowRecord> record_;
 };
 

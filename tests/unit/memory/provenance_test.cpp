@@ -110,6 +110,21 @@ TEST(Provenance, RemoveAndOverlap) {
   EXPECT_TRUE(reg.lookup(at(0x100000), 16, 8).symmetric());
 }
 
+// The pre-check adoption uses: any intersection with a window of the same communicator,
+// including a range that swallows a window whole or touches only its last byte.
+TEST(Provenance, OverlapsSeesEveryIntersectionOnOneCommunicatorOnly) {
+  ProvenanceRegistry reg;
+  reg.add({0x100000, 0x1000, fake_window(1), 7, 0});
+  EXPECT_TRUE(reg.overlaps(7, at(0x100000), 1));
+  EXPECT_TRUE(reg.overlaps(7, at(0x100fff), 1));        // the last byte
+  EXPECT_TRUE(reg.overlaps(7, at(0x0ff000), 0x1001));   // reaches its first byte
+  EXPECT_TRUE(reg.overlaps(7, at(0x0f0000), 0x20000));  // swallows it
+  EXPECT_FALSE(reg.overlaps(7, at(0x101000), 0x1000));  // right after
+  EXPECT_FALSE(reg.overlaps(7, at(0x0ff000), 0x1000));  // right before
+  EXPECT_FALSE(reg.overlaps(8, at(0x100000), 0x1000));  // another communicator
+  EXPECT_FALSE(reg.overlaps(7, at(0x100000), 0));
+}
+
 TEST(Provenance, ConcurrentRegistrationAndLookup) {
   ProvenanceRegistry reg;
   constexpr std::uintptr_t kStable = 0x10000000;
