@@ -147,7 +147,26 @@ symmcomm_status_t symmcomm_quantize_nvfp4(const void* src_bf16, const symmcomm_n
 symmcomm_status_t symmcomm_dequantize_nvfp4(const symmcomm_nvfp4_t* src, void* dst_bf16,
                                             cudaStream_t stream);
 
+/** BF16 -> FP8 of dst->format; compute_scale != 0 computes and stores the scale. */
+symmcomm_status_t symmcomm_quantize_fp8(const void* src_bf16, const symmcomm_fp8_t* dst,
+                                        int compute_scale, cudaStream_t stream);
+/** FP8 -> BF16. */
+symmcomm_status_t symmcomm_dequantize_fp8(const symmcomm_fp8_t* src, void* dst_bf16,
+                                          cudaStream_t stream);
+
 /* ---- collectives (path_taken may be NULL) -------------------------------------------------- */
+
+/** Fused quantize + all-gather: this rank's `count` bf16 elements quantized with the device
+ *  scale at `scale` (NULL: computed from the data) into every rank's `recv` (count x size
+ *  elements, size scales). */
+symmcomm_status_t symmcomm_quantize_all_gather_nvfp4(symmcomm_comm_t comm, const void* input_bf16,
+                                                     size_t count, const symmcomm_nvfp4_t* recv,
+                                                     const float* scale, symmcomm_path_t path,
+                                                     cudaStream_t stream, int* path_taken);
+symmcomm_status_t symmcomm_quantize_all_gather_fp8(symmcomm_comm_t comm, const void* input_bf16,
+                                                   size_t count, const symmcomm_fp8_t* recv,
+                                                   const float* scale, symmcomm_path_t path,
+                                                   cudaStream_t stream, int* path_taken);
 
 symmcomm_status_t symmcomm_all_gather_bf16(symmcomm_comm_t comm, const void* send, void* recv,
                                            size_t send_count, symmcomm_path_t path,

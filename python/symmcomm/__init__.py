@@ -26,7 +26,8 @@ __all__ = [
     "Error", "LogicError", "CudaError", "NcclError", "OutOfMemoryError", "NotSymmetricError",
     "TimeoutError", "InternalError", "version", "abi_version", "library_path", "unique_id",
     "Communicator", "Pool", "Plan", "Nvfp4Tensor", "Fp8Tensor", "provenance", "is_symmetric",
-    "verify", "torch_mem_pool", "all_gather", "reduce_scatter", "quantize_nvfp4", "dequantize_nvfp4",
+    "verify", "torch_mem_pool", "all_gather", "reduce_scatter", "quantize_all_gather",
+    "quantize_nvfp4", "dequantize_nvfp4", "quantize_fp8", "dequantize_fp8", "shared_unique_id",
 ]
 
 _lib, _path = _capi.load()
@@ -65,6 +66,23 @@ def unique_id():
     buf = ctypes.create_string_buffer(n)
     _check(_lib.symmcomm_get_unique_id(buf))
     return buf.raw
+
+
+def shared_unique_id(dist=None, group=None):
+    """The same fresh unique id on every rank of a torch.distributed process group (rank 0
+    makes it, a broadcast shares it): what Communicator.init needs. `dist` defaults to
+    torch.distributed, which must be initialised."""
+    if dist is None:
+        import torch.distributed as dist  # only here: the rest works without PyTorch
+    if not dist.is_initialized():
+        _fail("shared_unique_id: torch.distributed is not initialised "
+              "(dist.init_process_group first)")
+    box = [unique_id() if dist.get_rank(group) == 0 else None]
+    dist.broadcast_object_list(box, src=0, group=group)
+    n = _lib.symmcomm_unique_id_bytes()
+    if not isinstance(box[0], (bytes, bytearray)) or len(box[0]) != n:
+        _fail("shared_unique_id: the broadcast gave %r, not %d bytes" % (type(box[0]).__name__, n))
+    return bytes(box[0])
 
 
 def _int_arg(value, name, minimum=0):
@@ -457,6 +475,59 @@ def reduce_scatter(comm, send, recv, stream=None, path="auto"):
                                                  ctypes.c_void_p(out), m, p, ctypes.c_void_p(s),
                                                  ctypes.byref(taken)))
     return _plan(taken)
+
+
+def quantize_all_gather(comm, input, recv, scale=None, stream=None, path="auto"):
+    """Quantizes this rank's bf16 `input` into every rank's `recv` (an Nvfp4Tensor or
+    Fp8Tensor of input.numel() x comm.size elements and comm.size scales) in one launch where
+    symmcomm's LSA kernel can run, else quantize then gather. `scale`: this rank's device scale
+    (float32 tensor of 1 element), or None to compute it from the data. Returns the Plan."""
+    rank, size, device, _ = comm.info()
+    a, n = _tensor(input, "input", _BF16, device)
+    if n % NVFP4_BLOCK:
+        _fail("input holds %d elements, not a multiple of %d" % (n, NVFP4_BLOCK))
+    s_ptr = None
+    if scale is not None:
+        s_ptr, k = _tensor(scale, "scale", _F32, device)
+        if k < 1:
+            _fail("scale is empty")
+    p = _path_arg(path)
+    st = _stream_arg(stream, input)
+    taken = ctypes.c_int(-1)
+    if isinstance(recv, Nvfp4Tensor):
+        b = _nvfp4(recv, "recv", device, size)
+        fn = _lib.symmcomm_quantize_all_gather_nvfp4
+    elif isinstance(recv, Fp8Tensor):
+        b = _fp8(recv, "recv", device, size)
+        fn = _lib.symmcomm_quantize_all_gather_fp8
+    else:
+        _fail("recv must be a symmcomm.Nvfp4Tensor or Fp8Tensor, got %s" % type(recv).__name__)
+    if b.count != n * size:
+        _fail("recv holds %d elements, not input's %d x comm.size %d" % (b.count, n, size))
+    _check(fn(comm._h(), ctypes.c_void_p(a), n, ctypes.byref(b), ctypes.c_void_p(s_ptr), p,
+              ctypes.c_void_p(st), ctypes.byref(taken)))
+    return _plan(taken)
+
+
+def quantize_fp8(src, dst, compute_scale=True, stream=None):
+    """BF16 tensor -> Fp8Tensor `dst` (same element count; a multiple of 8)."""
+    a, n = _tensor(src, "src", _BF16)
+    b = _fp8(dst, "dst", _device_index(src), 1)
+    if b.count != n:
+        _fail("dst holds %d elements, src %d" % (b.count, n))
+    _check(_lib.symmcomm_quantize_fp8(ctypes.c_void_p(a), ctypes.byref(b),
+                                      1 if compute_scale else 0,
+                                      ctypes.c_void_p(_stream_arg(stream, src))))
+
+
+def dequantize_fp8(src, dst, stream=None):
+    """Fp8Tensor -> BF16 tensor `dst` (same element count)."""
+    b, n = _tensor(dst, "dst", _BF16)
+    a = _fp8(src, "src", _device_index(dst), 1)
+    if a.count != n:
+        _fail("dst holds %d elements, src %d" % (n, a.count))
+    _check(_lib.symmcomm_dequantize_fp8(ctypes.byref(a), ctypes.c_void_p(b),
+                                        ctypes.c_void_p(_stream_arg(stream, dst))))
 
 
 def quantize_nvfp4(src, dst, compute_scale=True, stream=None):

@@ -238,3 +238,67 @@ def test_codec_arguments_are_checked():
     assert "dst holds 32 elements, src 64" in m
     m = logic_error(lambda: symmcomm.dequantize_nvfp4(nvfp4(64), FakeTensor("float32", 64)))
     assert "dst has dtype float32; expected bfloat16" in m
+
+
+def test_quantize_all_gather_checks_its_arguments():
+    comm = FakeComm(size=2)
+    x = FakeTensor("bfloat16", 64)
+    m = logic_error(lambda: symmcomm.quantize_all_gather(comm, x, nvfp4(64, globals_=2)))
+    assert "recv holds 64 elements, not input's 64 x comm.size 2" in m
+    m = logic_error(lambda: symmcomm.quantize_all_gather(comm, FakeTensor("bfloat16", 40),
+                                                         nvfp4(80, globals_=2)))
+    assert "input holds 40 elements, not a multiple of 16" in m
+    m = logic_error(lambda: symmcomm.quantize_all_gather(comm, x, nvfp4(128, globals_=2),
+                                                         scale=FakeTensor("bfloat16", 1)))
+    assert "scale has dtype bfloat16; expected float32" in m
+    m = logic_error(lambda: symmcomm.quantize_all_gather(comm, x, FakeTensor("uint8", 128)))
+    assert "recv must be a symmcomm.Nvfp4Tensor or Fp8Tensor" in m
+    fp8 = symmcomm.Fp8Tensor(FakeTensor("float8_e5m2", 128), FakeTensor("float32", 1))
+    assert "recv.scale has 1 elements; expected 2" in logic_error(
+        lambda: symmcomm.quantize_all_gather(comm, x, fp8))
+
+
+def test_fp8_codecs_check_arguments_and_say_when_there_is_no_gpu():
+    codes = symmcomm.Fp8Tensor(FakeTensor("float8_e4m3fn", 32), FakeTensor("float32", 1))
+    assert "dst holds 32 elements, src 64" in logic_error(
+        lambda: symmcomm.quantize_fp8(FakeTensor("bfloat16", 64), codes))
+    assert "dst has dtype float16; expected bfloat16" in logic_error(
+        lambda: symmcomm.dequantize_fp8(codes, FakeTensor("float16", 32)))
+    if _has_gpu():
+        return
+    with pytest.raises(symmcomm.CudaError) as e:
+        symmcomm.quantize_fp8(FakeTensor("bfloat16", 32), codes)
+    assert "no CUDA device" in str(e.value)
+
+
+class FakeDist:
+    """torch.distributed's calls shared_unique_id makes: rank 0 broadcasts to the others."""
+
+    def __init__(self, rank, initialized=True, deliver=None):
+        self.rank, self.initialized, self.deliver, self.sent = rank, initialized, deliver, None
+
+    def is_initialized(self):
+        return self.initialized
+
+    def get_rank(self, group=None):
+        return self.rank
+
+    def broadcast_object_list(self, objects, src=0, group=None):
+        assert src == 0
+        if self.rank == 0:
+            self.sent = objects[0]
+        else:
+            objects[0] = self.deliver
+
+
+def test_shared_unique_id_broadcasts_rank_zeros_id(monkeypatch):
+    n = symmcomm._lib.symmcomm_unique_id_bytes()
+    fresh = bytes(range(n % 256)) + bytes(n - n % 256)
+    monkeypatch.setattr(symmcomm, "unique_id", lambda: fresh)
+    root = FakeDist(0)
+    assert symmcomm.shared_unique_id(root) == fresh and root.sent == fresh
+    assert symmcomm.shared_unique_id(FakeDist(3, deliver=fresh)) == fresh
+    assert "not initialised" in logic_error(
+        lambda: symmcomm.shared_unique_id(FakeDist(0, initialized=False)))
+    assert "not %d bytes" % n in logic_error(
+        lambda: symmcomm.shared_unique_id(FakeDist(1, deliver=b"short")))

@@ -325,6 +325,45 @@ symmcomm_status_t symmcomm_all_gather_bf16(symmcomm_comm_t comm, const void* sen
   });
 }
 
+symmcomm_status_t symmcomm_quantize_fp8(const void* src_bf16, const symmcomm_fp8_t* dst,
+                                        int compute_scale, cudaStream_t stream) {
+  return guarded([&] {
+    symmcomm::quantize_fp8(
+        static_cast<const symmcomm::bf16*>(src_bf16), view_of(dst, "dst"),
+        compute_scale != 0 ? symmcomm::ScaleMode::Compute : symmcomm::ScaleMode::Given, stream);
+  });
+}
+
+symmcomm_status_t symmcomm_dequantize_fp8(const symmcomm_fp8_t* src, void* dst_bf16,
+                                          cudaStream_t stream) {
+  return guarded(
+      [&] { symmcomm::dequantize_fp8(view_of(src, "src"), bf16_ptr(dst_bf16), stream); });
+}
+
+symmcomm_status_t symmcomm_quantize_all_gather_nvfp4(symmcomm_comm_t comm, const void* input_bf16,
+                                                     size_t count, const symmcomm_nvfp4_t* recv,
+                                                     const float* scale, symmcomm_path_t path,
+                                                     cudaStream_t stream, int* path_taken) {
+  return guarded([&] {
+    symmcomm::ConstBf16Span const input{static_cast<const symmcomm::bf16*>(input_bf16), count};
+    report(symmcomm::quantize_all_gather(comm_of(comm), input, view_of(recv, "recv"), scale, stream,
+                                         options_of(path)),
+           path_taken);
+  });
+}
+
+symmcomm_status_t symmcomm_quantize_all_gather_fp8(symmcomm_comm_t comm, const void* input_bf16,
+                                                   size_t count, const symmcomm_fp8_t* recv,
+                                                   const float* scale, symmcomm_path_t path,
+                                                   cudaStream_t stream, int* path_taken) {
+  return guarded([&] {
+    symmcomm::ConstBf16Span const input{static_cast<const symmcomm::bf16*>(input_bf16), count};
+    report(symmcomm::quantize_all_gather(comm_of(comm), input, view_of(recv, "recv"), scale, stream,
+                                         options_of(path)),
+           path_taken);
+  });
+}
+
 symmcomm_status_t symmcomm_all_gather_fp8(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
                                           const symmcomm_fp8_t* recv, symmcomm_path_t path,
                                           cudaStream_t stream, int* path_taken) {

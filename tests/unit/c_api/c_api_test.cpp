@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -44,6 +45,27 @@ TEST(CApi, NullArgumentsAreInvalidArguments) {
   int symmetric = 0;
   EXPECT_EQ(symmcomm_provenance(nullptr, &p, 8, &symmetric, nullptr),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  // Codecs and fused quantize + gather: the NULL tensor or communicator is named.
+  EXPECT_EQ(symmcomm_quantize_fp8(&p, nullptr, 1, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("dst is NULL"));
+  EXPECT_EQ(symmcomm_dequantize_fp8(nullptr, &p, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("src is NULL"));
+  symmcomm_fp8_t bad_format{nullptr, nullptr, 16, SYMMCOMM_FP8_E4M3};
+  int const seven = 7;  // what a C caller may pass
+  static_assert(sizeof(bad_format.format) == sizeof(seven));
+  std::memcpy(&bad_format.format, &seven, sizeof seven);
+  EXPECT_EQ(symmcomm_quantize_fp8(&p, &bad_format, 1, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("dst->format 7 is not an FP8 format"));
+  symmcomm_nvfp4_t recv{};
+  int taken = -1;
+  EXPECT_EQ(symmcomm_quantize_all_gather_nvfp4(nullptr, &p, 16, &recv, nullptr, SYMMCOMM_PATH_AUTO,
+                                               nullptr, &taken),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("comm is NULL"));
+  EXPECT_EQ(symmcomm_quantize_all_gather_fp8(nullptr, &p, 16, nullptr, nullptr, SYMMCOMM_PATH_AUTO,
+                                             nullptr, &taken),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(taken, -1);  // untouched on failure
 }
 
 TEST(CApi, BadValuesNameTheArgument) {
