@@ -121,8 +121,12 @@ symmcomm::Nvfp4View view_of(const symmcomm_nvfp4_t* v, const char* name) {
 
 symmcomm::Fp8View view_of(const symmcomm_fp8_t* v, const char* name) {
   auto const& t = deref(v, name);
-  SYMMCOMM_EXPECTS(t.format == SYMMCOMM_FP8_E4M3 || t.format == SYMMCOMM_FP8_E5M2,
-                   name << "->format " << static_cast<int>(t.format) << " is not an FP8 format");
+  // Read as the int a C caller stored: loading an out-of-range value as the enum is undefined.
+  int format = 0;
+  static_assert(sizeof(t.format) == sizeof(format));
+  std::memcpy(&format, &t.format, sizeof format);
+  SYMMCOMM_EXPECTS(format == SYMMCOMM_FP8_E4M3 || format == SYMMCOMM_FP8_E5M2,
+                   name << "->format " << format << " is not an FP8 format");
   return symmcomm::Fp8View{t.data, t.scale, t.count, static_cast<symmcomm::Fp8Format>(t.format)};
 }
 
