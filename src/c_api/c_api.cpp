@@ -101,9 +101,13 @@ const symmcomm::Communicator& comm_of(symmcomm_comm_t c) {
   return c->comm;
 }
 
-symmcomm::Options options_of(symmcomm_path_t path) {
+symmcomm::Options options_of(symmcomm_path_t path_arg) {
+  // Read as the int a C caller passed: loading an out-of-range value as the enum is undefined.
+  int path = 0;
+  static_assert(sizeof(path_arg) == sizeof(path));
+  std::memcpy(&path, &path_arg, sizeof path);
   SYMMCOMM_EXPECTS(path >= SYMMCOMM_PATH_AUTO && path <= SYMMCOMM_PATH_FALLBACK,
-                   "path " << static_cast<int>(path) << " is not a symmcomm_path_t");
+                   "path " << path << " is not a symmcomm_path_t");
   symmcomm::Options o;
   o.path = static_cast<symmcomm::PathChoice>(path);
   return o;
