@@ -509,44 +509,39 @@ def quantize_all_gather(comm, input, recv, scale=None, stream=None, path="auto")
     return _plan(taken)
 
 
-def quantize_fp8(src, dst, compute_scale=True, stream=None):
-    """BF16 tensor -> Fp8Tensor `dst` (same element count; a multiple of 8)."""
+def _quantize(view_of, fn, src, dst, compute_scale, stream):
     a, n = _tensor(src, "src", _BF16)
-    b = _fp8(dst, "dst", _device_index(src), 1)
+    b = view_of(dst, "dst", _device_index(src), 1)
     if b.count != n:
         _fail("dst holds %d elements, src %d" % (b.count, n))
-    _check(_lib.symmcomm_quantize_fp8(ctypes.c_void_p(a), ctypes.byref(b),
-                                      1 if compute_scale else 0,
-                                      ctypes.c_void_p(_stream_arg(stream, src))))
+    _check(fn(ctypes.c_void_p(a), ctypes.byref(b), 1 if compute_scale else 0,
+              ctypes.c_void_p(_stream_arg(stream, src))))
+
+
+def _dequantize(view_of, fn, src, dst, stream):
+    b, n = _tensor(dst, "dst", _BF16)
+    a = view_of(src, "src", _device_index(dst), 1)
+    if a.count != n:
+        _fail("dst holds %d elements, src %d" % (n, a.count))
+    _check(fn(ctypes.byref(a), ctypes.c_void_p(b), ctypes.c_void_p(_stream_arg(stream, dst))))
+
+
+def quantize_fp8(src, dst, compute_scale=True, stream=None):
+    """BF16 tensor -> Fp8Tensor `dst` (same element count; a multiple of 8)."""
+    _quantize(_fp8, _lib.symmcomm_quantize_fp8, src, dst, compute_scale, stream)
 
 
 def dequantize_fp8(src, dst, stream=None):
     """Fp8Tensor -> BF16 tensor `dst` (same element count)."""
-    b, n = _tensor(dst, "dst", _BF16)
-    a = _fp8(src, "src", _device_index(dst), 1)
-    if a.count != n:
-        _fail("dst holds %d elements, src %d" % (n, a.count))
-    _check(_lib.symmcomm_dequantize_fp8(ctypes.byref(a), ctypes.c_void_p(b),
-                                        ctypes.c_void_p(_stream_arg(stream, dst))))
+    _dequantize(_fp8, _lib.symmcomm_dequantize_fp8, src, dst, stream)
 
 
 def quantize_nvfp4(src, dst, compute_scale=True, stream=None):
     """BF16 tensor -> Nvfp4Tensor `dst` (same element count); with compute_scale the global
     scale is computed from the data and stored, else dst.global_scale is used."""
-    a, n = _tensor(src, "src", _BF16)
-    b = _nvfp4(dst, "dst", _device_index(src), 1)
-    if b.count != n:
-        _fail("dst holds %d elements, src %d" % (b.count, n))
-    _check(_lib.symmcomm_quantize_nvfp4(ctypes.c_void_p(a), ctypes.byref(b),
-                                        1 if compute_scale else 0,
-                                        ctypes.c_void_p(_stream_arg(stream, src))))
+    _quantize(_nvfp4, _lib.symmcomm_quantize_nvfp4, src, dst, compute_scale, stream)
 
 
 def dequantize_nvfp4(src, dst, stream=None):
     """Nvfp4Tensor -> BF16 tensor `dst` (same element count)."""
-    b, n = _tensor(dst, "dst", _BF16)
-    a = _nvfp4(src, "src", _device_index(dst), 1)
-    if a.count != n:
-        _fail("dst holds %d elements, src %d" % (n, a.count))
-    _check(_lib.symmcomm_dequantize_nvfp4(ctypes.byref(a), ctypes.c_void_p(b),
-                                          ctypes.c_void_p(_stream_arg(stream, dst))))
+    _dequantize(_nvfp4, _lib.symmcomm_dequantize_nvfp4, src, dst, stream)

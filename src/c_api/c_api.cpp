@@ -348,10 +348,14 @@ symmcomm_status_t symmcomm_dequantize_fp8(const symmcomm_fp8_t* src, void* dst_b
       [&] { symmcomm::dequantize_fp8(view_of(src, "src"), bf16_ptr(dst_bf16), stream); });
 }
 
-symmcomm_status_t symmcomm_quantize_all_gather_nvfp4(symmcomm_comm_t comm, const void* input_bf16,
-                                                     size_t count, const symmcomm_nvfp4_t* recv,
-                                                     const float* scale, symmcomm_path_t path,
-                                                     cudaStream_t stream, int* path_taken) {
+}  // extern "C"
+
+namespace {
+// Both fused quantize + all-gather entry points (the receive view picks the format).
+template <class RecvC>
+symmcomm_status_t quantize_all_gather_c(symmcomm_comm_t comm, const void* input_bf16, size_t count,
+                                        const RecvC* recv, const float* scale, symmcomm_path_t path,
+                                        cudaStream_t stream, int* path_taken) {
   return guarded([&] {
     symmcomm::ConstBf16Span const input{static_cast<const symmcomm::bf16*>(input_bf16), count};
     report(symmcomm::quantize_all_gather(comm_of(comm), input, view_of(recv, "recv"), scale, stream,
@@ -359,17 +363,22 @@ symmcomm_status_t symmcomm_quantize_all_gather_nvfp4(symmcomm_comm_t comm, const
            path_taken);
   });
 }
+}  // namespace
+
+extern "C" {
+
+symmcomm_status_t symmcomm_quantize_all_gather_nvfp4(symmcomm_comm_t comm, const void* input_bf16,
+                                                     size_t count, const symmcomm_nvfp4_t* recv,
+                                                     const float* scale, symmcomm_path_t path,
+                                                     cudaStream_t stream, int* path_taken) {
+  return quantize_all_gather_c(comm, input_bf16, count, recv, scale, path, stream, path_taken);
+}
 
 symmcomm_status_t symmcomm_quantize_all_gather_fp8(symmcomm_comm_t comm, const void* input_bf16,
                                                    size_t count, const symmcomm_fp8_t* recv,
                                                    const float* scale, symmcomm_path_t path,
                                                    cudaStream_t stream, int* path_taken) {
-  return guarded([&] {
-    symmcomm::ConstBf16Span const input{static_cast<const symmcomm::bf16*>(input_bf16), count};
-    report(symmcomm::quantize_all_gather(comm_of(comm), input, view_of(recv, "recv"), scale, stream,
-                                         options_of(path)),
-           path_taken);
-  });
+  return quantize_all_gather_c(comm, input_bf16, count, recv, scale, path, stream, path_taken);
 }
 
 symmcomm_status_t symmcomm_all_gather_fp8(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
