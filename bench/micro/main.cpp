@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "micro/device_timer.hpp"
+#include "micro/lsa_ranks.hpp"
 #include "symmcomm/runtime.hpp"
 
 namespace symmcomm::bench {
@@ -67,6 +68,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
+  symmcomm::bench::release_rank_worlds();
   benchmark::Shutdown();
   return 0;
 }

@@ -124,7 +124,8 @@ symmcomm_status_t symmcomm_pool_allocate(symmcomm_pool_t pool, size_t bytes, siz
 /** Returns an allocation (an error for foreign or already freed pointers). */
 symmcomm_status_t symmcomm_pool_free(symmcomm_pool_t pool, void* ptr);
 /** Stream-ordered return (SymmAllocator::deallocate(ptr, stream)): memory reused from it is
- *  used only after `stream` has passed this call. `stream` must not be NULL or capturing. */
+ *  used only after `stream` has passed this call. NULL is the legacy default stream; `stream`
+ *  must not be capturing. */
 symmcomm_status_t symmcomm_pool_free_async(symmcomm_pool_t pool, void* ptr, cudaStream_t stream);
 /** Statistics (any output may be NULL). */
 symmcomm_status_t symmcomm_pool_stats(symmcomm_pool_t pool, size_t* reserved_bytes,
@@ -201,7 +202,8 @@ symmcomm_status_t symmcomm_reduce_scatter_fp8_bf16(symmcomm_comm_t comm, const s
 symmcomm_status_t symmcomm_torch_set_pool(symmcomm_pool_t pool);
 /** torch.cuda.memory.CUDAPluggableAllocator entry points. alloc returns NULL on failure (the
  *  reason is in symmcomm_last_error()); free of a foreign pointer is logged and ignored. free
- *  is stream-ordered on a non-default stream that is not capturing (symmcomm_pool_free_async). */
+ *  is stream-ordered (symmcomm_pool_free_async) on any stream that is not capturing, stream 0
+ *  (PyTorch's default stream, CUDA's legacy stream) included. */
 void* symmcomm_torch_alloc(ssize_t size, int device, cudaStream_t stream);
 void symmcomm_torch_free(void* ptr, ssize_t size, int device, cudaStream_t stream);
 

@@ -482,9 +482,10 @@ void symmcomm_torch_free(void* ptr, ssize_t /*size*/, int device, cudaStream_t s
     }
     SYMMCOMM_EXPECTS(pool != nullptr, "no pool set for device " << device);
     // PyTorch frees with the tensor's allocation stream, where work may still read it: the
-    // block is reused only after that stream passes this point (on the host where the stream
-    // cannot carry an event: none, or capturing).
-    if (stream != nullptr && !symmcomm::detail::capture_in_progress(stream)) {
+    // block is reused only after that stream passes this point (stream 0, PyTorch's default
+    // stream, is CUDA's legacy stream and carries the event like any other); a capturing
+    // stream cannot carry one, so the block is then returned at once.
+    if (!symmcomm::detail::capture_in_progress(stream)) {
       pool->pool->deallocate(ptr, stream);
     } else {
       pool->pool->deallocate(ptr);

@@ -158,9 +158,7 @@ void SymmAllocator::deallocate_sync(void* ptr, std::size_t bytes, std::size_t al
 }
 
 void SymmAllocator::deallocate(void* ptr, cudaStream_t stream) {
-  SYMMCOMM_EXPECTS(stream != nullptr,
-                   "SymmAllocator::deallocate: stream is null; use "
-                   "deallocate(ptr) for memory no queued work uses");
+  // A null stream is the legacy default stream: the event below is recorded there.
   SYMMCOMM_EXPECTS(!detail::capture_in_progress(stream),
                    "SymmAllocator::deallocate: stream " << stream
                                                         << " is being captured; free the memory "

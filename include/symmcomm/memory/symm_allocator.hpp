@@ -84,8 +84,9 @@ class SymmAllocator final : public detail::SymmetryParticipant {
   /// to the pool now, at the same offset on every rank that makes the same calls (so buffers
   /// stay symmetric), but memory reused from it is used only after `stream` has passed this
   /// point (see allocate()). So an engine can free a tensor right after enqueueing the
-  /// collective that reads it. @throws LogicError as deallocate(ptr), for a null `stream` (use
-  /// deallocate(ptr)), or while `stream` is being captured (the event would be a graph node).
+  /// collective that reads it. A null `stream` is CUDA's legacy default stream (as for
+  /// cudaFreeAsync; PyTorch's default stream is that one). @throws LogicError as
+  /// deallocate(ptr), or while `stream` is being captured (the event would be a graph node).
   void deallocate(void* ptr, cudaStream_t stream);
 
   /// @brief Memory-resource shape (as CCCL's cuda::mr and RMM): allocate(bytes, alignment).
