@@ -44,6 +44,9 @@ def expert_outputs(rank, count):
 def main():
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
     device = int(os.environ.get("LOCAL_RANK", rank)) % torch.cuda.device_count()
+    # More ranks than GPUs (a test machine): say how NCCL is to share them, before any
+    # communicator exists.
+    sharing = symmcomm.share_gpus_if_needed(rank, int(os.environ.get("LOCAL_WORLD_SIZE", world)))
     torch.cuda.set_device(device)
     if world > 1:
         import torch.distributed as dist
@@ -86,7 +89,7 @@ def main():
     torch.cuda.synchronize()
     rel = ((out.float() - want).norm() / want.norm()).item()
     assert rel < 1e-2, f"combine: relative error {rel} against the host-side sum"
-    print(f"rank {rank}/{world}: dispatch {dispatch.path} (error {err:.3f}), "
+    print(f"rank {rank}/{world} ({sharing}): dispatch {dispatch.path} (error {err:.3f}), "
           f"combine {combine.path} (error {rel:.1e})\n  dispatch: {dispatch.reason}\n"
           f"  combine: {combine.reason}")
 

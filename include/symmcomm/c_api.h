@@ -38,7 +38,7 @@ typedef enum {
 
 /** Version of this C ABI: bumped whenever a declaration here changes incompatibly (bindings
  *  such as the Python package check it at load time). */
-#define SYMMCOMM_C_ABI_VERSION 2
+#define SYMMCOMM_C_ABI_VERSION 3
 
 /** Path requested for a collective (symmcomm::PathChoice). */
 typedef enum {
@@ -178,6 +178,21 @@ symmcomm_status_t symmcomm_all_gather_fp8(symmcomm_comm_t comm, const symmcomm_f
 symmcomm_status_t symmcomm_all_gather_nvfp4(symmcomm_comm_t comm, const symmcomm_nvfp4_t* send,
                                             const symmcomm_nvfp4_t* recv, symmcomm_path_t path,
                                             cudaStream_t stream, int* path_taken);
+/** All-gathers with `counts[r]` elements from rank r (symmcomm::all_gatherv): `counts` is a host
+ *  array of comm size entries, the same on every rank; send holds counts[rank] elements, recv
+ *  their sum, rank r's part after ranks 0..r-1 (NVFP4: counts multiples of 16; FP8 and NVFP4
+ *  recv: comm size scales). */
+symmcomm_status_t symmcomm_all_gatherv_bf16(symmcomm_comm_t comm, const void* send, void* recv,
+                                            const size_t* counts, symmcomm_path_t path,
+                                            cudaStream_t stream, int* path_taken);
+symmcomm_status_t symmcomm_all_gatherv_fp8(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
+                                           const symmcomm_fp8_t* recv, const size_t* counts,
+                                           symmcomm_path_t path, cudaStream_t stream,
+                                           int* path_taken);
+symmcomm_status_t symmcomm_all_gatherv_nvfp4(symmcomm_comm_t comm, const symmcomm_nvfp4_t* send,
+                                             const symmcomm_nvfp4_t* recv, const size_t* counts,
+                                             symmcomm_path_t path, cudaStream_t stream,
+                                             int* path_taken);
 symmcomm_status_t symmcomm_reduce_scatter_bf16(symmcomm_comm_t comm, const void* send, void* recv,
                                                size_t recv_count, symmcomm_path_t path,
                                                cudaStream_t stream, int* path_taken);

@@ -26,7 +26,8 @@ __all__ = [
     "Error", "LogicError", "CudaError", "NcclError", "OutOfMemoryError", "NotSymmetricError",
     "TimeoutError", "InternalError", "version", "abi_version", "library_path", "unique_id",
     "Communicator", "Pool", "Plan", "Nvfp4Tensor", "Fp8Tensor", "provenance", "is_symmetric",
-    "verify", "torch_mem_pool", "all_gather", "reduce_scatter", "quantize_all_gather",
+    "verify", "torch_mem_pool", "all_gather", "all_gatherv", "reduce_scatter",
+    "quantize_all_gather", "nccl_version", "share_gpus_if_needed",
     "quantize_nvfp4", "dequantize_nvfp4", "quantize_fp8", "dequantize_fp8", "shared_unique_id",
 ]
 
@@ -58,6 +59,58 @@ def abi_version():
 def library_path():
     """The path libsymmcomm_c.so was loaded from."""
     return _path
+
+
+def nccl_version():
+    """The NCCL this process loaded, "major.minor.patch": the one symmcomm calls, and the one
+    PyTorch calls when both are loaded (they share the libnccl.so.2 loaded first)."""
+    nccl = ctypes.CDLL("libnccl.so.2")
+    code = ctypes.c_int()
+    if nccl.ncclGetVersion(ctypes.byref(code)) != 0:
+        raise NcclError("ncclGetVersion failed", _capi.NCCL)
+    v = code.value  # NCCL_VERSION_CODE: major*10000 + minor*100 + patch (from 2.9)
+    major, rest = (v // 10000, v % 10000) if v >= 10000 else (v // 1000, v % 1000)
+    return "%d.%d.%d" % (major, rest // 100, rest % 100)
+
+
+def _gpu_count():
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        return torch.cuda.device_count()
+    n = ctypes.c_int(0)
+    try:
+        cudart = ctypes.CDLL("libcudart.so")
+    except OSError:
+        return 0
+    return n.value if cudart.cudaGetDeviceCount(ctypes.byref(n)) == 0 else 0
+
+
+def share_gpus_if_needed(rank, local_size, gpus=None):
+    """Lets `local_size` ranks on this host share fewer GPUs (tests, small machines), as the C++
+    symmcomm::share_gpus_if_needed does: call in every rank before any NCCL communicator exists
+    in the process (PyTorch's included). With NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1 (real
+    symmetric windows; point-to-point kept on the LL protocol, which that mode needs); before
+    2.30, a distinct NCCL_HOSTID per rank (NCCL then sees separate hosts: socket transport, no
+    symmetric memory: the fallback path). NVLink multicast is turned off either way. Variables
+    already set are kept. Returns what it did."""
+    import os
+    _int_arg(rank, "rank")
+    _int_arg(local_size, "local_size", 1)
+    gpus = _gpu_count() if gpus is None else _int_arg(gpus, "gpus")
+    if gpus <= 0:
+        _fail("share_gpus_if_needed: no CUDA GPU is visible")
+    if local_size <= gpus:
+        return "one GPU per rank"
+    os.environ["NCCL_NVLS_ENABLE"] = "0"
+    sharing = "%d ranks share %d GPU(s): " % (local_size, gpus)
+    major, minor = (int(x) for x in nccl_version().split(".")[:2])
+    if (major, minor) >= (2, 30):
+        os.environ.setdefault("NCCL_MULTI_RANK_GPU_ENABLE", "1")
+        os.environ.setdefault("NCCL_P2P_LL_THRESHOLD", "1073741824")
+        return sharing + "NCCL_MULTI_RANK_GPU_ENABLE=1"
+    os.environ.setdefault("NCCL_HOSTID", "symmcomm-rank-%d" % rank)
+    os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
+    return sharing + "one NCCL_HOSTID per rank (socket transport, fallback path only)"
 
 
 def unique_id():
@@ -128,6 +181,42 @@ class Communicator:
         _check(_lib.symmcomm_comm_wrap(ctypes.c_void_p(nccl_comm), 1 if probe else 0,
                                        ctypes.byref(out)))
         return cls(out)
+
+    @classmethod
+    def from_process_group(cls, group=None, probe=True):
+        """Borrows the NCCL communicator of a torch.distributed NCCL process group (default: the
+        world group) through ProcessGroupNCCL._comm_ptr(). NCCL creates it lazily, so a barrier
+        on the group runs first when it does not exist yet. The group keeps owning it: release
+        this wrapper before destroying the group. Collective when `probe`.
+
+        PyTorch and symmcomm share the libnccl.so.2 loaded first; when that is not the NCCL
+        symmcomm was built with, the device-API rule applies (the same 2.28 release, or from
+        2.29.2 one at least as new): otherwise the communicator works on the fallback path and
+        `info()`'s symmetric flag is False."""
+        import torch
+        import torch.distributed as dist
+        if not dist.is_initialized():
+            _fail("from_process_group: torch.distributed is not initialised "
+                  "(dist.init_process_group first)")
+        if group is None:
+            group = dist.group.WORLD
+        try:
+            backend = group._get_backend(torch.device("cuda"))
+        except Exception as e:  # noqa: BLE001 - PyTorch raises RuntimeError or ValueError
+            _fail("from_process_group: the group has no CUDA (NCCL) backend: %s" % e)
+        if not hasattr(backend, "_comm_ptr"):
+            _fail("from_process_group: this PyTorch (%s) does not expose its NCCL communicator "
+                  "(ProcessGroupNCCL._comm_ptr); use Communicator.init(size, "
+                  "shared_unique_id(), rank, device) instead" % torch.__version__)
+        ptr = backend._comm_ptr()
+        if not ptr:
+            dist.barrier(group=group, device_ids=[torch.cuda.current_device()])
+            torch.cuda.synchronize()
+            ptr = backend._comm_ptr()
+        if not ptr:
+            _fail("from_process_group: the group's NCCL communicator does not exist even after a "
+                  "barrier on it")
+        return cls.wrap(int(ptr), probe)
 
     def _h(self):
         if self._handle is None or not self._handle.value:
@@ -440,6 +529,53 @@ def all_gather(comm, send, recv, stream=None, path="auto"):
             _fail("recv holds %d elements, not send's %d x comm.size %d" % (m, n, size))
         _check(_lib.symmcomm_all_gather_bf16(comm._h(), ctypes.c_void_p(a), ctypes.c_void_p(b), n,
                                              p, ctypes.c_void_p(s), ctypes.byref(taken)))
+    return _plan(taken)
+
+
+def all_gatherv(comm, send, recv, counts, stream=None, path="auto"):
+    """Gathers counts[r] elements from every rank r into `recv` (rank r's part after ranks
+    0..r-1): bf16 tensors, Fp8Tensor or Nvfp4Tensor (counts multiples of 16; gathered scales:
+    comm.size floats). `counts`: one int per rank, the same on every rank; send holds
+    counts[rank] elements, recv their sum. Returns the Plan."""
+    rank, size, device, _ = comm.info()
+    if not isinstance(counts, (list, tuple)) or len(counts) != size:
+        _fail("counts must be a list of comm.size (%d) ints, got %r" % (size, counts))
+    n = [_int_arg(c, "counts[%d]" % i) for i, c in enumerate(counts)]
+    total = sum(n)
+    arr = (ctypes.c_size_t * size)(*n)
+    p = _path_arg(path)
+    s = _stream_arg(stream, _first_tensor(send))
+    taken = ctypes.c_int(-1)
+
+    def check_counts(a_count, b_count):
+        if a_count != n[rank]:
+            _fail("send holds %d elements, not counts[%d] = %d" % (a_count, rank, n[rank]))
+        if b_count != total:
+            _fail("recv holds %d elements, not sum(counts) = %d" % (b_count, total))
+
+    if isinstance(send, Nvfp4Tensor):
+        for i, c in enumerate(n):
+            if c % NVFP4_BLOCK:
+                _fail("counts[%d] = %d is not a multiple of %d (NVFP4 blocks)" % (i, c, NVFP4_BLOCK))
+        a = _nvfp4(send, "send", device, 1)
+        b = _nvfp4(recv, "recv", device, size)
+        check_counts(a.count, b.count)
+        _check(_lib.symmcomm_all_gatherv_nvfp4(comm._h(), ctypes.byref(a), ctypes.byref(b), arr,
+                                               p, ctypes.c_void_p(s), ctypes.byref(taken)))
+    elif isinstance(send, Fp8Tensor):
+        a = _fp8(send, "send", device, 1)
+        b = _fp8(recv, "recv", device, size)
+        if a.format != b.format:
+            _fail("send and recv have different FP8 formats")
+        check_counts(a.count, b.count)
+        _check(_lib.symmcomm_all_gatherv_fp8(comm._h(), ctypes.byref(a), ctypes.byref(b), arr, p,
+                                             ctypes.c_void_p(s), ctypes.byref(taken)))
+    else:
+        a, an = _tensor(send, "send", _BF16, device)
+        b, bn = _tensor(recv, "recv", _BF16, device)
+        check_counts(an, bn)
+        _check(_lib.symmcomm_all_gatherv_bf16(comm._h(), ctypes.c_void_p(a), ctypes.c_void_p(b),
+                                              arr, p, ctypes.c_void_p(s), ctypes.byref(taken)))
     return _plan(taken)
 
 

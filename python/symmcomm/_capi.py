@@ -3,7 +3,7 @@ import ctypes
 import os
 
 #: The C ABI this package is written against (SYMMCOMM_C_ABI_VERSION in c_api.h).
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 # symmcomm_status_t
 SUCCESS = 0
@@ -122,6 +122,14 @@ def _declare(lib):
                                              c.POINTER(c.c_int)]),
         "symmcomm_all_gather_nvfp4": (status, [ptr, c.POINTER(Nvfp4), c.POINTER(Nvfp4), c.c_int,
                                                ptr, c.POINTER(c.c_int)]),
+        "symmcomm_all_gatherv_bf16": (status, [ptr, ptr, ptr, c.POINTER(c.c_size_t), c.c_int, ptr,
+                                               c.POINTER(c.c_int)]),
+        "symmcomm_all_gatherv_fp8": (status, [ptr, c.POINTER(Fp8), c.POINTER(Fp8),
+                                              c.POINTER(c.c_size_t), c.c_int, ptr,
+                                              c.POINTER(c.c_int)]),
+        "symmcomm_all_gatherv_nvfp4": (status, [ptr, c.POINTER(Nvfp4), c.POINTER(Nvfp4),
+                                                c.POINTER(c.c_size_t), c.c_int, ptr,
+                                                c.POINTER(c.c_int)]),
         "symmcomm_reduce_scatter_bf16": (status, [ptr, ptr, ptr, c.c_size_t, c.c_int, ptr,
                                                   c.POINTER(c.c_int)]),
         "symmcomm_reduce_scatter_nvfp4_bf16": (status, [ptr, c.POINTER(Nvfp4), ptr, c.c_size_t,

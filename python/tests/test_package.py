@@ -232,6 +232,36 @@ def test_reduce_scatter_checks_shapes_and_types():
         lambda: symmcomm.reduce_scatter(comm, odd, out))
 
 
+def test_all_gatherv_checks_counts_and_tensors():
+    comm = FakeComm(size=2)
+    assert "counts must be a list of comm.size (2) ints" in logic_error(
+        lambda: symmcomm.all_gatherv(comm, nvfp4(32), nvfp4(64, globals_=2), [32]))
+    assert "counts[1] must be >= 0, got -16" in logic_error(
+        lambda: symmcomm.all_gatherv(comm, nvfp4(32), nvfp4(64, globals_=2), [32, -16]))
+    assert "counts[1] must be an int" in logic_error(
+        lambda: symmcomm.all_gatherv(comm, nvfp4(32), nvfp4(64, globals_=2), [32, 16.0]))
+    assert "counts[1] = 24 is not a multiple of 16" in logic_error(
+        lambda: symmcomm.all_gatherv(comm, nvfp4(32), nvfp4(64, globals_=2), [32, 24]))
+    assert "send holds 32 elements, not counts[0] = 16" in logic_error(
+        lambda: symmcomm.all_gatherv(comm, nvfp4(32), nvfp4(64, globals_=2), [16, 48]))
+    assert "recv holds 64 elements, not sum(counts) = 80" in logic_error(
+        lambda: symmcomm.all_gatherv(comm, nvfp4(32), nvfp4(64, globals_=2), [32, 48]))
+    assert "recv.global_scale has 1 elements; expected 2" in logic_error(
+        lambda: symmcomm.all_gatherv(comm, nvfp4(32), nvfp4(80, globals_=1), [32, 48]))
+    assert "recv holds 10 elements, not sum(counts) = 12" in logic_error(
+        lambda: symmcomm.all_gatherv(comm, FakeTensor("bfloat16", 5), FakeTensor("bfloat16", 10),
+                                     [5, 7]))
+    e4 = symmcomm.Fp8Tensor(FakeTensor("float8_e4m3fn", 16), FakeTensor("float32", 1))
+    e5 = symmcomm.Fp8Tensor(FakeTensor("float8_e5m2", 40), FakeTensor("float32", 2))
+    assert "different FP8 formats" in logic_error(
+        lambda: symmcomm.all_gatherv(comm, e4, e5, [16, 24]))
+
+
+def test_the_loaded_nccl_version_reads_like_a_release():
+    parts = symmcomm.nccl_version().split(".")
+    assert len(parts) == 3 and all(p.isdigit() for p in parts) and int(parts[0]) == 2
+
+
 def test_codec_arguments_are_checked():
     m = logic_error(lambda: symmcomm.quantize_nvfp4(FakeTensor("bfloat16", 64), nvfp4(32)))
     assert "dst holds 32 elements, src 64" in m

@@ -55,6 +55,38 @@ def test_nvfp4_round_trip_and_gather_match_torch(comm):
     assert torch.equal(out, back)
 
 
+def test_a_gather_captured_in_a_cuda_graph_replays_on_new_data(comm):
+    n = 16 * 256
+    x = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    q = symmcomm.Nvfp4Tensor(torch.empty(n // 2, device="cuda", dtype=torch.uint8),
+                             torch.empty(n // 16, device="cuda", dtype=torch.uint8),
+                             torch.empty(1, device="cuda", dtype=torch.float32))
+    g = symmcomm.Nvfp4Tensor(torch.zeros_like(q.data), torch.zeros_like(q.block_scales),
+                             torch.zeros(1, device="cuda", dtype=torch.float32))
+    symmcomm.quantize_nvfp4(x, q)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        symmcomm.quantize_nvfp4(x, q)
+        symmcomm.all_gather(comm, q, g)
+    x.copy_(torch.randn(n, device="cuda", dtype=torch.bfloat16) * 3)
+    graph.replay()
+    want = symmcomm.Nvfp4Tensor(torch.empty_like(q.data), torch.empty_like(q.block_scales),
+                                torch.empty(1, device="cuda", dtype=torch.float32))
+    symmcomm.quantize_nvfp4(x, want)
+    torch.cuda.synchronize()
+    assert torch.equal(g.data, want.data) and torch.equal(g.block_scales, want.block_scales)
+    assert torch.equal(g.global_scale, want.global_scale)
+
+
+def test_all_gatherv_with_one_rank_copies_the_tensor(comm):
+    x = torch.randn(48, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty_like(x)
+    symmcomm.all_gatherv(comm, x, out, [48])
+    torch.cuda.synchronize()
+    assert torch.equal(out, x)
+
+
 def test_pool_memory_is_symmetric_where_supported(comm):
     with symmcomm.Pool(comm, initial_bytes=8 << 20) as pool:
         ptr = pool.allocate(1 << 20)

@@ -12,7 +12,9 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
@@ -132,6 +134,12 @@ symmcomm::Fp8View view_of(const symmcomm_fp8_t* v, const char* name) {
   SYMMCOMM_EXPECTS(format == SYMMCOMM_FP8_E4M3 || format == SYMMCOMM_FP8_E5M2,
                    name << "->format " << format << " is not an FP8 format");
   return symmcomm::Fp8View{t.data, t.scale, t.count, static_cast<symmcomm::Fp8Format>(t.format)};
+}
+
+// The host array of comm size counts an all_gatherv takes.
+std::vector<std::size_t> counts_of(const symmcomm::Communicator& c, const size_t* counts) {
+  SYMMCOMM_EXPECTS(counts != nullptr, "counts is NULL");
+  return std::vector<std::size_t>(counts, counts + c.size());
 }
 
 symmcomm::bf16* bf16_ptr(const void* p) {
@@ -363,6 +371,19 @@ symmcomm_status_t quantize_all_gather_c(symmcomm_comm_t comm, const void* input_
            path_taken);
   });
 }
+
+// Both quantized all_gatherv entry points (the views pick the format).
+template <class ViewC>
+symmcomm_status_t all_gatherv_c(symmcomm_comm_t comm, const ViewC* send, const ViewC* recv,
+                                const size_t* counts, symmcomm_path_t path, cudaStream_t stream,
+                                int* path_taken) {
+  return guarded([&] {
+    auto const& c = comm_of(comm);
+    report(symmcomm::all_gatherv(c, view_of(send, "send"), view_of(recv, "recv"),
+                                 counts_of(c, counts), stream, options_of(path)),
+           path_taken);
+  });
+}
 }  // namespace
 
 extern "C" {
@@ -399,6 +420,34 @@ symmcomm_status_t symmcomm_all_gather_nvfp4(symmcomm_comm_t comm, const symmcomm
                                 options_of(path)),
            path_taken);
   });
+}
+
+symmcomm_status_t symmcomm_all_gatherv_bf16(symmcomm_comm_t comm, const void* send, void* recv,
+                                            const size_t* counts, symmcomm_path_t path,
+                                            cudaStream_t stream, int* path_taken) {
+  return guarded([&] {
+    auto const& c = comm_of(comm);
+    std::vector<std::size_t> const n = counts_of(c, counts);
+    std::size_t const total = std::accumulate(n.begin(), n.end(), std::size_t{0});
+    report(symmcomm::all_gatherv(
+               c, symmcomm::Bf16Span{bf16_ptr(send), n[static_cast<size_t>(c.rank())]},
+               symmcomm::Bf16Span{bf16_ptr(recv), total}, n, stream, options_of(path)),
+           path_taken);
+  });
+}
+
+symmcomm_status_t symmcomm_all_gatherv_fp8(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
+                                           const symmcomm_fp8_t* recv, const size_t* counts,
+                                           symmcomm_path_t path, cudaStream_t stream,
+                                           int* path_taken) {
+  return all_gatherv_c(comm, send, recv, counts, path, stream, path_taken);
+}
+
+symmcomm_status_t symmcomm_all_gatherv_nvfp4(symmcomm_comm_t comm, const symmcomm_nvfp4_t* send,
+                                             const symmcomm_nvfp4_t* recv, const size_t* counts,
+                                             symmcomm_path_t path, cudaStream_t stream,
+                                             int* path_taken) {
+  return all_gatherv_c(comm, send, recv, counts, path, stream, path_taken);
 }
 
 symmcomm_status_t symmcomm_reduce_scatter_bf16(symmcomm_comm_t comm, const void* send, void* recv,

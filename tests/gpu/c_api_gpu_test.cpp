@@ -83,6 +83,27 @@ TEST(CApiGpu, PoolCollectivesAndTorchAllocator) {
     ASSERT_LE(std::abs(static_cast<int>(a[i]) - static_cast<int>(b[i])), 1) << i;
     ASSERT_EQ(a[i], symmcomm::float_to_bf16_bits(static_cast<float>(want.value(i)))) << i;
   }
+  // all_gatherv with one rank's count: the same bytes as the all-gather; counts NULL refused.
+  {
+    DeviceArray<std::uint8_t> vdata(n / 2), vscales(n / 16);
+    DeviceArray<float> vglobal(1);
+    symmcomm_nvfp4_t const v{vdata.get(), vscales.get(), vglobal.get(), n};
+    std::size_t const counts[1] = {n};
+    ASSERT_OK(
+        symmcomm_all_gatherv_nvfp4(comm, &q, &v, counts, SYMMCOMM_PATH_AUTO, nullptr, &taken));
+    DeviceArray<std::uint16_t> vb(n);
+    ASSERT_OK(symmcomm_all_gatherv_bf16(comm, src, vb.get(), counts, SYMMCOMM_PATH_AUTO, nullptr,
+                                        &taken));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(vdata.download(), want.data);
+    EXPECT_EQ(vscales.download(), want.scales);
+    EXPECT_EQ(vglobal.download()[0], want.global_scale);
+    EXPECT_EQ(vb.download(), host);
+    EXPECT_EQ(
+        symmcomm_all_gatherv_nvfp4(comm, &q, &v, nullptr, SYMMCOMM_PATH_AUTO, nullptr, &taken),
+        SYMMCOMM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(symmcomm_last_error()).find("counts is NULL"), std::string::npos);
+  }
   // Forcing a path the buffers cannot take is an error with its reason.
   EXPECT_EQ(symmcomm_all_gather_nvfp4(comm, &q, &g, SYMMCOMM_PATH_LSA_KERNEL, nullptr, &taken),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);

@@ -65,6 +65,16 @@ TEST(CApi, NullArgumentsAreInvalidArguments) {
   EXPECT_EQ(symmcomm_quantize_all_gather_fp8(nullptr, &p, 16, nullptr, nullptr, SYMMCOMM_PATH_AUTO,
                                              nullptr, &taken),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  std::size_t const counts[1] = {16};
+  EXPECT_EQ(symmcomm_all_gatherv_bf16(nullptr, &p, &p, counts, SYMMCOMM_PATH_AUTO, nullptr, &taken),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("comm is NULL"));
+  EXPECT_EQ(symmcomm_all_gatherv_nvfp4(nullptr, &recv, &recv, counts, SYMMCOMM_PATH_AUTO, nullptr,
+                                       &taken),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(symmcomm_all_gatherv_fp8(nullptr, nullptr, nullptr, counts, SYMMCOMM_PATH_AUTO, nullptr,
+                                     &taken),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(taken, -1);  // untouched on failure
 }
 

@@ -1,0 +1,191 @@
+"""One rank of test_torch_ranks.py (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the
+environment): every collective of the package on two communicators - PyTorch's own, borrowed
+from the NCCL process group, and one symmcomm creates - against references PyTorch computes from
+every rank's inputs (each rank can make all of them: they come from seeded generators), on
+tensors from a symmcomm pool through torch.cuda.use_mem_pool, and replayed from a CUDA graph.
+Prints "ranks_worker rank R: OK" at the end; any failed check raises (non-zero exit)."""
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+import symmcomm
+
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+
+
+def inputs(rank, n, salt):
+    """Rank `rank`'s bf16 input of n elements (the same tensor on every process)."""
+    g = torch.Generator(device="cuda").manual_seed(1000 * salt + rank)
+    return (torch.randn(n, generator=g, device="cuda") * (rank + 1)).to(torch.bfloat16)
+
+
+def nvfp4_empty(count, scales=1):
+    return symmcomm.Nvfp4Tensor(torch.zeros(count // 2, dtype=torch.uint8, device="cuda"),
+                                torch.zeros(count // 16, dtype=torch.uint8, device="cuda"),
+                                torch.zeros(scales, dtype=torch.float32, device="cuda"))
+
+
+def fp8_empty(count, scales=1):
+    return symmcomm.Fp8Tensor(torch.zeros(count, dtype=torch.float8_e4m3fn, device="cuda"),
+                              torch.zeros(scales, dtype=torch.float32, device="cuda"))
+
+
+def nvfp4_of(x):
+    q = nvfp4_empty(x.numel())
+    symmcomm.quantize_nvfp4(x, q)
+    return q
+
+
+def fp8_of(x):
+    q = fp8_empty(x.numel())
+    symmcomm.quantize_fp8(x, q)
+    return q
+
+
+def nvfp4_values(q):
+    """fp32 values of an NVFP4 tensor, decoded by PyTorch from the format's definition:
+    e2m1 code (element 2i in the low nibble) x e4m3 block scale / global scale."""
+    table = torch.tensor(E2M1, device="cuda")
+    lo = (q.data & 0x0F).long()
+    hi = (q.data >> 4).long()
+    codes = torch.stack([table[lo], table[hi]], dim=1).reshape(-1)
+    block = q.block_scales.view(torch.float8_e4m3fn).float().repeat_interleave(16)
+    return codes * block / q.global_scale[0]
+
+
+def fp8_values(q):
+    return q.data.float() * q.scale[0]
+
+
+def expect_equal(got, want, what):
+    if not torch.equal(got, want):
+        bad = (got != want).sum().item() if got.shape == want.shape else "shape"
+        raise AssertionError("%s: %s elements differ from PyTorch's reference" % (what, bad))
+
+
+def expect_close(got, want, bound, what):
+    """|got - want| <= 2^-8 * bound + 1e-30 elementwise (bound: the sum of the magnitudes)."""
+    err = (got.float() - want).abs() - bound * 2.0 ** -8
+    worst = err.max().item()
+    if worst > 1e-30:
+        raise AssertionError("%s: off PyTorch's fp32 sum by more than a bf16 step (%g)"
+                             % (what, worst))
+
+
+def check_collectives(comm, world, rank, label, salt):
+    paths = {}
+    n = 16 * 512
+    xs = [inputs(r, n, salt) for r in range(world)]
+
+    # bf16 all-gather and all-gatherv (ragged: rank r sends 16 * (r + 2) elements).
+    out = torch.empty(world * n, dtype=torch.bfloat16, device="cuda")
+    paths["all_gather bf16"] = symmcomm.all_gather(comm, xs[rank], out).path
+    expect_equal(out, torch.cat(xs), label + " all_gather bf16")
+    counts = [16 * (r + 2) for r in range(world)]
+    parts = [xs[r][:counts[r]] for r in range(world)]
+    outv = torch.empty(sum(counts), dtype=torch.bfloat16, device="cuda")
+    paths["all_gatherv bf16"] = symmcomm.all_gatherv(comm, parts[rank].clone(), outv, counts).path
+    expect_equal(outv, torch.cat(parts), label + " all_gatherv bf16")
+
+    # NVFP4 and FP8 all-gathers: every rank's quantized tensor, scales included, byte for byte.
+    qs = [nvfp4_of(x) for x in xs]
+    g = nvfp4_empty(world * n, world)
+    paths["all_gather nvfp4"] = symmcomm.all_gather(comm, qs[rank], g).path
+    expect_equal(g.data, torch.cat([q.data for q in qs]), label + " nvfp4 data")
+    expect_equal(g.block_scales, torch.cat([q.block_scales for q in qs]), label + " block scales")
+    expect_equal(g.global_scale, torch.cat([q.global_scale for q in qs]), label + " global scales")
+    qv = [nvfp4_of(x[:c].clone()) for x, c in zip(xs, counts)]
+    gv = nvfp4_empty(sum(counts), world)
+    paths["all_gatherv nvfp4"] = symmcomm.all_gatherv(comm, qv[rank], gv, counts).path
+    expect_equal(gv.data, torch.cat([q.data for q in qv]), label + " all_gatherv nvfp4 data")
+    expect_equal(gv.global_scale, torch.cat([q.global_scale for q in qv]),
+                 label + " all_gatherv nvfp4 global scales")
+    fs = [fp8_of(x) for x in xs]
+    gf = fp8_empty(world * n, world)
+    paths["all_gather fp8"] = symmcomm.all_gather(comm, fs[rank], gf).path
+    expect_equal(gf.data.view(torch.uint8), torch.cat([f.data.view(torch.uint8) for f in fs]),
+                 label + " fp8 codes")
+    expect_equal(gf.scale, torch.cat([f.scale for f in fs]), label + " fp8 scales")
+
+    # Reduce-scatters: this rank's shard of the sum over ranks.
+    m = n // world
+    shard = slice(rank * m, (rank + 1) * m)
+    rs = torch.empty(m, dtype=torch.bfloat16, device="cuda")
+    paths["reduce_scatter bf16"] = symmcomm.reduce_scatter(comm, xs[rank], rs).path
+    want = sum(x[shard].float() for x in xs)
+    if world == 2:  # one addition: exactly PyTorch's fp32 sum rounded once
+        expect_equal(rs, want.to(torch.bfloat16), label + " reduce_scatter bf16")
+    else:
+        expect_close(rs, want, sum(x[shard].float().abs() for x in xs), label + " bf16")
+    for name, quantized, values in (("nvfp4", qs, nvfp4_values), ("fp8", fs, fp8_values)):
+        paths["reduce_scatter " + name] = symmcomm.reduce_scatter(comm, quantized[rank], rs).path
+        vals = [values(q)[shard] for q in quantized]
+        expect_close(rs, sum(vals), sum(v.abs() for v in vals), label + " reduce_scatter " + name)
+
+    # CUDA graph: a gather captured once, replayed on new inputs.
+    src = xs[rank].clone()
+    dst = torch.empty(world * n, dtype=torch.bfloat16, device="cuda")
+    graph = torch.cuda.CUDAGraph()
+    torch.cuda.synchronize()
+    with torch.cuda.graph(graph):
+        symmcomm.all_gather(comm, src, dst)
+    fresh = [inputs(r, n, salt + 50) for r in range(world)]
+    src.copy_(fresh[rank])
+    graph.replay()
+    torch.cuda.synchronize()
+    expect_equal(dst, torch.cat(fresh), label + " all_gather replayed from a CUDA graph")
+    del graph
+    return paths
+
+
+def check_pool(comm, world, rank, label):
+    """Tensors made under torch.cuda.use_mem_pool land in the pool's windows (where the
+    communicator can have windows) and gather correctly."""
+    pool = symmcomm.Pool(comm, initial_bytes=64 << 20, allow_growth=False)
+    mempool = symmcomm.torch_mem_pool(pool)
+    n = 4096
+    with torch.cuda.use_mem_pool(mempool):
+        send = inputs(rank, n, 7)
+        recv = torch.empty(world * n, dtype=torch.bfloat16, device="cuda")
+    assert symmcomm.is_symmetric(comm, recv) == comm.symmetric, label + " pool provenance"
+    plan = symmcomm.all_gather(comm, send, recv)
+    expect_equal(recv, torch.cat([inputs(r, n, 7) for r in range(world)]), label + " pool gather")
+    del send, recv, mempool
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    pool.destroy()
+    return plan.path
+
+
+def main():
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    how = symmcomm.share_gpus_if_needed(rank, world)
+    device = rank % torch.cuda.device_count()
+    torch.cuda.set_device(device)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", device))
+    borrowed = symmcomm.Communicator.from_process_group()
+    own = symmcomm.Communicator.init(world, symmcomm.shared_unique_id(), rank, device)
+    assert borrowed.info()[:3] == (rank, world, device), borrowed.info()
+    report = []
+    for label, comm, salt in (("borrowed", borrowed, 1), ("own", own, 2)):
+        paths = check_collectives(comm, world, rank, label, salt)
+        paths["pool all_gather"] = check_pool(comm, world, rank, label)
+        report.append("%s (symmetric %s): %s" % (label, comm.symmetric, ", ".join(
+            "%s %s" % (k, v) for k, v in paths.items())))
+    # Still PyTorch's communicator after symmcomm used it: a torch collective on the group.
+    t = torch.full((4,), float(rank + 1), device="cuda")
+    dist.all_reduce(t)
+    assert t[0].item() == world * (world + 1) / 2, t
+    own.release()
+    borrowed.release()
+    dist.destroy_process_group()
+    print("ranks_worker rank %d/%d: NCCL %s, torch %s; %s\n  %s\nranks_worker rank %d: OK"
+          % (rank, world, symmcomm.nccl_version(), torch.__version__, how, "\n  ".join(report),
+             rank))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

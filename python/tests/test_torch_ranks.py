@@ -1,0 +1,67 @@
+"""The package at two ranks (two processes, sharing the GPU where there is one): every collective
+on PyTorch's borrowed NCCL communicator and on one symmcomm creates, against PyTorch's
+references (ranks_worker.py), and the MoE example under the same launch. Skips (saying why)
+without PyTorch or a GPU."""
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU visible to PyTorch", allow_module_level=True)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PACKAGE_ROOT = os.path.dirname(HERE)
+EXAMPLE = os.path.join(PACKAGE_ROOT, "..", "examples", "python", "moe_layer.py")
+WORLD = 2
+TIMEOUT_S = int(os.environ.get("SYMMCOMM_RANKS_TIMEOUT_S", "240"))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_ranks(script):
+    """Runs `script` as WORLD ranks (torch.distributed's environment) and returns their outputs;
+    fails naming the rank that failed or hung, with its output."""
+    port = str(free_port())
+    procs = []
+    for rank in range(WORLD):
+        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(WORLD),
+                   LOCAL_WORLD_SIZE=str(WORLD), MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
+                   PYTHONPATH=os.pathsep.join([PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")]))
+        procs.append(subprocess.Popen([sys.executable, script], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+    outputs = []
+    for rank, p in enumerate(procs):
+        try:
+            out, _ = p.communicate(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            out, _ = p.communicate()
+            pytest.fail("rank %d of %s did not finish in %d s:\n%s"
+                        % (rank, os.path.basename(script), TIMEOUT_S, out[-4000:]))
+        outputs.append(out)
+        assert p.returncode == 0, "rank %d of %s exited %d:\n%s" % (
+            rank, os.path.basename(script), p.returncode, out[-4000:])
+    for out in outputs:
+        print(out)
+    return outputs
+
+
+def test_two_ranks_every_collective_borrowed_and_owned_against_torch():
+    outputs = run_ranks(os.path.join(HERE, "ranks_worker.py"))
+    for rank, out in enumerate(outputs):
+        assert "ranks_worker rank %d: OK" % rank in out, out
+
+
+def test_the_moe_example_at_two_ranks():
+    outputs = run_ranks(EXAMPLE)
+    for out in outputs:
+        assert "moe_layer.py: OK" in out, out
