@@ -19,17 +19,16 @@ inline bool have_gpu() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-inline void for_each_rank(std::vector<symmcomm::Communicator>& comms,
-                          const std::function<void(symmcomm::Communicator&)>& body) {
+/// Runs body(i) for i in [0, n) on n threads at once; rethrows the first failure.
+inline void on_threads(std::size_t n, const std::function<void(std::size_t)>& body) {
   std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> errors(comms.size());
-  for (std::size_t r = 0; r < comms.size(); ++r) {
-    threads.emplace_back([&, r] {
+  std::vector<std::exception_ptr> errors(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
       try {
-        cudaSetDevice(comms[r].device());
-        body(comms[r]);
+        body(i);
       } catch (...) {
-        errors[r] = std::current_exception();
+        errors[i] = std::current_exception();
       }
     });
   }
@@ -37,4 +36,12 @@ inline void for_each_rank(std::vector<symmcomm::Communicator>& comms,
   for (auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
+}
+
+inline void for_each_rank(std::vector<symmcomm::Communicator>& comms,
+                          const std::function<void(symmcomm::Communicator&)>& body) {
+  on_threads(comms.size(), [&](std::size_t r) {
+    cudaSetDevice(comms[r].device());
+    body(comms[r]);
+  });
 }

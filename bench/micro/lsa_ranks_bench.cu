@@ -17,6 +17,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -43,6 +44,33 @@ namespace symmcomm::bench {
 namespace {
 
 constexpr std::size_t kTotalElems = std::size_t{1} << 28;  // as lsa_loopback_bench.cpp
+
+// Progress on stderr (a phase of N ranks sharing a GPU can take seconds: say where it is).
+void progress(int n, const std::string& what) {
+  static auto const t0 = std::chrono::steady_clock::now();
+  double const s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "lsa_ranks_bench [%7.1f s] %d ranks: %s\n", s, n, what.c_str());
+}
+
+// Waits for `e` at most kWaitS seconds; past that, a rank's kernel (or a launch the device
+// still holds) never finished: says which and ends the process (a kernel spinning in an LSA
+// barrier cannot be cancelled, and waiting longer would only hang the run).
+constexpr double kWaitS = 60.0;
+void wait_or_die(cudaEvent_t e, int n, int rank, const char* what) {
+  auto const until = std::chrono::steady_clock::now() + std::chrono::duration<double>(kWaitS);
+  for (;;) {
+    cudaError_t const r = cudaEventQuery(e);
+    if (r == cudaSuccess) return;
+    if (r != cudaErrorNotReady) SYMMCOMM_CUDA_TRY(r);
+    if (std::chrono::steady_clock::now() > until) {
+      progress(n, "rank " + std::to_string(rank) + " did not finish " + what + " within " +
+                      std::to_string(static_cast<int>(kWaitS)) + " s: giving up");
+      std::fflush(stderr);
+      std::_Exit(3);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
 
 // Runs f(rank) on n threads at once (each on device 0) and rethrows the first failure.
 void on_every_rank(int n, const std::function<void(int)>& f) {
@@ -137,8 +165,15 @@ std::unique_ptr<RankWorld> current_world;
 RankWorld* world_of(int n, std::string& why) {
   why = why_ranks_cannot_share();
   if (!why.empty()) return nullptr;
-  if (current_world && current_world->size() != n) current_world.reset();
-  if (!current_world) current_world = std::make_unique<RankWorld>(n);
+  if (current_world && current_world->size() != n) {
+    progress(current_world->size(), "tearing down");
+    current_world.reset();
+  }
+  if (!current_world) {
+    progress(n, "creating communicators, pools and device communicators");
+    current_world = std::make_unique<RankWorld>(n);
+    progress(n, "ready");
+  }
   const Capabilities& caps = current_world->ranks[0].comm.capabilities();
   if (!caps.symmetric_memory || caps.lsa_team_size != n) {
     why = "no LSA team of " + std::to_string(n) + " ranks: " + caps.reason;
@@ -151,9 +186,16 @@ RankWorld* world_of(int n, std::string& why) {
 // once all launches are enqueued (host thread start-up does not count).
 void time_ranks(benchmark::State& state, RankWorld& w, const std::function<void(int)>& launch) {
   for (int i = 0; i < 3; ++i) {  // warm-up
-    for (int r = 0; r < w.size(); ++r) launch(r);
+    for (int r = 0; r < w.size(); ++r) {
+      launch(r);
+      SYMMCOMM_CUDA_TRY(cudaEventRecord(w.ranks[static_cast<std::size_t>(r)].done,
+                                        w.ranks[static_cast<std::size_t>(r)].stream));
+    }
   }
-  for (const Rank& me : w.ranks) SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(me.stream));
+  for (int r = 0; r < w.size(); ++r) {
+    wait_or_die(w.ranks[static_cast<std::size_t>(r)].done, w.size(), r, "its warm-up calls");
+  }
+  progress(w.size(), "warmed up; timing");
   cudaStream_t const s0 = w.ranks[0].stream;
   for (auto _ : state) {
     *static_cast<volatile int*>(w.gate) = 0;
@@ -170,8 +212,9 @@ void time_ranks(benchmark::State& state, RankWorld& w, const std::function<void(
     }
     *static_cast<volatile int*>(w.gate) = 1;
     float slowest = 0.0f;
-    for (const Rank& me : w.ranks) {
-      SYMMCOMM_CUDA_TRY(cudaEventSynchronize(me.done));
+    for (int r = 0; r < w.size(); ++r) {
+      const Rank& me = w.ranks[static_cast<std::size_t>(r)];
+      wait_or_die(me.done, w.size(), r, "a timed call");
       float ms = 0.0f;
       SYMMCOMM_CUDA_TRY(cudaEventElapsedTime(&ms, w.start, me.done));
       slowest = std::max(slowest, ms);
@@ -268,6 +311,7 @@ void BM_RanksReduceScatterNvfp4(benchmark::State& state) {
                            w->ranks[i].stream, lsa_kernel())
                 .path;
   });
+  progress(n, "timed; comparing every rank's output with loopback's");
   loopback::reduce_scatter(send_views, want_spans, nullptr);
   SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
   std::size_t wrong = 0;
@@ -313,6 +357,7 @@ void BM_RanksAllGatherNvfp4(benchmark::State& state) {
         all_gather(w->ranks[i].comm, send[i]->view, recv[i]->view, w->ranks[i].stream, lsa_kernel())
             .path;
   });
+  progress(n, "timed; comparing every rank's receive buffer");
   // Every rank's receive buffer equals rank 0's, and rank 0's holds each rank's part in order.
   std::size_t wrong = 0;
   for (int r = 0; r < n; ++r) {
@@ -358,6 +403,7 @@ BENCHMARK(BM_RanksAllGatherNvfp4)
 }  // namespace
 
 void release_rank_worlds() {
+  if (current_world) progress(current_world->size(), "tearing down");
   current_world.reset();
 }
 

@@ -68,7 +68,9 @@ def main():
     # Dispatch.
     dispatch = symmcomm.quantize_all_gather(comm, x, gathered)
     tokens = torch.empty(world * n, dtype=torch.bfloat16, device="cuda")
-    symmcomm.dequantize_nvfp4(gathered, tokens)
+    for r in range(world):  # each rank's part with its own global scale
+        part = symmcomm.rank_part(gathered, r, world)
+        symmcomm.dequantize_nvfp4(part, tokens[r * n:(r + 1) * n])
     # Combine.
     symmcomm.quantize_nvfp4(expert_outputs(rank, world * n), partial)
     combine = symmcomm.reduce_scatter(comm, partial, out)

@@ -27,7 +27,7 @@ __all__ = [
     "TimeoutError", "InternalError", "version", "abi_version", "library_path", "unique_id",
     "Communicator", "Pool", "Plan", "Nvfp4Tensor", "Fp8Tensor", "provenance", "is_symmetric",
     "verify", "torch_mem_pool", "all_gather", "all_gatherv", "reduce_scatter",
-    "quantize_all_gather", "nccl_version", "share_gpus_if_needed",
+    "quantize_all_gather", "nccl_version", "share_gpus_if_needed", "rank_part",
     "quantize_nvfp4", "dequantize_nvfp4", "quantize_fp8", "dequantize_fp8", "shared_unique_id",
 ]
 
@@ -244,7 +244,10 @@ class Communicator:
 
     @property
     def symmetric(self):
-        """True when the communicator has NCCL symmetric-memory support."""
+        """True when NCCL's symmetric kernels and symmcomm's LSA kernels can run on this
+        communicator (device API probed, every rank load/store reachable). Windows may exist
+        without it (NCCL registers them on socket-only communicators too): is_symmetric() says
+        whether a tensor lies in one, this says whether a symmetric path can use it."""
         return self.info()[3]
 
     def release(self):
@@ -385,6 +388,37 @@ Nvfp4Tensor = collections.namedtuple("Nvfp4Tensor", ["data", "block_scales", "gl
 #: An FP8 tensor: codes (float8_e4m3fn / float8_e5m2 or uint8) and fp32 scale(s); `format`
 #: "e4m3" or "e5m2" (default: from the codes' dtype, else e4m3).
 Fp8Tensor = collections.namedtuple("Fp8Tensor", ["data", "scale", "format"], defaults=(None,))
+
+
+
+def rank_part(gathered, rank, size):
+    """Rank `rank`'s part of an Nvfp4Tensor or Fp8Tensor gathered from `size` ranks with equal
+    counts (all_gather, quantize_all_gather): views of its data and block scales and of its own
+    scale. Dequantize a gathered tensor part by part: dequantize_nvfp4 / dequantize_fp8 apply a
+    tensor's first scale to all of it, which is rank 0's."""
+    _int_arg(size, "size", 1)
+    _int_arg(rank, "rank")
+    if rank >= size:
+        _fail("rank %d is outside 0..%d" % (rank, size - 1))
+    if isinstance(gathered, Nvfp4Tensor):
+        n = gathered.data.numel()
+        if n % size or (n // size) % (NVFP4_BLOCK // 2):
+            _fail("gathered.data holds %d bytes: not %d equal parts of whole 16-element blocks"
+                  % (n, size))
+        part, blocks = n // size, gathered.block_scales.numel() // size
+        return Nvfp4Tensor(gathered.data[rank * part:(rank + 1) * part],
+                           gathered.block_scales[rank * blocks:(rank + 1) * blocks],
+                           gathered.global_scale[rank:rank + 1])
+    if isinstance(gathered, Fp8Tensor):
+        n = gathered.data.numel()
+        if n % size:
+            _fail("gathered.data holds %d elements: not %d equal parts" % (n, size))
+        part = n // size
+        return Fp8Tensor(gathered.data[rank * part:(rank + 1) * part],
+                         gathered.scale[rank:rank + 1], gathered.format)
+    _fail("gathered must be a symmcomm.Nvfp4Tensor or Fp8Tensor, got %s"
+          % type(gathered).__name__)
+
 
 _BF16 = ("bfloat16",)
 _BYTES = ("uint8", "int8")

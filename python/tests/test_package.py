@@ -257,6 +257,13 @@ def test_all_gatherv_checks_counts_and_tensors():
         lambda: symmcomm.all_gatherv(comm, e4, e5, [16, 24]))
 
 
+def test_rank_part_checks_its_arguments():
+    assert "rank 2 is outside 0..1" in logic_error(lambda: symmcomm.rank_part(nvfp4(64), 2, 2))
+    assert "not 3 equal parts" in logic_error(lambda: symmcomm.rank_part(nvfp4(64), 0, 3))
+    assert "gathered must be a symmcomm.Nvfp4Tensor or Fp8Tensor" in logic_error(
+        lambda: symmcomm.rank_part(FakeTensor("uint8", 64), 0, 2))
+
+
 def test_the_loaded_nccl_version_reads_like_a_release():
     parts = symmcomm.nccl_version().split(".")
     assert len(parts) == 3 and all(p.isdigit() for p in parts) and int(parts[0]) == 2

@@ -91,7 +91,7 @@ def test_pool_memory_is_symmetric_where_supported(comm):
     with symmcomm.Pool(comm, initial_bytes=8 << 20) as pool:
         ptr = pool.allocate(1 << 20)
         symmetric, offset, why = symmcomm.provenance(comm, ptr, 1 << 20)
-        assert symmetric == comm.symmetric, why
+        assert symmetric, why  # in a window, whether or not NCCL's symmetric kernels can run
         pool.free(ptr, stream=torch.cuda.current_stream())
         assert pool.stats()["live_allocations"] == 0
 
@@ -101,7 +101,7 @@ def test_tensors_from_the_mem_pool_lie_in_windows_where_supported(comm):
     mempool = symmcomm.torch_mem_pool(pool)
     with torch.cuda.use_mem_pool(mempool):
         t = torch.empty(1 << 20, dtype=torch.bfloat16, device="cuda")
-    assert symmcomm.is_symmetric(comm, t) == comm.symmetric
+    assert symmcomm.is_symmetric(comm, t)
     assert pool.stats()["live_allocations"] >= 1
     del t, mempool
     torch.cuda.synchronize()
