@@ -4,7 +4,9 @@
 // best. The library's NVFP4 kernel is BM_ReduceShape<512, 3, 2, 8> on a grid of 3 CTAs per SM
 // (for exactly 8 peers BM_ReduceShape<512, 3, 4, 8, 8>); these runs are how those shapes were
 // chosen (bench/results/). Bytes counted as in
-// BM_LoopbackReduceScatterNvfp4.
+// BM_LoopbackReduceScatterNvfp4. The production kernel (LsaPolicy: NCCL windows and barriers,
+// 2 peers in flight for 8 peers) is timed over real NCCL ranks sharing the GPU by
+// BM_RanksReduceScatterNvfp4 (lsa_ranks_bench.cu), in the same units.
 
 #include <benchmark/benchmark.h>
 

@@ -207,6 +207,26 @@ symmcomm_status_t symmcomm_reduce_scatter_fp8_bf16(symmcomm_comm_t comm, const s
                                                    symmcomm_path_t path, cudaStream_t stream,
                                                    int* path_taken);
 
+/** NVFP4 / FP8 sums into fp32 (fp32 accumulation, no rounding). */
+symmcomm_status_t symmcomm_reduce_scatter_nvfp4_fp32(symmcomm_comm_t comm,
+                                                     const symmcomm_nvfp4_t* send, float* recv,
+                                                     size_t recv_count, symmcomm_path_t path,
+                                                     cudaStream_t stream, int* path_taken);
+symmcomm_status_t symmcomm_reduce_scatter_fp8_fp32(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
+                                                   float* recv, size_t recv_count,
+                                                   symmcomm_path_t path, cudaStream_t stream,
+                                                   int* path_taken);
+/** NVFP4 / FP8 sums re-quantized to the input's format (recv->count elements; its one scale
+ *  computed from this rank's fp32 sum). */
+symmcomm_status_t symmcomm_reduce_scatter_nvfp4_nvfp4(symmcomm_comm_t comm,
+                                                      const symmcomm_nvfp4_t* send,
+                                                      const symmcomm_nvfp4_t* recv,
+                                                      symmcomm_path_t path, cudaStream_t stream,
+                                                      int* path_taken);
+symmcomm_status_t symmcomm_reduce_scatter_fp8_fp8(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
+                                                  const symmcomm_fp8_t* recv, symmcomm_path_t path,
+                                                  cudaStream_t stream, int* path_taken);
+
 /* ---- PyTorch pluggable allocator ----------------------------------------------------------- */
 
 /** Routes symmcomm_torch_alloc/free for `pool`'s device to `pool`. NULL is refused

@@ -614,14 +614,16 @@ def all_gatherv(comm, send, recv, counts, stream=None, path="auto"):
 
 
 def reduce_scatter(comm, send, recv, stream=None, path="auto"):
-    """Sums `send` over the ranks and leaves this rank's shard in `recv` (bf16): send bf16
-    (NCCL's sum), or an Nvfp4Tensor / Fp8Tensor with per-rank scales (dequantized, fp32 sum,
-    rounded once). Returns the Plan."""
+    """Sums `send` over the ranks and leaves this rank's shard in `recv`. send bf16: recv bf16
+    (NCCL's sum). send an Nvfp4Tensor / Fp8Tensor with per-rank scales (dequantized, summed in
+    fp32): recv a bf16 tensor (rounded once), a float32 tensor (no rounding), or a tensor of
+    send's own format (re-quantized: an Nvfp4Tensor, or an Fp8Tensor of the same FP8 format, its
+    one scale computed from the sum). Returns the Plan."""
     rank, size, device, _ = comm.info()
     p = _path_arg(path)
     s = _stream_arg(stream, _first_tensor(send))
     taken = ctypes.c_int(-1)
-    out, m = _tensor(recv, "recv", _BF16, device)
+    quantized = isinstance(send, (Nvfp4Tensor, Fp8Tensor))
     if isinstance(send, Nvfp4Tensor):
         a = _nvfp4(send, "send", device, 1)
         count = a.count
@@ -630,20 +632,39 @@ def reduce_scatter(comm, send, recv, stream=None, path="auto"):
         count = a.count
     else:
         a, count = _tensor(send, "send", _BF16, device)
+    if isinstance(recv, (Nvfp4Tensor, Fp8Tensor)):
+        if type(recv) is not type(send):
+            _fail("recv is a %s: a re-quantized output needs send of the same format, got %s"
+                  % (type(recv).__name__, type(send).__name__))
+        if isinstance(recv, Nvfp4Tensor):
+            b = _nvfp4(recv, "recv", device, 1)
+            fn = _lib.symmcomm_reduce_scatter_nvfp4_nvfp4
+        else:
+            b = _fp8(recv, "recv", device, 1)
+            if b.format != a.format:
+                _fail("send and recv have different FP8 formats")
+            fn = _lib.symmcomm_reduce_scatter_fp8_fp8
+        if count != b.count * size:
+            _fail("send holds %d elements, not recv's %d x comm.size %d"
+                  % (count, b.count, size))
+        _check(fn(comm._h(), ctypes.byref(a), ctypes.byref(b), p, ctypes.c_void_p(s),
+                  ctypes.byref(taken)))
+        return _plan(taken)
+    out, m = _tensor(recv, "recv", _BF16 + _F32 if quantized else _BF16, device)
     if count != m * size:
         _fail("send holds %d elements, not recv's %d x comm.size %d" % (count, m, size))
+    fp32 = _dtype_name(recv) in _F32
+    args = (ctypes.c_void_p(out), m, p, ctypes.c_void_p(s), ctypes.byref(taken))
     if isinstance(send, Nvfp4Tensor):
-        _check(_lib.symmcomm_reduce_scatter_nvfp4_bf16(comm._h(), ctypes.byref(a),
-                                                       ctypes.c_void_p(out), m, p,
-                                                       ctypes.c_void_p(s), ctypes.byref(taken)))
+        fn = (_lib.symmcomm_reduce_scatter_nvfp4_fp32 if fp32
+              else _lib.symmcomm_reduce_scatter_nvfp4_bf16)
+        _check(fn(comm._h(), ctypes.byref(a), *args))
     elif isinstance(send, Fp8Tensor):
-        _check(_lib.symmcomm_reduce_scatter_fp8_bf16(comm._h(), ctypes.byref(a),
-                                                     ctypes.c_void_p(out), m, p,
-                                                     ctypes.c_void_p(s), ctypes.byref(taken)))
+        fn = (_lib.symmcomm_reduce_scatter_fp8_fp32 if fp32
+              else _lib.symmcomm_reduce_scatter_fp8_bf16)
+        _check(fn(comm._h(), ctypes.byref(a), *args))
     else:
-        _check(_lib.symmcomm_reduce_scatter_bf16(comm._h(), ctypes.c_void_p(a),
-                                                 ctypes.c_void_p(out), m, p, ctypes.c_void_p(s),
-                                                 ctypes.byref(taken)))
+        _check(_lib.symmcomm_reduce_scatter_bf16(comm._h(), ctypes.c_void_p(a), *args))
     return _plan(taken)
 
 

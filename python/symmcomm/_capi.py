@@ -136,6 +136,14 @@ def _declare(lib):
                                                         c.c_int, ptr, c.POINTER(c.c_int)]),
         "symmcomm_reduce_scatter_fp8_bf16": (status, [ptr, c.POINTER(Fp8), ptr, c.c_size_t,
                                                       c.c_int, ptr, c.POINTER(c.c_int)]),
+        "symmcomm_reduce_scatter_nvfp4_fp32": (status, [ptr, c.POINTER(Nvfp4), ptr, c.c_size_t,
+                                                        c.c_int, ptr, c.POINTER(c.c_int)]),
+        "symmcomm_reduce_scatter_fp8_fp32": (status, [ptr, c.POINTER(Fp8), ptr, c.c_size_t,
+                                                      c.c_int, ptr, c.POINTER(c.c_int)]),
+        "symmcomm_reduce_scatter_nvfp4_nvfp4": (status, [ptr, c.POINTER(Nvfp4), c.POINTER(Nvfp4),
+                                                         c.c_int, ptr, c.POINTER(c.c_int)]),
+        "symmcomm_reduce_scatter_fp8_fp8": (status, [ptr, c.POINTER(Fp8), c.POINTER(Fp8), c.c_int,
+                                                     ptr, c.POINTER(c.c_int)]),
         "symmcomm_torch_set_pool": (status, [ptr]),
     }
     for name, (restype, argtypes) in protos.items():

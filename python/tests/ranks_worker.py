@@ -123,10 +123,26 @@ def check_collectives(comm, world, rank, label, salt):
         expect_equal(rs, want.to(torch.bfloat16), label + " reduce_scatter bf16")
     else:
         expect_close(rs, want, sum(x[shard].float().abs() for x in xs), label + " bf16")
-    for name, quantized, values in (("nvfp4", qs, nvfp4_values), ("fp8", fs, fp8_values)):
+    rs32 = torch.empty(m, dtype=torch.float32, device="cuda")
+    for name, quantized, values, empty in (("nvfp4", qs, nvfp4_values, nvfp4_empty),
+                                           ("fp8", fs, fp8_values, fp8_empty)):
         paths["reduce_scatter " + name] = symmcomm.reduce_scatter(comm, quantized[rank], rs).path
         vals = [values(q)[shard] for q in quantized]
-        expect_close(rs, sum(vals), sum(v.abs() for v in vals), label + " reduce_scatter " + name)
+        bound = sum(v.abs() for v in vals)
+        expect_close(rs, sum(vals), bound, label + " reduce_scatter " + name)
+        # fp32 output: PyTorch's fp32 sum up to the device's fused multiply-adds.
+        symmcomm.reduce_scatter(comm, quantized[rank], rs32)
+        worst = ((rs32 - sum(vals)).abs() - bound * 2.0 ** -20).max().item()
+        if worst > 1e-30:
+            raise AssertionError("%s reduce_scatter %s -> fp32: off PyTorch's sum (%g)"
+                                 % (label, name, worst))
+        # Re-quantized output: its decoded values are the fp32 sum within the format's step.
+        requantized = empty(m)
+        symmcomm.reduce_scatter(comm, quantized[rank], requantized)
+        rel = ((values(requantized) - rs32).norm() / rs32.norm()).item()
+        if not rel < (0.15 if name == "nvfp4" else 0.06):
+            raise AssertionError("%s reduce_scatter %s re-quantized: relative error %g"
+                                 % (label, name, rel))
 
     # CUDA graph: a gather captured once, replayed on new inputs.
     src = xs[rank].clone()

@@ -221,8 +221,19 @@ def test_reduce_scatter_checks_shapes_and_types():
     out = FakeTensor("bfloat16", 16)
     m = logic_error(lambda: symmcomm.reduce_scatter(comm, nvfp4(32), out))
     assert "send holds 32 elements, not recv's 16 x comm.size 4" in m
-    m = logic_error(lambda: symmcomm.reduce_scatter(comm, nvfp4(64), FakeTensor("float32", 16)))
-    assert "recv has dtype float32; expected bfloat16" in m
+    m = logic_error(lambda: symmcomm.reduce_scatter(comm, FakeTensor("bfloat16", 64),
+                                                    FakeTensor("float32", 16)))
+    assert "recv has dtype float32; expected bfloat16" in m  # fp32 output: quantized sends only
+    m = logic_error(lambda: symmcomm.reduce_scatter(comm, nvfp4(64), FakeTensor("float16", 16)))
+    assert "recv has dtype float16; expected bfloat16 or float32" in m
+    # Re-quantized outputs: the send's own format, a quarter of its elements at 4 ranks.
+    m = logic_error(lambda: symmcomm.reduce_scatter(comm, FakeTensor("bfloat16", 64), nvfp4(16)))
+    assert "recv is a Nvfp4Tensor: a re-quantized output needs send of the same format" in m
+    m = logic_error(lambda: symmcomm.reduce_scatter(comm, nvfp4(64), nvfp4(32)))
+    assert "send holds 64 elements, not recv's 32 x comm.size 4" in m
+    e4 = symmcomm.Fp8Tensor(FakeTensor("float8_e4m3fn", 64), FakeTensor("float32", 1))
+    e5 = symmcomm.Fp8Tensor(FakeTensor("float8_e5m2", 16), FakeTensor("float32", 1))
+    assert "different FP8 formats" in logic_error(lambda: symmcomm.reduce_scatter(comm, e4, e5))
     m = logic_error(lambda: symmcomm.reduce_scatter(
         comm, symmcomm.Fp8Tensor(FakeTensor("uint8", 64), FakeTensor("float32", 1), "e6m1"), out))
     assert "send.format must be 'e4m3' or 'e5m2'" in m

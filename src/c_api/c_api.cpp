@@ -384,9 +384,60 @@ symmcomm_status_t all_gatherv_c(symmcomm_comm_t comm, const ViewC* send, const V
            path_taken);
   });
 }
+
+// The quantized reduce-scatters with an fp32 or re-quantized output.
+template <class SendC, class Recv>
+symmcomm_status_t reduce_scatter_c(symmcomm_comm_t comm, const SendC* send, Recv recv,
+                                   symmcomm_path_t path, cudaStream_t stream, int* path_taken) {
+  return guarded([&] {
+    report(symmcomm::reduce_scatter(comm_of(comm), view_of(send, "send"), recv(), stream,
+                                    options_of(path)),
+           path_taken);
+  });
+}
 }  // namespace
 
 extern "C" {
+
+symmcomm_status_t symmcomm_reduce_scatter_nvfp4_fp32(symmcomm_comm_t comm,
+                                                     const symmcomm_nvfp4_t* send, float* recv,
+                                                     size_t recv_count, symmcomm_path_t path,
+                                                     cudaStream_t stream, int* path_taken) {
+  return reduce_scatter_c(
+      comm, send,
+      [&] {
+        return symmcomm::Fp32Span{recv, recv_count};
+      },
+      path, stream, path_taken);
+}
+
+symmcomm_status_t symmcomm_reduce_scatter_fp8_fp32(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
+                                                   float* recv, size_t recv_count,
+                                                   symmcomm_path_t path, cudaStream_t stream,
+                                                   int* path_taken) {
+  return reduce_scatter_c(
+      comm, send,
+      [&] {
+        return symmcomm::Fp32Span{recv, recv_count};
+      },
+      path, stream, path_taken);
+}
+
+symmcomm_status_t symmcomm_reduce_scatter_nvfp4_nvfp4(symmcomm_comm_t comm,
+                                                      const symmcomm_nvfp4_t* send,
+                                                      const symmcomm_nvfp4_t* recv,
+                                                      symmcomm_path_t path, cudaStream_t stream,
+                                                      int* path_taken) {
+  return reduce_scatter_c(
+      comm, send, [&] { return view_of(recv, "recv"); }, path, stream, path_taken);
+}
+
+symmcomm_status_t symmcomm_reduce_scatter_fp8_fp8(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
+                                                  const symmcomm_fp8_t* recv, symmcomm_path_t path,
+                                                  cudaStream_t stream, int* path_taken) {
+  return reduce_scatter_c(
+      comm, send, [&] { return view_of(recv, "recv"); }, path, stream, path_taken);
+}
 
 symmcomm_status_t symmcomm_quantize_all_gather_nvfp4(symmcomm_comm_t comm, const void* input_bf16,
                                                      size_t count, const symmcomm_nvfp4_t* recv,

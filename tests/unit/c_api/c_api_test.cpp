@@ -75,6 +75,14 @@ TEST(CApi, NullArgumentsAreInvalidArguments) {
   EXPECT_EQ(symmcomm_all_gatherv_fp8(nullptr, nullptr, nullptr, counts, SYMMCOMM_PATH_AUTO, nullptr,
                                      &taken),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  float out32 = 0.0f;
+  EXPECT_EQ(symmcomm_reduce_scatter_nvfp4_fp32(nullptr, &recv, &out32, 1, SYMMCOMM_PATH_AUTO,
+                                               nullptr, &taken),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("comm is NULL"));
+  EXPECT_EQ(symmcomm_reduce_scatter_fp8_fp8(nullptr, nullptr, nullptr, SYMMCOMM_PATH_AUTO, nullptr,
+                                            &taken),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(taken, -1);  // untouched on failure
 }
 
