@@ -15,6 +15,7 @@
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
+#include "symmcomm/formats/scale_layout.hpp"
 
 namespace symmcomm {
 namespace detail {
@@ -186,6 +187,19 @@ __global__ void dequantize_fp8_kernel(const uint2* __restrict__ src, std::size_t
   }
 }
 
+// One thread per byte of the swizzled layout (writes coalesced): the inverse of
+// swizzled_scale_offset, padding as 0.
+__global__ void swizzle_scales_kernel(const std::uint8_t* __restrict__ linear, std::size_t rows,
+                                      std::size_t scale_cols, std::size_t total,
+                                      std::uint8_t* __restrict__ swizzled) {
+  std::size_t const stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t b = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; b < total;
+       b += stride) {
+    ScalePosition const at = swizzled_scale_position(b, scale_cols);
+    swizzled[b] = at.row < rows && at.col < scale_cols ? linear[at.row * scale_cols + at.col] : 0;
+  }
+}
+
 void check_device_pointer(const void* p, std::size_t count, const char* name) {
   SYMMCOMM_EXPECTS(count == 0 || p != nullptr, name << " is null but count is " << count);
   SYMMCOMM_EXPECTS(reinterpret_cast<std::uintptr_t>(p) % kVectorAlignment == 0,
@@ -311,6 +325,27 @@ void dequantize_fp8(ConstFp8View src, bf16* dst, cudaStream_t stream) {
 }
 void dequantize_fp8(ConstFp8View src, float* dst, cudaStream_t stream) {
   detail::dequantize_fp8_impl(src, dst, stream);
+}
+
+void swizzle_nvfp4_scales(const std::uint8_t* linear, std::size_t rows, std::size_t scale_cols,
+                          std::uint8_t* swizzled, cudaStream_t stream) {
+  std::size_t const in = rows * scale_cols;
+  std::size_t const out = swizzled_scale_bytes(rows, scale_cols);
+  SYMMCOMM_EXPECTS(in == 0 || linear != nullptr,
+                   "swizzle_nvfp4_scales: linear is null but holds " << in << " scales");
+  SYMMCOMM_EXPECTS(out == 0 || swizzled != nullptr,
+                   "swizzle_nvfp4_scales: swizzled is null but needs " << out << " bytes");
+  auto const a = reinterpret_cast<std::uintptr_t>(linear);
+  auto const b = reinterpret_cast<std::uintptr_t>(swizzled);
+  SYMMCOMM_EXPECTS(in == 0 || out == 0 || a + in <= b || b + out <= a,
+                   "swizzle_nvfp4_scales: linear ["
+                       << static_cast<const void*>(linear) << ", +" << in << ") overlaps swizzled ["
+                       << static_cast<const void*>(swizzled) << ", +" << out << ")");
+  if (out == 0) return;
+  detail::require_cuda_device("swizzle_nvfp4_scales");  // after the argument checks
+  detail::swizzle_scales_kernel<<<detail::grid_for(out), detail::kThreadsPerCta, 0, stream>>>(
+      linear, rows, scale_cols, out, swizzled);
+  SYMMCOMM_CHECK_LAUNCH();
 }
 
 }  // namespace symmcomm

@@ -9,6 +9,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+#include <cstdint>
+
 #include "symmcomm/formats/views.hpp"
 
 namespace symmcomm {
@@ -35,5 +38,14 @@ void quantize_fp8(const float* src, Fp8View dst, ScaleMode mode, cudaStream_t st
 void dequantize_fp8(ConstFp8View src, bf16* dst, cudaStream_t stream);
 /// @brief FP8 -> FP32.
 void dequantize_fp8(ConstFp8View src, float* dst, cudaStream_t stream);
+
+/// @brief NVFP4 block scales of a [rows, scale_cols] matrix from symmcomm's linear layout
+/// (row-major, `rows * scale_cols` bytes at `linear`) into the swizzled 128 x 4 tile layout
+/// NVFP4 GEMMs read (symmcomm/formats/scale_layout.hpp: swizzled_scale_bytes(rows, scale_cols)
+/// bytes at `swizzled`, padding written as 0). What an engine runs after gathering linear
+/// scales. `linear` and `swizzled` must not overlap. @throws LogicError (null pointers,
+/// overlap), CudaError (no device).
+void swizzle_nvfp4_scales(const std::uint8_t* linear, std::size_t rows, std::size_t scale_cols,
+                          std::uint8_t* swizzled, cudaStream_t stream);
 
 }  // namespace symmcomm

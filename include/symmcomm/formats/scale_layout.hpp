@@ -47,6 +47,21 @@ SYMMCOMM_HD constexpr std::size_t swizzled_scale_offset(std::size_t row, std::si
   return tile * (kScaleTileRows * kScaleTileCols) + (i % 32) * 16 + (i / 32) * 4 + j;
 }
 
+/// @brief The inverse of swizzled_scale_offset: the (row, col) of the scale stored at byte
+/// `offset` of the swizzled layout (a padding byte where row >= rows or col >= scale_cols).
+struct ScalePosition {
+  std::size_t row = 0, col = 0;
+};
+SYMMCOMM_HD constexpr ScalePosition swizzled_scale_position(std::size_t offset,
+                                                            std::size_t scale_cols) {
+  std::size_t const tiles_per_row = round_up_to(scale_cols, kScaleTileCols) / kScaleTileCols;
+  std::size_t const tile = offset / (kScaleTileRows * kScaleTileCols);
+  std::size_t const within = offset % (kScaleTileRows * kScaleTileCols);
+  std::size_t const i = within / 16 + 32 * ((within % 16) / 4);
+  return ScalePosition{(tile / tiles_per_row) * kScaleTileRows + i,
+                       (tile % tiles_per_row) * kScaleTileCols + within % 4};
+}
+
 /// @brief Host conversion: the linear [rows, scale_cols] scales at `linear` into the swizzled
 /// layout at `swizzled` (swizzled_scale_bytes(rows, scale_cols) bytes, padding set to 0).
 inline void swizzle_scales_host(const std::uint8_t* linear, std::size_t rows,

@@ -37,4 +37,37 @@ TEST(CodecsWithoutGpu, SayThereIsNoCudaDevice) {
   }
 }
 
+// Scale swizzling: bad arguments are refused naming them on any machine; without a GPU a good
+// call says there is no device.
+TEST(SwizzleScales, BadArgumentsAreNamedAndNoGpuIsSaid) {
+  auto* fake = reinterpret_cast<std::uint8_t*>(std::uintptr_t{1} << 20);
+  auto const text = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_NE(text([&] {
+              swizzle_nvfp4_scales(nullptr, 3, 4, fake, nullptr);
+            }).find("linear is null but holds 12 scales"),
+            std::string::npos);
+  EXPECT_NE(text([&] {
+              swizzle_nvfp4_scales(fake, 3, 4, nullptr, nullptr);
+            }).find("swizzled is null but needs 512 bytes"),
+            std::string::npos);
+  EXPECT_NE(text([&] { swizzle_nvfp4_scales(fake, 3, 4, fake + 8, nullptr); }).find("overlaps"),
+            std::string::npos);
+  swizzle_nvfp4_scales(nullptr, 0, 4, nullptr, nullptr);  // nothing to do: no device needed
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) {
+    GTEST_SKIP() << "this machine has a GPU: the swizzle kernel runs there (tests/gpu)";
+  }
+  (void)cudaGetLastError();
+  EXPECT_NE(
+      text([&] { swizzle_nvfp4_scales(fake, 3, 4, fake + 4096, nullptr); }).find("no CUDA device"),
+      std::string::npos);
+}
+
 }  // namespace

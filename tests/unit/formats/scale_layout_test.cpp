@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -70,6 +71,28 @@ TEST(ScaleLayout, OffsetsAreABijectionOntoThePaddedTiles) {
     for (std::size_t c = 0; c < cols; ++c) ++hits[swizzled_scale_offset(r, c, cols)];
   }
   for (std::size_t b = 0; b < hits.size(); ++b) ASSERT_EQ(hits[b], 1) << "byte " << b;
+}
+
+// swizzled_scale_position (what the device swizzle runs per output byte) inverts
+// swizzled_scale_offset on every byte of ragged layouts, and names padding bytes as positions
+// outside the matrix.
+TEST(ScaleLayout, PositionInvertsOffsetOnEveryByte) {
+  for (auto const& [rows, cols] : std::vector<std::pair<std::size_t, std::size_t>>{
+           {1, 1}, {127, 3}, {128, 4}, {129, 448}, {300, 7}}) {
+    std::size_t const total = swizzled_scale_bytes(rows, cols);
+    std::vector<int> seen(total, 0);
+    for (std::size_t r = 0; r < round_up_to(rows, kScaleTileRows); ++r) {
+      for (std::size_t c = 0; c < round_up_to(cols, kScaleTileCols); ++c) {
+        std::size_t const off = swizzled_scale_offset(r, c, cols);
+        ASSERT_LT(off, total);
+        ScalePosition const at = swizzled_scale_position(off, cols);
+        ASSERT_EQ(at.row, r) << rows << "x" << cols << " offset " << off;
+        ASSERT_EQ(at.col, c) << rows << "x" << cols << " offset " << off;
+        ++seen[off];
+      }
+    }
+    for (std::size_t b = 0; b < total; ++b) ASSERT_EQ(seen[b], 1) << "byte " << b;
+  }
 }
 
 }  // namespace
