@@ -278,6 +278,25 @@ void free_on_ranks(RankWorld& w, std::vector<std::unique_ptr<PoolNvfp4>>& t) {
   on_every_rank(w.size(), [&](int r) { t[static_cast<std::size_t>(r)].reset(); });
 }
 
+// The world of state.range(0) ranks, or null having skipped the benchmark with the reason.
+RankWorld* world_or_skip(benchmark::State& state) {
+  std::string why;
+  RankWorld* w = world_of(static_cast<int>(state.range(0)), why);
+  if (w == nullptr) state.SkipWithError(why.c_str());
+  return w;
+}
+
+// Counters, label and the verdict every BM_Ranks* ends with: the path taken and the outputs
+// that differ from the reference (`what` names them).
+void report_ranks(benchmark::State& state, const RankWorld& w, Path taken, std::size_t wrong,
+                  const char* what) {
+  state.counters["wrong"] = static_cast<double>(wrong);
+  state.counters["sm_share"] = w.ranks[0].comm.capabilities().lsa_sm_share;
+  state.SetLabel(std::to_string(w.size()) + " NCCL ranks, " + to_string(taken));
+  if (taken != Path::LsaKernel) state.SkipWithError("the call did not take the LSA kernel");
+  if (wrong != 0) state.SkipWithError((std::to_string(wrong) + " " + what).c_str());
+}
+
 Options lsa_kernel() {
   Options o;
   o.path = PathChoice::LsaKernel;
@@ -286,13 +305,9 @@ Options lsa_kernel() {
 
 // One-shot NVFP4 reduce-scatter into bf16 over N real ranks (production LsaPolicy kernel).
 void BM_RanksReduceScatterNvfp4(benchmark::State& state) {
-  int const n = static_cast<int>(state.range(0));
-  std::string why;
-  RankWorld* w = world_of(n, why);
-  if (w == nullptr) {
-    state.SkipWithError(why.c_str());
-    return;
-  }
+  RankWorld* w = world_or_skip(state);
+  if (w == nullptr) return;
+  int const n = w->size();
   std::size_t const shard = kTotalElems / static_cast<std::size_t>(n);
   auto send = quantized_per_rank(*w, kTotalElems);
   std::vector<std::unique_ptr<DeviceMemory>> out, want;
@@ -324,25 +339,15 @@ void BM_RanksReduceScatterNvfp4(benchmark::State& state) {
   report_bandwidth(state, n * (read + static_cast<double>(shard * 2)));
   report_mix(state, n * (read + static_cast<double>(shard * 2)),
              Mix{8, 1, 32, 0, n, 1, kTotalElems / 16});  // as BM_LoopbackReduceScatterNvfp4
-  state.counters["wrong"] = static_cast<double>(wrong);
-  state.counters["sm_share"] = w->ranks[0].comm.capabilities().lsa_sm_share;
-  state.SetLabel(std::to_string(n) + " NCCL ranks, " + to_string(taken));
-  if (taken != Path::LsaKernel) state.SkipWithError("the call did not take the LSA kernel");
-  if (wrong != 0) {
-    state.SkipWithError((std::to_string(wrong) + " bf16 outputs differ from loopback's").c_str());
-  }
+  report_ranks(state, *w, taken, wrong, "bf16 outputs differ from loopback's");
 }
 
 // NVFP4 all-gather (data + block scales + global scales) over N real ranks: every rank pushes
 // its part to all N (production LsaPolicy gather kernel).
 void BM_RanksAllGatherNvfp4(benchmark::State& state) {
-  int const n = static_cast<int>(state.range(0));
-  std::string why;
-  RankWorld* w = world_of(n, why);
-  if (w == nullptr) {
-    state.SkipWithError(why.c_str());
-    return;
-  }
+  RankWorld* w = world_or_skip(state);
+  if (w == nullptr) return;
+  int const n = w->size();
   std::size_t const per_rank = kTotalElems / static_cast<std::size_t>(n);
   auto send = quantized_per_rank(*w, per_rank);
   std::vector<std::unique_ptr<PoolNvfp4>> recv(static_cast<std::size_t>(n));
@@ -378,27 +383,14 @@ void BM_RanksAllGatherNvfp4(benchmark::State& state) {
   report_bandwidth(state, n * part * (1.0 + n));
   report_mix(state, n * part * (1.0 + n),
              Mix{8, 1, 8, 1, 1, n, kTotalElems / 16});  // as BM_LoopbackAllGatherNvfp4
-  state.counters["wrong"] = static_cast<double>(wrong);
-  state.counters["sm_share"] = w->ranks[0].comm.capabilities().lsa_sm_share;
-  state.SetLabel(std::to_string(n) + " NCCL ranks, " + to_string(taken));
-  if (taken != Path::LsaKernel) state.SkipWithError("the call did not take the LSA kernel");
-  if (wrong != 0) {
-    state.SkipWithError((std::to_string(wrong) + " gathered bytes differ").c_str());
-  }
+  report_ranks(state, *w, taken, wrong, "gathered bytes differ");
 }
 
-BENCHMARK(BM_RanksReduceScatterNvfp4)
-    ->Arg(2)
-    ->Arg(4)
-    ->Arg(8)
-    ->UseManualTime()
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_RanksAllGatherNvfp4)
-    ->Arg(2)
-    ->Arg(4)
-    ->Arg(8)
-    ->UseManualTime()
-    ->Unit(benchmark::kMicrosecond);
+void rank_counts(benchmark::internal::Benchmark* b) {
+  b->Arg(2)->Arg(4)->Arg(8)->UseManualTime()->Unit(benchmark::kMicrosecond);
+}
+BENCHMARK(BM_RanksReduceScatterNvfp4)->Apply(rank_counts);
+BENCHMARK(BM_RanksAllGatherNvfp4)->Apply(rank_counts);
 
 }  // namespace
 

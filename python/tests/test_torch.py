@@ -9,6 +9,13 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU visible to PyTorch", allow_module_level=True)
 
 
+def nvfp4_zeros(n, scales=1):
+    """An NVFP4 tensor of n elements (and `scales` global scales) on the GPU, zeroed."""
+    return symmcomm.Nvfp4Tensor(torch.zeros(n // 2, device="cuda", dtype=torch.uint8),
+                                torch.zeros(n // 16, device="cuda", dtype=torch.uint8),
+                                torch.zeros(scales, device="cuda", dtype=torch.float32))
+
+
 @pytest.fixture(scope="module")
 def comm():
     c = symmcomm.Communicator.init(1, symmcomm.unique_id(), 0, 0)
@@ -32,9 +39,7 @@ def test_one_rank_bf16_all_gather_and_reduce_scatter_are_identities(comm):
 def test_nvfp4_round_trip_and_gather_match_torch(comm):
     n = 16 * 1024
     x = torch.randn(n, device="cuda", dtype=torch.bfloat16)
-    q = symmcomm.Nvfp4Tensor(torch.empty(n // 2, device="cuda", dtype=torch.uint8),
-                             torch.empty(n // 16, device="cuda", dtype=torch.uint8),
-                             torch.empty(1, device="cuda", dtype=torch.float32))
+    q = nvfp4_zeros(n)
     symmcomm.quantize_nvfp4(x, q)
     back = torch.empty_like(x)
     symmcomm.dequantize_nvfp4(q, back)
@@ -42,8 +47,7 @@ def test_nvfp4_round_trip_and_gather_match_torch(comm):
     # NVFP4 keeps ~1 significant bit per element plus block scales: within a block's step.
     err = (back.float() - x.float()).abs()
     assert err.max().item() <= x.float().abs().max().item() / 6 * 1.5 + 1e-3
-    g = symmcomm.Nvfp4Tensor(torch.zeros_like(q.data), torch.zeros_like(q.block_scales),
-                             torch.zeros(1, device="cuda", dtype=torch.float32))
+    g = nvfp4_zeros(n)
     symmcomm.all_gather(comm, q, g)
     torch.cuda.synchronize()
     assert torch.equal(g.data, q.data) and torch.equal(g.block_scales, q.block_scales)
@@ -58,11 +62,8 @@ def test_nvfp4_round_trip_and_gather_match_torch(comm):
 def test_a_gather_captured_in_a_cuda_graph_replays_on_new_data(comm):
     n = 16 * 256
     x = torch.randn(n, device="cuda", dtype=torch.bfloat16)
-    q = symmcomm.Nvfp4Tensor(torch.empty(n // 2, device="cuda", dtype=torch.uint8),
-                             torch.empty(n // 16, device="cuda", dtype=torch.uint8),
-                             torch.empty(1, device="cuda", dtype=torch.float32))
-    g = symmcomm.Nvfp4Tensor(torch.zeros_like(q.data), torch.zeros_like(q.block_scales),
-                             torch.zeros(1, device="cuda", dtype=torch.float32))
+    q = nvfp4_zeros(n)
+    g = nvfp4_zeros(n)
     symmcomm.quantize_nvfp4(x, q)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
@@ -71,8 +72,7 @@ def test_a_gather_captured_in_a_cuda_graph_replays_on_new_data(comm):
         symmcomm.all_gather(comm, q, g)
     x.copy_(torch.randn(n, device="cuda", dtype=torch.bfloat16) * 3)
     graph.replay()
-    want = symmcomm.Nvfp4Tensor(torch.empty_like(q.data), torch.empty_like(q.block_scales),
-                                torch.empty(1, device="cuda", dtype=torch.float32))
+    want = nvfp4_zeros(n)
     symmcomm.quantize_nvfp4(x, want)
     torch.cuda.synchronize()
     assert torch.equal(g.data, want.data) and torch.equal(g.block_scales, want.block_scales)
