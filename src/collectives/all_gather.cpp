@@ -10,9 +10,11 @@
 #include <string>
 
 #include "common.hpp"
+#include "scale_swizzle.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
+#include "symmcomm/formats/codecs.hpp"
 
 namespace symmcomm {
 namespace {
@@ -24,6 +26,8 @@ struct Part {
   const char* recv_name;
   void* recv;
   std::vector<std::size_t> bytes;  // per rank
+  // NVFP4 block scales written swizzled into `recv` (Options::scale_layout); null: linear.
+  const detail::SwizzledScales* swizzle = nullptr;
 };
 
 Part equal_part(const char* send_name, const void* send, const char* recv_name, void* recv,
@@ -41,6 +45,9 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
   bool equal = true;
   std::size_t send_total = 0, recv_total = 0;
   detail::PlannedCall call(state, Operation::AllGather, options, operation);
+  bool swizzled = false;
+  for (const Part& p : parts) swizzled = swizzled || p.swizzle != nullptr;
+  if (!swizzled) detail::refuse_scale_layout(options, operation);
   for (const Part& p : parts) {
     for (std::size_t b : p.bytes) equal = equal && b == p.bytes[0];
     send_total += p.bytes[static_cast<std::size_t>(me)];
@@ -50,14 +57,37 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
   for (const Part& p : parts) {
     std::size_t const sum = std::accumulate(p.bytes.begin(), p.bytes.end(), std::size_t{0});
     recv_total += sum;
-    call.buffer(p.recv_name, p.recv, sum);
+    call.buffer(p.recv_name, p.recv, p.swizzle != nullptr ? p.swizzle->bytes : sum);
   }
   call.per_rank(send_total, equal)
-      .staging_usable(equal && detail::staging_usable(state, options, send_total, recv_total))
+      .staging_usable(!swizzled && equal &&
+                      detail::staging_usable(state, options, send_total, recv_total))
       .lsa_kernel(parts.size() <= detail::lsa::kSlots);
   Plan const plan = call.decide(stream);
 
   detail::DeviceGuard guard(state.device);
+  // NCCL's paths gather swizzled parts linearly into the workspace and swizzle after: a kernel
+  // that must follow NCCL's work, which a symmcomm::Group would defer past it.
+  std::vector<void*> linear(parts.size(), nullptr);
+  if (swizzled && plan.path != Path::LsaKernel) {
+    detail::refuse_inside_group(operation, "block scales swizzled after NCCL's gather");
+    std::size_t need = 0;
+    for (const Part& p : parts) {
+      if (p.swizzle == nullptr) continue;
+      need += detail::align256(std::accumulate(p.bytes.begin(), p.bytes.end(), std::size_t{0}));
+    }
+    auto* ws = static_cast<char*>(detail::acquire_workspace(state, options, need, stream));
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      if (parts[i].swizzle == nullptr) continue;
+      linear[i] = ws;
+      ws += detail::align256(
+          std::accumulate(parts[i].bytes.begin(), parts[i].bytes.end(), std::size_t{0}));
+    }
+  }
+  // Where each part lands on NCCL's paths.
+  auto const nccl_recv = [&](std::size_t i) {
+    return linear[i] != nullptr ? linear[i] : parts[i].recv;
+  };
   call.before_enqueue(stream);
   if (plan.path == Path::LsaKernel) {
     // One launch pushes every part of this rank to every peer's window (lsa.cu).
@@ -74,6 +104,16 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
       args.segment[i].dst =
           detail::lsa::SymRef{static_cast<int>(i), recv_prov.offset + displacement};
       args.segment[i].bytes = parts[i].bytes[static_cast<std::size_t>(me)];
+      if (const detail::SwizzledScales* sw = parts[i].swizzle) {
+        // Every rank writes its rows (and the last one the padding rows) into one matrix.
+        args.segment[i].dst = detail::lsa::SymRef{static_cast<int>(i), recv_prov.offset};
+        args.segment[i].scale_cols = sw->scale_cols;
+        args.segment[i].first_row = sw->first_row[static_cast<std::size_t>(me)];
+        if (me == n - 1) {
+          args.segment[i].zero_from = sw->total_rows;
+          args.segment[i].zero_to = sw->padded_rows;
+        }
+      }
     }
     detail::lsa::gather(peers, args, stream);
   } else if (plan.staged) {
@@ -100,19 +140,22 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
     }
   } else if (equal) {
     Group group;
-    for (const Part& p : parts) {
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const Part& p = parts[i];
       if (p.bytes[0] == 0) continue;
-      SYMMCOMM_NCCL_TRY(ncclAllGather(p.send, p.recv, p.bytes[0], ncclUint8, state.comm, stream));
+      SYMMCOMM_NCCL_TRY(
+          ncclAllGather(p.send, nccl_recv(i), p.bytes[0], ncclUint8, state.comm, stream));
     }
     group.end();
   } else {
     // Variable counts: one broadcast per root (what NCCL offers for all-gatherv).
     Group group;
-    for (const Part& p : parts) {
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const Part& p = parts[i];
       std::size_t displacement = 0;
       for (int r = 0; r < n; ++r) {
         std::size_t const b = p.bytes[static_cast<std::size_t>(r)];
-        char* dst = static_cast<char*>(p.recv) + displacement;
+        char* dst = static_cast<char*>(nccl_recv(i)) + displacement;
         if (b > 0) {
           SYMMCOMM_NCCL_TRY(
               ncclBroadcast(r == me ? p.send : dst, dst, b, ncclUint8, r, state.comm, stream));
@@ -121,6 +164,14 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
       }
     }
     group.end();
+  }
+  if (plan.path != Path::LsaKernel) {
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      if (const detail::SwizzledScales* sw = parts[i].swizzle) {
+        swizzle_nvfp4_scales(static_cast<const std::uint8_t*>(linear[i]), sw->total_rows,
+                             sw->scale_cols, static_cast<std::uint8_t*>(parts[i].recv), stream);
+      }
+    }
   }
   call.record(stream, type, count);
   return plan;
@@ -142,12 +193,14 @@ void check_gathered_count(std::size_t send_count, std::size_t recv_count, int n)
 
 using detail::scaled;
 
+// `swizzle`: the block scales' swizzled layout (Options::scale_layout), or null for linear.
 std::vector<Part> nvfp4_parts(ConstNvfp4View send, Nvfp4View recv,
-                              const std::vector<std::size_t>& counts) {
+                              const std::vector<std::size_t>& counts,
+                              const detail::SwizzledScales* swizzle) {
   std::size_t const n = counts.size();
   return {Part{"send.data", send.data, "recv.data", recv.data, scaled(counts, 1, 2)},
           Part{"send.block_scales", send.block_scales, "recv.block_scales", recv.block_scales,
-               scaled(counts, 1, kNvfp4BlockSize)},
+               scaled(counts, 1, kNvfp4BlockSize), swizzle},
           Part{"send.global_scale", send.global_scale, "recv.global_scale", recv.global_scale,
                std::vector<std::size_t>(n, sizeof(float))}};
 }
@@ -191,7 +244,8 @@ Plan all_gather(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
   validate(recv, "recv", 1);
   check_gathered_count(send.count, recv.count, comm.size());
   std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), send.count);
-  std::vector<Part> parts = nvfp4_parts(send, recv, counts);
+  auto const swizzle = detail::swizzled_scales(options, counts, recv.block_scales, "all_gather");
+  std::vector<Part> parts = nvfp4_parts(send, recv, counts, swizzle ? &*swizzle : nullptr);
   for (const auto& item : extras) {
     parts.push_back(
         equal_part(item.name, item.send, item.name, item.recv, item.bytes_per_rank, comm.size()));
@@ -251,8 +305,10 @@ Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
   validate(recv, "recv", 1);
   detail::check_counts(counts, comm.size(), comm.rank(), send.count, recv.count, kNvfp4BlockSize,
                        "send.count", "recv.count");
-  return gather_parts(comm, "all_gatherv", "nvfp4", send.count, nvfp4_parts(send, recv, counts),
-                      stream, options);
+  auto const swizzle = detail::swizzled_scales(options, counts, recv.block_scales, "all_gatherv");
+  return gather_parts(comm, "all_gatherv", "nvfp4", send.count,
+                      nvfp4_parts(send, recv, counts, swizzle ? &*swizzle : nullptr), stream,
+                      options);
 }
 
 }  // namespace symmcomm

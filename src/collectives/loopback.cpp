@@ -3,11 +3,13 @@
 
 #include "symmcomm/collectives/loopback.hpp"
 
+#include <optional>
 #include <string>
 #include <type_traits>
 
 #include "common.hpp"
 #include "kernels/lsa.hpp"
+#include "scale_swizzle.hpp"
 #include "symmcomm/error.hpp"
 
 namespace symmcomm::loopback {
@@ -36,6 +38,7 @@ struct GatherTensor {
   std::vector<const void*> send;
   std::vector<void*> recv;
   std::vector<std::size_t> bytes;
+  const detail::SwizzledScales* swizzle = nullptr;  // NVFP4 block scales written swizzled
 };
 
 void run_gather(const std::vector<GatherTensor>& tensors, cudaStream_t stream) {
@@ -56,6 +59,15 @@ void run_gather(const std::vector<GatherTensor>& tensors, cudaStream_t stream) {
       args.segment[t].src = tensors[t].send[r];
       args.segment[t].dst = lsa::SymRef{static_cast<int>(t), displ[t][r]};
       args.segment[t].bytes = tensors[t].bytes[r];
+      if (const detail::SwizzledScales* sw = tensors[t].swizzle) {
+        args.segment[t].dst = lsa::SymRef{static_cast<int>(t), 0};
+        args.segment[t].scale_cols = sw->scale_cols;
+        args.segment[t].first_row = sw->first_row[r];
+        if (r == n - 1) {
+          args.segment[t].zero_from = sw->total_rows;
+          args.segment[t].zero_to = sw->padded_rows;
+        }
+      }
     }
     lsa::gather(peers, args, stream);
   }
@@ -194,10 +206,20 @@ void run_quantize_gather(const std::vector<Bf16Span>& input, const std::vector<c
 
 void all_gather(const std::vector<Nvfp4View>& send, const std::vector<Nvfp4View>& recv,
                 cudaStream_t stream) {
+  all_gather(send, recv, Options{}, stream);
+}
+
+void all_gather(const std::vector<Nvfp4View>& send, const std::vector<Nvfp4View>& recv,
+                const Options& options, cudaStream_t stream) {
   auto const counts = gather_counts(send, recv);
   std::size_t const n = counts.size();
+  std::optional<detail::SwizzledScales> swizzle;
+  for (std::size_t r = 0; r < n && options.scale_layout != ScaleLayout::Linear; ++r) {
+    swizzle =
+        detail::swizzled_scales(options, counts, recv[r].block_scales, "loopback::all_gather");
+  }
   GatherTensor data{{}, {}, scaled(counts, 1, 2)};
-  GatherTensor scales{{}, {}, scaled(counts, 1, kNvfp4BlockSize)};
+  GatherTensor scales{{}, {}, scaled(counts, 1, kNvfp4BlockSize), swizzle ? &*swizzle : nullptr};
   GatherTensor globals{{}, {}, std::vector<std::size_t>(n, sizeof(float))};
   for (std::size_t r = 0; r < n; ++r) {
     validate(send[r], at("send", r), 1);

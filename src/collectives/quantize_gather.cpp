@@ -2,9 +2,11 @@
 // quantizes bf16 and writes every peer's symmetric receive window, or quantize-then-gather.
 
 #include <type_traits>
+#include <vector>
 
 #include "common.hpp"
 #include "formats/codecs_internal.hpp"
+#include "scale_swizzle.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
@@ -64,8 +66,20 @@ Plan quantize_then_gather(detail::CommState& state, const Communicator& comm, Co
   QuantizedLayout const layout = quantized_layout<Recv>(count);
   std::size_t const data_bytes = layout.data_bytes;
   std::size_t const scale_bytes = layout.scale_bytes;
+  // Swizzled scales on NCCL's path need workspace of their own in the gather: after the copy.
+  Options gather_options = options;
+  std::size_t extra = 0;
+  if (options.scale_layout != ScaleLayout::Linear && into == nullptr) {
+    extra = detail::align256(recv.count / kNvfp4BlockSize);
+  }
   auto* ws = static_cast<std::uint8_t*>(
-      into != nullptr ? into : detail::acquire_workspace(state, options, layout.total, stream));
+      into != nullptr ? into
+                      : detail::acquire_workspace(state, options,
+                                                  detail::align256(layout.total) + extra, stream));
+  if (extra > 0) {
+    gather_options.workspace = ws + detail::align256(layout.total);
+    gather_options.workspace_bytes = extra;
+  }
   auto* slot = reinterpret_cast<float*>(ws + data_bytes + scale_bytes);
   ScaleMode const mode = scale == nullptr ? ScaleMode::Compute : ScaleMode::Given;
   float* const scale_ptr = scale == nullptr ? slot : const_cast<float*>(scale);  // read only
@@ -73,11 +87,11 @@ Plan quantize_then_gather(detail::CommState& state, const Communicator& comm, Co
   if constexpr (is_nvfp4<Recv>()) {
     Nvfp4View const mine{ws, ws + data_bytes, scale_ptr, count};
     quantize_nvfp4(input.data, mine, mode, stream);
-    return all_gather(comm, mine, recv, stream, options);
+    return all_gather(comm, mine, recv, stream, gather_options);
   } else {
     Fp8View const mine{ws, scale_ptr, count, recv.format};
     quantize_fp8(input.data, mine, mode, stream);
-    return all_gather(comm, mine, recv, stream, options);
+    return all_gather(comm, mine, recv, stream, gather_options);
   }
 }
 
@@ -94,6 +108,17 @@ Plan fused_quantize_gather(const Communicator& comm, ConstBf16Span input, Recv r
   SYMMCOMM_EXPECTS(recv.count == input.count * n, "recv.count "
                                                       << recv.count << " is not input.count "
                                                       << input.count << " x comm.size() " << n);
+  if constexpr (is_nvfp4<Recv>()) {
+    if (options.scale_layout != ScaleLayout::Linear) {
+      // The fused kernel writes linear scales: quantize, then gather with the swizzle (LSA
+      // kernel or NCCL's path, as all_gather plans; the plan returned is the gather's).
+      detail::swizzled_scales(options, std::vector<std::size_t>(n, input.count), recv.block_scales,
+                              kOperation);
+      return quantize_then_gather(state, comm, input, recv, scale, stream, options);
+    }
+  } else {
+    detail::refuse_scale_layout(options, kOperation);
+  }
   // NCCL's path gathers a copy quantized first: into Options::staging.send when it is big
   // enough (NCCL 2.28 runs its symmetric kernels only with the send side in a window too),
   // else into the workspace.

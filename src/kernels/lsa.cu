@@ -51,6 +51,10 @@ __global__ void __launch_bounds__(kThreads)
       dst[p] = peers.ptr(seg.dst, p);
     }
     __syncthreads();
+    if (seg.scale_cols > 0) {
+      swizzle_scales_to_peers<kStreamingStores>(seg, dst, me, n);
+      continue;
+    }
     std::size_t const units = seg.bytes / static_cast<std::size_t>(g.width[s]);
     switch (g.width[s]) {
       case 16:
@@ -272,6 +276,17 @@ void gather(const Peers& peers, const GatherArgs& args, cudaStream_t stream) {
     check_ref(peers, seg.dst, "gather destination");
     SYMMCOMM_EXPECTS(seg.bytes == 0 || seg.src != nullptr,
                      "lsa gather: segment " << s << " source is null");
+    if (seg.scale_cols > 0) {
+      SYMMCOMM_EXPECTS(seg.bytes % seg.scale_cols == 0 && seg.zero_from <= seg.zero_to,
+                       "lsa gather: swizzle segment " << s << " of " << seg.bytes
+                                                      << " bytes is not whole rows of "
+                                                      << seg.scale_cols << " scales");
+      SYMMCOMM_EXPECTS(
+          address_bits(peers, seg.dst) % 4 == 0,
+          "lsa gather: swizzled scales at offset " << seg.dst.offset << " are not 4-byte aligned");
+      g.width[s] = 4;
+      continue;
+    }
     g.width[s] = widest_vector(address_bits(peers, seg.dst) |
                                reinterpret_cast<std::uintptr_t>(seg.src) | seg.bytes);
   }

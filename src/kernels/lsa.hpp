@@ -87,10 +87,17 @@ struct Peers {
 static_assert(std::is_trivially_copyable_v<Peers>, "Peers is a kernel argument");
 
 /// One byte range this rank sends to every peer: `bytes` from local `src` to `dst` on each.
+/// With scale_cols > 0 the range is this rank's linear NVFP4 block scales (bytes / scale_cols
+/// rows of scale_cols) and lands in the swizzled [rows, scale_cols] scale matrix at `dst`
+/// (symmcomm/formats/scale_layout.hpp) from row `first_row` on, padding columns as 0; rows
+/// [zero_from, zero_to) are padding rows this rank writes as 0 (the last rank's job).
 struct GatherSegment {
   const void* src = nullptr;
   SymRef dst{};
   std::size_t bytes = 0;
+  std::size_t scale_cols = 0;
+  std::size_t first_row = 0;
+  std::size_t zero_from = 0, zero_to = 0;
 };
 
 /// A push all-gather of up to kSlots byte ranges in one launch.

@@ -5,9 +5,10 @@
 
 #include <cstddef>
 
-#include "lsa_policy.cuh"
 #include "formats/quantize_block.cuh"
+#include "lsa_policy.cuh"
 #include "symmcomm/formats/nvfp4.hpp"
+#include "symmcomm/formats/scale_layout.hpp"
 
 namespace symmcomm::detail::lsa {
 
@@ -41,6 +42,38 @@ __device__ __forceinline__ void copy_to_peers(const void* src, char* const* dst,
       for (int u = 0; u < kUnroll; ++u) {
         if (i0 + u * stride < units) store_vector<kStreaming>(out + i0 + u * stride, v[u]);
       }
+    }
+  }
+}
+
+// This rank's linear NVFP4 block scales into every peer's swizzled scale matrix (a swizzle
+// segment, see GatherSegment): one thread per (row, 4-column group), whose 4 scales are 4
+// adjacent bytes of the layout, stored as one word; padding columns and the segment's padding
+// rows as 0.
+template <bool kStreaming>
+__device__ __forceinline__ void swizzle_scales_to_peers(const GatherSegment& seg, char* const* dst,
+                                                        int me, int n) {
+  auto const* src = static_cast<const std::uint8_t*>(seg.src);
+  std::size_t const cols = seg.scale_cols;
+  std::size_t const groups = round_up_to(cols, kScaleTileCols) / kScaleTileCols;
+  std::size_t const rows = seg.bytes / cols;
+  std::size_t const units = (rows + (seg.zero_to - seg.zero_from)) * groups;
+  std::size_t const stride = grid_threads();
+  for (std::size_t u = global_thread(); u < units; u += stride) {
+    std::size_t const r = u / groups, c0 = (u % groups) * kScaleTileCols;
+    std::uint32_t word = 0;
+    std::size_t row = seg.zero_from + (r - rows);
+    if (r < rows) {
+      row = seg.first_row + r;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        std::size_t const c = c0 + static_cast<std::size_t>(k);
+        if (c < cols) word |= static_cast<std::uint32_t>(src[r * cols + c]) << (8 * k);
+      }
+    }
+    std::size_t const at = swizzled_scale_offset(row, c0, cols);
+    for (int j = 0; j < n; ++j) {
+      store_vector<kStreaming>(reinterpret_cast<std::uint32_t*>(dst[rotated(me, j, n)] + at), word);
     }
   }
 }

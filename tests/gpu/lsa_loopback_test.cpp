@@ -19,6 +19,7 @@
 #include "symmcomm/collectives/local_reduce.hpp"
 #include "symmcomm/collectives/loopback.hpp"
 #include "symmcomm/formats/codecs.hpp"
+#include "symmcomm/formats/scale_layout.hpp"
 
 namespace {
 
@@ -115,6 +116,69 @@ TEST_P(LsaLoopback, Nvfp4AllGatherWithVariableCountsMovesEveryByte) {
       rd[r]->expect_guard_intact(poison, at + " data");
       rs[r]->expect_guard_intact(poison, at + " block scales");
       rg[r]->expect_guard_intact(poison, at + " global scales");
+    }
+  }
+}
+
+// Swizzled block scales (Options::scale_layout): every rank's rows - a different number per
+// rank, not filling whole 128-row tiles, with a scale-column count that does not fill a 4-column
+// tile row - land where the documented layout (scale_layout.hpp's host conversion of the
+// concatenated linear scales) puts them, padding zeroed, nothing past the buffer written; data
+// and global scales as with linear scales.
+TEST_P(LsaLoopback, Nvfp4AllGatherWritesSwizzledScalesForRaggedRows) {
+  int const n = ranks();
+  for (std::size_t const scale_cols : {std::size_t{7}, std::size_t{448}}) {
+    std::size_t const row = scale_cols * 16;
+    std::vector<std::size_t> counts;
+    for (int r = 0; r < n; ++r) counts.push_back(row * static_cast<std::size_t>(37 * r + 5));
+    std::size_t const total = sum(counts);
+    std::size_t const rows = total / row;
+    std::vector<std::unique_ptr<DeviceArray<std::uint8_t>>> sd, ss;
+    std::vector<std::unique_ptr<DeviceArray<float>>> sg;
+    std::vector<std::unique_ptr<Guarded>> rd, rs, rg;
+    std::vector<std::uint8_t> want_data, linear;
+    std::vector<Nvfp4View> send, recv;
+    for (int r = 0; r < n; ++r) {
+      std::size_t const c = counts[static_cast<std::size_t>(r)];
+      auto const d = random_bytes(c / 2, 30 + static_cast<std::uint32_t>(r));
+      auto s = random_bytes(c / 16, 40 + static_cast<std::uint32_t>(r));
+      for (auto& b : s) b = static_cast<std::uint8_t>(b | 1);  // never a padding 0
+      sd.push_back(std::make_unique<DeviceArray<std::uint8_t>>(d.size()));
+      sd.back()->upload(d);
+      ss.push_back(std::make_unique<DeviceArray<std::uint8_t>>(s.size()));
+      ss.back()->upload(s);
+      sg.push_back(std::make_unique<DeviceArray<float>>(1));
+      sg.back()->upload({1.5f + static_cast<float>(r)});
+      want_data.insert(want_data.end(), d.begin(), d.end());
+      linear.insert(linear.end(), s.begin(), s.end());
+      send.push_back(Nvfp4View{sd.back()->get(), ss.back()->get(), sg.back()->get(), c});
+      rd.push_back(std::make_unique<Guarded>(total / 2));
+      rs.push_back(std::make_unique<Guarded>(swizzled_scale_bytes(rows, scale_cols)));
+      rg.push_back(std::make_unique<Guarded>(n * sizeof(float)));
+      recv.push_back(Nvfp4View{rd.back()->get(), rs.back()->get(),
+                               reinterpret_cast<float*>(rg.back()->get()), total});
+    }
+    std::vector<std::uint8_t> want_scales(swizzled_scale_bytes(rows, scale_cols));
+    swizzle_scales_host(linear.data(), rows, scale_cols, want_scales.data());
+    Options o;
+    o.scale_layout = ScaleLayout::Swizzled128x4;
+    o.row_elements = row;
+    for (int poison : kPoisons) {
+      for (int r = 0; r < n; ++r) {
+        rd[r]->mem.poison(poison);
+        rs[r]->mem.poison(poison);
+        rg[r]->mem.poison(poison);
+      }
+      loopback::all_gather(send, recv, o, nullptr);
+      SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+      for (int r = 0; r < n; ++r) {
+        std::string const at = std::to_string(scale_cols) + " scale columns, rank " +
+                               std::to_string(r) + " poison " + std::to_string(poison);
+        ASSERT_EQ(rd[r]->body(), want_data) << at;
+        ASSERT_EQ(rs[r]->body(), want_scales) << at << ": swizzled scales";
+        rs[r]->expect_guard_intact(poison, at + " swizzled scales");
+        rd[r]->expect_guard_intact(poison, at + " data");
+      }
     }
   }
 }

@@ -18,6 +18,7 @@
 
 #include <vector>
 
+#include "symmcomm/collectives/options.hpp"
 #include "symmcomm/formats/views.hpp"
 #include "symmcomm/limits.hpp"
 
@@ -32,6 +33,11 @@ inline constexpr int kMaxVirtualRanks = kMaxLoopbackRanks;
 /// holds one float per rank.
 void all_gather(const std::vector<Nvfp4View>& send, const std::vector<Nvfp4View>& recv,
                 cudaStream_t stream);
+/// @brief As above with Options::scale_layout / row_elements: Swizzled128x4 writes the block
+/// scales into every recv[r].block_scales in the GEMMs' tile layout, as the LSA path of
+/// symmcomm::all_gather does (the other options are ignored here).
+void all_gather(const std::vector<Nvfp4View>& send, const std::vector<Nvfp4View>& recv,
+                const Options& options, cudaStream_t stream);
 /// @brief FP8 all-gather of codes and per-rank scales (variable counts allowed).
 void all_gather(const std::vector<Fp8View>& send, const std::vector<Fp8View>& recv,
                 cudaStream_t stream);
