@@ -19,6 +19,7 @@
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/comm/wait.hpp"
 #include "symmcomm/formats/bf16.hpp"
+#include "symmcomm/formats/scale_layout.hpp"
 
 namespace symmcomm::test {
 namespace {
@@ -179,6 +180,62 @@ TEST(MultiRankAllGather, VariableCountsNvfp4) {
         Nvfp4View{parts.r(0), parts.r(1), reinterpret_cast<float*>(parts.r(2)), total}, counts,
         w.stream, o);
   });
+}
+
+// Swizzled block scales (Options::scale_layout) on every path: all_gather (equal rows) and
+// all_gatherv (a different, tile-ragged number of rows per rank), with 7 scale columns (a
+// partial tile row); the scales against the documented layout of the concatenated linear
+// scales, padding zeroed; data and global scales as gathered bytes.
+TEST(MultiRankAllGather, SwizzledScalesOnEveryPathForEqualAndRaggedRows) {
+  World& w = world();
+  std::size_t const cols = 7, row = cols * kNvfp4BlockSize;
+  for (bool const ragged : {false, true}) {
+    std::vector<std::size_t> counts;
+    for (int r = 0; r < w.size; ++r) {
+      counts.push_back(row * (ragged ? static_cast<std::size_t>(37 * r + 5) : std::size_t{150}));
+    }
+    std::vector<std::vector<std::size_t>> bytes(2);
+    std::size_t total = 0, most = 0;
+    for (std::size_t c : counts) {
+      bytes[0].push_back(c / 2);
+      bytes[1].push_back(sizeof(float));
+      total += c;
+      most = std::max(most, c);
+    }
+    GatherParts parts(bytes);  // data and global scales
+    std::size_t const rows = total / row;
+    std::size_t const mine = counts[static_cast<std::size_t>(w.rank)];
+    PoolArray<std::uint8_t> scales(most / kNvfp4BlockSize);
+    PoolArray<std::uint8_t> swizzled(swizzled_scale_bytes(rows, cols));
+    std::vector<std::uint8_t> linear;
+    for (int r = 0; r < w.size; ++r) {
+      auto s = random_bytes(counts[static_cast<std::size_t>(r)] / kNvfp4BlockSize, seed_of(r, 90));
+      for (auto& b : s) b = static_cast<std::uint8_t>(b | 1);  // never a padding 0
+      if (r == w.rank) scales.upload(s);
+      linear.insert(linear.end(), s.begin(), s.end());
+    }
+    std::vector<std::uint8_t> want(swizzled_scale_bytes(rows, cols));
+    swizzle_scales_host(linear.data(), rows, cols, want.data());
+    bool const nccl_can = caps().symmetric_memory && !ragged;
+    for (PathChoice choice : paths_to_try(nccl_can, lsa_can())) {
+      parts.poison();
+      swizzled.poison();
+      Options o;
+      o.path = choice;
+      o.scale_layout = ScaleLayout::Swizzled128x4;
+      o.row_elements = row;
+      Nvfp4View const send{parts.s(0), scales.get(), reinterpret_cast<float*>(parts.s(1)), mine};
+      Nvfp4View const recv{parts.r(0), swizzled.get(), reinterpret_cast<float*>(parts.r(1)), total};
+      Plan const plan = ragged ? all_gatherv(w.comm, send, recv, counts, w.stream, o)
+                               : all_gather(w.comm, send, recv, w.stream, o);
+      sync();
+      std::string const at = std::string(ragged ? "all_gatherv" : "all_gather") + " swizzled (" +
+                             to_string(choice) + " -> " + to_string(plan.path) + ")";
+      expect_path(choice, plan.path, at);
+      parts.expect_gathered(at);
+      EXPECT_SAME_VECTORS(swizzled.download(), want, at + ": swizzled block scales");
+    }
+  }
 }
 
 // ---- fused quantize + all-gather -----------------------------------------------------------
