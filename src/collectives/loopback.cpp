@@ -172,7 +172,8 @@ void run_reduce(const std::vector<Send>& send, const std::vector<Span<Out>>& rec
 
 template <class Recv>
 void run_quantize_gather(const std::vector<Bf16Span>& input, const std::vector<const float*>& scale,
-                         const std::vector<Recv>& recv, cudaStream_t stream) {
+                         const std::vector<Recv>& recv, const Options& options,
+                         cudaStream_t stream) {
   constexpr bool kNvfp4 = std::is_same_v<Recv, Nvfp4View>;
   auto const counts = gather_counts(input, recv);
   std::size_t const n = counts.size();
@@ -184,6 +185,15 @@ void run_quantize_gather(const std::vector<Bf16Span>& input, const std::vector<c
     SYMMCOMM_EXPECTS(input[r].count % 16 == 0,
                      at("input", r) << ".count " << input[r].count << " is not a multiple of 16");
     SYMMCOMM_EXPECTS(scale[r] != nullptr, at("scale", r) << " is null");
+  }
+  std::optional<detail::SwizzledScales> swizzle;
+  if constexpr (kNvfp4) {
+    for (std::size_t r = 0; r < n && options.scale_layout != ScaleLayout::Linear; ++r) {
+      swizzle = detail::swizzled_scales(options, counts, recv[r].block_scales,
+                                        "loopback::quantize_all_gather");
+    }
+  } else {
+    detail::refuse_scale_layout(options, "loopback::quantize_all_gather");
   }
   auto const displ = displacements(counts);
   std::size_t const total = recv[0].count;
@@ -198,6 +208,15 @@ void run_quantize_gather(const std::vector<Bf16Span>& input, const std::vector<c
     a.block_scales = scales_at<kNvfp4>(displ[r]);
     a.scale_dst = lsa::SymRef{2, r * sizeof(float)};
     a.grid_count = total / n;
+    if (swizzle) {
+      a.block_scales = lsa::SymRef{1, 0};
+      a.scale_cols = swizzle->scale_cols;
+      a.first_row = swizzle->first_row[r];
+      if (r == n - 1) {
+        a.zero_from = swizzle->total_rows;
+        a.zero_to = swizzle->padded_rows;
+      }
+    }
     lsa::quantize_gather(peers, a, stream);
   }
 }
@@ -288,11 +307,16 @@ void reduce_scatter(const std::vector<Fp8View>& send, const std::vector<Fp32Span
 
 void quantize_all_gather(const std::vector<Bf16Span>& input, const std::vector<const float*>& scale,
                          const std::vector<Nvfp4View>& recv, cudaStream_t stream) {
-  run_quantize_gather(input, scale, recv, stream);
+  run_quantize_gather(input, scale, recv, Options{}, stream);
+}
+void quantize_all_gather(const std::vector<Bf16Span>& input, const std::vector<const float*>& scale,
+                         const std::vector<Nvfp4View>& recv, const Options& options,
+                         cudaStream_t stream) {
+  run_quantize_gather(input, scale, recv, options, stream);
 }
 void quantize_all_gather(const std::vector<Bf16Span>& input, const std::vector<const float*>& scale,
                          const std::vector<Fp8View>& recv, cudaStream_t stream) {
-  run_quantize_gather(input, scale, recv, stream);
+  run_quantize_gather(input, scale, recv, Options{}, stream);
 }
 
 }  // namespace symmcomm::loopback

@@ -1,6 +1,7 @@
 // Fused quantize + all-gather (symmcomm/collectives/all_gather.hpp): one LSA kernel that
 // quantizes bf16 and writes every peer's symmetric receive window, or quantize-then-gather.
 
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -108,14 +109,12 @@ Plan fused_quantize_gather(const Communicator& comm, ConstBf16Span input, Recv r
   SYMMCOMM_EXPECTS(recv.count == input.count * n, "recv.count "
                                                       << recv.count << " is not input.count "
                                                       << input.count << " x comm.size() " << n);
+  // Swizzled block scales (Options::scale_layout): the fused kernel writes each in its tile;
+  // NCCL's path quantizes, then all_gather swizzles after its gather.
+  std::optional<detail::SwizzledScales> swizzle;
   if constexpr (is_nvfp4<Recv>()) {
-    if (options.scale_layout != ScaleLayout::Linear) {
-      // The fused kernel writes linear scales: quantize, then gather with the swizzle (LSA
-      // kernel or NCCL's path, as all_gather plans; the plan returned is the gather's).
-      detail::swizzled_scales(options, std::vector<std::size_t>(n, input.count), recv.block_scales,
-                              kOperation);
-      return quantize_then_gather(state, comm, input, recv, scale, stream, options);
-    }
+    swizzle = detail::swizzled_scales(options, std::vector<std::size_t>(n, input.count),
+                                      recv.block_scales, kOperation);
   } else {
     detail::refuse_scale_layout(options, kOperation);
   }
@@ -134,7 +133,8 @@ Plan fused_quantize_gather(const Communicator& comm, ConstBf16Span input, Recv r
       .buffer("input", input.data, input.data_bytes(), false, false)  // read by this rank only
       .buffer("recv.data", recv.data, recv.data_bytes());
   if constexpr (is_nvfp4<Recv>()) {
-    call.buffer("recv.block_scales", recv.block_scales, recv.scale_bytes());
+    call.buffer("recv.block_scales", recv.block_scales,
+                swizzle ? swizzle->bytes : recv.scale_bytes());
   }
   call.buffer(scale_name<Recv>(), recv_scale(recv), n * sizeof(float));
   Plan const plan = call.decide(stream);
@@ -170,6 +170,15 @@ Plan fused_quantize_gather(const Communicator& comm, ConstBf16Span input, Recv r
     const Provenance& scales = call.provenance("recv.block_scales");
     peers.window[1] = scales.window;
     a.block_scales = detail::lsa::SymRef{1, scales.offset + me * (input.count / kNvfp4BlockSize)};
+    if (swizzle) {
+      a.block_scales = detail::lsa::SymRef{1, scales.offset};
+      a.scale_cols = swizzle->scale_cols;
+      a.first_row = swizzle->first_row[me];
+      if (me == n - 1) {
+        a.zero_from = swizzle->total_rows;
+        a.zero_to = swizzle->padded_rows;
+      }
+    }
   }
   peers.window[2] = globals.window;
   a.scale_dst = detail::lsa::SymRef{2, globals.offset + me * sizeof(float)};

@@ -369,6 +369,10 @@ void quantize_gather(const Peers& peers, const QuantizeGatherArgs& a, cudaStream
   SYMMCOMM_EXPECTS(address_bits(peers, a.scale_dst) % 4 == 0,
                    "lsa quantize_gather: recv scale at offset " << a.scale_dst.offset
                                                                 << " is not 4-byte aligned");
+  SYMMCOMM_EXPECTS(a.scale_cols == 0 || (a.nvfp4() && a.count % (a.scale_cols * 16) == 0 &&
+                                         a.zero_from <= a.zero_to),
+                   "lsa quantize_gather: " << a.count << " elements are not whole rows of "
+                                           << a.scale_cols << " NVFP4 blocks");
   unsigned const grid = grid_for_units(a.grid_count / 16);
   with_policy(peers, [&](const auto& p) {
     using P = std::decay_t<decltype(p)>;

@@ -131,6 +131,12 @@ struct QuantizeGatherArgs {
   std::size_t count = 0;  ///< a multiple of 16
   SymRef data{}, block_scales{}, scale_dst{};
   std::size_t grid_count = 0;
+  /// NVFP4, > 0: block_scales is the swizzled [rows, scale_cols] matrix (as GatherSegment):
+  /// this rank's blocks are rows from first_row on; it also zeroes its rows' padding columns
+  /// and the padding rows [zero_from, zero_to).
+  std::size_t scale_cols = 0;
+  std::size_t first_row = 0;
+  std::size_t zero_from = 0, zero_to = 0;
 };
 
 /// Launch one kernel for the calling rank described by `peers`.

@@ -106,6 +106,7 @@ __device__ __forceinline__ void quantize_gather_nvfp4_body(const P& peers,
   __syncthreads();
   std::size_t const blocks = a.count / kNvfp4BlockSize;
   std::size_t const stride = grid_threads();
+  std::size_t const cols = a.scale_cols;  // 0: linear scales
   for (std::size_t b0 = global_thread(); b0 < blocks; b0 += stride * kQuantUnroll) {
     Vectors<bf16, 16> in[kQuantUnroll];
 #pragma unroll
@@ -119,10 +120,33 @@ __device__ __forceinline__ void quantize_gather_nvfp4_body(const P& peers,
       uint2 packed;
       std::uint8_t scale;
       quantize_one_block(in[u], scale_factor, quant_table, packed, scale);
+      std::size_t const at =
+          cols == 0 ? b : swizzled_scale_offset(a.first_row + b / cols, b % cols, cols);
       for (int j = 0; j < n; ++j) {
         int const p = rotated(me, j, n);
         store_vector<kStreaming>(data_dst[p] + b, packed);
-        store_vector<kStreaming>(scale_dst[p] + b, scale);
+        store_vector<kStreaming>(scale_dst[p] + at, scale);
+      }
+    }
+  }
+  if (cols > 0) {
+    // Swizzled: zero this rank's rows' padding columns and its padding rows (see
+    // QuantizeGatherArgs), so every byte of the matrix is written by exactly one rank.
+    std::size_t const padded_cols = round_up_to(cols, kScaleTileCols);
+    std::size_t const pad_units = (blocks / cols) * (padded_cols - cols);
+    std::size_t const units = pad_units + (a.zero_to - a.zero_from) * padded_cols;
+    for (std::size_t v = global_thread(); v < units; v += stride) {
+      std::size_t row = 0, col = 0;
+      if (v < pad_units) {
+        row = a.first_row + v / (padded_cols - cols);
+        col = cols + v % (padded_cols - cols);
+      } else {
+        row = a.zero_from + (v - pad_units) / padded_cols;
+        col = (v - pad_units) % padded_cols;
+      }
+      std::size_t const at = swizzled_scale_offset(row, col, cols);
+      for (int j = 0; j < n; ++j) {
+        store_vector<kStreaming>(scale_dst[rotated(me, j, n)] + at, std::uint8_t{0});
       }
     }
   }

@@ -364,6 +364,64 @@ TEST_P(LsaLoopback, OneShotNvfp4AndFp8ReduceScatterMatchCpuAndTheFallbackKernel)
 
 // ---- fused quantize + all-gather ------------------------------------------------------------
 
+// The fused quantize + all-gather writing swizzled block scales: ragged rows per rank, 7 scale
+// columns (a partial tile row); data as the host quantizes it, scales where the documented
+// layout of the host's linear scales puts them, padding zeroed, guards intact.
+TEST_P(LsaLoopback, FusedQuantizeAllGatherWritesSwizzledScales) {
+  int const n = ranks();
+  std::size_t const cols = 7, row = cols * 16;
+  std::vector<std::unique_ptr<DeviceArray<std::uint16_t>>> in;
+  std::vector<std::unique_ptr<DeviceArray<float>>> g4;
+  std::vector<Bf16Span> input;
+  std::vector<const float*> gs;
+  std::vector<std::uint8_t> want_data, linear;
+  std::size_t total = 0;
+  for (int r = 0; r < n; ++r) {
+    std::size_t const c = row * static_cast<std::size_t>(37 * r + 5);
+    total += c;
+    auto const bits = to_bf16_bits(random_floats(c, 700 + static_cast<std::uint32_t>(r), 2.0f));
+    std::vector<float> x(c);
+    for (std::size_t i = 0; i < c; ++i) x[i] = bf16_bits_to_float(bits[i]);
+    in.push_back(std::make_unique<DeviceArray<std::uint16_t>>(c));
+    in.back()->upload(bits);
+    input.push_back(Bf16Span{reinterpret_cast<bf16*>(in.back()->get()), c});
+    auto const hq = HostNvfp4::quantize(x);
+    want_data.insert(want_data.end(), hq.data.begin(), hq.data.end());
+    linear.insert(linear.end(), hq.scales.begin(), hq.scales.end());
+    g4.push_back(std::make_unique<DeviceArray<float>>(1));
+    g4.back()->upload({hq.global_scale});
+    gs.push_back(g4.back()->get());
+  }
+  std::size_t const rows = total / row;
+  std::vector<std::uint8_t> want_scales(swizzled_scale_bytes(rows, cols));
+  swizzle_scales_host(linear.data(), rows, cols, want_scales.data());
+  std::vector<std::unique_ptr<Guarded>> rd, rs, rg;
+  std::vector<Nvfp4View> recv;
+  for (int r = 0; r < n; ++r) {
+    rd.push_back(std::make_unique<Guarded>(total / 2));
+    rs.push_back(std::make_unique<Guarded>(want_scales.size()));
+    rg.push_back(std::make_unique<Guarded>(n * sizeof(float)));
+    recv.push_back(Nvfp4View{rd.back()->get(), rs.back()->get(),
+                             reinterpret_cast<float*>(rg.back()->get()), total});
+  }
+  Options o;
+  o.scale_layout = ScaleLayout::Swizzled128x4;
+  o.row_elements = row;
+  for (int poison : kPoisons) {
+    for (int r = 0; r < n; ++r) {
+      for (auto* g : {rd[r].get(), rs[r].get(), rg[r].get()}) g->mem.poison(poison);
+    }
+    loopback::quantize_all_gather(input, gs, recv, o, nullptr);
+    SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+    for (int r = 0; r < n; ++r) {
+      std::string const at = "rank " + std::to_string(r) + " poison " + std::to_string(poison);
+      ASSERT_EQ(rd[r]->body(), want_data) << at;
+      ASSERT_EQ(rs[r]->body(), want_scales) << at << ": swizzled scales";
+      for (auto* g : {rd[r].get(), rs[r].get(), rg[r].get()}) g->expect_guard_intact(poison, at);
+    }
+  }
+}
+
 TEST_P(LsaLoopback, FusedQuantizeAllGatherEqualsHostQuantizationOfEveryRank) {
   int const n = ranks();
   auto const counts = variable_counts(n, 16 * 2048);

@@ -63,6 +63,11 @@ void reduce_scatter(const std::vector<Fp8View>& send, const std::vector<Fp32Span
 /// (data, block scales, and scale[r]'s value at recv.global_scale[r]).
 void quantize_all_gather(const std::vector<Bf16Span>& input, const std::vector<const float*>& scale,
                          const std::vector<Nvfp4View>& recv, cudaStream_t stream);
+/// @brief As above with Options::scale_layout / row_elements (swizzled block scales written by
+/// the fused kernel, as the LSA path of symmcomm::quantize_all_gather does).
+void quantize_all_gather(const std::vector<Bf16Span>& input, const std::vector<const float*>& scale,
+                         const std::vector<Nvfp4View>& recv, const Options& options,
+                         cudaStream_t stream);
 /// @brief Fused quantize + all-gather to FP8 of recv.format with the scale at scale[r].
 void quantize_all_gather(const std::vector<Bf16Span>& input, const std::vector<const float*>& scale,
                          const std::vector<Fp8View>& recv, cudaStream_t stream);
