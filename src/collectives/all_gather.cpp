@@ -107,12 +107,8 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
       if (const detail::SwizzledScales* sw = parts[i].swizzle) {
         // Every rank writes its rows (and the last one the padding rows) into one matrix.
         args.segment[i].dst = detail::lsa::SymRef{static_cast<int>(i), recv_prov.offset};
-        args.segment[i].scale_cols = sw->scale_cols;
-        args.segment[i].first_row = sw->first_row[static_cast<std::size_t>(me)];
-        if (me == n - 1) {
-          args.segment[i].zero_from = sw->total_rows;
-          args.segment[i].zero_to = sw->padded_rows;
-        }
+        detail::set_swizzle(*sw, static_cast<std::size_t>(me), static_cast<std::size_t>(n),
+                            args.segment[i]);
       }
     }
     detail::lsa::gather(peers, args, stream);

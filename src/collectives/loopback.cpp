@@ -61,12 +61,7 @@ void run_gather(const std::vector<GatherTensor>& tensors, cudaStream_t stream) {
       args.segment[t].bytes = tensors[t].bytes[r];
       if (const detail::SwizzledScales* sw = tensors[t].swizzle) {
         args.segment[t].dst = lsa::SymRef{static_cast<int>(t), 0};
-        args.segment[t].scale_cols = sw->scale_cols;
-        args.segment[t].first_row = sw->first_row[r];
-        if (r == n - 1) {
-          args.segment[t].zero_from = sw->total_rows;
-          args.segment[t].zero_to = sw->padded_rows;
-        }
+        detail::set_swizzle(*sw, r, n, args.segment[t]);
       }
     }
     lsa::gather(peers, args, stream);
@@ -210,12 +205,7 @@ void run_quantize_gather(const std::vector<Bf16Span>& input, const std::vector<c
     a.grid_count = total / n;
     if (swizzle) {
       a.block_scales = lsa::SymRef{1, 0};
-      a.scale_cols = swizzle->scale_cols;
-      a.first_row = swizzle->first_row[r];
-      if (r == n - 1) {
-        a.zero_from = swizzle->total_rows;
-        a.zero_to = swizzle->padded_rows;
-      }
+      detail::set_swizzle(*swizzle, r, n, a);
     }
     lsa::quantize_gather(peers, a, stream);
   }

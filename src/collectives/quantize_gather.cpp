@@ -172,12 +172,7 @@ Plan fused_quantize_gather(const Communicator& comm, ConstBf16Span input, Recv r
     a.block_scales = detail::lsa::SymRef{1, scales.offset + me * (input.count / kNvfp4BlockSize)};
     if (swizzle) {
       a.block_scales = detail::lsa::SymRef{1, scales.offset};
-      a.scale_cols = swizzle->scale_cols;
-      a.first_row = swizzle->first_row[me];
-      if (me == n - 1) {
-        a.zero_from = swizzle->total_rows;
-        a.zero_to = swizzle->padded_rows;
-      }
+      detail::set_swizzle(*swizzle, me, n, a);
     }
   }
   peers.window[2] = globals.window;

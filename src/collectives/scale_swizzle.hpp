@@ -28,6 +28,18 @@ std::optional<SwizzledScales> swizzled_scales(const Options& options,
                                               const std::vector<std::size_t>& counts,
                                               const void* recv_block_scales, const char* operation);
 
+/// Rank `rank`'s swizzle fields of an LSA launch (lsa::GatherSegment or lsa::QuantizeGatherArgs):
+/// its first row, and for the last of `ranks` ranks the padding rows it zeroes.
+template <class Launch>
+void set_swizzle(const SwizzledScales& s, std::size_t rank, std::size_t ranks, Launch& launch) {
+  launch.scale_cols = s.scale_cols;
+  launch.first_row = s.first_row[rank];
+  if (rank + 1 == ranks) {
+    launch.zero_from = s.total_rows;
+    launch.zero_to = s.padded_rows;
+  }
+}
+
 /// Throws LogicError naming `operation` when `options` asks for a scale layout other than
 /// Linear: only NVFP4 gathers have block scales to lay out.
 void refuse_scale_layout(const Options& options, const char* operation);
