@@ -7,6 +7,7 @@
 
 #include "formats/quantize_block.cuh"
 #include "lsa_policy.cuh"
+#include "swizzle_units.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
 #include "symmcomm/formats/scale_layout.hpp"
 
@@ -55,23 +56,20 @@ __device__ __forceinline__ void swizzle_scales_to_peers(const GatherSegment& seg
                                                         int me, int n) {
   auto const* src = static_cast<const std::uint8_t*>(seg.src);
   std::size_t const cols = seg.scale_cols;
-  std::size_t const groups = round_up_to(cols, kScaleTileCols) / kScaleTileCols;
   std::size_t const rows = seg.bytes / cols;
-  std::size_t const units = (rows + (seg.zero_to - seg.zero_from)) * groups;
+  std::size_t const units = swizzle_segment_units(cols, rows, seg.zero_to - seg.zero_from);
   std::size_t const stride = grid_threads();
   for (std::size_t u = global_thread(); u < units; u += stride) {
-    std::size_t const r = u / groups, c0 = (u % groups) * kScaleTileCols;
+    SwizzleUnit const w = swizzle_segment_unit(u, cols, rows, seg.first_row, seg.zero_from);
     std::uint32_t word = 0;
-    std::size_t row = seg.zero_from + (r - rows);
-    if (r < rows) {
-      row = seg.first_row + r;
+    if (w.local_row < rows) {
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        std::size_t const c = c0 + static_cast<std::size_t>(k);
-        if (c < cols) word |= static_cast<std::uint32_t>(src[r * cols + c]) << (8 * k);
+        std::size_t const c = w.col0 + static_cast<std::size_t>(k);
+        if (c < cols) word |= static_cast<std::uint32_t>(src[w.local_row * cols + c]) << (8 * k);
       }
     }
-    std::size_t const at = swizzled_scale_offset(row, c0, cols);
+    std::size_t const at = swizzled_scale_offset(w.row, w.col0, cols);
     for (int j = 0; j < n; ++j) {
       store_vector<kStreaming>(reinterpret_cast<std::uint32_t*>(dst[rotated(me, j, n)] + at), word);
     }
@@ -132,19 +130,11 @@ __device__ __forceinline__ void quantize_gather_nvfp4_body(const P& peers,
   if (cols > 0) {
     // Swizzled: zero this rank's rows' padding columns and its padding rows (see
     // QuantizeGatherArgs), so every byte of the matrix is written by exactly one rank.
-    std::size_t const padded_cols = round_up_to(cols, kScaleTileCols);
-    std::size_t const pad_units = (blocks / cols) * (padded_cols - cols);
-    std::size_t const units = pad_units + (a.zero_to - a.zero_from) * padded_cols;
+    std::size_t const rows = blocks / cols;
+    std::size_t const units = swizzle_padding_units(cols, rows, a.zero_to - a.zero_from);
     for (std::size_t v = global_thread(); v < units; v += stride) {
-      std::size_t row = 0, col = 0;
-      if (v < pad_units) {
-        row = a.first_row + v / (padded_cols - cols);
-        col = cols + v % (padded_cols - cols);
-      } else {
-        row = a.zero_from + (v - pad_units) / padded_cols;
-        col = (v - pad_units) % padded_cols;
-      }
-      std::size_t const at = swizzled_scale_offset(row, col, cols);
+      ScalePosition const pos = swizzle_padding_position(v, cols, rows, a.first_row, a.zero_from);
+      std::size_t const at = swizzled_scale_offset(pos.row, pos.col, cols);
       for (int j = 0; j < n; ++j) {
         store_vector<kStreaming>(scale_dst[rotated(me, j, n)] + at, std::uint8_t{0});
       }

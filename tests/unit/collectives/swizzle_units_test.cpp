@@ -1,0 +1,136 @@
+// The work units the LSA kernels write swizzled block scales in (kernels/swizzle_units.hpp),
+// simulated on the CPU for every rank of ragged gathers: the gather segments' word writes and
+// the fused kernel's byte writes plus its padding pass each cover every byte of the padded
+// scale matrix exactly once, and the result equals the documented layout of the concatenated
+// linear scales (scale_layout.hpp's host conversion).
+
+#include "kernels/swizzle_units.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collectives/scale_swizzle.hpp"
+#include "kernels/lsa.hpp"
+#include "symmcomm/formats/scale_layout.hpp"
+
+namespace {
+
+using namespace symmcomm;
+using namespace symmcomm::detail;
+
+struct Case {
+  std::size_t cols;
+  std::vector<std::size_t> rows;  // per rank
+};
+
+std::vector<Case> cases() {
+  return {{7, {5, 0, 130}},
+          {448, {1, 2}},
+          {4, {128, 128}},
+          {1, {3}},
+          {9, {37, 74, 111, 148, 185, 222, 259, 296}}};
+}
+
+// A fake rank's linear scales: never 0, so a missing write cannot pass as padding.
+std::vector<std::uint8_t> scales_of(std::size_t rank, std::size_t count) {
+  std::vector<std::uint8_t> s(count);
+  for (std::size_t i = 0; i < count; ++i)
+    s[i] = static_cast<std::uint8_t>(1 + (i * 7 + rank * 13) % 255);
+  return s;
+}
+
+// The per-rank launches as the library sets them (set_swizzle), and the reference.
+struct Gathered {
+  SwizzledScales plan;
+  std::vector<std::vector<std::uint8_t>> linear;
+  std::vector<std::uint8_t> want;
+};
+
+Gathered gathered(const Case& c) {
+  Options o;
+  o.scale_layout = ScaleLayout::Swizzled128x4;
+  o.row_elements = c.cols * 16;
+  std::vector<std::size_t> counts;
+  for (std::size_t r : c.rows) counts.push_back(r * o.row_elements);
+  auto* aligned = reinterpret_cast<void*>(std::uintptr_t{1} << 20);
+  Gathered g{*swizzled_scales(o, counts, aligned, "test"), {}, {}};
+  std::vector<std::uint8_t> all;
+  for (std::size_t r = 0; r < c.rows.size(); ++r) {
+    g.linear.push_back(scales_of(r, c.rows[r] * c.cols));
+    all.insert(all.end(), g.linear.back().begin(), g.linear.back().end());
+  }
+  g.want.resize(g.plan.bytes);
+  swizzle_scales_host(all.data(), g.plan.total_rows, c.cols, g.want.data());
+  return g;
+}
+
+TEST(SwizzleUnits, GatherSegmentsOfAllRanksWriteEveryByteOnceAndRight) {
+  for (const Case& c : cases()) {
+    Gathered const g = gathered(c);
+    std::size_t const n = c.rows.size();
+    std::vector<std::uint8_t> got(g.plan.bytes, 0xEE);
+    std::vector<int> writes(g.plan.bytes, 0);
+    for (std::size_t r = 0; r < n; ++r) {
+      lsa::GatherSegment seg;
+      seg.bytes = g.linear[r].size();
+      set_swizzle(g.plan, r, n, seg);
+      std::size_t const rows = seg.bytes / seg.scale_cols;
+      std::size_t const units =
+          lsa::swizzle_segment_units(seg.scale_cols, rows, seg.zero_to - seg.zero_from);
+      for (std::size_t u = 0; u < units; ++u) {
+        auto const w =
+            lsa::swizzle_segment_unit(u, seg.scale_cols, rows, seg.first_row, seg.zero_from);
+        std::size_t const at = swizzled_scale_offset(w.row, w.col0, seg.scale_cols);
+        ASSERT_EQ(at % 4, 0u);
+        ASSERT_LE(at + 4, got.size()) << "cols " << c.cols << " rank " << r << " unit " << u;
+        for (std::size_t k = 0; k < 4; ++k) {
+          std::size_t const col = w.col0 + k;
+          got[at + k] = w.local_row < rows && col < seg.scale_cols
+                            ? g.linear[r][w.local_row * seg.scale_cols + col]
+                            : 0;
+          ++writes[at + k];
+        }
+      }
+    }
+    std::string const at = "cols " + std::to_string(c.cols) + ", " + std::to_string(n) + " ranks";
+    for (std::size_t b = 0; b < writes.size(); ++b) ASSERT_EQ(writes[b], 1) << at << " byte " << b;
+    EXPECT_EQ(got, g.want) << at;
+  }
+}
+
+TEST(SwizzleUnits, FusedKernelBlocksAndPaddingWriteEveryByteOnceAndRight) {
+  for (const Case& c : cases()) {
+    Gathered const g = gathered(c);
+    std::size_t const n = c.rows.size();
+    std::vector<std::uint8_t> got(g.plan.bytes, 0xEE);
+    std::vector<int> writes(g.plan.bytes, 0);
+    for (std::size_t r = 0; r < n; ++r) {
+      lsa::QuantizeGatherArgs a;
+      a.count = g.linear[r].size() * 16;
+      set_swizzle(g.plan, r, n, a);
+      std::size_t const cols = a.scale_cols, blocks = a.count / 16, rows = blocks / cols;
+      for (std::size_t b = 0; b < blocks; ++b) {  // the main loop's scale stores
+        std::size_t const at = swizzled_scale_offset(a.first_row + b / cols, b % cols, cols);
+        got[at] = g.linear[r][b];
+        ++writes[at];
+      }
+      std::size_t const units = lsa::swizzle_padding_units(cols, rows, a.zero_to - a.zero_from);
+      for (std::size_t v = 0; v < units; ++v) {  // the padding pass
+        auto const pos = lsa::swizzle_padding_position(v, cols, rows, a.first_row, a.zero_from);
+        std::size_t const at = swizzled_scale_offset(pos.row, pos.col, cols);
+        ASSERT_LT(at, got.size());
+        got[at] = 0;
+        ++writes[at];
+      }
+    }
+    std::string const at = "cols " + std::to_string(c.cols) + ", " + std::to_string(n) + " ranks";
+    for (std::size_t b = 0; b < writes.size(); ++b) ASSERT_EQ(writes[b], 1) << at << " byte " << b;
+    EXPECT_EQ(got, g.want) << at;
+  }
+}
+
+}  // namespace
