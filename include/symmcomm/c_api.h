@@ -193,6 +193,26 @@ symmcomm_status_t symmcomm_all_gatherv_nvfp4(symmcomm_comm_t comm, const symmcom
                                              const symmcomm_nvfp4_t* recv, const size_t* counts,
                                              symmcomm_path_t path, cudaStream_t stream,
                                              int* path_taken);
+/** NVFP4 gathers writing recv->block_scales in the swizzled 128x4 layout NVFP4 GEMMs read
+ *  (symmcomm::ScaleLayout::Swizzled128x4): the gathered tensor is rows of `row_elements`
+ *  elements (a multiple of 16; every rank's count whole rows), and recv->block_scales holds
+ *  swizzled_scale_bytes(rows, row_elements / 16) bytes (symmcomm/formats/scale_layout.hpp),
+ *  4-byte aligned. Otherwise as the functions without _swizzled. */
+symmcomm_status_t symmcomm_all_gather_nvfp4_swizzled(symmcomm_comm_t comm,
+                                                     const symmcomm_nvfp4_t* send,
+                                                     const symmcomm_nvfp4_t* recv,
+                                                     size_t row_elements, symmcomm_path_t path,
+                                                     cudaStream_t stream, int* path_taken);
+symmcomm_status_t symmcomm_all_gatherv_nvfp4_swizzled(symmcomm_comm_t comm,
+                                                      const symmcomm_nvfp4_t* send,
+                                                      const symmcomm_nvfp4_t* recv,
+                                                      const size_t* counts, size_t row_elements,
+                                                      symmcomm_path_t path, cudaStream_t stream,
+                                                      int* path_taken);
+symmcomm_status_t symmcomm_quantize_all_gather_nvfp4_swizzled(
+    symmcomm_comm_t comm, const void* input_bf16, size_t count, const symmcomm_nvfp4_t* recv,
+    const float* scale, size_t row_elements, symmcomm_path_t path, cudaStream_t stream,
+    int* path_taken);
 symmcomm_status_t symmcomm_reduce_scatter_bf16(symmcomm_comm_t comm, const void* send, void* recv,
                                                size_t recv_count, symmcomm_path_t path,
                                                cudaStream_t stream, int* path_taken);

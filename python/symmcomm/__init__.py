@@ -28,6 +28,7 @@ __all__ = [
     "Communicator", "Pool", "Plan", "Nvfp4Tensor", "Fp8Tensor", "provenance", "is_symmetric",
     "verify", "torch_mem_pool", "all_gather", "all_gatherv", "reduce_scatter",
     "quantize_all_gather", "nccl_version", "share_gpus_if_needed", "rank_part",
+    "swizzled_scale_bytes",
     "quantize_nvfp4", "dequantize_nvfp4", "quantize_fp8", "dequantize_fp8", "shared_unique_id",
 ]
 
@@ -470,7 +471,18 @@ def _fp8_format(t, fmt, name):
     return fmt
 
 
-def _nvfp4(v, name, device, scales_expected):
+def swizzled_scale_bytes(rows, scale_cols):
+    """Bytes of the swizzled (128 x 4 tile) block scales of a [rows, scale_cols] scale matrix,
+    padding included: what recv.block_scales needs with row_elements (scale_cols =
+    row_elements / 16, rows = recv elements / row_elements)."""
+    _int_arg(rows, "rows")
+    _int_arg(scale_cols, "scale_cols")
+    return -(-rows // 128) * 128 * (-(-scale_cols // 4) * 4)
+
+
+def _nvfp4(v, name, device, scales_expected, row_elements=None):
+    """Checked symmcomm_nvfp4_t of an Nvfp4Tensor; with row_elements, its block scales are the
+    swizzled layout of rows of that many elements (a receive side: Options::scale_layout)."""
     if not isinstance(v, Nvfp4Tensor):
         _fail("%s must be a symmcomm.Nvfp4Tensor(data, block_scales, global_scale), got %s"
               % (name, type(v).__name__))
@@ -481,7 +493,19 @@ def _nvfp4(v, name, device, scales_expected):
     if count % NVFP4_BLOCK:
         _fail("%s.data holds %d bytes = %d elements, not a multiple of %d"
               % (name, n_data, count, NVFP4_BLOCK))
-    if n_scales != count // NVFP4_BLOCK:
+    if row_elements is not None:
+        _int_arg(row_elements, "row_elements", 1)
+        if row_elements % NVFP4_BLOCK:
+            _fail("row_elements %d is not a multiple of %d" % (row_elements, NVFP4_BLOCK))
+        if count % row_elements:
+            _fail("%s holds %d elements, not whole rows of row_elements %d"
+                  % (name, count, row_elements))
+        need = swizzled_scale_bytes(count // row_elements, row_elements // NVFP4_BLOCK)
+        if n_scales < need:
+            _fail("%s.block_scales has %d elements; swizzled scales of %d rows of %d need %d "
+                  "(symmcomm.swizzled_scale_bytes)" % (name, n_scales, count // row_elements,
+                                                       row_elements, need))
+    elif n_scales != count // NVFP4_BLOCK:
         _fail("%s.block_scales has %d elements; %d data bytes need %d (one per 16 elements)"
               % (name, n_scales, n_data, count // NVFP4_BLOCK))
     if n_glob < scales_expected:
@@ -532,21 +556,34 @@ def _first_tensor(v):
     return v.data if isinstance(v, (Nvfp4Tensor, Fp8Tensor)) else v
 
 
-def all_gather(comm, send, recv, stream=None, path="auto"):
+def _nvfp4_only(send, row_elements, call):
+    if row_elements is not None and not isinstance(send, Nvfp4Tensor):
+        _fail("%s: row_elements (swizzled block scales) applies to NVFP4 only, got %s"
+              % (call, type(send).__name__))
+
+
+def all_gather(comm, send, recv, stream=None, path="auto", row_elements=None):
     """Gathers every rank's `send` into `recv` (rank r's part at r * send's size): bf16
-    tensors, Fp8Tensor or Nvfp4Tensor (gathered global scales: comm.size floats). Returns the
-    Plan."""
+    tensors, Fp8Tensor or Nvfp4Tensor (gathered global scales: comm.size floats). NVFP4 with
+    `row_elements`: recv.block_scales in the swizzled 128 x 4 layout NVFP4 GEMMs read, for rows
+    of that many elements (swizzled_scale_bytes). Returns the Plan."""
     rank, size, device, _ = comm.info()
+    _nvfp4_only(send, row_elements, "all_gather")
     p = _path_arg(path)
     s = _stream_arg(stream, _first_tensor(send))
     taken = ctypes.c_int(-1)
     if isinstance(send, Nvfp4Tensor):
         a = _nvfp4(send, "send", device, 1)
-        b = _nvfp4(recv, "recv", device, size)
+        b = _nvfp4(recv, "recv", device, size, row_elements)
         if b.count != a.count * size:
             _fail("recv holds %d elements, not send's %d x comm.size %d" % (b.count, a.count, size))
-        _check(_lib.symmcomm_all_gather_nvfp4(comm._h(), ctypes.byref(a), ctypes.byref(b), p,
-                                              ctypes.c_void_p(s), ctypes.byref(taken)))
+        if row_elements is None:
+            _check(_lib.symmcomm_all_gather_nvfp4(comm._h(), ctypes.byref(a), ctypes.byref(b), p,
+                                                  ctypes.c_void_p(s), ctypes.byref(taken)))
+        else:
+            _check(_lib.symmcomm_all_gather_nvfp4_swizzled(
+                comm._h(), ctypes.byref(a), ctypes.byref(b), row_elements, p, ctypes.c_void_p(s),
+                ctypes.byref(taken)))
     elif isinstance(send, Fp8Tensor):
         a = _fp8(send, "send", device, 1)
         b = _fp8(recv, "recv", device, size)
@@ -566,12 +603,14 @@ def all_gather(comm, send, recv, stream=None, path="auto"):
     return _plan(taken)
 
 
-def all_gatherv(comm, send, recv, counts, stream=None, path="auto"):
+def all_gatherv(comm, send, recv, counts, stream=None, path="auto", row_elements=None):
     """Gathers counts[r] elements from every rank r into `recv` (rank r's part after ranks
     0..r-1): bf16 tensors, Fp8Tensor or Nvfp4Tensor (counts multiples of 16; gathered scales:
     comm.size floats). `counts`: one int per rank, the same on every rank; send holds
-    counts[rank] elements, recv their sum. Returns the Plan."""
+    counts[rank] elements, recv their sum. NVFP4 with `row_elements`: swizzled block scales as
+    in all_gather (every count whole rows). Returns the Plan."""
     rank, size, device, _ = comm.info()
+    _nvfp4_only(send, row_elements, "all_gatherv")
     if not isinstance(counts, (list, tuple)) or len(counts) != size:
         _fail("counts must be a list of comm.size (%d) ints, got %r" % (size, counts))
     n = [_int_arg(c, "counts[%d]" % i) for i, c in enumerate(counts)]
@@ -592,10 +631,16 @@ def all_gatherv(comm, send, recv, counts, stream=None, path="auto"):
             if c % NVFP4_BLOCK:
                 _fail("counts[%d] = %d is not a multiple of %d (NVFP4 blocks)" % (i, c, NVFP4_BLOCK))
         a = _nvfp4(send, "send", device, 1)
-        b = _nvfp4(recv, "recv", device, size)
+        b = _nvfp4(recv, "recv", device, size, row_elements)
         check_counts(a.count, b.count)
-        _check(_lib.symmcomm_all_gatherv_nvfp4(comm._h(), ctypes.byref(a), ctypes.byref(b), arr,
-                                               p, ctypes.c_void_p(s), ctypes.byref(taken)))
+        if row_elements is None:
+            _check(_lib.symmcomm_all_gatherv_nvfp4(comm._h(), ctypes.byref(a), ctypes.byref(b),
+                                                   arr, p, ctypes.c_void_p(s),
+                                                   ctypes.byref(taken)))
+        else:
+            _check(_lib.symmcomm_all_gatherv_nvfp4_swizzled(
+                comm._h(), ctypes.byref(a), ctypes.byref(b), arr, row_elements, p,
+                ctypes.c_void_p(s), ctypes.byref(taken)))
     elif isinstance(send, Fp8Tensor):
         a = _fp8(send, "send", device, 1)
         b = _fp8(recv, "recv", device, size)
@@ -668,12 +713,15 @@ def reduce_scatter(comm, send, recv, stream=None, path="auto"):
     return _plan(taken)
 
 
-def quantize_all_gather(comm, input, recv, scale=None, stream=None, path="auto"):
+def quantize_all_gather(comm, input, recv, scale=None, stream=None, path="auto",
+                        row_elements=None):
     """Quantizes this rank's bf16 `input` into every rank's `recv` (an Nvfp4Tensor or
     Fp8Tensor of input.numel() x comm.size elements and comm.size scales) in one launch where
     symmcomm's LSA kernel can run, else quantize then gather. `scale`: this rank's device scale
-    (float32 tensor of 1 element), or None to compute it from the data. Returns the Plan."""
+    (float32 tensor of 1 element), or None to compute it from the data. NVFP4 with
+    `row_elements`: swizzled block scales as in all_gather. Returns the Plan."""
     rank, size, device, _ = comm.info()
+    _nvfp4_only(recv, row_elements, "quantize_all_gather")
     a, n = _tensor(input, "input", _BF16, device)
     if n % NVFP4_BLOCK:
         _fail("input holds %d elements, not a multiple of %d" % (n, NVFP4_BLOCK))
@@ -686,8 +734,16 @@ def quantize_all_gather(comm, input, recv, scale=None, stream=None, path="auto")
     st = _stream_arg(stream, input)
     taken = ctypes.c_int(-1)
     if isinstance(recv, Nvfp4Tensor):
-        b = _nvfp4(recv, "recv", device, size)
+        b = _nvfp4(recv, "recv", device, size, row_elements)
         fn = _lib.symmcomm_quantize_all_gather_nvfp4
+        if row_elements is not None:
+            if b.count != n * size:
+                _fail("recv holds %d elements, not input's %d x comm.size %d"
+                      % (b.count, n, size))
+            _check(_lib.symmcomm_quantize_all_gather_nvfp4_swizzled(
+                comm._h(), ctypes.c_void_p(a), n, ctypes.byref(b), ctypes.c_void_p(s_ptr),
+                row_elements, p, ctypes.c_void_p(st), ctypes.byref(taken)))
+            return _plan(taken)
     elif isinstance(recv, Fp8Tensor):
         b = _fp8(recv, "recv", device, size)
         fn = _lib.symmcomm_quantize_all_gather_fp8

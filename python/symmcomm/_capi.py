@@ -144,6 +144,16 @@ def _declare(lib):
                                                          c.c_int, ptr, c.POINTER(c.c_int)]),
         "symmcomm_reduce_scatter_fp8_fp8": (status, [ptr, c.POINTER(Fp8), c.POINTER(Fp8), c.c_int,
                                                      ptr, c.POINTER(c.c_int)]),
+        "symmcomm_all_gather_nvfp4_swizzled": (status, [ptr, c.POINTER(Nvfp4), c.POINTER(Nvfp4),
+                                                        c.c_size_t, c.c_int, ptr,
+                                                        c.POINTER(c.c_int)]),
+        "symmcomm_all_gatherv_nvfp4_swizzled": (status, [ptr, c.POINTER(Nvfp4), c.POINTER(Nvfp4),
+                                                         c.POINTER(c.c_size_t), c.c_size_t,
+                                                         c.c_int, ptr, c.POINTER(c.c_int)]),
+        "symmcomm_quantize_all_gather_nvfp4_swizzled": (status, [ptr, ptr, c.c_size_t,
+                                                                 c.POINTER(Nvfp4), ptr, c.c_size_t,
+                                                                 c.c_int, ptr,
+                                                                 c.POINTER(c.c_int)]),
         "symmcomm_torch_set_pool": (status, [ptr]),
     }
     for name, (restype, argtypes) in protos.items():

@@ -59,6 +59,16 @@ def fp8_values(q):
     return q.data.float() * q.scale[0]
 
 
+def swizzled_reference(linear, rows, cols):
+    """The GEMMs' 128 x 4 tile layout of a [rows, cols] uint8 scale matrix, written by PyTorch
+    from the definition: rows padded to 128 and columns to 4 with zeros; in a tile, scale (i, j)
+    at (i % 32) * 16 + (i // 32) * 4 + j; tiles row by row."""
+    r_pad, c_pad = -(-rows // 128) * 128, -(-cols // 4) * 4
+    m = torch.zeros(r_pad, c_pad, dtype=torch.uint8, device=linear.device)
+    m[:rows, :cols] = linear.view(rows, cols)
+    return m.view(r_pad // 128, 4, 32, c_pad // 4, 4).permute(0, 3, 2, 1, 4).reshape(-1)
+
+
 def expect_equal(got, want, what):
     if not torch.equal(got, want):
         bad = (got != want).sum().item() if got.shape == want.shape else "shape"
@@ -106,6 +116,19 @@ def check_collectives(comm, world, rank, label, salt):
     expect_equal(gv.data, torch.cat([q.data for q in qv]), label + " all_gatherv nvfp4 data")
     expect_equal(gv.global_scale, torch.cat([q.global_scale for q in qv]),
                  label + " all_gatherv nvfp4 global scales")
+    # Swizzled block scales for rows of 256 elements (16 scale columns), the GEMMs' layout.
+    row = 256
+    rows = world * n // row
+    gs = symmcomm.Nvfp4Tensor(torch.zeros(world * n // 2, dtype=torch.uint8, device="cuda"),
+                              torch.full((symmcomm.swizzled_scale_bytes(rows, row // 16),), 0xEE,
+                                         dtype=torch.uint8, device="cuda"),
+                              torch.zeros(world, dtype=torch.float32, device="cuda"))
+    paths["all_gather nvfp4 swizzled"] = symmcomm.all_gather(comm, qs[rank], gs,
+                                                             row_elements=row).path
+    expect_equal(gs.data, torch.cat([q.data for q in qs]), label + " swizzled gather data")
+    expect_equal(gs.block_scales,
+                 swizzled_reference(torch.cat([q.block_scales for q in qs]), rows, row // 16),
+                 label + " swizzled block scales")
     fs = [fp8_of(x) for x in xs]
     gf = fp8_empty(world * n, world)
     paths["all_gather fp8"] = symmcomm.all_gather(comm, fs[rank], gf).path

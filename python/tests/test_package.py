@@ -268,6 +268,31 @@ def test_all_gatherv_checks_counts_and_tensors():
         lambda: symmcomm.all_gatherv(comm, e4, e5, [16, 24]))
 
 
+def test_swizzled_scales_are_checked_and_sized():
+    comm = FakeComm(size=2)
+    # 2 ranks x 3 rows of 112 elements (7 scale columns): 6 rows -> 128 x 8 bytes.
+    assert symmcomm.swizzled_scale_bytes(6, 7) == 1024
+    send = nvfp4(3 * 112)
+    good = symmcomm.Nvfp4Tensor(FakeTensor("uint8", 6 * 112 // 2),
+                                FakeTensor("uint8", 1024), FakeTensor("float32", 2))
+    small = good._replace(block_scales=FakeTensor("uint8", 6 * 112 // 16))
+    assert "recv.block_scales has 42 elements; swizzled scales of 6 rows of 112 need 1024" in \
+        logic_error(lambda: symmcomm.all_gather(comm, send, small, row_elements=112))
+    assert "row_elements 100 is not a multiple of 16" in logic_error(
+        lambda: symmcomm.all_gather(comm, send, good, row_elements=100))
+    assert "recv holds 672 elements, not whole rows of row_elements 256" in logic_error(
+        lambda: symmcomm.all_gather(comm, send, good, row_elements=256))
+    assert "all_gather: row_elements (swizzled block scales) applies to NVFP4 only" in \
+        logic_error(lambda: symmcomm.all_gather(comm, FakeTensor("bfloat16", 8),
+                                                FakeTensor("bfloat16", 16), row_elements=16))
+    fp8 = symmcomm.Fp8Tensor(FakeTensor("float8_e4m3fn", 128), FakeTensor("float32", 2))
+    assert "quantize_all_gather: row_elements" in logic_error(
+        lambda: symmcomm.quantize_all_gather(comm, FakeTensor("bfloat16", 64), fp8,
+                                             row_elements=16))
+    assert "recv.block_scales has 42 elements" in logic_error(
+        lambda: symmcomm.all_gatherv(comm, send, small, [336, 336], row_elements=112))
+
+
 def test_rank_part_checks_its_arguments():
     assert "rank 2 is outside 0..1" in logic_error(lambda: symmcomm.rank_part(nvfp4(64), 2, 2))
     assert "not 3 equal parts" in logic_error(lambda: symmcomm.rank_part(nvfp4(64), 0, 3))

@@ -115,6 +115,14 @@ symmcomm::Options options_of(symmcomm_path_t path_arg) {
   return o;
 }
 
+// Options of an NVFP4 gather whose block scales land swizzled (rows of row_elements).
+symmcomm::Options swizzled_options(symmcomm_path_t path, size_t row_elements) {
+  symmcomm::Options o = options_of(path);
+  o.scale_layout = symmcomm::ScaleLayout::Swizzled128x4;
+  o.row_elements = row_elements;
+  return o;
+}
+
 void report(const symmcomm::Plan& plan, int* path_taken) {
   if (path_taken != nullptr) *path_taken = static_cast<int>(plan.path);
   last_plan_reason = plan.reason();
@@ -499,6 +507,45 @@ symmcomm_status_t symmcomm_all_gatherv_nvfp4(symmcomm_comm_t comm, const symmcom
                                              symmcomm_path_t path, cudaStream_t stream,
                                              int* path_taken) {
   return all_gatherv_c(comm, send, recv, counts, path, stream, path_taken);
+}
+
+symmcomm_status_t symmcomm_all_gather_nvfp4_swizzled(symmcomm_comm_t comm,
+                                                     const symmcomm_nvfp4_t* send,
+                                                     const symmcomm_nvfp4_t* recv,
+                                                     size_t row_elements, symmcomm_path_t path,
+                                                     cudaStream_t stream, int* path_taken) {
+  return guarded([&] {
+    report(symmcomm::all_gather(comm_of(comm), view_of(send, "send"), view_of(recv, "recv"), stream,
+                                swizzled_options(path, row_elements)),
+           path_taken);
+  });
+}
+
+symmcomm_status_t symmcomm_all_gatherv_nvfp4_swizzled(symmcomm_comm_t comm,
+                                                      const symmcomm_nvfp4_t* send,
+                                                      const symmcomm_nvfp4_t* recv,
+                                                      const size_t* counts, size_t row_elements,
+                                                      symmcomm_path_t path, cudaStream_t stream,
+                                                      int* path_taken) {
+  return guarded([&] {
+    auto const& c = comm_of(comm);
+    report(
+        symmcomm::all_gatherv(c, view_of(send, "send"), view_of(recv, "recv"), counts_of(c, counts),
+                              stream, swizzled_options(path, row_elements)),
+        path_taken);
+  });
+}
+
+symmcomm_status_t symmcomm_quantize_all_gather_nvfp4_swizzled(
+    symmcomm_comm_t comm, const void* input_bf16, size_t count, const symmcomm_nvfp4_t* recv,
+    const float* scale, size_t row_elements, symmcomm_path_t path, cudaStream_t stream,
+    int* path_taken) {
+  return guarded([&] {
+    symmcomm::ConstBf16Span const input{static_cast<const symmcomm::bf16*>(input_bf16), count};
+    report(symmcomm::quantize_all_gather(comm_of(comm), input, view_of(recv, "recv"), scale, stream,
+                                         swizzled_options(path, row_elements)),
+           path_taken);
+  });
 }
 
 symmcomm_status_t symmcomm_reduce_scatter_bf16(symmcomm_comm_t comm, const void* send, void* recv,

@@ -83,6 +83,16 @@ TEST(CApi, NullArgumentsAreInvalidArguments) {
   EXPECT_EQ(symmcomm_reduce_scatter_fp8_fp8(nullptr, nullptr, nullptr, SYMMCOMM_PATH_AUTO, nullptr,
                                             &taken),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(symmcomm_all_gather_nvfp4_swizzled(nullptr, &recv, &recv, 112, SYMMCOMM_PATH_AUTO,
+                                               nullptr, &taken),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("comm is NULL"));
+  EXPECT_EQ(symmcomm_all_gatherv_nvfp4_swizzled(nullptr, &recv, &recv, counts, 112,
+                                                SYMMCOMM_PATH_AUTO, nullptr, &taken),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(symmcomm_quantize_all_gather_nvfp4_swizzled(nullptr, &p, 16, &recv, nullptr, 112,
+                                                        SYMMCOMM_PATH_AUTO, nullptr, &taken),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(taken, -1);  // untouched on failure
 }
 
