@@ -68,12 +68,29 @@ Gathered gathered(const Case& c) {
   return g;
 }
 
+// The scale matrix as the ranks' units write it: every byte's value and write count.
+struct Written {
+  explicit Written(std::size_t bytes) : got(bytes, 0xEE), writes(bytes, 0) {}
+  void write(std::size_t at, std::uint8_t v) {
+    ASSERT_LT(at, got.size());
+    got[at] = v;
+    ++writes[at];
+  }
+  void expect_exactly(const Gathered& g, const Case& c) const {
+    std::string const at =
+        "cols " + std::to_string(c.cols) + ", " + std::to_string(c.rows.size()) + " ranks";
+    for (std::size_t b = 0; b < writes.size(); ++b) ASSERT_EQ(writes[b], 1) << at << " byte " << b;
+    EXPECT_EQ(got, g.want) << at;
+  }
+  std::vector<std::uint8_t> got;
+  std::vector<int> writes;
+};
+
 TEST(SwizzleUnits, GatherSegmentsOfAllRanksWriteEveryByteOnceAndRight) {
   for (const Case& c : cases()) {
     Gathered const g = gathered(c);
     std::size_t const n = c.rows.size();
-    std::vector<std::uint8_t> got(g.plan.bytes, 0xEE);
-    std::vector<int> writes(g.plan.bytes, 0);
+    Written m(g.plan.bytes);
     for (std::size_t r = 0; r < n; ++r) {
       lsa::GatherSegment seg;
       seg.bytes = g.linear[r].size();
@@ -86,19 +103,15 @@ TEST(SwizzleUnits, GatherSegmentsOfAllRanksWriteEveryByteOnceAndRight) {
             lsa::swizzle_segment_unit(u, seg.scale_cols, rows, seg.first_row, seg.zero_from);
         std::size_t const at = swizzled_scale_offset(w.row, w.col0, seg.scale_cols);
         ASSERT_EQ(at % 4, 0u);
-        ASSERT_LE(at + 4, got.size()) << "cols " << c.cols << " rank " << r << " unit " << u;
         for (std::size_t k = 0; k < 4; ++k) {
           std::size_t const col = w.col0 + k;
-          got[at + k] = w.local_row < rows && col < seg.scale_cols
-                            ? g.linear[r][w.local_row * seg.scale_cols + col]
-                            : 0;
-          ++writes[at + k];
+          m.write(at + k, w.local_row < rows && col < seg.scale_cols
+                              ? g.linear[r][w.local_row * seg.scale_cols + col]
+                              : 0);
         }
       }
     }
-    std::string const at = "cols " + std::to_string(c.cols) + ", " + std::to_string(n) + " ranks";
-    for (std::size_t b = 0; b < writes.size(); ++b) ASSERT_EQ(writes[b], 1) << at << " byte " << b;
-    EXPECT_EQ(got, g.want) << at;
+    m.expect_exactly(g, c);
   }
 }
 
@@ -106,30 +119,22 @@ TEST(SwizzleUnits, FusedKernelBlocksAndPaddingWriteEveryByteOnceAndRight) {
   for (const Case& c : cases()) {
     Gathered const g = gathered(c);
     std::size_t const n = c.rows.size();
-    std::vector<std::uint8_t> got(g.plan.bytes, 0xEE);
-    std::vector<int> writes(g.plan.bytes, 0);
+    Written m(g.plan.bytes);
     for (std::size_t r = 0; r < n; ++r) {
       lsa::QuantizeGatherArgs a;
       a.count = g.linear[r].size() * 16;
       set_swizzle(g.plan, r, n, a);
       std::size_t const cols = a.scale_cols, blocks = a.count / 16, rows = blocks / cols;
       for (std::size_t b = 0; b < blocks; ++b) {  // the main loop's scale stores
-        std::size_t const at = swizzled_scale_offset(a.first_row + b / cols, b % cols, cols);
-        got[at] = g.linear[r][b];
-        ++writes[at];
+        m.write(swizzled_scale_offset(a.first_row + b / cols, b % cols, cols), g.linear[r][b]);
       }
       std::size_t const units = lsa::swizzle_padding_units(cols, rows, a.zero_to - a.zero_from);
       for (std::size_t v = 0; v < units; ++v) {  // the padding pass
         auto const pos = lsa::swizzle_padding_position(v, cols, rows, a.first_row, a.zero_from);
-        std::size_t const at = swizzled_scale_offset(pos.row, pos.col, cols);
-        ASSERT_LT(at, got.size());
-        got[at] = 0;
-        ++writes[at];
+        m.write(swizzled_scale_offset(pos.row, pos.col, cols), 0);
       }
     }
-    std::string const at = "cols " + std::to_string(c.cols) + ", " + std::to_string(n) + " ranks";
-    for (std::size_t b = 0; b < writes.size(); ++b) ASSERT_EQ(writes[b], 1) << at << " byte " << b;
-    EXPECT_EQ(got, g.want) << at;
+    m.expect_exactly(g, c);
   }
 }
 
