@@ -34,6 +34,40 @@ ConstNvfp4View ConstNvfp4View::slice(std::size_t first, std::size_t n) const {
   return ConstNvfp4View{data + first / 2, block_scales + first / kNvfp4BlockSize, global_scale, n};
 }
 
+namespace {
+// Elements of each rank's part; checks rank < ranks and equal parts of `multiple` elements.
+std::size_t part_of(const char* what, std::size_t count, std::size_t rank, std::size_t ranks,
+                    std::size_t multiple) {
+  SYMMCOMM_EXPECTS(ranks >= 1 && rank < ranks, what << "::rank_part(" << rank << ", " << ranks
+                                                    << "): rank outside 0.."
+                                                    << (ranks >= 1 ? ranks - 1 : 0));
+  SYMMCOMM_EXPECTS(count % ranks == 0 && (count / ranks) % multiple == 0,
+                   what << "::rank_part(" << rank << ", " << ranks << "): " << count
+                        << " elements are not " << ranks << " equal parts of multiples of "
+                        << multiple);
+  return count / ranks;
+}
+}  // namespace
+
+Nvfp4View Nvfp4View::rank_part(std::size_t rank, std::size_t ranks) const {
+  std::size_t const n = part_of("Nvfp4View", count, rank, ranks, kNvfp4BlockSize);
+  Nvfp4View v = slice(rank * n, n);
+  v.global_scale = global_scale + rank;
+  return v;
+}
+
+ConstNvfp4View ConstNvfp4View::rank_part(std::size_t rank, std::size_t ranks) const {
+  std::size_t const n = part_of("Nvfp4View", count, rank, ranks, kNvfp4BlockSize);
+  ConstNvfp4View v = slice(rank * n, n);
+  v.global_scale = global_scale + rank;
+  return v;
+}
+
+Fp8View Fp8View::rank_part(std::size_t rank, std::size_t ranks) const {
+  std::size_t const n = part_of("Fp8View", count, rank, ranks, 1);
+  return Fp8View{data + rank * n, scale + rank, n, format};
+}
+
 void validate(const ConstNvfp4View& view, std::string_view name, std::size_t data_alignment) {
   SYMMCOMM_EXPECTS(view.count % kNvfp4BlockSize == 0,
                    name << ".count " << view.count << " is not a multiple of the NVFP4 block size "

@@ -26,6 +26,8 @@ struct ConstNvfp4View {
   constexpr DataType dtype() const noexcept { return DataType::Nvfp4; }
   /// @brief As Nvfp4View::slice.
   ConstNvfp4View slice(std::size_t first, std::size_t n) const;
+  /// @brief As Nvfp4View::rank_part.
+  ConstNvfp4View rank_part(std::size_t rank, std::size_t ranks) const;
 };
 
 /// @brief A read-only FP8 tensor (send sides): as Fp8View with const pointers.
@@ -57,6 +59,12 @@ struct Nvfp4View {
   /// @throws LogicError unless `first` and `n` are multiples of the block size (a slice inside
   /// a block would pair data with another block's scale) and the range lies inside the view.
   Nvfp4View slice(std::size_t first, std::size_t n) const;
+  /// @brief Rank `rank`'s part of a tensor gathered from `ranks` ranks with equal counts (as
+  /// all_gather fills it): its data and block scales, and its own global scale
+  /// (global_scale + rank). Dequantize a gathered tensor part by part: a view applies its one
+  /// global scale to all of it. @throws LogicError unless rank < ranks and the count splits
+  /// into `ranks` parts of whole blocks.
+  Nvfp4View rank_part(std::size_t rank, std::size_t ranks) const;
   /// @brief The same tensor, read-only (send sides take it).
   constexpr operator ConstNvfp4View() const noexcept {
     return ConstNvfp4View{data, block_scales, global_scale, count};
@@ -72,6 +80,10 @@ struct Fp8View {
 
   constexpr std::size_t data_bytes() const noexcept { return count; }
   constexpr DataType dtype() const noexcept { return fp8_type(format); }
+  /// @brief Rank `rank`'s part of a tensor gathered from `ranks` ranks with equal counts: its
+  /// codes and its own scale (scale + rank). @throws LogicError unless rank < ranks and the
+  /// count splits into `ranks` equal parts.
+  Fp8View rank_part(std::size_t rank, std::size_t ranks) const;
   /// @brief The same tensor, read-only (send sides take it).
   constexpr operator ConstFp8View() const noexcept {
     return ConstFp8View{data, scale, count, format};

@@ -75,6 +75,33 @@ TEST(Views, Nvfp4Valid) {
   EXPECT_EQ(v.slice(64, 0).count, 0u);
 }
 
+// A gathered tensor's part of one rank: its data, block scales and its own scale.
+TEST(Views, RankPartOfAGatheredTensorHasItsOwnScale) {
+  Nvfp4View const g{kAligned, kAligned + 4096, kScale, 4 * 64};  // 4 ranks x 64 elements
+  Nvfp4View const p = g.rank_part(2, 4);
+  EXPECT_EQ(p.data, kAligned + 2 * 32);
+  EXPECT_EQ(p.block_scales, kAligned + 4096 + 2 * 4);
+  EXPECT_EQ(p.global_scale, kScale + 2);
+  EXPECT_EQ(p.count, 64u);
+  ConstNvfp4View const c = ConstNvfp4View(g).rank_part(3, 4);
+  EXPECT_EQ(c.global_scale, kScale + 3);
+  EXPECT_EQ(c.data, kAligned + 3 * 32);
+  EXPECT_NE(message_of([&] { (void)g.rank_part(4, 4); }).find("rank_part(4, 4): rank outside 0..3"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] {
+              (void)g.rank_part(0, 3);
+            }).find("256 elements are not 3 equal parts of multiples of 16"),
+            std::string::npos);
+  EXPECT_THROW((void)g.rank_part(0, 32), LogicError);  // parts of 8 elements: not whole blocks
+  Fp8View const f{kAligned, kScale, 300, Fp8Format::E5M2};
+  Fp8View const q = f.rank_part(1, 3);
+  EXPECT_EQ(q.data, kAligned + 100);
+  EXPECT_EQ(q.scale, kScale + 1);
+  EXPECT_EQ(q.count, 100u);
+  EXPECT_EQ(q.format, Fp8Format::E5M2);
+  EXPECT_THROW((void)f.rank_part(0, 7), LogicError);
+}
+
 TEST(Views, Nvfp4CountNotMultipleOfBlockNamesArgumentAndValue) {
   std::string const m = message_of([] {
     validate(Nvfp4View{kAligned, kAligned, kScale, 100}, "send");
