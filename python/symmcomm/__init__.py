@@ -562,6 +562,12 @@ def _nvfp4_only(send, row_elements, call):
               % (call, type(send).__name__))
 
 
+def _nvfp4_gather(linear, swizzled, row_elements):
+    """The C entry point of an NVFP4 gather and the layout arguments it takes before `path`:
+    the swizzled variant with (row_elements,) when asked for, else the linear one with ()."""
+    return (linear, ()) if row_elements is None else (swizzled, (row_elements,))
+
+
 def all_gather(comm, send, recv, stream=None, path="auto", row_elements=None):
     """Gathers every rank's `send` into `recv` (rank r's part at r * send's size): bf16
     tensors, Fp8Tensor or Nvfp4Tensor (gathered global scales: comm.size floats). NVFP4 with
@@ -577,13 +583,10 @@ def all_gather(comm, send, recv, stream=None, path="auto", row_elements=None):
         b = _nvfp4(recv, "recv", device, size, row_elements)
         if b.count != a.count * size:
             _fail("recv holds %d elements, not send's %d x comm.size %d" % (b.count, a.count, size))
-        if row_elements is None:
-            _check(_lib.symmcomm_all_gather_nvfp4(comm._h(), ctypes.byref(a), ctypes.byref(b), p,
-                                                  ctypes.c_void_p(s), ctypes.byref(taken)))
-        else:
-            _check(_lib.symmcomm_all_gather_nvfp4_swizzled(
-                comm._h(), ctypes.byref(a), ctypes.byref(b), row_elements, p, ctypes.c_void_p(s),
-                ctypes.byref(taken)))
+        fn, layout = _nvfp4_gather(_lib.symmcomm_all_gather_nvfp4,
+                                   _lib.symmcomm_all_gather_nvfp4_swizzled, row_elements)
+        _check(fn(comm._h(), ctypes.byref(a), ctypes.byref(b), *layout, p, ctypes.c_void_p(s),
+                  ctypes.byref(taken)))
     elif isinstance(send, Fp8Tensor):
         a = _fp8(send, "send", device, 1)
         b = _fp8(recv, "recv", device, size)
@@ -633,14 +636,10 @@ def all_gatherv(comm, send, recv, counts, stream=None, path="auto", row_elements
         a = _nvfp4(send, "send", device, 1)
         b = _nvfp4(recv, "recv", device, size, row_elements)
         check_counts(a.count, b.count)
-        if row_elements is None:
-            _check(_lib.symmcomm_all_gatherv_nvfp4(comm._h(), ctypes.byref(a), ctypes.byref(b),
-                                                   arr, p, ctypes.c_void_p(s),
-                                                   ctypes.byref(taken)))
-        else:
-            _check(_lib.symmcomm_all_gatherv_nvfp4_swizzled(
-                comm._h(), ctypes.byref(a), ctypes.byref(b), arr, row_elements, p,
-                ctypes.c_void_p(s), ctypes.byref(taken)))
+        fn, layout = _nvfp4_gather(_lib.symmcomm_all_gatherv_nvfp4,
+                                   _lib.symmcomm_all_gatherv_nvfp4_swizzled, row_elements)
+        _check(fn(comm._h(), ctypes.byref(a), ctypes.byref(b), arr, *layout, p,
+                  ctypes.c_void_p(s), ctypes.byref(taken)))
     elif isinstance(send, Fp8Tensor):
         a = _fp8(send, "send", device, 1)
         b = _fp8(recv, "recv", device, size)
@@ -733,17 +732,11 @@ def quantize_all_gather(comm, input, recv, scale=None, stream=None, path="auto",
     p = _path_arg(path)
     st = _stream_arg(stream, input)
     taken = ctypes.c_int(-1)
+    layout = ()
     if isinstance(recv, Nvfp4Tensor):
         b = _nvfp4(recv, "recv", device, size, row_elements)
-        fn = _lib.symmcomm_quantize_all_gather_nvfp4
-        if row_elements is not None:
-            if b.count != n * size:
-                _fail("recv holds %d elements, not input's %d x comm.size %d"
-                      % (b.count, n, size))
-            _check(_lib.symmcomm_quantize_all_gather_nvfp4_swizzled(
-                comm._h(), ctypes.c_void_p(a), n, ctypes.byref(b), ctypes.c_void_p(s_ptr),
-                row_elements, p, ctypes.c_void_p(st), ctypes.byref(taken)))
-            return _plan(taken)
+        fn, layout = _nvfp4_gather(_lib.symmcomm_quantize_all_gather_nvfp4,
+                                   _lib.symmcomm_quantize_all_gather_nvfp4_swizzled, row_elements)
     elif isinstance(recv, Fp8Tensor):
         b = _fp8(recv, "recv", device, size)
         fn = _lib.symmcomm_quantize_all_gather_fp8
@@ -751,8 +744,8 @@ def quantize_all_gather(comm, input, recv, scale=None, stream=None, path="auto",
         _fail("recv must be a symmcomm.Nvfp4Tensor or Fp8Tensor, got %s" % type(recv).__name__)
     if b.count != n * size:
         _fail("recv holds %d elements, not input's %d x comm.size %d" % (b.count, n, size))
-    _check(fn(comm._h(), ctypes.c_void_p(a), n, ctypes.byref(b), ctypes.c_void_p(s_ptr), p,
-              ctypes.c_void_p(st), ctypes.byref(taken)))
+    _check(fn(comm._h(), ctypes.c_void_p(a), n, ctypes.byref(b), ctypes.c_void_p(s_ptr), *layout,
+              p, ctypes.c_void_p(st), ctypes.byref(taken)))
     return _plan(taken)
 
 

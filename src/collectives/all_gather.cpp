@@ -54,10 +54,11 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
     // The LSA kernel pushes the send side to peers from here: only this rank reads it.
     call.buffer(p.send_name, p.send, p.bytes[static_cast<std::size_t>(me)], false);
   }
+  std::vector<std::size_t> part_total;  // bytes of each part over all ranks
   for (const Part& p : parts) {
-    std::size_t const sum = std::accumulate(p.bytes.begin(), p.bytes.end(), std::size_t{0});
-    recv_total += sum;
-    call.buffer(p.recv_name, p.recv, p.swizzle != nullptr ? p.swizzle->bytes : sum);
+    part_total.push_back(std::accumulate(p.bytes.begin(), p.bytes.end(), std::size_t{0}));
+    recv_total += part_total.back();
+    call.buffer(p.recv_name, p.recv, p.swizzle != nullptr ? p.swizzle->bytes : part_total.back());
   }
   call.per_rank(send_total, equal)
       .staging_usable(!swizzled && equal &&
@@ -71,17 +72,16 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
   std::vector<void*> linear(parts.size(), nullptr);
   if (swizzled && plan.path != Path::LsaKernel) {
     detail::refuse_inside_group(operation, "block scales swizzled after NCCL's gather");
+    std::vector<std::size_t> at(parts.size(), 0);  // each swizzled part's workspace offset
     std::size_t need = 0;
-    for (const Part& p : parts) {
-      if (p.swizzle == nullptr) continue;
-      need += detail::align256(std::accumulate(p.bytes.begin(), p.bytes.end(), std::size_t{0}));
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      if (parts[i].swizzle == nullptr) continue;
+      at[i] = need;
+      need += detail::align256(part_total[i]);
     }
     auto* ws = static_cast<char*>(detail::acquire_workspace(state, options, need, stream));
     for (std::size_t i = 0; i < parts.size(); ++i) {
-      if (parts[i].swizzle == nullptr) continue;
-      linear[i] = ws;
-      ws += detail::align256(
-          std::accumulate(parts[i].bytes.begin(), parts[i].bytes.end(), std::size_t{0}));
+      if (parts[i].swizzle != nullptr) linear[i] = ws + at[i];
     }
   }
   // Where each part lands on NCCL's paths.
