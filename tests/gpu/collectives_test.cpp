@@ -18,7 +18,6 @@
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/formats/codecs.hpp"
-#include "symmcomm/formats/scale_layout.hpp"
 #include "symmcomm/logging.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"
 
@@ -148,85 +147,6 @@ TEST(Collectives, OneRankQuantizeAllGatherEqualsHostQuantization) {
   std::string const m =
       logic_error_text([&] { quantize_all_gather(comm, input, small.view(), nullptr, nullptr); });
   EXPECT_NE(m.find("recv.count 16 is not input.count 14336"), std::string::npos) << m;
-}
-
-// Swizzled block scales at one rank on the paths plain and pool buffers take (NCCL's gather
-// into the workspace then the swizzle pass; a symmetric path where the communicator has one),
-// and through quantize_all_gather: the scales against the host's swizzle of the linear ones.
-// Refused: a layout on a reduce-scatter, NCCL's path inside a Group (the swizzle pass would run
-// before NCCL's deferred gather).
-TEST(Collectives, OneRankGathersWriteSwizzledScales) {
-  SYMMCOMM_REQUIRE_GPU();
-  Communicator& comm = one_rank_comm();
-  std::size_t const cols = 7, row = cols * 16, rows = 300, n = rows * row;
-  auto const bits = to_bf16_bits(random_floats(n, 41, 2.0f));
-  std::vector<float> x(n);
-  for (std::size_t i = 0; i < n; ++i) x[i] = bf16_bits_to_float(bits[i]);
-  auto const q = HostNvfp4::quantize(x);
-  std::vector<std::uint8_t> want(swizzled_scale_bytes(rows, cols));
-  swizzle_scales_host(q.scales.data(), rows, cols, want.data());
-  DeviceNvfp4 send(n);
-  send.data.upload(q.data);
-  send.block_scales.upload(q.scales);
-  send.global.upload({q.global_scale});
-  Options o;
-  o.scale_layout = ScaleLayout::Swizzled128x4;
-  o.row_elements = row;
-  SymmAllocator pool(comm, PoolOptions{16 << 20});
-  auto* pool_data = static_cast<std::uint8_t*>(pool.allocate(n / 2));
-  auto* pool_scales = static_cast<std::uint8_t*>(pool.allocate(want.size()));
-  auto* pool_global = static_cast<float*>(pool.allocate(sizeof(float)));
-  DeviceArray<std::uint8_t> data(n / 2), scales(want.size());
-  DeviceArray<float> global(1);
-  DeviceArray<std::uint16_t> in(n);
-  in.upload(bits);
-  ConstBf16Span const input{reinterpret_cast<const bf16*>(in.get()), n};
-  for (bool in_pool : {false, true}) {
-    Nvfp4View const recv = in_pool ? Nvfp4View{pool_data, pool_scales, pool_global, n}
-                                   : Nvfp4View{data.get(), scales.get(), global.get(), n};
-    for (int call = 0; call < 3; ++call) {
-      SYMMCOMM_CUDA_TRY(cudaMemset(recv.block_scales, 0xEE, want.size()));
-      SYMMCOMM_CUDA_TRY(cudaMemset(recv.data, 0xEE, n / 2));
-      Plan const plan = call == 0   ? all_gather(comm, send.view(), recv, nullptr, o)
-                        : call == 1 ? all_gatherv(comm, send.view(), recv, {n}, nullptr, o)
-                                    : quantize_all_gather(comm, input, recv, nullptr, nullptr, o);
-      SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
-      std::string const at = std::string(call == 0   ? "all_gather"
-                                         : call == 1 ? "all_gatherv"
-                                                     : "quantize_all_gather") +
-                             (in_pool ? ", pool buffers -> " : ", plain buffers -> ") +
-                             to_string(plan.path);
-      std::vector<std::uint8_t> got(want.size()), got_data(n / 2);
-      SYMMCOMM_CUDA_TRY(
-          cudaMemcpy(got.data(), recv.block_scales, got.size(), cudaMemcpyDeviceToHost));
-      SYMMCOMM_CUDA_TRY(cudaMemcpy(got_data.data(), recv.data, n / 2, cudaMemcpyDeviceToHost));
-      EXPECT_EQ(got, want) << at << ": swizzled block scales";
-      EXPECT_EQ(got_data, q.data) << at << ": data";
-      if (!in_pool) {
-        EXPECT_EQ(plan.path, Path::Fallback) << at;
-      }
-    }
-  }
-  // Refused, naming why.
-  DeviceArray<float> out(n);
-  std::string m = logic_error_text([&] {
-    reduce_scatter(comm, send.view(), Fp32Span{out.get(), n}, nullptr, o);
-  });
-  EXPECT_NE(m.find("Options::scale_layout applies to NVFP4 gathers only"), std::string::npos) << m;
-  Nvfp4View const plain{data.get(), scales.get(), global.get(), n};
-  {
-    Group group;
-    m = logic_error_text([&] { all_gather(comm, send.view(), plain, nullptr, o); });
-  }
-  EXPECT_NE(m.find("cannot run inside a symmcomm::Group"), std::string::npos) << m;
-  Options bad = o;
-  bad.row_elements = 100;
-  m = logic_error_text([&] { all_gather(comm, send.view(), plain, nullptr, bad); });
-  EXPECT_NE(m.find("Options::row_elements 100 is not a positive multiple of 16"), std::string::npos)
-      << m;
-  pool.deallocate(pool_global);
-  pool.deallocate(pool_scales);
-  pool.deallocate(pool_data);
 }
 
 TEST(Collectives, OneRankReduceScatterOfEveryFormat) {

@@ -14,38 +14,17 @@
 #include <vector>
 
 #include "support/gpu_test.hpp"
+#include "support/guarded.hpp"
 #include "support/reference.hpp"
 #include "support/tensors.hpp"
 #include "symmcomm/collectives/local_reduce.hpp"
 #include "symmcomm/collectives/loopback.hpp"
 #include "symmcomm/formats/codecs.hpp"
-#include "symmcomm/formats/scale_layout.hpp"
 
 namespace {
 
 using namespace symmcomm;
 using namespace symmcomm::test;
-
-constexpr std::size_t kGuard = 64;  // bytes after every output that must stay poisoned
-constexpr int kPoisons[] = {0xAB, 0x54};
-
-// A byte buffer with a guard tail.
-struct Guarded {
-  explicit Guarded(std::size_t n) : bytes(n), mem(n + kGuard) {}
-  std::uint8_t* get() const { return mem.get(); }
-  std::vector<std::uint8_t> body() const {
-    auto all = mem.download();
-    return {all.begin(), all.begin() + static_cast<std::ptrdiff_t>(bytes)};
-  }
-  void expect_guard_intact(int poison, const std::string& what) const {
-    auto const all = mem.download();
-    for (std::size_t i = bytes; i < all.size(); ++i) {
-      ASSERT_EQ(all[i], poison) << what << ": byte " << i - bytes << " past the end was written";
-    }
-  }
-  std::size_t bytes;
-  DeviceArray<std::uint8_t> mem;
-};
 
 // Counts per virtual rank: distinct, multiples of 16, some odd multiples (narrow vector paths).
 std::vector<std::size_t> variable_counts(int ranks, std::size_t base) {
@@ -116,69 +95,6 @@ TEST_P(LsaLoopback, Nvfp4AllGatherWithVariableCountsMovesEveryByte) {
       rd[r]->expect_guard_intact(poison, at + " data");
       rs[r]->expect_guard_intact(poison, at + " block scales");
       rg[r]->expect_guard_intact(poison, at + " global scales");
-    }
-  }
-}
-
-// Swizzled block scales (Options::scale_layout): every rank's rows - a different number per
-// rank, not filling whole 128-row tiles, with a scale-column count that does not fill a 4-column
-// tile row - land where the documented layout (scale_layout.hpp's host conversion of the
-// concatenated linear scales) puts them, padding zeroed, nothing past the buffer written; data
-// and global scales as with linear scales.
-TEST_P(LsaLoopback, Nvfp4AllGatherWritesSwizzledScalesForRaggedRows) {
-  int const n = ranks();
-  for (std::size_t const scale_cols : {std::size_t{7}, std::size_t{448}}) {
-    std::size_t const row = scale_cols * 16;
-    std::vector<std::size_t> counts;
-    for (int r = 0; r < n; ++r) counts.push_back(row * static_cast<std::size_t>(37 * r + 5));
-    std::size_t const total = sum(counts);
-    std::size_t const rows = total / row;
-    std::vector<std::unique_ptr<DeviceArray<std::uint8_t>>> sd, ss;
-    std::vector<std::unique_ptr<DeviceArray<float>>> sg;
-    std::vector<std::unique_ptr<Guarded>> rd, rs, rg;
-    std::vector<std::uint8_t> want_data, linear;
-    std::vector<Nvfp4View> send, recv;
-    for (int r = 0; r < n; ++r) {
-      std::size_t const c = counts[static_cast<std::size_t>(r)];
-      auto const d = random_bytes(c / 2, 30 + static_cast<std::uint32_t>(r));
-      auto s = random_bytes(c / 16, 40 + static_cast<std::uint32_t>(r));
-      for (auto& b : s) b = static_cast<std::uint8_t>(b | 1);  // never a padding 0
-      sd.push_back(std::make_unique<DeviceArray<std::uint8_t>>(d.size()));
-      sd.back()->upload(d);
-      ss.push_back(std::make_unique<DeviceArray<std::uint8_t>>(s.size()));
-      ss.back()->upload(s);
-      sg.push_back(std::make_unique<DeviceArray<float>>(1));
-      sg.back()->upload({1.5f + static_cast<float>(r)});
-      want_data.insert(want_data.end(), d.begin(), d.end());
-      linear.insert(linear.end(), s.begin(), s.end());
-      send.push_back(Nvfp4View{sd.back()->get(), ss.back()->get(), sg.back()->get(), c});
-      rd.push_back(std::make_unique<Guarded>(total / 2));
-      rs.push_back(std::make_unique<Guarded>(swizzled_scale_bytes(rows, scale_cols)));
-      rg.push_back(std::make_unique<Guarded>(n * sizeof(float)));
-      recv.push_back(Nvfp4View{rd.back()->get(), rs.back()->get(),
-                               reinterpret_cast<float*>(rg.back()->get()), total});
-    }
-    std::vector<std::uint8_t> want_scales(swizzled_scale_bytes(rows, scale_cols));
-    swizzle_scales_host(linear.data(), rows, scale_cols, want_scales.data());
-    Options o;
-    o.scale_layout = ScaleLayout::Swizzled128x4;
-    o.row_elements = row;
-    for (int poison : kPoisons) {
-      for (int r = 0; r < n; ++r) {
-        rd[r]->mem.poison(poison);
-        rs[r]->mem.poison(poison);
-        rg[r]->mem.poison(poison);
-      }
-      loopback::all_gather(send, recv, o, nullptr);
-      SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
-      for (int r = 0; r < n; ++r) {
-        std::string const at = std::to_string(scale_cols) + " scale columns, rank " +
-                               std::to_string(r) + " poison " + std::to_string(poison);
-        ASSERT_EQ(rd[r]->body(), want_data) << at;
-        ASSERT_EQ(rs[r]->body(), want_scales) << at << ": swizzled scales";
-        rs[r]->expect_guard_intact(poison, at + " swizzled scales");
-        rd[r]->expect_guard_intact(poison, at + " data");
-      }
     }
   }
 }
@@ -363,64 +279,6 @@ TEST_P(LsaLoopback, OneShotNvfp4AndFp8ReduceScatterMatchCpuAndTheFallbackKernel)
 }
 
 // ---- fused quantize + all-gather ------------------------------------------------------------
-
-// The fused quantize + all-gather writing swizzled block scales: ragged rows per rank, 7 scale
-// columns (a partial tile row); data as the host quantizes it, scales where the documented
-// layout of the host's linear scales puts them, padding zeroed, guards intact.
-TEST_P(LsaLoopback, FusedQuantizeAllGatherWritesSwizzledScales) {
-  int const n = ranks();
-  std::size_t const cols = 7, row = cols * 16;
-  std::vector<std::unique_ptr<DeviceArray<std::uint16_t>>> in;
-  std::vector<std::unique_ptr<DeviceArray<float>>> g4;
-  std::vector<Bf16Span> input;
-  std::vector<const float*> gs;
-  std::vector<std::uint8_t> want_data, linear;
-  std::size_t total = 0;
-  for (int r = 0; r < n; ++r) {
-    std::size_t const c = row * static_cast<std::size_t>(37 * r + 5);
-    total += c;
-    auto const bits = to_bf16_bits(random_floats(c, 700 + static_cast<std::uint32_t>(r), 2.0f));
-    std::vector<float> x(c);
-    for (std::size_t i = 0; i < c; ++i) x[i] = bf16_bits_to_float(bits[i]);
-    in.push_back(std::make_unique<DeviceArray<std::uint16_t>>(c));
-    in.back()->upload(bits);
-    input.push_back(Bf16Span{reinterpret_cast<bf16*>(in.back()->get()), c});
-    auto const hq = HostNvfp4::quantize(x);
-    want_data.insert(want_data.end(), hq.data.begin(), hq.data.end());
-    linear.insert(linear.end(), hq.scales.begin(), hq.scales.end());
-    g4.push_back(std::make_unique<DeviceArray<float>>(1));
-    g4.back()->upload({hq.global_scale});
-    gs.push_back(g4.back()->get());
-  }
-  std::size_t const rows = total / row;
-  std::vector<std::uint8_t> want_scales(swizzled_scale_bytes(rows, cols));
-  swizzle_scales_host(linear.data(), rows, cols, want_scales.data());
-  std::vector<std::unique_ptr<Guarded>> rd, rs, rg;
-  std::vector<Nvfp4View> recv;
-  for (int r = 0; r < n; ++r) {
-    rd.push_back(std::make_unique<Guarded>(total / 2));
-    rs.push_back(std::make_unique<Guarded>(want_scales.size()));
-    rg.push_back(std::make_unique<Guarded>(n * sizeof(float)));
-    recv.push_back(Nvfp4View{rd.back()->get(), rs.back()->get(),
-                             reinterpret_cast<float*>(rg.back()->get()), total});
-  }
-  Options o;
-  o.scale_layout = ScaleLayout::Swizzled128x4;
-  o.row_elements = row;
-  for (int poison : kPoisons) {
-    for (int r = 0; r < n; ++r) {
-      for (auto* g : {rd[r].get(), rs[r].get(), rg[r].get()}) g->mem.poison(poison);
-    }
-    loopback::quantize_all_gather(input, gs, recv, o, nullptr);
-    SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
-    for (int r = 0; r < n; ++r) {
-      std::string const at = "rank " + std::to_string(r) + " poison " + std::to_string(poison);
-      ASSERT_EQ(rd[r]->body(), want_data) << at;
-      ASSERT_EQ(rs[r]->body(), want_scales) << at << ": swizzled scales";
-      for (auto* g : {rd[r].get(), rs[r].get(), rg[r].get()}) g->expect_guard_intact(poison, at);
-    }
-  }
-}
 
 TEST_P(LsaLoopback, FusedQuantizeAllGatherEqualsHostQuantizationOfEveryRank) {
   int const n = ranks();
