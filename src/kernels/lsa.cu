@@ -52,7 +52,11 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
     if (seg.scale_cols > 0) {
-      swizzle_scales_to_peers<kStreamingStores>(seg, dst, me, n);
+      if (g.width[s] == 16) {
+        swizzle_scales_to_peers<kStreamingStores, true>(seg, dst, me, n);
+      } else {
+        swizzle_scales_to_peers<kStreamingStores, false>(seg, dst, me, n);
+      }
       continue;
     }
     std::size_t const units = seg.bytes / static_cast<std::size_t>(g.width[s]);
@@ -284,7 +288,7 @@ void gather(const Peers& peers, const GatherArgs& args, cudaStream_t stream) {
       SYMMCOMM_EXPECTS(
           address_bits(peers, seg.dst) % 4 == 0,
           "lsa gather: swizzled scales at offset " << seg.dst.offset << " are not 4-byte aligned");
-      g.width[s] = 4;
+      g.width[s] = address_bits(peers, seg.dst) % 16 == 0 ? 16 : 4;  // whole chunks as one store
       continue;
     }
     g.width[s] = widest_vector(address_bits(peers, seg.dst) |

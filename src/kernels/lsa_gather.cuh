@@ -48,30 +48,46 @@ __device__ __forceinline__ void copy_to_peers(const void* src, char* const* dst,
 }
 
 // This rank's linear NVFP4 block scales into every peer's swizzled scale matrix (a swizzle
-// segment, see GatherSegment): one thread per (row, 4-column group), whose 4 scales are 4
-// adjacent bytes of the layout, stored as one word; padding columns and the segment's padding
-// rows as 0.
-template <bool kStreaming>
+// segment, see GatherSegment), one 16-byte chunk of the layout per thread (swizzle_chunk): a
+// warp stores whole 512-byte tiles. Chunks whose 4 rows are all this rank's are one 16-byte
+// store when `kWide` (the matrix is 16-byte aligned); chunks shared with other ranks' rows
+// store only this rank's 4-byte words. Padding columns and padding rows are written as 0.
+template <bool kStreaming, bool kWide>
 __device__ __forceinline__ void swizzle_scales_to_peers(const GatherSegment& seg, char* const* dst,
                                                         int me, int n) {
   auto const* src = static_cast<const std::uint8_t*>(seg.src);
   std::size_t const cols = seg.scale_cols;
-  std::size_t const rows = seg.bytes / cols;
-  std::size_t const units = swizzle_segment_units(cols, rows, seg.zero_to - seg.zero_from);
+  SwizzleRows const rows{seg.first_row, seg.bytes / cols, seg.zero_from, seg.zero_to};
+  SwizzleSpan const span = swizzle_segment_span(cols, rows);
+  bool const word_loads = cols % 4 == 0 && reinterpret_cast<std::uintptr_t>(src) % 4 == 0;
   std::size_t const stride = grid_threads();
-  for (std::size_t u = global_thread(); u < units; u += stride) {
-    SwizzleUnit const w = swizzle_segment_unit(u, cols, rows, seg.first_row, seg.zero_from);
-    std::uint32_t word = 0;
-    if (w.local_row < rows) {
+  for (std::size_t u = global_thread(); u < span.units; u += stride) {
+    SwizzleChunk const c = swizzle_chunk(u, cols, span.first_tile);
+    std::uint32_t word[4] = {0, 0, 0, 0};
+    unsigned mine = 0;  // bit k: row k of the chunk is written by this rank
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      std::size_t const row = c.row0 + static_cast<std::size_t>(32 * k);
+      ChunkRow const kind = chunk_row(rows, row);
+      if (kind == ChunkRow::Other) continue;
+      mine |= 1u << k;
+      if (kind == ChunkRow::Zero) continue;
+      word[k] = scale_word(src + (row - rows.first_row) * cols, c.col0, cols, word_loads);
+    }
+    if (mine == 0) continue;
+    for (int j = 0; j < n; ++j) {
+      char* out = dst[rotated(me, j, n)] + c.offset;
+      if (kWide && mine == 0xFu) {
+        store_vector<kStreaming>(reinterpret_cast<uint4*>(out),
+                                 make_uint4(word[0], word[1], word[2], word[3]));
+        continue;
+      }
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        std::size_t const c = w.col0 + static_cast<std::size_t>(k);
-        if (c < cols) word |= static_cast<std::uint32_t>(src[w.local_row * cols + c]) << (8 * k);
+        if (mine & (1u << k)) {
+          store_vector<kStreaming>(reinterpret_cast<std::uint32_t*>(out) + k, word[k]);
+        }
       }
-    }
-    std::size_t const at = swizzled_scale_offset(w.row, w.col0, cols);
-    for (int j = 0; j < n; ++j) {
-      store_vector<kStreaming>(reinterpret_cast<std::uint32_t*>(dst[rotated(me, j, n)] + at), word);
     }
   }
 }

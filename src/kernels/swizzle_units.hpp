@@ -3,42 +3,53 @@
 // (host/device, so that tests/unit checks on the CPU that the units of all ranks together write
 // every byte of the scale matrix exactly once, with the right value).
 //
-// A gather swizzle segment (lsa::GatherSegment with scale_cols > 0) writes, per unit, the 4
-// adjacent bytes of one row's 4-column group: first this rank's `rows` rows (values from its
-// linear scales, padding columns 0), then its padding rows [zero_from, zero_to) (all 0).
+// A gather swizzle segment (lsa::GatherSegment with scale_cols > 0) writes, per unit, one
+// 16-byte chunk of the layout (swizzle_chunk): the rows of it that are this rank's rows get
+// values from its linear scales (padding columns 0), its padding rows [zero_from, zero_to) 0.
 // The fused quantize + gather writes each block's scale byte where its (row, col) lies, then,
 // per padding unit, one zero byte: its rows' padding columns, then its padding rows.
 
 #include <cstddef>
 
+#include "formats/swizzle_chunks.hpp"
 #include "symmcomm/formats/host_device.hpp"
 #include "symmcomm/formats/scale_layout.hpp"
 
 namespace symmcomm::detail::lsa {
 
-/// 4-column groups per row of a matrix with `cols` scale columns.
-SYMMCOMM_HD constexpr std::size_t scale_groups(std::size_t cols) {
-  return round_up_to(cols, kScaleTileCols) / kScaleTileCols;
-}
-
-/// Units of a gather swizzle segment.
-SYMMCOMM_HD constexpr std::size_t swizzle_segment_units(std::size_t cols, std::size_t rows,
-                                                        std::size_t zero_rows) {
-  return (rows + zero_rows) * scale_groups(cols);
-}
-
-/// Unit `u` of a gather swizzle segment: the matrix row, its first column, and the local row
-/// its values come from (`rows` or more: a padding row, all zero).
-struct SwizzleUnit {
-  std::size_t row = 0, col0 = 0, local_row = 0;
+/// A gather swizzle segment's rows: [first_row, first_row + rows) take values from the
+/// segment's linear scales, [zero_from, zero_to) are padding rows it writes as 0.
+struct SwizzleRows {
+  std::size_t first_row = 0, rows = 0, zero_from = 0, zero_to = 0;
 };
-SYMMCOMM_HD constexpr SwizzleUnit swizzle_segment_unit(std::size_t u, std::size_t cols,
-                                                       std::size_t rows, std::size_t first_row,
-                                                       std::size_t zero_from) {
-  std::size_t const groups = scale_groups(cols);
-  std::size_t const r = u / groups;
-  return SwizzleUnit{r < rows ? first_row + r : zero_from + (r - rows),
-                     (u % groups) * kScaleTileCols, r};
+
+/// What one row of a chunk is to a segment: another rank's row (not written), one of its rows
+/// (value from local row `row - first_row`), or one of its padding rows (0).
+enum class ChunkRow { Other, Value, Zero };
+SYMMCOMM_HD constexpr ChunkRow chunk_row(const SwizzleRows& s, std::size_t row) {
+  if (row >= s.first_row && row - s.first_row < s.rows) return ChunkRow::Value;
+  if (row >= s.zero_from && row < s.zero_to) return ChunkRow::Zero;
+  return ChunkRow::Other;
+}
+
+/// A segment's units are the 16-byte chunks (formats/swizzle_chunks.hpp) of the row tiles its
+/// rows and padding rows touch; rows of a shared tile that belong to other ranks are skipped
+/// (chunk_row). First row tile and number of units of a segment with `cols` scale columns.
+struct SwizzleSpan {
+  std::size_t first_tile = 0, units = 0;
+};
+SYMMCOMM_HD constexpr SwizzleSpan swizzle_segment_span(std::size_t cols, const SwizzleRows& s) {
+  bool const values = s.rows > 0, zeros = s.zero_to > s.zero_from;
+  if (!values && !zeros) return SwizzleSpan{};
+  std::size_t lo = values ? s.first_row : s.zero_from;
+  std::size_t hi = values ? s.first_row + s.rows : s.zero_to;
+  if (values && zeros) {
+    lo = lo < s.zero_from ? lo : s.zero_from;
+    hi = hi > s.zero_to ? hi : s.zero_to;
+  }
+  std::size_t const first = lo / kScaleTileRows;
+  std::size_t const tiles = round_up_to(hi, kScaleTileRows) / kScaleTileRows - first;
+  return SwizzleSpan{first, tiles * scale_groups(cols) * kChunkLanes};
 }
 
 /// Zero bytes the fused kernel writes: its rows' padding columns, then its padding rows.

@@ -43,12 +43,23 @@ TEST(SwizzledScales, DeviceSwizzleMatchesTheHostLayoutForRaggedShapes) {
     for (auto& b : linear) b = static_cast<std::uint8_t>(rng() % 255 + 1);  // never the padding
     std::vector<std::uint8_t> want(swizzled_scale_bytes(rows, cols));
     swizzle_scales_host(linear.data(), rows, cols, want.data());
-    DeviceArray<std::uint8_t> in(linear.size()), out(want.size());
-    in.upload(linear);
-    SYMMCOMM_CUDA_TRY(cudaMemset(out.get(), 0xEE, want.size()));  // padding must be rewritten
-    swizzle_nvfp4_scales(in.get(), rows, cols, out.get(), nullptr);
-    SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
-    EXPECT_EQ(out.download(), want) << rows << " x " << cols << " scales";
+    // shift 1: input and output off their alignment (byte loads, byte stores).
+    for (std::size_t const shift : {std::size_t{0}, std::size_t{1}}) {
+      DeviceArray<std::uint8_t> in(linear.size() + shift), out(want.size() + shift);
+      SYMMCOMM_CUDA_TRY(
+          cudaMemcpy(in.get() + shift, linear.data(), linear.size(), cudaMemcpyHostToDevice));
+      SYMMCOMM_CUDA_TRY(cudaMemset(out.get(), 0xEE, want.size() + shift));  // padding rewritten
+      swizzle_nvfp4_scales(in.get() + shift, rows, cols, out.get() + shift, nullptr);
+      std::vector<std::uint8_t> got(want.size() + shift);
+      SYMMCOMM_CUDA_TRY(cudaMemcpy(got.data(), out.get(), got.size(), cudaMemcpyDeviceToHost));
+      EXPECT_EQ(
+          std::vector<std::uint8_t>(got.begin() + static_cast<std::ptrdiff_t>(shift), got.end()),
+          want)
+          << rows << " x " << cols << " scales, shift " << shift;
+      if (shift > 0) {
+        EXPECT_EQ(got[0], 0xEE) << "wrote before the output";
+      }
+    }
   }
 }
 

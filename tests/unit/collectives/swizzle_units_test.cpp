@@ -1,5 +1,5 @@
 // The work units the LSA kernels write swizzled block scales in (kernels/swizzle_units.hpp),
-// simulated on the CPU for every rank of ragged gathers: the gather segments' word writes and
+// simulated on the CPU for every rank of ragged gathers: the gather segments' chunk writes and
 // the fused kernel's byte writes plus its padding pass each cover every byte of the padded
 // scale matrix exactly once, and the result equals the documented layout of the concatenated
 // linear scales (scale_layout.hpp's host conversion).
@@ -32,7 +32,9 @@ std::vector<Case> cases() {
           {448, {1, 2}},
           {4, {128, 128}},
           {1, {3}},
-          {9, {37, 74, 111, 148, 185, 222, 259, 296}}};
+          {9, {37, 74, 111, 148, 185, 222, 259, 296}},
+          {448, {0, 200, 0}},
+          {12, {256, 1, 127}}};
 }
 
 // A fake rank's linear scales: never 0, so a missing write cannot pass as padding.
@@ -95,19 +97,25 @@ TEST(SwizzleUnits, GatherSegmentsOfAllRanksWriteEveryByteOnceAndRight) {
       lsa::GatherSegment seg;
       seg.bytes = g.linear[r].size();
       set_swizzle(g.plan, r, n, seg);
-      std::size_t const rows = seg.bytes / seg.scale_cols;
-      std::size_t const units =
-          lsa::swizzle_segment_units(seg.scale_cols, rows, seg.zero_to - seg.zero_from);
-      for (std::size_t u = 0; u < units; ++u) {
-        auto const w =
-            lsa::swizzle_segment_unit(u, seg.scale_cols, rows, seg.first_row, seg.zero_from);
-        std::size_t const at = swizzled_scale_offset(w.row, w.col0, seg.scale_cols);
-        ASSERT_EQ(at % 4, 0u);
+      lsa::SwizzleRows const rows{seg.first_row, seg.bytes / seg.scale_cols, seg.zero_from,
+                                  seg.zero_to};
+      lsa::SwizzleSpan const span = lsa::swizzle_segment_span(seg.scale_cols, rows);
+      for (std::size_t u = 0; u < span.units; ++u) {
+        auto const chunk = swizzle_chunk(u, seg.scale_cols, span.first_tile);
+        ASSERT_EQ(chunk.offset % 16, 0u);
         for (std::size_t k = 0; k < 4; ++k) {
-          std::size_t const col = w.col0 + k;
-          m.write(at + k, w.local_row < rows && col < seg.scale_cols
-                              ? g.linear[r][w.local_row * seg.scale_cols + col]
-                              : 0);
+          std::size_t const row = chunk.row0 + 32 * k;
+          lsa::ChunkRow const kind = lsa::chunk_row(rows, row);
+          if (kind == lsa::ChunkRow::Other) continue;
+          std::size_t const at = chunk.offset + 4 * k;
+          ASSERT_EQ(at, swizzled_scale_offset(row, chunk.col0, seg.scale_cols));
+          for (std::size_t j = 0; j < 4; ++j) {
+            std::size_t const col = chunk.col0 + j;
+            std::size_t const local = row - rows.first_row;
+            m.write(at + j, kind == lsa::ChunkRow::Value && col < seg.scale_cols
+                                ? g.linear[r][local * seg.scale_cols + col]
+                                : 0);
+          }
         }
       }
     }
@@ -135,6 +143,29 @@ TEST(SwizzleUnits, FusedKernelBlocksAndPaddingWriteEveryByteOnceAndRight) {
       }
     }
     m.expect_exactly(g, c);
+  }
+}
+
+// swizzle_nvfp4_scales' kernel: every chunk of the padded matrix, with both ways of loading a
+// row's 4 scales where they apply.
+TEST(SwizzleUnits, CodecChunksWriteEveryByteOnceAndRight) {
+  for (const Case& c : cases()) {
+    Gathered const g = gathered(c);
+    std::vector<std::uint8_t> all;
+    for (const auto& l : g.linear) all.insert(all.end(), l.begin(), l.end());
+    for (bool word_loads : {false, c.cols % 4 == 0}) {
+      Written m(g.plan.bytes);
+      ASSERT_EQ(g.plan.bytes % kChunkBytes, 0u);
+      for (std::size_t u = 0; u < g.plan.bytes / kChunkBytes; ++u) {
+        auto const chunk = swizzle_chunk(u, c.cols, 0);
+        std::uint32_t word[4];
+        matrix_chunk_words(all.data(), g.plan.total_rows, c.cols, chunk, word_loads, word);
+        for (std::size_t b = 0; b < kChunkBytes; ++b) {
+          m.write(chunk.offset + b, static_cast<std::uint8_t>(word[b / 4] >> (8 * (b % 4))));
+        }
+      }
+      m.expect_exactly(g, c);
+    }
   }
 }
 
