@@ -73,9 +73,8 @@ TEST(ScaleLayout, OffsetsAreABijectionOntoThePaddedTiles) {
   for (std::size_t b = 0; b < hits.size(); ++b) ASSERT_EQ(hits[b], 1) << "byte " << b;
 }
 
-// swizzled_scale_position (what the device swizzle runs per output byte) inverts
-// swizzled_scale_offset on every byte of ragged layouts, and names padding bytes as positions
-// outside the matrix.
+// swizzled_scale_position (the public inverse of the layout) inverts swizzled_scale_offset on
+// every byte of ragged layouts, and names padding bytes as positions outside the matrix.
 TEST(ScaleLayout, PositionInvertsOffsetOnEveryByte) {
   for (auto const& [rows, cols] : std::vector<std::pair<std::size_t, std::size_t>>{
            {1, 1}, {127, 3}, {128, 4}, {129, 448}, {300, 7}}) {
