@@ -43,11 +43,21 @@ std::vector<std::uint16_t> bf16_of(int rank, std::size_t count) {
   return h;
 }
 
+// This engine runs everything on the legacy default stream (nullptr): copies, quantization and
+// collectives are ordered there. An engine on its own cudaStreamNonBlocking stream must copy on
+// that stream (cudaMemcpyAsync(..., stream)): a plain cudaMemcpy runs on the legacy stream,
+// which does not order work on a non-blocking stream, and from pageable memory it may return
+// before its DMA has landed.
+void download(void* host, const void* device, std::size_t bytes) {
+  ENGINE_CUDA(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, nullptr));
+  ENGINE_CUDA(cudaStreamSynchronize(nullptr));
+}
+
 // Relative L2 distance of the bf16 result (this rank's shard) from the exact sum of every
 // rank's bf16 input.
 double combine_error(const void* out, int rank, int ranks, std::size_t shard) {
   std::vector<std::uint16_t> got(shard);
-  ENGINE_CUDA(cudaMemcpy(got.data(), out, shard * 2, cudaMemcpyDeviceToHost));
+  download(got.data(), out, shard * 2);
   double err = 0.0, ref = 0.0;
   for (std::size_t i = 0; i < shard; ++i) {
     std::size_t const at = static_cast<std::size_t>(rank) * shard + i;
@@ -93,7 +103,7 @@ int main() {
     void *x = nullptr, *q_data = nullptr, *q_scales = nullptr, *q_global = nullptr;
     auto const host = bf16_of(rank, kCount);
     ENGINE_CUDA(cudaMalloc(&x, kCount * 2));
-    ENGINE_CUDA(cudaMemcpy(x, host.data(), kCount * 2, cudaMemcpyHostToDevice));
+    ENGINE_CUDA(cudaMemcpyAsync(x, host.data(), kCount * 2, cudaMemcpyHostToDevice, nullptr));
     ENGINE_CUDA(cudaMalloc(&q_data, kCount / 2));
     ENGINE_CUDA(cudaMalloc(&q_scales, kCount / 16));
     ENGINE_CUDA(cudaMalloc(&q_global, sizeof(float)));
@@ -113,9 +123,8 @@ int main() {
       std::printf("rank %d dispatch (activations from cudaMalloc, receive in a pool): %s\n", rank,
                   dispatch.reason().c_str());
       std::vector<std::uint8_t> want(kCount / 2), got(kCount / 2);
-      ENGINE_CUDA(cudaMemcpy(want.data(), q_data, want.size(), cudaMemcpyDeviceToHost));
-      ENGINE_CUDA(cudaMemcpy(got.data(), g_data + static_cast<std::size_t>(rank) * (kCount / 2),
-                             got.size(), cudaMemcpyDeviceToHost));
+      download(want.data(), q_data, want.size());
+      download(got.data(), g_data + static_cast<std::size_t>(rank) * (kCount / 2), got.size());
       if (got != want) {
         std::printf("rank %d: its part of the gather differs from its own quantization\n", rank);
         failed = 1;

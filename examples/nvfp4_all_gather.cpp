@@ -37,9 +37,15 @@ int main() {
       host[i] = float_to_bf16_bits(
           std::sin(static_cast<float>(comm.rank()) + 0.001f * static_cast<float>(i)));
     }
+    // Engines run collectives on their own non-blocking streams. Write inputs in stream order
+    // on that stream: a plain cudaMemcpy runs on the legacy stream, which does not order work
+    // on a cudaStreamNonBlocking stream, and from pageable memory it may return before its DMA
+    // has landed, so the quantize below could read the old bytes.
+    cudaStream_t stream;
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
     void* activations = nullptr;
     cudaMalloc(&activations, kCount * 2);
-    cudaMemcpy(activations, host.data(), kCount * 2, cudaMemcpyHostToDevice);
+    cudaMemcpyAsync(activations, host.data(), kCount * 2, cudaMemcpyHostToDevice, stream);
 
     Nvfp4View const send{static_cast<std::uint8_t*>(pool.allocate(kCount / 2)),
                          static_cast<std::uint8_t*>(pool.allocate(kCount / 16)),
@@ -47,18 +53,18 @@ int main() {
     Nvfp4View const recv{static_cast<std::uint8_t*>(pool.allocate(kCount / 2 * n)),
                          static_cast<std::uint8_t*>(pool.allocate(kCount / 16 * n)),
                          static_cast<float*>(pool.allocate(sizeof(float) * n)), kCount * n};
-    cudaStream_t stream;
-    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
     quantize_nvfp4(static_cast<const bf16*>(activations), send, ScaleMode::Compute, stream);
     Plan const plan = all_gather(comm, send, recv, stream);
     cudaStreamSynchronize(stream);
     std::printf("rank %d: %s\n", comm.rank(), plan.reason().c_str());
 
-    // Check: this rank's own slice of the gathered tensor equals what it sent.
+    // Check: this rank's own slice of the gathered tensor equals what it sent. Downloads go
+    // through the same stream too (ordered after the gather), then the host waits for it.
     std::vector<std::uint8_t> mine(kCount / 2), gathered(kCount / 2);
-    cudaMemcpy(mine.data(), send.data, kCount / 2, cudaMemcpyDeviceToHost);
-    cudaMemcpy(gathered.data(), recv.data + comm.rank() * (kCount / 2), kCount / 2,
-               cudaMemcpyDeviceToHost);
+    cudaMemcpyAsync(mine.data(), send.data, kCount / 2, cudaMemcpyDeviceToHost, stream);
+    cudaMemcpyAsync(gathered.data(), recv.data + comm.rank() * (kCount / 2), kCount / 2,
+                    cudaMemcpyDeviceToHost, stream);
+    cudaStreamSynchronize(stream);
     if (mine != gathered) ++failures;
     for (void* p : {static_cast<void*>(send.data), static_cast<void*>(send.block_scales),
                     static_cast<void*>(send.global_scale), static_cast<void*>(recv.data),

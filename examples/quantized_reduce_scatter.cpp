@@ -35,14 +35,18 @@ int main() {
     cudaMalloc(&scales, total / 16);
     cudaMalloc(&global, sizeof(float));
     cudaMalloc(&out, kShard * 2);
-    cudaMemcpy(input, host.data(), total * 2, cudaMemcpyHostToDevice);
+    // Everything below runs on the legacy default stream (nullptr), so copies and calls are
+    // ordered with each other. On a non-blocking stream, use cudaMemcpyAsync on that stream
+    // (see nvfp4_all_gather.cpp): a plain cudaMemcpy is not ordered with such a stream.
+    cudaMemcpyAsync(input, host.data(), total * 2, cudaMemcpyHostToDevice, nullptr);
     Nvfp4View const send{static_cast<std::uint8_t*>(data), static_cast<std::uint8_t*>(scales),
                          static_cast<float*>(global), total};
     quantize_nvfp4(static_cast<const bf16*>(input), send, ScaleMode::Compute, nullptr);
     Plan const plan =
         reduce_scatter(comm, send, Bf16Span{static_cast<bf16*>(out), kShard}, nullptr);
     std::vector<std::uint16_t> result(kShard);
-    cudaMemcpy(result.data(), out, kShard * 2, cudaMemcpyDeviceToHost);
+    cudaMemcpyAsync(result.data(), out, kShard * 2, cudaMemcpyDeviceToHost, nullptr);
+    cudaStreamSynchronize(nullptr);
     std::printf("rank %d: %s\n", comm.rank(), plan.reason().c_str());
     // Reference: the exact sum of the bf16 inputs. NVFP4 keeps ~1 significant bit per block
     // maximum's neighbourhood, so compare in norm: relative L2 error.

@@ -2,8 +2,9 @@
 # compute-sanitizer over symmcomm's GPU tests (device machine; build with scripts/gpu_session.sh
 # first). memcheck runs every GPU test except the long leak-cycle and device-exhaustion ones
 # (those measure memory, which the sanitizer's own allocations distort); racecheck, synccheck
-# and initcheck run the tests of symmcomm's own kernels (codecs, local reduce, LSA loopback),
-# since NCCL's kernels are not ours to fix. Writes ${OUT:-./gpu-out}/sanitize_<tool>.log and
+# and initcheck run the tests of every kernel of symmcomm's own (codecs, local reduce, LSA
+# loopback gathers, reduces and fused quantize + gather, scale swizzling and the swizzled-scale
+# gathers), since NCCL's kernels are not ours to fix. Writes ${OUT:-./gpu-out}/sanitize_<tool>.log and
 # prints one summary line per tool. Exit status: non-zero if any tool reports an error.
 # Usage: [SANITIZE_TIMEOUT=seconds per tool] scripts/gpu_sanitize.sh [build-dir]
 set -uo pipefail
@@ -18,7 +19,7 @@ if ! command -v compute-sanitizer >/dev/null 2>&1; then
 fi
 gpu_tests="$build/tests/symmcomm_gpu_tests"
 [ -x "$gpu_tests" ] || { echo "$gpu_tests missing: build first" >&2; exit 2; }
-kernels='Nvfp4Kernels*:Fp8Kernels*:CodecKernels*:*LoopbackReduce*:*LsaLoopback*'
+kernels='Nvfp4Kernels*:Fp8Kernels*:CodecKernels*:*LoopbackReduce*:*LsaLoopback*:*Swizzl*'
 long='*ThousandCycles*:*ThousandArenaCycles*:*RealDeviceExhaustion*:*ThreadSafe*'
 rc=0
 run() {  # tool filter

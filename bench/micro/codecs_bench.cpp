@@ -7,6 +7,7 @@
 
 #include "micro/device_memory.hpp"
 #include "micro/device_timer.hpp"
+#include "support/ordered_copy.hpp"
 #include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/runtime.hpp"
 
@@ -16,7 +17,7 @@ namespace {
 void BM_DeviceCopy(benchmark::State& state) {
   std::size_t const bytes = static_cast<std::size_t>(state.range(0));
   DeviceMemory a(bytes), b(bytes);
-  SYMMCOMM_CUDA_TRY(cudaMemset(a.ptr, 1, bytes));
+  support::fill_on(nullptr, a.ptr, 1, bytes);
   time_device(state, nullptr, [&] {
     SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(b.ptr, a.ptr, bytes, cudaMemcpyDeviceToDevice, nullptr));
   });
@@ -29,7 +30,7 @@ void BM_QuantizeNvfp4(benchmark::State& state) {
   DeviceMemory src(n * 2), data(n / 2), scales(n / 16), global(sizeof(float));
   fill_bf16(src, n);
   float const g = nvfp4_global_scale(10.0f);
-  SYMMCOMM_CUDA_TRY(cudaMemcpy(global.ptr, &g, sizeof g, cudaMemcpyHostToDevice));
+  support::copy_on(nullptr, global.ptr, &g, sizeof g);
   Nvfp4View const view{data.as<std::uint8_t>(), scales.as<std::uint8_t>(), global.as<float>(), n};
   // Given mode reads the stored scale; Compute overwrites it each time with the same value.
   time_device(state, nullptr, [&] { quantize_nvfp4(src.as<bf16>(), view, mode, nullptr); });
@@ -52,7 +53,7 @@ void BM_QuantizeFp8(benchmark::State& state) {
   DeviceMemory src(n * 2), codes(n), scale(sizeof(float));
   fill_bf16(src, n);
   float const s = 10.0f / kE4m3Max;
-  SYMMCOMM_CUDA_TRY(cudaMemcpy(scale.ptr, &s, sizeof s, cudaMemcpyHostToDevice));
+  support::copy_on(nullptr, scale.ptr, &s, sizeof s);
   Fp8View const view{codes.as<std::uint8_t>(), scale.as<float>(), n, Fp8Format::E4M3};
   time_device(state, nullptr,
               [&] { quantize_fp8(src.as<bf16>(), view, ScaleMode::Given, nullptr); });

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "support/ordered_copy.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/bf16.hpp"
 
@@ -33,8 +34,7 @@ inline void fill_bf16(DeviceMemory& m, std::size_t count) {
   }
   for (std::size_t off = 0; off < count; off += pattern.size()) {
     std::size_t const n = std::min(pattern.size(), count - off);
-    SYMMCOMM_CUDA_TRY(
-        cudaMemcpy(m.as<std::uint16_t>() + off, pattern.data(), n * 2, cudaMemcpyHostToDevice));
+    support::copy_on(nullptr, m.as<std::uint16_t>() + off, pattern.data(), n * 2);
   }
 }
 

@@ -18,6 +18,7 @@
 #include "kernels/lsa_gather.cuh"
 #include "micro/device_memory.hpp"
 #include "micro/device_timer.hpp"
+#include "support/ordered_copy.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
 
 namespace symmcomm::bench {
@@ -54,7 +55,7 @@ void BM_GatherShape(benchmark::State& state) {
   for (int r = 0; r < n; ++r) {
     send.push_back(std::make_unique<DeviceMemory>(part));
     recv.push_back(std::make_unique<DeviceMemory>(part * static_cast<std::size_t>(n)));
-    SYMMCOMM_CUDA_TRY(cudaMemset(send.back()->ptr, 0x5a, part));
+    support::fill_on(nullptr, send.back()->ptr, 0x5a, part);
   }
   unsigned const grid = static_cast<unsigned>(detail::current_device_sm_count() * ctas_per_sm);
   time_device(state, nullptr, [&] {
@@ -103,8 +104,7 @@ void BM_QuantizeGatherShape(benchmark::State& state) {
     in.push_back(std::make_unique<DeviceMemory>(per_rank * 2));
     fill_bf16(*in.back(), per_rank);
     scale.push_back(std::make_unique<DeviceMemory>(sizeof(float)));
-    SYMMCOMM_CUDA_TRY(
-        cudaMemcpy(scale.back()->ptr, &global, sizeof global, cudaMemcpyHostToDevice));
+    support::copy_on(nullptr, scale.back()->ptr, &global, sizeof global);
     data.push_back(std::make_unique<DeviceMemory>(kTotal / 2));
     scales.push_back(std::make_unique<DeviceMemory>(kTotal / 16));
     globals.push_back(std::make_unique<DeviceMemory>(64 * sizeof(float)));

@@ -13,6 +13,7 @@
 #include "micro/device_memory.hpp"
 #include "micro/device_timer.hpp"
 #include "micro/mix_ceiling.hpp"
+#include "support/ordered_copy.hpp"
 #include "symmcomm/collectives/loopback.hpp"
 #include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/formats/scale_layout.hpp"
@@ -131,7 +132,7 @@ void BM_LoopbackQuantizeAllGatherNvfp4(benchmark::State& state) {
     in.push_back(std::make_unique<DeviceMemory>(per_rank * 2));
     fill_bf16(*in.back(), per_rank);
     g.push_back(std::make_unique<DeviceMemory>(sizeof(float)));
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(g.back()->ptr, &global, sizeof global, cudaMemcpyHostToDevice));
+    support::copy_on(nullptr, g.back()->ptr, &global, sizeof global);
     r.push_back(std::make_unique<Nvfp4Memory>(kTotalElems));
     input.push_back(Bf16Span{in.back()->as<bf16>(), per_rank});
     scale.push_back(g.back()->as<float>());
@@ -169,7 +170,7 @@ void BM_LoopbackQuantizeAllGatherFp8(benchmark::State& state) {
     in.push_back(std::make_unique<DeviceMemory>(per_rank * 2));
     fill_bf16(*in.back(), per_rank);
     g.push_back(std::make_unique<DeviceMemory>(sizeof(float)));
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(g.back()->ptr, &s, sizeof s, cudaMemcpyHostToDevice));
+    support::copy_on(nullptr, g.back()->ptr, &s, sizeof s);
     codes.push_back(std::make_unique<DeviceMemory>(kTotalElems));
     scales.push_back(std::make_unique<DeviceMemory>(64 * sizeof(float)));
     input.push_back(Bf16Span{in.back()->as<bf16>(), per_rank});

@@ -32,6 +32,7 @@
 #include "micro/device_timer.hpp"
 #include "micro/lsa_ranks.hpp"
 #include "micro/mix_ceiling.hpp"
+#include "support/ordered_copy.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/collectives/loopback.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
@@ -227,8 +228,8 @@ void time_ranks(benchmark::State& state, RankWorld& w, const std::function<void(
 template <class T>
 std::size_t differing(const T* a, const T* b, std::size_t count) {
   std::vector<T> ha(count), hb(count);
-  SYMMCOMM_CUDA_TRY(cudaMemcpy(ha.data(), a, count * sizeof(T), cudaMemcpyDeviceToHost));
-  SYMMCOMM_CUDA_TRY(cudaMemcpy(hb.data(), b, count * sizeof(T), cudaMemcpyDeviceToHost));
+  support::copy_on(nullptr, ha.data(), a, count * sizeof(T));
+  support::copy_on(nullptr, hb.data(), b, count * sizeof(T));
   std::size_t n = 0;
   for (std::size_t i = 0; i < count; ++i) n += std::memcmp(&ha[i], &hb[i], sizeof(T)) != 0;
   return n;

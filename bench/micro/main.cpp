@@ -10,6 +10,7 @@
 
 #include "micro/device_timer.hpp"
 #include "micro/lsa_ranks.hpp"
+#include "support/ordered_copy.hpp"
 #include "symmcomm/runtime.hpp"
 
 namespace symmcomm::bench {
@@ -20,7 +21,7 @@ double copy_bandwidth_bytes_per_second() {
     void *a = nullptr, *b = nullptr;
     SYMMCOMM_CUDA_TRY(cudaMalloc(&a, bytes));
     SYMMCOMM_CUDA_TRY(cudaMalloc(&b, bytes));
-    SYMMCOMM_CUDA_TRY(cudaMemset(a, 1, bytes));
+    support::fill_on(nullptr, a, 1, bytes);
     cudaEvent_t start, stop;
     SYMMCOMM_CUDA_TRY(cudaEventCreate(&start));
     SYMMCOMM_CUDA_TRY(cudaEventCreate(&stop));

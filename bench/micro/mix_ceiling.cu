@@ -12,6 +12,7 @@
 
 #include "core/launch.cuh"
 #include "micro/device_memory.hpp"
+#include "support/ordered_copy.hpp"
 #include "symmcomm/error.hpp"
 
 namespace symmcomm::bench {
@@ -98,7 +99,7 @@ double measure(const Mix& m) {
   MixArgs a{};
   auto const buffer = [&](std::size_t bytes) {
     memory.push_back(std::make_unique<DeviceMemory>(std::max<std::size_t>(bytes, 1)));
-    SYMMCOMM_CUDA_TRY(cudaMemset(memory.back()->ptr, 1, std::max<std::size_t>(bytes, 1)));
+    support::fill_on(nullptr, memory.back()->ptr, 1, std::max<std::size_t>(bytes, 1));
     return memory.back()->as<std::uint8_t>();
   };
   for (int p = 0; p < m.inputs; ++p) {

@@ -54,8 +54,8 @@ std::vector<std::uint8_t> random_bytes(int rank, Stream stream, std::size_t firs
   return out;
 }
 
-float gathered_scale(int rank) {
-  return 1.0f + 0.25f * static_cast<float>(rank);
+float gathered_scale(int rank, int round) {
+  return 1.0f + 0.25f * static_cast<float>(rank) + 64.0f * static_cast<float>(round % 4096);
 }
 
 ReduceInput reduce_input(Dtype dtype, int rank, int ranks, std::size_t first, std::size_t n) {

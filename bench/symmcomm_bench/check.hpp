@@ -25,8 +25,9 @@ std::uint32_t mix(int rank, Stream stream, std::uint64_t index);
 /// `n` random bytes of `rank`'s stream, starting at byte `first` (all-gather payloads).
 std::vector<std::uint8_t> random_bytes(int rank, Stream stream, std::size_t first, std::size_t n);
 
-/// `rank`'s per-rank scale as gathered (a float that differs per rank).
-float gathered_scale(int rank);
+/// `rank`'s per-rank scale as gathered in check round `round` (a float that differs per rank
+/// and per round).
+float gathered_scale(int rank, int round = 0);
 
 /// One rank's reduce-scatter input, elements [first, first + n): what that rank uploads, in
 /// the dtype's storage (NVFP4: packed codes then block scales; FP8: codes; BF16: bits).

@@ -108,8 +108,9 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
   app.add_option("-w,--warmup_iters", c.warmup, "warm-up iterations per size")
       ->check(CLI::Range(0, 1 << 24));
   app.add_option("-c,--check", check,
-                 "check results: 0 no, N > 0 yes (nccl-tests' check iteration count; symmcomm "
-                 "checks each size once)")
+                 "check results: 0 no; N > 0: N checks per size and column (out of place, in "
+                 "place), each with fresh inputs uploaded in stream order, outputs poisoned, "
+                 "one call, every output compared with the host")
       ->check(CLI::Range(0, 1 << 24));
   app.add_option("-g,--gpus", c.gpus, "GPUs to drive (one rank each; 0: all visible)")
       ->check(CLI::Range(0, 1024));
@@ -154,6 +155,7 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
   if (registration >= 0) path = by_registration[registration];
   c.path = paths.at(path);
   c.check = check != 0;
+  c.check_rounds = check;
   c.scenario = scenario == "moe-dp" ? Scenario::MoeDp : Scenario::None;
   c.moe_combine = dtypes.at(combine);
   for (int i = 0; i < argc; ++i) c.command_line += (i ? " " : "") + std::string(argv[i]);

@@ -30,7 +30,8 @@ struct Config {
   int iters = 20;
   int warmup = 5;
   bool check = true;
-  int gpus = 0;  // 0: all visible
+  int check_rounds = 1;  // -c N: N checks per size and column, each with fresh inputs
+  int gpus = 0;          // 0: all visible
   std::string json_path;
   std::string csv_path;
   Scenario scenario = Scenario::None;

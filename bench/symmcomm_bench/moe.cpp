@@ -42,8 +42,8 @@ std::vector<MoeResult> run_moe(const Config& c, Ranks& ranks) {
         auto* ids_all = b.get(route_bytes * n, sym);
         auto* weights = b.get(route_bytes, sym);
         auto* weights_all = b.get(route_bytes * n, sym);
-        fill(send.global_scale, 4, repeat(1.0f));
-        fill(send.block_scales, count / 16, repeat(std::uint8_t{0x38}));
+        fill(s, send.global_scale, 4, repeat(1.0f));
+        fill(s, send.block_scales, count / 16, repeat(std::uint8_t{0x38}));
         Options options;
         options.path = path == BenchPath::Fallback ? PathChoice::Fallback : PathChoice::Auto;
         ncclComm_t const raw = comm.get();
@@ -70,8 +70,8 @@ std::vector<MoeResult> run_moe(const Config& c, Ranks& ranks) {
         if (c.moe_combine == Dtype::Nvfp4 && path != BenchPath::Nccl) {
           Nvfp4View const partial{b.get(count * n / 2, sym), b.get(count * n / 16, sym),
                                   b.get<float>(4, sym), count * n};
-          fill(partial.global_scale, 4, repeat(1.0f));
-          fill(partial.block_scales, count * n / 16, repeat(std::uint8_t{0x38}));
+          fill(s, partial.global_scale, 4, repeat(1.0f));
+          fill(s, partial.block_scales, count * n / 16, repeat(std::uint8_t{0x38}));
           run_combine = [&, partial] {
             reduce_scatter(comm, partial, Bf16Span{combined, count}, s, options);
           };

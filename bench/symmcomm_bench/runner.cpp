@@ -28,15 +28,19 @@
 namespace symmcomm::bench {
 namespace {
 
-// One rank's measurement of one size: the call under test, its baseline, and its check.
+// One rank's measurement of one size: the call under test, its baseline, and its checks.
+// A check runs round `k` (0 <= k < -c): it uploads that round's inputs (fresh: generated from
+// the round as well as the rank) on the rank's stream, poisons the outputs, runs the call once
+// and counts the values that differ from the host's. Successive rounds overwrite the inputs
+// and outputs of the last one as soon as it completed on this rank's stream: the reuse
+// pattern docs/engine-integration.md documents, checked on every path.
 struct RankJob {
   std::function<void()> run;       // the measured call
   std::function<void()> baseline;  // plain NCCL on plain buffers
-  std::function<long long()> check;
-  // In place (empty where not meaningful): the timed call, and a check that restores the
-  // inputs the timed iterations overwrote, runs it once and counts wrong values.
+  std::function<long long(int)> check;
+  // In place (empty where not meaningful): the timed call and its check (as above).
   std::function<void()> run_in_place;
-  std::function<long long()> check_in_place;
+  std::function<long long(int)> check_in_place;
   std::string plan;
   std::string taken = "nccl";  // the path the call took ("nccl": plain NCCL baseline runs)
 };
@@ -57,6 +61,9 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
     job.plan = p.reason();
     job.taken = std::string(to_string(p.path)) + (p.staged ? "/staged" : "");
   };
+  auto const upload_value = [stream](void* dst, float v) {
+    support::upload_value_on(stream, dst, v);
+  };
 
   if (c.op == Op::AllGather) {
     // Parts: data (+ scales) per rank; NVFP4 also its global scale.
@@ -71,10 +78,19 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
     auto* rs = b.get(scale_bytes * n, symmetric);
     auto* sg = b.get<float>(4, symmetric);
     auto* rg = b.get<float>(4 * n, symmetric);
-    upload(sd, check::random_bytes(r, check::Stream::Data, 0, data_bytes));
-    if (scale_bytes) upload(ss, check::random_bytes(r, check::Stream::BlockScales, 0, scale_bytes));
-    float const my_scale = check::gathered_scale(r);
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(sg, &my_scale, sizeof my_scale, cudaMemcpyHostToDevice));
+    // Round k's part of rank `rank` (data, block scales, scale), written at the given places.
+    auto const load = [=](int round, int rank, void* data, void* scales, float* scale) {
+      std::size_t const at = static_cast<std::size_t>(round);
+      upload(stream, data,
+             check::random_bytes(rank, check::Stream::Data, at * data_bytes, data_bytes));
+      if (scale_bytes) {
+        upload(
+            stream, scales,
+            check::random_bytes(rank, check::Stream::BlockScales, at * scale_bytes, scale_bytes));
+      }
+      if (has_scale) upload_value(scale, check::gathered_scale(rank, round));
+    };
+    load(0, r, sd, ss, sg);
     if (plain_nccl) {
       job.run = [=] {
         Group g;
@@ -130,19 +146,44 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
                            options));
       };
     }
-    // Poisons the receive buffers, puts this rank's part in its segment, gathers once.
-    auto const gather_in_place_once = [=, run = job.run_in_place] {
-      SYMMCOMM_CUDA_TRY(cudaMemsetAsync(rd, 0xA5, data_bytes * n, stream));
-      if (scale_bytes) SYMMCOMM_CUDA_TRY(cudaMemsetAsync(rs, 0xA5, scale_bytes * n, stream));
-      if (has_scale) SYMMCOMM_CUDA_TRY(cudaMemsetAsync(rg, 0xA5, sizeof(float) * n, stream));
-      SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
-      upload(ipd, check::random_bytes(r, check::Stream::Data, 0, data_bytes));
-      if (scale_bytes)
-        upload(ips, check::random_bytes(r, check::Stream::BlockScales, 0, scale_bytes));
-      float const mine = check::gathered_scale(r);
-      SYMMCOMM_CUDA_TRY(cudaMemcpy(ipg, &mine, sizeof mine, cudaMemcpyHostToDevice));
+    auto const poison_receive = [=] {
+      support::fill_on(stream, rd, 0xA5, data_bytes * n);
+      support::fill_on(stream, rs, 0xA5, scale_bytes * n);
+      if (has_scale) support::fill_on(stream, rg, 0xA5, sizeof(float) * n);
+    };
+    // Every rank's segment of round k's data, block scales and per-rank scales.
+    auto const count_wrong = [=](int round) {
+      std::size_t const at = static_cast<std::size_t>(round);
+      long long wrong = 0;
+      for (int k = 0; k < n; ++k) {
+        wrong += check::count_wrong(
+            download(stream, rd + data_bytes * k, data_bytes),
+            check::random_bytes(k, check::Stream::Data, at * data_bytes, data_bytes));
+        if (scale_bytes) {
+          wrong += check::count_wrong(
+              download(stream, rs + scale_bytes * k, scale_bytes),
+              check::random_bytes(k, check::Stream::BlockScales, at * scale_bytes, scale_bytes));
+        }
+      }
+      if (has_scale) {
+        std::vector<float> want;
+        for (int k = 0; k < n; ++k) want.push_back(check::gathered_scale(k, round));
+        wrong += check::count_wrong(support::download_on<float>(stream, rg, want.size()), want);
+      }
+      return wrong;
+    };
+    job.check = [=, run = job.run](int round) {
+      load(round, r, sd, ss, sg);
+      poison_receive();
       run();
-      SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+      return count_wrong(round);
+    };
+    // Poisons the receive buffers, puts this rank's part in its segment, gathers once.
+    job.check_in_place = [=, run = job.run_in_place](int round) {
+      poison_receive();
+      load(round, r, ipd, ips, ipg);
+      run();
+      return count_wrong(round);
     };
     // Baseline: the same tensors (data, block scales, per-rank scale) gathered by plain NCCL
     // from plain buffers, in one group: what an engine does without symmcomm.
@@ -160,42 +201,29 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
                                         stream));
       }
     };
-    // Every rank's segment of the data, the block scales and the per-rank scales.
-    job.check = [=] {
-      long long wrong = 0;
-      for (int k = 0; k < n; ++k) {
-        wrong += check::count_wrong(download(rd + data_bytes * k, data_bytes),
-                                    check::random_bytes(k, check::Stream::Data, 0, data_bytes));
-        if (scale_bytes) {
-          wrong += check::count_wrong(
-              download(rs + scale_bytes * k, scale_bytes),
-              check::random_bytes(k, check::Stream::BlockScales, 0, scale_bytes));
-        }
-      }
-      if (has_scale) {
-        std::vector<float> got(static_cast<std::size_t>(n)), want;
-        SYMMCOMM_CUDA_TRY(
-            cudaMemcpy(got.data(), rg, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
-        for (int k = 0; k < n; ++k) want.push_back(check::gathered_scale(k));
-        wrong += check::count_wrong(got, want);
-      }
-      return wrong;
-    };
-    job.check_in_place = [=, check = job.check] {
-      gather_in_place_once();
-      return check();
-    };
     return job;
   }
 
-  // Reduce-scatter: random inputs whose sums are exact (check.hpp); output bf16.
-  check::ReduceInput const input = check::reduce_input(c.dtype, r, n, 0, count);
+  // Reduce-scatter: random inputs whose sums are exact (check.hpp); output bf16. Round k's
+  // inputs are elements [k * count, (k + 1) * count) of the generated streams.
+  auto const input_of = [=](int round) {
+    return check::reduce_input(c.dtype, r, n, static_cast<std::size_t>(round) * count, count);
+  };
+  // The wrong values among `shard` bf16 results at `result` for round k.
+  auto const wrong_in = [=](const void* result, int round) {
+    return check::count_wrong(
+        support::download_on<std::uint16_t>(stream, result, shard),
+        check::reduce_expected(
+            c.dtype, n,
+            static_cast<std::size_t>(round) * count + static_cast<std::size_t>(r) * shard, shard));
+  };
   auto* out = b.get<std::uint16_t>(shard * 2, symmetric);
+  std::function<void(int)> load;  // uploads round k's inputs (out of place)
   if (c.dtype == Dtype::Bf16) {
     auto* in = b.get<std::uint16_t>(count * 2, symmetric);
-    upload(in, input.data);
+    load = [=](int round) { upload(stream, in, input_of(round).data); };
     // In place: the output is this rank's shard of its input (which the timed iterations
-    // overwrite; the check restores it first).
+    // overwrite; the check uploads fresh inputs first).
     auto* ip = in + shard * static_cast<std::size_t>(r);
     if (plain_nccl) {
       job.run = [=] {
@@ -215,14 +243,10 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
                                Bf16Span{reinterpret_cast<bf16*>(ip), shard}, stream, options));
       };
     }
-    job.check_in_place = [=, run = job.run_in_place, data = input.data]() -> long long {
-      upload(in, data);
+    job.check_in_place = [=, run = job.run_in_place](int round) -> long long {
+      load(round);
       run();
-      std::vector<std::uint16_t> got(shard);
-      SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(got.data(), ip, shard * 2, cudaMemcpyDeviceToHost, stream));
-      SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
-      return check::count_wrong(
-          got, check::reduce_expected(c.dtype, n, static_cast<std::size_t>(r) * shard, shard));
+      return wrong_in(ip, round);
     };
   } else if (c.dtype == Dtype::Nvfp4) {
     SYMMCOMM_EXPECTS(
@@ -231,9 +255,12 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
     auto* data = b.get(count / 2, symmetric);
     auto* scales = b.get(count / 16, symmetric);
     auto* global = b.get<float>(4, symmetric);
-    upload(data, input.data);
-    upload(scales, input.block_scales);
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(global, &input.scale, sizeof(float), cudaMemcpyHostToDevice));
+    load = [=](int round) {
+      check::ReduceInput const input = input_of(round);
+      upload(stream, data, input.data);
+      upload(stream, scales, input.block_scales);
+      upload_value(global, input.scale);
+    };
     job.run = [=, &comm] {
       plan_of(reduce_scatter(comm, Nvfp4View{data, scales, global, count},
                              Bf16Span{reinterpret_cast<bf16*>(out), shard}, stream, options));
@@ -242,8 +269,11 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
     Fp8Format const f = fp8_of(c.dtype);
     auto* codes = b.get(count, symmetric);
     auto* scale = b.get<float>(4, symmetric);
-    upload(codes, input.data);
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(scale, &input.scale, sizeof(float), cudaMemcpyHostToDevice));
+    load = [=](int round) {
+      check::ReduceInput const input = input_of(round);
+      upload(stream, codes, input.data);
+      upload_value(scale, input.scale);
+    };
     if (plain_nccl) {
       // What plain NCCL offers: a sum in FP8 itself, no scales (rounds at every step).
       auto* out8 = b.get(shard, false);
@@ -260,6 +290,7 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
       };
     }
   }
+  load(0);
   // Baseline: NCCL's BF16 reduce-scatter of the same element count, plain buffers.
   auto* bin = b.get(count * 2, false);
   auto* bout = b.get(shard * 2, false);
@@ -267,14 +298,26 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
     SYMMCOMM_NCCL_TRY(ncclReduceScatter(bin, bout, shard, ncclBfloat16, ncclSum, raw, stream));
   };
   bool const checkable = !(plain_nccl && c.dtype != Dtype::Bf16);
-  job.check = [=]() -> long long {
+  job.check = [=, run = job.run](int round) -> long long {
     if (!checkable) return -1;
-    std::vector<std::uint16_t> got(shard);
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(got.data(), out, shard * 2, cudaMemcpyDeviceToHost));
-    return check::count_wrong(
-        got, check::reduce_expected(c.dtype, n, static_cast<std::size_t>(r) * shard, shard));
+    load(round);
+    support::fill_on(stream, out, 0xA5, shard * 2);
+    run();
+    return wrong_in(out, round);
   };
   return job;
+}
+
+// Runs `rounds` checks (each its own fresh inputs) and sums their wrong values (-1: not
+// checked). Every rank runs the same rounds: each is a collective call.
+long long check_rounds(const std::function<long long(int)>& check, int rounds) {
+  long long wrong = 0;
+  for (int k = 0; k < rounds; ++k) {
+    long long const w = check(k);
+    if (w < 0) return -1;
+    wrong += w;
+  }
+  return wrong;
 }
 
 }  // namespace
@@ -342,14 +385,15 @@ std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
       RankJob job = make_job(c, ranks, r, count, buffers);
       cudaStream_t const s = ranks.streams[static_cast<std::size_t>(r)];
       times[static_cast<std::size_t>(r)] = time_iterations(s, barrier, c.warmup, c.iters, job.run);
-      wrong[static_cast<std::size_t>(r)] = c.check ? job.check() : -1;
+      wrong[static_cast<std::size_t>(r)] = c.check ? check_rounds(job.check, c.check_rounds) : -1;
       plans[static_cast<std::size_t>(r)] = job.plan;
       taken[static_cast<std::size_t>(r)] = job.taken;
       if (has_in_place) {
         SYMMCOMM_EXPECTS(job.run_in_place, "symmcomm-bench: no in-place job (a bug)");
         in_place[static_cast<std::size_t>(r)] =
             time_iterations(s, barrier, c.warmup, c.iters, job.run_in_place);
-        in_place_wrong[static_cast<std::size_t>(r)] = c.check ? job.check_in_place() : -1;
+        in_place_wrong[static_cast<std::size_t>(r)] =
+            c.check ? check_rounds(job.check_in_place, c.check_rounds) : -1;
       }
       base[static_cast<std::size_t>(r)] =
           time_iterations(s, barrier, c.warmup, c.iters, job.baseline);

@@ -99,7 +99,10 @@ symmcomm_status_t symmcomm_get_unique_id(void* id_out);
  *  made by rank 0 and shared by the caller (e.g. a torch.distributed broadcast). Collective. */
 symmcomm_status_t symmcomm_comm_init(int nranks, const void* id, int rank, int device,
                                      symmcomm_comm_t* out);
-/** Wraps an engine's NCCL communicator without taking ownership. Collective when probe != 0. */
+/** Wraps an engine's NCCL communicator without taking ownership. Collective when probe != 0.
+ *  A value that cannot be the address of an ncclComm_t (NULL, below 4096, or not aligned to a
+ *  pointer) is refused with SYMMCOMM_ERROR_INVALID_ARGUMENT naming it; any other value is
+ *  trusted: an arbitrary address cannot be validated, and a wrong one is undefined behaviour. */
 symmcomm_status_t symmcomm_comm_wrap(ncclComm_t nccl_comm, int probe, symmcomm_comm_t* out);
 /** Releases the handle (destroys an owned communicator once its pools are gone). NULL is a
  *  no-op that succeeds, as free(NULL). */

@@ -174,10 +174,16 @@ class Communicator:
     @classmethod
     def wrap(cls, nccl_comm, probe=True):
         """Borrows an engine's ncclComm_t, given as its address (an int). Collective when
-        `probe` (symmetric-memory capabilities are probed with the peers)."""
+        `probe` (symmetric-memory capabilities are probed with the peers).
+
+        Values that cannot be a pointer (not an int, 0 or negative, wider than 64 bits, below
+        4096 or not 8-byte aligned) raise LogicError naming the value. Any other int is trusted:
+        an arbitrary address cannot be validated, and a wrong one crashes the process."""
         if isinstance(nccl_comm, bool) or not isinstance(nccl_comm, int) or nccl_comm == 0:
             _fail("nccl_comm must be the non-null address (int) of an ncclComm_t, got %r"
                   % (nccl_comm,))
+        if nccl_comm < 0 or nccl_comm >= 1 << 64:
+            _fail("nccl_comm %r cannot be a pointer: an address is an int in 1..2**64-1" % (nccl_comm,))
         out = ctypes.c_void_p()
         _check(_lib.symmcomm_comm_wrap(ctypes.c_void_p(nccl_comm), 1 if probe else 0,
                                        ctypes.byref(out)))

@@ -164,6 +164,13 @@ def test_communicator_arguments_are_named():
     assert "uid must be the 128 bytes" in logic_error(lambda: symmcomm.Communicator.init(2, b"x", 0, 0))
     assert "non-null address" in logic_error(lambda: symmcomm.Communicator.wrap(0))
     assert "non-null address" in logic_error(lambda: symmcomm.Communicator.wrap("0x1"))
+    # Never a segfault or a silent truncation: refused, naming the value.
+    assert "-1 cannot be a pointer" in logic_error(lambda: symmcomm.Communicator.wrap(-1))
+    assert "%d cannot be a pointer" % 2**70 in logic_error(lambda: symmcomm.Communicator.wrap(2**70))
+    assert "cannot be the address of an ncclComm_t" in logic_error(
+        lambda: symmcomm.Communicator.wrap(0x1003, probe=False))
+    assert "cannot be the address of an ncclComm_t" in logic_error(
+        lambda: symmcomm.Communicator.wrap(12, probe=False))
     released = symmcomm.Communicator(None)
     assert "released" in logic_error(released.info)
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -28,6 +29,9 @@
 using namespace symmcomm::c_api;
 
 namespace {
+
+// No heap object lives in the first page: a smaller "address" is an integer, not a pointer.
+constexpr std::uintptr_t kLowestPointer = 4096;
 
 // SYMMCOMM_SEGV_BACKTRACE=1: print a native backtrace when the process crashes (for crashes
 // inside foreign libraries, e.g. a mismatched NCCL in a PyTorch process), then die as before.
@@ -115,6 +119,14 @@ symmcomm_status_t symmcomm_comm_wrap(ncclComm_t nccl_comm, int probe, symmcomm_c
   return guarded([&] {
     SYMMCOMM_EXPECTS(out != nullptr, "out is NULL");
     SYMMCOMM_EXPECTS(nccl_comm != nullptr, "nccl_comm is NULL");
+    // Values that cannot be the address of NCCL's heap-allocated communicator are refused here
+    // rather than dereferenced; any other value is trusted (it cannot be validated).
+    auto const address = reinterpret_cast<std::uintptr_t>(nccl_comm);
+    SYMMCOMM_EXPECTS(address >= kLowestPointer && address % alignof(void*) == 0,
+                     "nccl_comm " << static_cast<const void*>(nccl_comm)
+                                  << " cannot be the address of an ncclComm_t (below "
+                                  << kLowestPointer << " or not " << alignof(void*)
+                                  << "-byte aligned)");
     auto handle = std::make_unique<symmcomm_comm_s>();
     handle->comm =
         symmcomm::Communicator::borrow(nccl_comm, probe != 0 ? symmcomm::Communicator::Probe::Yes

@@ -50,7 +50,7 @@ TEST(CApiGpu, PoolCollectivesAndTorchAllocator) {
   for (std::size_t i = 0; i < n; ++i) {
     host[i] = symmcomm::float_to_bf16_bits(static_cast<float>(i % 61) - 30.0f);
   }
-  ASSERT_EQ(cudaMemcpy(src, host.data(), n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  symmcomm::support::upload_on(nullptr, src, host);
   symmcomm_nvfp4_t const q{static_cast<std::uint8_t*>(data), static_cast<std::uint8_t*>(scales),
                            static_cast<float*>(global), n};
   ASSERT_OK(symmcomm_quantize_nvfp4(src, &q, 1, nullptr));

@@ -114,7 +114,8 @@ TEST(SymmetricBuffer, AllocateRegisterDeregisterFree) {
     EXPECT_NE(buffer.window(), nullptr);
     EXPECT_EQ(buffer.size(), 1u << 20);
     EXPECT_EQ(ProvenanceRegistry::global().size(), before + 1);
-    SYMMCOMM_CUDA_TRY(cudaMemset(buffer.data(), 1, buffer.size()));
+    support::fill_on(nullptr, buffer.data(), 1, buffer.size());
+    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(nullptr));
     Provenance p = ProvenanceRegistry::global().lookup(static_cast<char*>(buffer.data()) + 4096,
                                                        4096, comm.id());
     EXPECT_TRUE(p.symmetric());
@@ -174,7 +175,7 @@ TEST(SymmetricBuffer, RegisterAndAdoptWhatTheCallerOwns) {
   }
   // Deregistered, not freed: the memory is still the caller's.
   EXPECT_FALSE(registry.lookup(mem, bytes, comm.id()).symmetric());
-  SYMMCOMM_CUDA_TRY(cudaMemset(mem, 1, bytes));
+  support::fill_on(nullptr, mem, 1, bytes);
   SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
 
   ncclWindow_t window = nullptr;

@@ -46,12 +46,10 @@ TEST(SwizzledScales, DeviceSwizzleMatchesTheHostLayoutForRaggedShapes) {
     // shift 1: input and output off their alignment (byte loads, byte stores).
     for (std::size_t const shift : {std::size_t{0}, std::size_t{1}}) {
       DeviceArray<std::uint8_t> in(linear.size() + shift), out(want.size() + shift);
-      SYMMCOMM_CUDA_TRY(
-          cudaMemcpy(in.get() + shift, linear.data(), linear.size(), cudaMemcpyHostToDevice));
-      SYMMCOMM_CUDA_TRY(cudaMemset(out.get(), 0xEE, want.size() + shift));  // padding rewritten
+      support::upload_on(nullptr, in.get() + shift, linear);
+      out.poison(0xEE);  // padding rewritten
       swizzle_nvfp4_scales(in.get() + shift, rows, cols, out.get() + shift, nullptr);
-      std::vector<std::uint8_t> got(want.size() + shift);
-      SYMMCOMM_CUDA_TRY(cudaMemcpy(got.data(), out.get(), got.size(), cudaMemcpyDeviceToHost));
+      std::vector<std::uint8_t> const got = out.download();
       EXPECT_EQ(
           std::vector<std::uint8_t>(got.begin() + static_cast<std::ptrdiff_t>(shift), got.end()),
           want)
@@ -227,8 +225,8 @@ TEST(SwizzledScales, OneRankGathersOnThePathsTheyTake) {
     Nvfp4View const recv = in_pool ? Nvfp4View{pool_data, pool_scales, pool_global, n}
                                    : Nvfp4View{data.get(), scales.get(), global.get(), n};
     for (int call = 0; call < 3; ++call) {
-      SYMMCOMM_CUDA_TRY(cudaMemset(recv.block_scales, 0xEE, want.size()));
-      SYMMCOMM_CUDA_TRY(cudaMemset(recv.data, 0xEE, n / 2));
+      support::fill_on(nullptr, recv.block_scales, 0xEE, want.size());
+      support::fill_on(nullptr, recv.data, 0xEE, n / 2);
       Plan const plan = call == 0   ? all_gather(comm, send.view(), recv, nullptr, o)
                         : call == 1 ? all_gatherv(comm, send.view(), recv, {n}, nullptr, o)
                                     : quantize_all_gather(comm, input, recv, nullptr, nullptr, o);
@@ -238,10 +236,8 @@ TEST(SwizzledScales, OneRankGathersOnThePathsTheyTake) {
                                                      : "quantize_all_gather") +
                              (in_pool ? ", pool buffers -> " : ", plain buffers -> ") +
                              to_string(plan.path);
-      std::vector<std::uint8_t> got(want.size()), got_data(n / 2);
-      SYMMCOMM_CUDA_TRY(
-          cudaMemcpy(got.data(), recv.block_scales, got.size(), cudaMemcpyDeviceToHost));
-      SYMMCOMM_CUDA_TRY(cudaMemcpy(got_data.data(), recv.data, n / 2, cudaMemcpyDeviceToHost));
+      auto const got = support::download_on<std::uint8_t>(nullptr, recv.block_scales, want.size());
+      auto const got_data = support::download_on<std::uint8_t>(nullptr, recv.data, n / 2);
       EXPECT_EQ(got, want) << at << ": swizzled block scales";
       EXPECT_EQ(got_data, q.data) << at << ": data";
       if (!in_pool) {

@@ -116,7 +116,7 @@ TEST(SymmAllocator, InjectedGrowthFailureLeavesPoolConsistentAndUsable) {
   SymmAllocator pool(comm, PoolOptions{1 << 20, 1 << 20, true, 0, 256});
   void* keep = pool.allocate(512 << 10);
   std::vector<std::uint8_t> pattern(512 << 10, 0x5A);
-  SYMMCOMM_CUDA_TRY(cudaMemcpy(keep, pattern.data(), pattern.size(), cudaMemcpyHostToDevice));
+  support::upload_on(nullptr, keep, pattern);
   PoolStats const before = pool.stats();
   fault_injection::fail_next_symmetric_allocations(1);
   std::string const m = error_text<OutOfMemory>([&] { pool.allocate(4 << 20); });
@@ -126,9 +126,8 @@ TEST(SymmAllocator, InjectedGrowthFailureLeavesPoolConsistentAndUsable) {
   EXPECT_EQ(after.arena_count, before.arena_count);
   EXPECT_EQ(after.live_allocations, before.live_allocations);
   EXPECT_EQ(after.reserved_bytes, before.reserved_bytes);
-  std::vector<std::uint8_t> back(pattern.size());
-  SYMMCOMM_CUDA_TRY(cudaMemcpy(back.data(), keep, back.size(), cudaMemcpyDeviceToHost));
-  EXPECT_EQ(back, pattern);              // nothing lost
+  EXPECT_EQ(support::download_on<std::uint8_t>(nullptr, keep, pattern.size()),
+            pattern);                    // nothing lost
   void* grown = pool.allocate(4 << 20);  // no failure pending: the pool grows
   EXPECT_NE(grown, nullptr);
   EXPECT_EQ(pool.stats().arena_count, before.arena_count + 1);
@@ -158,8 +157,9 @@ TEST(SymmAllocator, StreamOrderedFreeNeverLetsReuseOverwriteDataStillBeingRead) 
   for (bool with_stream : {true, false}) {
     std::string const at = with_stream ? "reuse on a stream" : "reuse without a stream";
     void* a = pool.allocate(bytes, 0, reader);
-    SYMMCOMM_CUDA_TRY(cudaMemset(a, 0x11, bytes));
-    SYMMCOMM_CUDA_TRY(cudaMemset(out.get(), 0, bytes));
+    // On the reader's stream: the legacy stream's memsets would not be ordered before it.
+    support::fill_on(reader, a, 0x11, bytes);
+    out.poison(0, reader);
     // The reader: held back, then copies `a` out.
     SYMMCOMM_CUDA_TRY(cudaLaunchHostFunc(reader, sleep_ms, &delay_ms));
     SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(out.get(), a, bytes, cudaMemcpyDeviceToDevice, reader));
@@ -172,10 +172,10 @@ TEST(SymmAllocator, StreamOrderedFreeNeverLetsReuseOverwriteDataStillBeingRead) 
     } else {
       // The host waited for the reader: it has already passed the free.
       EXPECT_EQ(cudaStreamQuery(reader), cudaSuccess) << at;
-      SYMMCOMM_CUDA_TRY(cudaMemset(b, 0xEE, bytes));
+      support::fill_on(nullptr, b, 0xEE, bytes);  // the legacy stream, as a stream-less user
     }
     SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(reader));
-    auto const got = out.download();
+    auto const got = out.download(reader);
     std::size_t overwritten = 0;
     for (std::uint8_t v : got) overwritten += v != 0x11;
     EXPECT_EQ(overwritten, 0u) << at << ": the reader saw data written by the block's next user";
@@ -185,8 +185,8 @@ TEST(SymmAllocator, StreamOrderedFreeNeverLetsReuseOverwriteDataStillBeingRead) 
   // on it like on any other, so a reader held back there is still not overwritten.
   {
     void* a = pool.allocate(bytes, 0, nullptr);
-    SYMMCOMM_CUDA_TRY(cudaMemset(a, 0x22, bytes));
-    SYMMCOMM_CUDA_TRY(cudaMemset(out.get(), 0, bytes));
+    support::fill_on(nullptr, a, 0x22, bytes);
+    out.poison(0, nullptr);
     SYMMCOMM_CUDA_TRY(cudaLaunchHostFunc(nullptr, sleep_ms, &delay_ms));
     SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(out.get(), a, bytes, cudaMemcpyDeviceToDevice, nullptr));
     pool.deallocate(a, nullptr);

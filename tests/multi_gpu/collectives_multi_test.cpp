@@ -85,35 +85,33 @@ TEST(MultiGpuCollectives, Nvfp4AllGatherAndBf16ReduceScatterOnPoolBuffers) {
     auto* recv_data = static_cast<std::uint8_t*>(pool.allocate(count / 2 * n));
     auto* recv_scales = static_cast<std::uint8_t*>(pool.allocate(count / 16 * n));
     auto* recv_global = static_cast<float*>(pool.allocate(4 * n));
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(send_data, in.data.data(), count / 2, cudaMemcpyHostToDevice));
-    SYMMCOMM_CUDA_TRY(
-        cudaMemcpy(send_scales, in.scales.data(), count / 16, cudaMemcpyHostToDevice));
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(send_global, &in.global_scale, 4, cudaMemcpyHostToDevice));
+    support::copy_on(nullptr, send_data, in.data.data(), count / 2);
+    support::copy_on(nullptr, send_scales, in.scales.data(), count / 16);
+    support::copy_on(nullptr, send_global, &in.global_scale, 4);
     ag_plans[static_cast<std::size_t>(r)] = all_gather(
         comms[static_cast<std::size_t>(r)], Nvfp4View{send_data, send_scales, send_global, count},
         Nvfp4View{recv_data, recv_scales, recv_global, count * n}, nullptr);
     gathered[static_cast<std::size_t>(r)].resize(count / 2 * n);
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(gathered[static_cast<std::size_t>(r)].data(), recv_data,
-                                 count / 2 * n, cudaMemcpyDeviceToHost));
+    support::copy_on(nullptr, gathered[static_cast<std::size_t>(r)].data(), recv_data,
+                     count / 2 * n);
     gathered_scales[static_cast<std::size_t>(r)].resize(count / 16 * n);
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(gathered_scales[static_cast<std::size_t>(r)].data(), recv_scales,
-                                 count / 16 * n, cudaMemcpyDeviceToHost));
+    support::copy_on(nullptr, gathered_scales[static_cast<std::size_t>(r)].data(), recv_scales,
+                     count / 16 * n);
     gathered_globals[static_cast<std::size_t>(r)].resize(static_cast<std::size_t>(n));
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(gathered_globals[static_cast<std::size_t>(r)].data(), recv_global,
-                                 4 * static_cast<std::size_t>(n), cudaMemcpyDeviceToHost));
+    support::copy_on(nullptr, gathered_globals[static_cast<std::size_t>(r)].data(), recv_global,
+                     4 * static_cast<std::size_t>(n));
     // BF16 reduce-scatter of small integers that differ per rank and element: every partial
     // sum is exact in bf16, whatever order NCCL adds in.
     auto* rs_send = static_cast<std::uint16_t*>(pool.allocate(count * 2 * n));
     auto* rs_recv = static_cast<std::uint16_t*>(pool.allocate(count * 2));
     std::vector<std::uint16_t> ints(count * static_cast<std::size_t>(n));
     for (std::size_t i = 0; i < ints.size(); ++i) ints[i] = float_to_bf16_bits(small_int(r, i));
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(rs_send, ints.data(), ints.size() * 2, cudaMemcpyHostToDevice));
+    support::copy_on(nullptr, rs_send, ints.data(), ints.size() * 2);
     rs_plans[static_cast<std::size_t>(r)] = reduce_scatter(
         comms[static_cast<std::size_t>(r)], Bf16Span{reinterpret_cast<bf16*>(rs_send), count * n},
         Bf16Span{reinterpret_cast<bf16*>(rs_recv), count}, nullptr);
     reduced[static_cast<std::size_t>(r)].resize(count);
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(reduced[static_cast<std::size_t>(r)].data(), rs_recv, count * 2,
-                                 cudaMemcpyDeviceToHost));
+    support::copy_on(nullptr, reduced[static_cast<std::size_t>(r)].data(), rs_recv, count * 2);
   });
   for (int r = 0; r < n; ++r) {
     std::cout << "rank " << r << " all_gather: " << ag_plans[static_cast<std::size_t>(r)].reason()
@@ -237,20 +235,15 @@ TEST(MultiGpuCollectives, LsaKernelsMatchHostAndFallbackAndAllowImmediateReuse) 
                          count};
     Nvfp4View const recv2{alloc(count / 2 * n), alloc(count / 16 * n),
                           reinterpret_cast<float*>(alloc(4 * n)), count * n};
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(send.data, q[me].data.data(), count / 2, cudaMemcpyHostToDevice));
-    SYMMCOMM_CUDA_TRY(
-        cudaMemcpy(send.block_scales, q[me].scales.data(), count / 16, cudaMemcpyHostToDevice));
-    SYMMCOMM_CUDA_TRY(
-        cudaMemcpy(send.global_scale, &q[me].global_scale, 4, cudaMemcpyHostToDevice));
+    support::copy_on(nullptr, send.data, q[me].data.data(), count / 2);
+    support::copy_on(nullptr, send.block_scales, q[me].scales.data(), count / 16);
+    support::copy_on(nullptr, send.global_scale, &q[me].global_scale, 4);
     // Quantized reduce-scatter from symmetric send buffers: LSA one-shot vs fallback.
     Nvfp4View const rs_send{alloc(count * n / 2), alloc(count * n / 16),
                             reinterpret_cast<float*>(alloc(4)), count * n};
-    SYMMCOMM_CUDA_TRY(
-        cudaMemcpy(rs_send.data, shards_q[me].data.data(), count * n / 2, cudaMemcpyHostToDevice));
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(rs_send.block_scales, shards_q[me].scales.data(), count * n / 16,
-                                 cudaMemcpyHostToDevice));
-    SYMMCOMM_CUDA_TRY(
-        cudaMemcpy(rs_send.global_scale, &shards_q[me].global_scale, 4, cudaMemcpyHostToDevice));
+    support::copy_on(nullptr, rs_send.data, shards_q[me].data.data(), count * n / 2);
+    support::copy_on(nullptr, rs_send.block_scales, shards_q[me].scales.data(), count * n / 16);
+    support::copy_on(nullptr, rs_send.global_scale, &shards_q[me].global_scale, 4);
     test::DeviceArray<float> out_lsa(count), out_fb(count);
     for (int iteration = 0; iteration < 3; ++iteration) {
       Plan const p1 = quantize_all_gather(
@@ -264,8 +257,8 @@ TEST(MultiGpuCollectives, LsaKernelsMatchHostAndFallbackAndAllowImmediateReuse) 
     reduce_scatter(comm, rs_send, Fp32Span{out_fb.get(), count}, nullptr, fallback);
     SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
     std::vector<std::uint8_t> got(count / 2 * n), got2(count / 2 * n);
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(got.data(), recv.data, got.size(), cudaMemcpyDeviceToHost));
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(got2.data(), recv2.data, got2.size(), cudaMemcpyDeviceToHost));
+    support::copy_on(nullptr, got.data(), recv.data, got.size());
+    support::copy_on(nullptr, got2.data(), recv2.data, got2.size());
     for (int k = 0; k < n; ++k) {
       auto const at = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(k) * count / 2);
       if (!std::equal(q[k].data.begin(), q[k].data.end(), got.begin() + at)) {
@@ -288,14 +281,10 @@ TEST(MultiGpuCollectives, LsaKernelsMatchHostAndFallbackAndAllowImmediateReuse) 
     if (off != 0) failures[me] += " " + std::to_string(off) + " lsa sums off the host's;";
     std::vector<std::uint8_t> scales(count / 16 * n), scales2(count / 16 * n);
     std::vector<float> globals(static_cast<std::size_t>(n)), globals2(static_cast<std::size_t>(n));
-    SYMMCOMM_CUDA_TRY(
-        cudaMemcpy(scales.data(), recv.block_scales, scales.size(), cudaMemcpyDeviceToHost));
-    SYMMCOMM_CUDA_TRY(
-        cudaMemcpy(scales2.data(), recv2.block_scales, scales2.size(), cudaMemcpyDeviceToHost));
-    SYMMCOMM_CUDA_TRY(
-        cudaMemcpy(globals.data(), recv.global_scale, 4 * globals.size(), cudaMemcpyDeviceToHost));
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(globals2.data(), recv2.global_scale, 4 * globals2.size(),
-                                 cudaMemcpyDeviceToHost));
+    support::copy_on(nullptr, scales.data(), recv.block_scales, scales.size());
+    support::copy_on(nullptr, scales2.data(), recv2.block_scales, scales2.size());
+    support::copy_on(nullptr, globals.data(), recv.global_scale, 4 * globals.size());
+    support::copy_on(nullptr, globals2.data(), recv2.global_scale, 4 * globals2.size());
     for (int k = 0; k < n; ++k) {
       auto const at = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(k) * count / 16);
       if (!std::equal(q[k].scales.begin(), q[k].scales.end(), scales.begin() + at) ||

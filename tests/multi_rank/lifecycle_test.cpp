@@ -291,7 +291,7 @@ TEST(MultiRankLifecycle, APeerThatAbortsGivesTheOthersAnErrorNotAHang) {
   gather_on_doomed(11);
   wait(doomed, stream, std::chrono::seconds(60));
   std::vector<std::uint8_t> got(total);
-  SYMMCOMM_CUDA_TRY(cudaMemcpy(got.data(), recv.get(), total, cudaMemcpyDeviceToHost));
+  support::copy_on(stream, got.data(), recv.get(), total);
   expect_segments(got, bytes, 0, 11, "gather before the abort");
   MPI_Barrier(MPI_COMM_WORLD);
   if (w.rank == quitter) {

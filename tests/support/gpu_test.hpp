@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/ordered_copy.hpp"
 #include "symmcomm/error.hpp"
 
 namespace symmcomm::test {
@@ -57,13 +58,17 @@ inline bool gpu_required() {
     if (have_ < (n)) GTEST_SKIP() << "needs " << (n) << " GPUs, this machine has " << have_; \
   } while (0)
 
-/// A cudaMalloc'ed array of T, poisoned with 0xAB bytes on creation.
+/// A cudaMalloc'ed array of T, poisoned with 0xAB bytes on creation (waited for, so it is
+/// ordered before work on any stream). Uploads, downloads and poison run on the stream given
+/// (the legacy stream by default): pass the stream the array is used on when that is a
+/// non-blocking stream (support/ordered_copy.hpp says why).
 template <class T>
 class DeviceArray {
  public:
   explicit DeviceArray(std::size_t count) : count_(count) {
     SYMMCOMM_CUDA_TRY(cudaMalloc(&ptr_, bytes() > 0 ? bytes() : 1));
-    poison();
+    poison(0xAB, nullptr);
+    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(nullptr));
   }
   DeviceArray(const DeviceArray&) = delete;
   DeviceArray& operator=(const DeviceArray&) = delete;
@@ -72,15 +77,14 @@ class DeviceArray {
   T* get() const { return ptr_; }
   std::size_t count() const { return count_; }
   std::size_t bytes() const { return count_ * sizeof(T); }
-  void poison(int byte = 0xAB) { SYMMCOMM_CUDA_TRY(cudaMemset(ptr_, byte, bytes())); }
-  void upload(const std::vector<T>& host) {
-    SYMMCOMM_CUDA_TRY(
-        cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  void poison(int byte = 0xAB, cudaStream_t stream = nullptr) {
+    support::fill_on(stream, ptr_, byte, bytes());
   }
-  std::vector<T> download() const {
-    std::vector<T> host(count_);
-    SYMMCOMM_CUDA_TRY(cudaMemcpy(host.data(), ptr_, bytes(), cudaMemcpyDeviceToHost));
-    return host;
+  void upload(const std::vector<T>& host, cudaStream_t stream = nullptr) {
+    support::upload_on(stream, ptr_, host);
+  }
+  std::vector<T> download(cudaStream_t stream = nullptr) const {
+    return support::download_on<T>(stream, ptr_, count_);
   }
 
  private:

@@ -8,11 +8,22 @@
 /// - **Collective**: every rank calls with matching arguments, in the same order.
 /// - **Stream:** enqueued on `stream`; no host synchronisation, no allocation: capturable in a
 ///   CUDA graph.
+/// - **Ordering** (every collective of symmcomm, every path; docs/engine-integration.md
+///   section 7): write the inputs in stream order on `stream` (a kernel or cudaMemcpyAsync on
+///   `stream`, or an event it waits on; a plain cudaMemcpy runs on the legacy stream, which does
+///   not order work on a cudaStreamNonBlocking stream, and may return before its DMA lands).
+///   Once the call has completed on this rank's `stream` (later work on `stream`, or an event
+///   recorded after the call), this rank may overwrite its send buffers and read or overwrite
+///   its receive buffers, whether or not its peers have finished theirs; peers touch them only
+///   while this rank's call runs. In place: an all-gather's send may be this rank's part of
+///   the receive buffer (each tensor: `recv + rank * part`), a BF16/FP32 reduce-scatter's
+///   receive may be this rank's shard of its send (`send + rank * recv.count`); no other
+///   overlap of send and receive buffers is allowed.
 /// - The path comes from the buffers' provenance (see planner.hpp) and is returned; it is
 ///   counted in the communicator's stats() and logged with its reason at SYMMCOMM_LOG=debug.
 /// - Receive layout: rank r's elements follow rank r-1's. For NVFP4 the receive view's block
-///   scales stay in linear (unswizzled) order; GEMM-specific swizzles are applied after the
-///   gather, as engines do. A gathered NVFP4 or FP8 view has one scale per rank:
+///   scales are linear unless Options::scale_layout asks for the GEMMs' swizzled 128x4 layout
+///   (options.hpp). A gathered NVFP4 or FP8 view has one scale per rank:
 ///   `recv.global_scale` (`recv.scale`) points to comm.size() floats, rank r's at index r.
 /// - NCCL's symmetric kernels need equal counts: all_gatherv takes the fallback path
 ///   (grouped ncclBroadcast), or our LSA kernel where available.

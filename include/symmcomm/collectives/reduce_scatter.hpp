@@ -5,7 +5,9 @@
 /// fp32 or re-quantized NVFP4/FP8 (scale computed from the sum). Never a reduction in fp8/fp4
 /// along a ring.
 ///
-/// Same rules as all_gather.hpp (collective, stream-ordered, capturable, plan returned). Rank r
+/// Same rules as all_gather.hpp (collective, stream-ordered, capturable, plan returned; its
+/// **Ordering** rule says when inputs may be written and buffers reused, and which in-place
+/// forms exist: BF16/FP32 only, receive = this rank's shard of the send). Rank r
 /// receives elements [r * recv.count, (r + 1) * recv.count) of the sum; send.count ==
 /// recv.count * comm.size(). NVFP4 and FP8 sends carry their own scale (send.global_scale /
 /// send.scale: one float). NVFP4 and FP8 shard sizes must be multiples of 16 elements.

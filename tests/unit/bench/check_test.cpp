@@ -121,6 +121,12 @@ TEST(BenchCheck, AWrongShardSwappedNibblesOrMisplacedScalesChangeTheResult) {
                                std::vector<std::uint8_t>(whole.begin() + 100, whole.end())),
             0);
   EXPECT_NE(check::gathered_scale(0), check::gathered_scale(1));
+  // Check rounds get fresh inputs: a stale round's scale or bytes are wrong in the next.
+  EXPECT_NE(check::gathered_scale(1, 0), check::gathered_scale(1, 1));
+  EXPECT_NE(check::gathered_scale(0, 1), check::gathered_scale(1, 0));
+  EXPECT_GT(check::count_wrong(check::random_bytes(0, check::Stream::Data, 0, n),
+                               check::random_bytes(0, check::Stream::Data, n, n)),
+            static_cast<long long>(n * 9 / 10));
 }
 
 TEST(BenchCheck, CountWrongCountsSizeMismatchAndDifferences) {

@@ -150,6 +150,9 @@ TEST(BenchCli, NcclTestsNamesForTypesReductionRegistrationAndCheck) {
   // -c is nccl-tests' check iteration count: any positive count checks.
   EXPECT_TRUE(parse({"-c", "5"}).config->check);
   EXPECT_FALSE(parse({"-c", "0"}).config->check);
+  // ... and symmcomm runs that many checks (fresh inputs each): the stream-order stress case.
+  EXPECT_EQ(parse({"-c", "200"}).config->check_rounds, 200);
+  EXPECT_EQ(parse({}).config->check_rounds, 1);
 }
 
 TEST(BenchCli, HelpShowsDefaults) {

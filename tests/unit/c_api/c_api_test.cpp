@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -28,6 +29,15 @@ TEST(CApi, NullArgumentsAreInvalidArguments) {
   EXPECT_EQ(symmcomm_comm_wrap(reinterpret_cast<ncclComm_t>(0x10), 0, nullptr),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(last_error_has("out is NULL"));
+  // Values that cannot be a pointer to a communicator are refused, named, never dereferenced.
+  for (std::uintptr_t const bad : {std::uintptr_t{1}, std::uintptr_t{4095},
+                                   std::uintptr_t{0x7f0000001003}, ~std::uintptr_t{0}}) {
+    EXPECT_EQ(symmcomm_comm_wrap(reinterpret_cast<ncclComm_t>(bad), 1, &comm),
+              SYMMCOMM_ERROR_INVALID_ARGUMENT)
+        << bad;
+    EXPECT_TRUE(last_error_has("cannot be the address of an ncclComm_t")) << symmcomm_last_error();
+    EXPECT_EQ(comm, nullptr);
+  }
   EXPECT_EQ(symmcomm_comm_info(nullptr, nullptr, nullptr, nullptr, nullptr),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(last_error_has("comm is NULL"));
