@@ -11,6 +11,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 second="${SYMMCOMM_SECOND_NCCL:-$SYMMCOMM_ROOT/.nccl-2.30.7}"
 repeats="${SYMMCOMM_STRESS_REPEATS:-5}"
+parts="${SYMMCOMM_STRESS_PARTS:-legacy bench tier}"   # which parts to run
+tier_ranks="${SYMMCOMM_STRESS_TIER_RANKS:-2 4 8}"
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 SYMMCOMM_WAIT_TIMEOUT_S=30
 log="$out/stream_order.log"
@@ -32,6 +34,7 @@ bench2="$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm-bench"
 bench1="$SYMMCOMM_ROOT/build-dev/bench/symmcomm-bench"
 
 # The old upload, rebuilt: the stress check must catch it.
+if [[ " $parts " == *" legacy "* ]]; then
 legacy="$SYMMCOMM_ROOT/build-nccl2/legacy-symmcomm-bench"
 if cmake -S "$SYMMCOMM_ROOT" -B "$SYMMCOMM_ROOT/build-nccl2" -DSYMMCOMM_BENCH_LEGACY_UPLOAD=ON >/dev/null 2>&1 &&
    cmake --build "$SYMMCOMM_ROOT/build-nccl2" --target symmcomm-bench >"$out/legacy-build.log" 2>&1; then
@@ -45,7 +48,8 @@ cmake --build "$SYMMCOMM_ROOT/build-nccl2" --target symmcomm-bench >>"$out/legac
 for n in 2 4 8; do
   [ -x "$legacy" ] && stress "legacy-upload 2.30.7" "$legacy" "$n" reducescatter bf16 "${second_env[@]}"
 done
-for n in 2 4 8; do
+fi
+[[ " $parts " == *" bench "* ]] && for n in 2 4 8; do
   for i in $(seq "$repeats"); do
     stress "fixed 2.30.7 #$i" "$bench2" "$n" reducescatter bf16 "${second_env[@]}"
     stress "fixed 2.30.7 #$i" "$bench2" "$n" allgather nvfp4 "${second_env[@]}"
@@ -53,12 +57,12 @@ for n in 2 4 8; do
   stress "fixed system" "$bench1" "$n" reducescatter bf16
   stress "fixed system" "$bench1" "$n" allgather nvfp4
 done
-for n in 2 4 8; do
+[[ " $parts " == *" tier "* ]] && for n in $tier_ranks; do
   for tag in second system; do
     dir="$SYMMCOMM_ROOT/build-dev"; envs=()
     [ "$tag" = second ] && { dir="$SYMMCOMM_ROOT/build-nccl2"; envs=("${second_env[@]}" SYMMCOMM_EXPECT_SYMMETRIC=1); }
     env "${envs[@]}" timeout 170 mpirun --allow-run-as-root --oversubscribe --bind-to none -n "$n" \
-      "$dir/tests/symmcomm_multi_rank_tests" --gtest_filter='MultiRankStreamOrder.*' \
+      "$dir/tests/symmcomm_multi_rank_tests" --gtest_filter='MultiRankStreamOrder.*' --gtest_color=no \
       >"$out/stress.tmp" 2>&1
     status=$?
     echo "MultiRankStreamOrder $tag n=$n: exit $status; $(grep -E '^\[  (PASSED|FAILED) ' "$out/stress.tmp" | sort -u | tr '\n' ' ')" | tee -a "$log"
