@@ -10,6 +10,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "symmcomm/version.hpp"
+
 namespace symmcomm::bench {
 
 const char* to_string(Op op) {
@@ -78,6 +80,9 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
   std::string scenario = "none", combine = "bf16", redop = "sum";
   int check = 1, registration = -1;
   app.option_defaults()->always_capture_default();  // --help shows every default
+  app.set_version_flag("--version", std::string("symmcomm-bench ") + kVersion + " (symmcomm " +
+                                        kVersion + ", built against NCCL " + kNcclBuildVersion +
+                                        ")");
   app.add_option("--op", op, "allgather | reducescatter")
       ->check(CLI::IsMember({"allgather", "reducescatter"}));
   // nccl-tests' type names are accepted beside the short ones.

@@ -13,15 +13,21 @@
 #ifndef SYMMCOMM_C_API_H
 #define SYMMCOMM_C_API_H
 
-#include <cuda_runtime_api.h>
-#include <nccl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "symmcomm/version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/** A CUDA stream and an NCCL communicator, named by their struct types so that this header
+ *  needs neither CUDA's nor NCCL's headers: the same types as cudaStream_t and ncclComm_t, which
+ *  callers pass as they are (NULL is CUDA's legacy default stream). */
+typedef struct CUstream_st* symmcomm_stream_t;
+typedef struct ncclComm* symmcomm_nccl_comm_t;
 
 /** Result of every symmcomm C call. */
 typedef enum {
@@ -103,7 +109,8 @@ symmcomm_status_t symmcomm_comm_init(int nranks, const void* id, int rank, int d
  *  A value that cannot be the address of an ncclComm_t (NULL, below 4096, or not aligned to a
  *  pointer) is refused with SYMMCOMM_ERROR_INVALID_ARGUMENT naming it; any other value is
  *  trusted: an arbitrary address cannot be validated, and a wrong one is undefined behaviour. */
-symmcomm_status_t symmcomm_comm_wrap(ncclComm_t nccl_comm, int probe, symmcomm_comm_t* out);
+symmcomm_status_t symmcomm_comm_wrap(symmcomm_nccl_comm_t nccl_comm, int probe,
+                                     symmcomm_comm_t* out);
 /** Releases the handle (destroys an owned communicator once its pools are gone). NULL is a
  *  no-op that succeeds, as free(NULL). */
 symmcomm_status_t symmcomm_comm_release(symmcomm_comm_t comm);
@@ -123,20 +130,21 @@ symmcomm_status_t symmcomm_pool_destroy(symmcomm_pool_t pool);
 symmcomm_status_t symmcomm_pool_reserve(symmcomm_pool_t pool, size_t bytes);
 /** Allocates `bytes` aligned to `alignment` (0: 256). `stream` is checked for graph capture. */
 symmcomm_status_t symmcomm_pool_allocate(symmcomm_pool_t pool, size_t bytes, size_t alignment,
-                                         cudaStream_t stream, void** out);
+                                         symmcomm_stream_t stream, void** out);
 /** Returns an allocation (an error for foreign or already freed pointers). */
 symmcomm_status_t symmcomm_pool_free(symmcomm_pool_t pool, void* ptr);
 /** Stream-ordered return (SymmAllocator::deallocate(ptr, stream)): memory reused from it is
  *  used only after `stream` has passed this call. NULL is the legacy default stream; `stream`
  *  must not be capturing. */
-symmcomm_status_t symmcomm_pool_free_async(symmcomm_pool_t pool, void* ptr, cudaStream_t stream);
+symmcomm_status_t symmcomm_pool_free_async(symmcomm_pool_t pool, void* ptr,
+                                           symmcomm_stream_t stream);
 /** Statistics (any output may be NULL). */
 symmcomm_status_t symmcomm_pool_stats(symmcomm_pool_t pool, size_t* reserved_bytes,
                                       size_t* in_use_bytes, size_t* arenas,
                                       size_t* live_allocations);
 /** Collective check that every rank holds the same windows and allocations;
  *  SYMMCOMM_ERROR_NOT_SYMMETRIC names the first difference. */
-symmcomm_status_t symmcomm_verify(symmcomm_comm_t comm, cudaStream_t stream);
+symmcomm_status_t symmcomm_verify(symmcomm_comm_t comm, symmcomm_stream_t stream);
 
 /** Whether [ptr, ptr + bytes) lies in a symmetric window of `comm`, and at which offset. */
 symmcomm_status_t symmcomm_provenance(symmcomm_comm_t comm, const void* ptr, size_t bytes,
@@ -146,17 +154,17 @@ symmcomm_status_t symmcomm_provenance(symmcomm_comm_t comm, const void* ptr, siz
 
 /** BF16 -> NVFP4; compute_scale != 0 computes and stores the global scale. */
 symmcomm_status_t symmcomm_quantize_nvfp4(const void* src_bf16, const symmcomm_nvfp4_t* dst,
-                                          int compute_scale, cudaStream_t stream);
+                                          int compute_scale, symmcomm_stream_t stream);
 /** NVFP4 -> BF16. */
 symmcomm_status_t symmcomm_dequantize_nvfp4(const symmcomm_nvfp4_t* src, void* dst_bf16,
-                                            cudaStream_t stream);
+                                            symmcomm_stream_t stream);
 
 /** BF16 -> FP8 of dst->format; compute_scale != 0 computes and stores the scale. */
 symmcomm_status_t symmcomm_quantize_fp8(const void* src_bf16, const symmcomm_fp8_t* dst,
-                                        int compute_scale, cudaStream_t stream);
+                                        int compute_scale, symmcomm_stream_t stream);
 /** FP8 -> BF16. */
 symmcomm_status_t symmcomm_dequantize_fp8(const symmcomm_fp8_t* src, void* dst_bf16,
-                                          cudaStream_t stream);
+                                          symmcomm_stream_t stream);
 
 /* ---- collectives (path_taken may be NULL) -------------------------------------------------- */
 
@@ -166,35 +174,35 @@ symmcomm_status_t symmcomm_dequantize_fp8(const symmcomm_fp8_t* src, void* dst_b
 symmcomm_status_t symmcomm_quantize_all_gather_nvfp4(symmcomm_comm_t comm, const void* input_bf16,
                                                      size_t count, const symmcomm_nvfp4_t* recv,
                                                      const float* scale, symmcomm_path_t path,
-                                                     cudaStream_t stream, int* path_taken);
+                                                     symmcomm_stream_t stream, int* path_taken);
 symmcomm_status_t symmcomm_quantize_all_gather_fp8(symmcomm_comm_t comm, const void* input_bf16,
                                                    size_t count, const symmcomm_fp8_t* recv,
                                                    const float* scale, symmcomm_path_t path,
-                                                   cudaStream_t stream, int* path_taken);
+                                                   symmcomm_stream_t stream, int* path_taken);
 
 symmcomm_status_t symmcomm_all_gather_bf16(symmcomm_comm_t comm, const void* send, void* recv,
                                            size_t send_count, symmcomm_path_t path,
-                                           cudaStream_t stream, int* path_taken);
+                                           symmcomm_stream_t stream, int* path_taken);
 symmcomm_status_t symmcomm_all_gather_fp8(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
                                           const symmcomm_fp8_t* recv, symmcomm_path_t path,
-                                          cudaStream_t stream, int* path_taken);
+                                          symmcomm_stream_t stream, int* path_taken);
 symmcomm_status_t symmcomm_all_gather_nvfp4(symmcomm_comm_t comm, const symmcomm_nvfp4_t* send,
                                             const symmcomm_nvfp4_t* recv, symmcomm_path_t path,
-                                            cudaStream_t stream, int* path_taken);
+                                            symmcomm_stream_t stream, int* path_taken);
 /** All-gathers with `counts[r]` elements from rank r (symmcomm::all_gatherv): `counts` is a host
  *  array of comm size entries, the same on every rank; send holds counts[rank] elements, recv
  *  their sum, rank r's part after ranks 0..r-1 (NVFP4: counts multiples of 16; FP8 and NVFP4
  *  recv: comm size scales). */
 symmcomm_status_t symmcomm_all_gatherv_bf16(symmcomm_comm_t comm, const void* send, void* recv,
                                             const size_t* counts, symmcomm_path_t path,
-                                            cudaStream_t stream, int* path_taken);
+                                            symmcomm_stream_t stream, int* path_taken);
 symmcomm_status_t symmcomm_all_gatherv_fp8(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
                                            const symmcomm_fp8_t* recv, const size_t* counts,
-                                           symmcomm_path_t path, cudaStream_t stream,
+                                           symmcomm_path_t path, symmcomm_stream_t stream,
                                            int* path_taken);
 symmcomm_status_t symmcomm_all_gatherv_nvfp4(symmcomm_comm_t comm, const symmcomm_nvfp4_t* send,
                                              const symmcomm_nvfp4_t* recv, const size_t* counts,
-                                             symmcomm_path_t path, cudaStream_t stream,
+                                             symmcomm_path_t path, symmcomm_stream_t stream,
                                              int* path_taken);
 /** NVFP4 gathers writing recv->block_scales in the swizzled 128x4 layout NVFP4 GEMMs read
  *  (symmcomm::ScaleLayout::Swizzled128x4): the gathered tensor is rows of `row_elements`
@@ -205,50 +213,50 @@ symmcomm_status_t symmcomm_all_gather_nvfp4_swizzled(symmcomm_comm_t comm,
                                                      const symmcomm_nvfp4_t* send,
                                                      const symmcomm_nvfp4_t* recv,
                                                      size_t row_elements, symmcomm_path_t path,
-                                                     cudaStream_t stream, int* path_taken);
+                                                     symmcomm_stream_t stream, int* path_taken);
 symmcomm_status_t symmcomm_all_gatherv_nvfp4_swizzled(symmcomm_comm_t comm,
                                                       const symmcomm_nvfp4_t* send,
                                                       const symmcomm_nvfp4_t* recv,
                                                       const size_t* counts, size_t row_elements,
-                                                      symmcomm_path_t path, cudaStream_t stream,
-                                                      int* path_taken);
+                                                      symmcomm_path_t path,
+                                                      symmcomm_stream_t stream, int* path_taken);
 symmcomm_status_t symmcomm_quantize_all_gather_nvfp4_swizzled(
     symmcomm_comm_t comm, const void* input_bf16, size_t count, const symmcomm_nvfp4_t* recv,
-    const float* scale, size_t row_elements, symmcomm_path_t path, cudaStream_t stream,
+    const float* scale, size_t row_elements, symmcomm_path_t path, symmcomm_stream_t stream,
     int* path_taken);
 symmcomm_status_t symmcomm_reduce_scatter_bf16(symmcomm_comm_t comm, const void* send, void* recv,
                                                size_t recv_count, symmcomm_path_t path,
-                                               cudaStream_t stream, int* path_taken);
+                                               symmcomm_stream_t stream, int* path_taken);
 /** NVFP4 sum into BF16 (fp32 accumulation, one rounding). */
 symmcomm_status_t symmcomm_reduce_scatter_nvfp4_bf16(symmcomm_comm_t comm,
                                                      const symmcomm_nvfp4_t* send, void* recv_bf16,
                                                      size_t recv_count, symmcomm_path_t path,
-                                                     cudaStream_t stream, int* path_taken);
+                                                     symmcomm_stream_t stream, int* path_taken);
 /** FP8 sum into BF16 (fp32 accumulation, one rounding). */
 symmcomm_status_t symmcomm_reduce_scatter_fp8_bf16(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
                                                    void* recv_bf16, size_t recv_count,
-                                                   symmcomm_path_t path, cudaStream_t stream,
+                                                   symmcomm_path_t path, symmcomm_stream_t stream,
                                                    int* path_taken);
 
 /** NVFP4 / FP8 sums into fp32 (fp32 accumulation, no rounding). */
 symmcomm_status_t symmcomm_reduce_scatter_nvfp4_fp32(symmcomm_comm_t comm,
                                                      const symmcomm_nvfp4_t* send, float* recv,
                                                      size_t recv_count, symmcomm_path_t path,
-                                                     cudaStream_t stream, int* path_taken);
+                                                     symmcomm_stream_t stream, int* path_taken);
 symmcomm_status_t symmcomm_reduce_scatter_fp8_fp32(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
                                                    float* recv, size_t recv_count,
-                                                   symmcomm_path_t path, cudaStream_t stream,
+                                                   symmcomm_path_t path, symmcomm_stream_t stream,
                                                    int* path_taken);
 /** NVFP4 / FP8 sums re-quantized to the input's format (recv->count elements; its one scale
  *  computed from this rank's fp32 sum). */
 symmcomm_status_t symmcomm_reduce_scatter_nvfp4_nvfp4(symmcomm_comm_t comm,
                                                       const symmcomm_nvfp4_t* send,
                                                       const symmcomm_nvfp4_t* recv,
-                                                      symmcomm_path_t path, cudaStream_t stream,
-                                                      int* path_taken);
+                                                      symmcomm_path_t path,
+                                                      symmcomm_stream_t stream, int* path_taken);
 symmcomm_status_t symmcomm_reduce_scatter_fp8_fp8(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
                                                   const symmcomm_fp8_t* recv, symmcomm_path_t path,
-                                                  cudaStream_t stream, int* path_taken);
+                                                  symmcomm_stream_t stream, int* path_taken);
 
 /* ---- PyTorch pluggable allocator ----------------------------------------------------------- */
 
@@ -262,8 +270,8 @@ symmcomm_status_t symmcomm_torch_set_pool(symmcomm_pool_t pool);
  *  reason is in symmcomm_last_error()); free of a foreign pointer is logged and ignored. free
  *  is stream-ordered (symmcomm_pool_free_async) on any stream that is not capturing, stream 0
  *  (PyTorch's default stream, CUDA's legacy stream) included. */
-void* symmcomm_torch_alloc(ssize_t size, int device, cudaStream_t stream);
-void symmcomm_torch_free(void* ptr, ssize_t size, int device, cudaStream_t stream);
+void* symmcomm_torch_alloc(ssize_t size, int device, symmcomm_stream_t stream);
+void symmcomm_torch_free(void* ptr, ssize_t size, int device, symmcomm_stream_t stream);
 
 #ifdef __cplusplus
 }

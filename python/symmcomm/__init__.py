@@ -34,6 +34,9 @@ __all__ = [
 
 _lib, _path = _capi.load()
 
+#: The loaded library's version, "major.minor.patch" (the package follows the library's).
+__version__ = _lib.symmcomm_version().decode()
+
 #: NVFP4 elements per block scale.
 NVFP4_BLOCK = 16
 

@@ -81,6 +81,7 @@ def logic_error(fn):
 def test_loads_the_library_and_reports_versions():
     assert os.path.exists(symmcomm.library_path())
     assert symmcomm.version() == "0.1.0"
+    assert symmcomm.__version__ == symmcomm.version()
     assert symmcomm.abi_version() == _capi.ABI_VERSION
 
 

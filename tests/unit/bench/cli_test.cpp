@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "symmcomm/version.h"
 
 namespace {
 
@@ -162,6 +163,19 @@ TEST(BenchCli, HelpShowsDefaults) {
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(text.find("32M"), std::string::npos) << text;        // -b / -e
   EXPECT_NE(text.find("allgather"), std::string::npos) << text;  // --op
+}
+
+TEST(BenchCli, VersionNamesTheLibraryAndTheNcclItWasBuiltAgainst) {
+  ::testing::internal::CaptureStdout();
+  auto const version = parse({"--version"});
+  std::string const text = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_FALSE(version.config.has_value());
+  EXPECT_NE(text.find(std::string("symmcomm-bench ") + SYMMCOMM_VERSION_STRING), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(std::string("built against NCCL ") + SYMMCOMM_NCCL_BUILD_VERSION_STRING),
+            std::string::npos)
+      << text;
 }
 
 TEST(BenchCli, FooterSaysWrongValuesAndAverageBusBandwidth) {
