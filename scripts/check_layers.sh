@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the include graph of the library against its layers (docs: shared DESIGN.md, README):
+# Checks the include graph of the library against its layers (README, "Layout"):
 #   core < formats < comm < memory < kernels < collectives < tools (C ABI, umbrella header)
 # A file may include its own layer and the layers below it, never one above. Prints each
 # upward include and exits 1 if there is any. Usage: scripts/check_layers.sh

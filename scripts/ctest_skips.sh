@@ -18,6 +18,8 @@ awk -v names="$skipped" '
   /^SYMMCOMM_SKIP: / && reason == "" { reason = $0; sub(/^SYMMCOMM_SKIP: /, "", reason) }
   /^<end of output>$/ { if (name in wanted) { if (reason == "") reason = last; count[reason]++ }
                         name = "" }
+  # mpiexec'"'"'s closing report ("Exit code: 2", "Process name: ...") is not a reason.
+  /^[[:space:]]*(Exit code:|Process name:)|mpiexec|Primary job|non-zero (exit code|status)|the job to be terminated|first process to do so|Per user-direction/ { next }
   { if ($0 != "" && $0 !~ /^<end of output>$/ && $0 !~ /^-+$/) last = $0 }
   END { for (r in count) printf "  %4d  %s\n", count[r], r }
 ' "$log" | sort -k1,1nr

@@ -15,4 +15,10 @@ rc=0
 (cd "$build_dir" && ctest --output-on-failure --parallel "$(nproc)" --timeout 1800 "$@") 2>&1 |
   tee "$out" || rc=$?
 "$SYMMCOMM_ROOT/scripts/ctest_skips.sh" "$build_dir" "$out" || true
+# The verdict last, where a newcomer looks: CTest's summary line and any failures.
+echo
+grep -E "tests passed|tests failed" "$out" | tail -1 || echo "ctest printed no summary (exit $rc)"
+if [ "$rc" -ne 0 ]; then
+  sed -n '/The following tests FAILED:/,$p' "$out" | grep -E "^[[:space:]]+[0-9]+ - " || true
+fi
 exit "$rc"
