@@ -5,11 +5,15 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -58,14 +62,6 @@ class Barrier {
 };
 
 // Across processes under MPI (identity otherwise).
-inline double global_max(const Ranks& ranks, double local) {
-#if defined(SYMMCOMM_WITH_MPI)
-  if (ranks.mpi) MPI_Allreduce(MPI_IN_PLACE, &local, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-#else
-  (void)ranks;
-#endif
-  return local;
-}
 inline long long global_sum(const Ranks& ranks, long long local) {
 #if defined(SYMMCOMM_WITH_MPI)
   if (ranks.mpi) MPI_Allreduce(MPI_IN_PLACE, &local, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -126,23 +122,119 @@ class Buffers {
   std::vector<std::pair<void*, bool>> owned_;
 };
 
-inline double time_iterations(cudaStream_t stream, Barrier& barrier, int warmup, int iters,
-                              const std::function<void()>& work) {
-  for (int i = 0; i < warmup; ++i) work();
+// Waits for `event`; with a limit (-T), gives up after it: prints what was being measured and
+// ends the process (a collective that never completes cannot be torn down cleanly; under
+// mpirun the launcher then stops the other ranks).
+inline void wait_or_give_up(cudaEvent_t event, int timeout_s, const std::string& what) {
+  if (timeout_s <= 0) {
+    SYMMCOMM_CUDA_TRY(cudaEventSynchronize(event));
+    return;
+  }
+  auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  cudaError_t state;
+  while ((state = cudaEventQuery(event)) == cudaErrorNotReady) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::fprintf(stderr, "symmcomm-bench: -T %d: %s did not complete within %d s; stopping\n",
+                   timeout_s, what.c_str(), timeout_s);
+      std::fflush(stderr);
+      std::_Exit(4);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  SYMMCOMM_CUDA_TRY(state);
+}
+
+// How the timed loop runs (nccl-tests' -n, -w, -G, -z, -m, -C, -T).
+struct Timing {
+  int warmup = 5, iters = 20, graph_launches = 0, agg_iters = 1, timeout_s = 0;
+  bool blocking = false, cpu_time = false;
+  static Timing of(const Config& c) {
+    return Timing{c.warmup,    c.iters,    c.graph_launches, c.agg_iters,
+                  c.timeout_s, c.blocking, c.cpu_time};
+  }
+};
+
+// Microseconds per call of `work` on `stream`: warm-up, then `iters` iterations of `agg_iters`
+// calls each, plain or captured once in a CUDA graph and replayed `graph_launches` times; device
+// time between two events, or host wall-clock time from the first enqueue to completion.
+inline double time_iterations(cudaStream_t stream, Barrier& barrier, const Timing& t,
+                              const std::function<void()>& work, const std::string& what) {
+  auto const call = [&] {
+    work();
+    if (t.blocking) SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+  };
+  for (int i = 0; i < t.warmup; ++i) call();
   SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+  cudaGraphExec_t exec = nullptr;
+  if (t.graph_launches > 0) {
+    cudaGraph_t graph = nullptr;
+    SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < t.iters * t.agg_iters; ++i) work();
+    SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(stream, &graph));
+    SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
+    SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
+    SYMMCOMM_CUDA_TRY(cudaGraphUpload(exec, stream));
+    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+  }
   barrier.wait();
   cudaEvent_t start, stop;
   SYMMCOMM_CUDA_TRY(cudaEventCreate(&start));
   SYMMCOMM_CUDA_TRY(cudaEventCreate(&stop));
+  auto const host_start = std::chrono::steady_clock::now();
   SYMMCOMM_CUDA_TRY(cudaEventRecord(start, stream));
-  for (int i = 0; i < iters; ++i) work();
+  long long calls = 0;
+  if (exec != nullptr) {
+    for (int g = 0; g < t.graph_launches; ++g) SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, stream));
+    calls = static_cast<long long>(t.graph_launches) * t.iters * t.agg_iters;
+  } else {
+    for (int i = 0; i < t.iters * t.agg_iters; ++i) call();
+    calls = static_cast<long long>(t.iters) * t.agg_iters;
+  }
   SYMMCOMM_CUDA_TRY(cudaEventRecord(stop, stream));
-  SYMMCOMM_CUDA_TRY(cudaEventSynchronize(stop));
+  wait_or_give_up(stop, t.timeout_s, what);
+  double const host_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host_start)
+          .count();
   float ms = 0;
   SYMMCOMM_CUDA_TRY(cudaEventElapsedTime(&ms, start, stop));
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  return static_cast<double>(ms) * 1e3 / iters;
+  if (exec != nullptr) SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(exec));
+  double const total_us = t.cpu_time ? host_us : static_cast<double>(ms) * 1e3;
+  return total_us / static_cast<double>(calls);
+}
+
+// The ranks' times combined as -a asks: rank 0's, the mean, the minimum or the maximum (across
+// this process's ranks and, under MPI, every process's).
+inline double combine_times(const Ranks& ranks, const std::vector<double>& local, Average how) {
+  double lo = local.front(), hi = local.front(), sum = 0.0, first = 0.0;
+  for (double v : local) {
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  first = ranks.prints() ? local.front() : 0.0;  // world rank 0 is this process's first rank
+  int count = static_cast<int>(local.size());
+#if defined(SYMMCOMM_WITH_MPI)
+  if (ranks.mpi) {
+    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  }
+#endif
+  switch (how) {
+    case Average::Rank0:
+      return first;
+    case Average::Min:
+      return lo;
+    case Average::Max:
+      return hi;
+    case Average::Mean:
+      break;
+  }
+  return sum / static_cast<double>(count);
 }
 
 inline PathChoice choice_of(BenchPath p) {

@@ -5,7 +5,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -68,6 +72,9 @@ std::size_t parse_size(const std::string& text) {
     throw std::invalid_argument("size '" + text +
                                 "' is not a number with an optional K/M/G suffix");
   }
+  if (it->second > 0 && value > (std::numeric_limits<std::size_t>::max() >> it->second)) {
+    throw std::invalid_argument("size '" + text + "' does not fit in 64 bits of bytes");
+  }
   return static_cast<std::size_t>(value) << it->second;
 }
 
@@ -78,7 +85,9 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
       "symmetric memory, beside plain NCCL (nccl-tests' flags and columns)"};
   std::string op = "allgather", dtype = "bf16", path = "auto", min_size = "32M", max_size = "32M";
   std::string scenario = "none", combine = "bf16", redop = "sum";
-  int check = 1, registration = -1;
+  int check = 1, registration = -1, threads = 1, parallel_init = 0, average = 1, blocking = 0;
+  int cpu_time = 0;
+  std::string step_bytes;
   app.option_defaults()->always_capture_default();  // --help shows every default
   app.set_version_flag("--version", std::string("symmcomm-bench ") + kVersion + " (symmcomm " +
                                         kVersion + ", built against NCCL " + kNcclBuildVersion +
@@ -105,10 +114,42 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
                  "symmetric windows (--path auto); -1: use --path")
       ->check(CLI::Range(-1, 2))
       ->excludes(path_option);
-  app.add_option("-b,--minbytes", min_size, "smallest size (K/M/G suffixes)");
-  app.add_option("-e,--maxbytes", max_size, "largest size (K/M/G suffixes)");
-  app.add_option("-f,--stepfactor", c.step_factor, "size multiplication factor")
-      ->check(CLI::Range(2, 1 << 20));
+  auto* min_option = app.add_option("-b,--minbytes", min_size, "smallest size (K/M/G suffixes)");
+  auto* max_option = app.add_option("-e,--maxbytes", max_size, "largest size (K/M/G suffixes)");
+  auto* factor_option =
+      app.add_option("-f,--stepfactor", c.step_factor, "size multiplication factor")
+          ->check(CLI::Range(2, 1 << 20));
+  auto* step_option = app.add_option("-i,--stepbytes", step_bytes,
+                                     "fixed size increment (K/M/G suffixes) instead of -f")
+                          ->excludes(factor_option);
+  app.add_option("-t,--nthreads", threads,
+                 "threads per process: 1 only (one rank per GPU, each on its own thread; more "
+                 "ranks: -g or mpirun)");
+  app.add_option("-p,--parallel_init", parallel_init,
+                 "0 only (communicators are created together in one NCCL group)");
+  app.add_option("-G,--cudagraph", c.graph_launches,
+                 "0: plain launches; N > 0: capture the -n iterations in a CUDA graph and "
+                 "replay it N times (times are per call)")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("-a,--average", average,
+                 "time reported: 0 rank 0's, 1 mean over ranks, 2 minimum, 3 maximum")
+      ->check(CLI::Range(0, 3));
+  app.add_option("-z,--blocking", blocking, "1: the host waits for each call (0: stream-ordered)")
+      ->check(CLI::Range(0, 1));
+  app.add_option("-m,--agg_iters", c.agg_iters,
+                 "calls per timed iteration, issued back to back (not grouped: symmcomm's own "
+                 "paths launch kernels of their own)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("-N,--run_cycles", c.run_cycles, "run the whole sweep this many times (>= 1)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("-T,--timeout", c.timeout_s,
+                 "seconds one size's timed calls may take before the run stops naming the size "
+                 "and rank (0: no limit)")
+      ->check(CLI::Range(0, 1 << 24));
+  app.add_option("-C,--report_cputime", cpu_time,
+                 "1: report host wall-clock time per call (enqueue to completion) instead of "
+                 "device time")
+      ->check(CLI::Range(0, 1));
   app.add_option("-n,--iters", c.iters, "timed iterations per size")->check(CLI::Range(1, 1 << 24));
   app.add_option("-w,--warmup_iters", c.warmup, "warm-up iterations per size")
       ->check(CLI::Range(0, 1 << 24));
@@ -121,7 +162,9 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
       ->check(CLI::Range(0, 1024));
   app.add_option("--json", c.json_path, "write results as JSON to this file");
   app.add_option("--csv", c.csv_path, "write results as CSV to this file");
-  app.add_option("--scenario", scenario, "none | moe-dp (DeepSeek-R1 MoE layer, DP attention + EP)")
+  app.add_option("--scenario", scenario,
+                 "none | moe-dp (DeepSeek-R1 MoE layer, DP attention + EP; its own sizes, "
+                 "formats and paths: -d, -b, -e, -f, -i, --op, --path, -R, -G are refused)")
       ->check(CLI::IsMember({"none", "moe-dp"}));
   app.add_option("--moe-hidden", c.moe_hidden, "moe-dp hidden size")
       ->check(CLI::Range(16, 1 << 20));
@@ -134,12 +177,44 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
     app.parse(argc, argv);
     c.min_bytes = parse_size(min_size);
     c.max_bytes = parse_size(max_size);
+    if (!step_bytes.empty()) c.step_bytes = parse_size(step_bytes);
   } catch (const CLI::ParseError& e) {
     int const code = app.exit(e);  // prints help, or the usage error
     return ParseResult{std::nullopt, code == 0 ? 0 : 1};
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "symmcomm-bench: %s\nRun with --help for more information.\n", e.what());
     return ParseResult{std::nullopt, 1};
+  }
+  // Flags of nccl-tests that have no meaning here are refused by name, never ignored.
+  auto const refuse = [](const std::string& why) {
+    std::fprintf(stderr, "symmcomm-bench: %s\nRun with --help for more information.\n",
+                 why.c_str());
+    return ParseResult{std::nullopt, 1};
+  };
+  if (threads != 1) {
+    return refuse("-t " + std::to_string(threads) +
+                  ": one thread per process only (each rank, one per GPU, runs on its own "
+                  "thread; more ranks: -g or mpirun -n)");
+  }
+  if (parallel_init != 0) {
+    return refuse("-p " + std::to_string(parallel_init) +
+                  ": parallel initialisation is not supported (the communicators are created "
+                  "together in one NCCL group)");
+  }
+  if (!step_bytes.empty() && c.step_bytes == 0) return refuse("-i 0: the step must be positive");
+  if (c.graph_launches > 0 && blocking != 0) {
+    return refuse("-z 1 with -G " + std::to_string(c.graph_launches) +
+                  ": the host cannot wait for calls inside a captured graph");
+  }
+  if (scenario == "moe-dp") {
+    for (auto* o : {static_cast<CLI::Option*>(app.get_option("--dtype")), min_option, max_option,
+                    factor_option, step_option, app.get_option("--op"), path_option,
+                    app.get_option("--local_register"), app.get_option("--cudagraph")}) {
+      if (o->count() > 0) {
+        return refuse("--scenario moe-dp sets its own sizes, formats and paths: " + o->get_name() +
+                      " is not used there (see --moe-* and --help)");
+      }
+    }
   }
   if (c.min_bytes == 0 || c.max_bytes < c.min_bytes) {
     std::fprintf(stderr, "symmcomm-bench: -b %zu / -e %zu: need 0 < minbytes <= maxbytes\n",
@@ -161,6 +236,9 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
   c.path = paths.at(path);
   c.check = check != 0;
   c.check_rounds = check;
+  c.average = static_cast<Average>(average);
+  c.blocking = blocking != 0;
+  c.cpu_time = cpu_time != 0;
   c.scenario = scenario == "moe-dp" ? Scenario::MoeDp : Scenario::None;
   c.moe_combine = dtypes.at(combine);
   for (int i = 0; i < argc; ++i) c.command_line += (i ? " " : "") + std::string(argv[i]);
@@ -168,8 +246,16 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
 }
 
 std::vector<std::size_t> size_sweep(std::size_t min_bytes, std::size_t max_bytes,
-                                    std::size_t factor) {
+                                    std::size_t factor, std::size_t step_bytes) {
   std::vector<std::size_t> sizes;
+  if (step_bytes > 0) {
+    for (std::size_t s = min_bytes; s <= max_bytes; s += step_bytes) {
+      sizes.push_back(s);
+      if (s > max_bytes - step_bytes) break;  // the next step would pass max (or overflow)
+    }
+    if (sizes.empty()) sizes.push_back(max_bytes);
+    return sizes;
+  }
   if (factor < 2) factor = 2;
   for (std::size_t s = min_bytes; s <= max_bytes; s *= factor) {
     sizes.push_back(s);
@@ -260,6 +346,43 @@ std::string to_csv(const std::vector<Result>& results) {
     os << '\n';
   }
   return os.str();
+}
+
+std::string to_csv(const std::vector<MoeResult>& moe) {
+  std::ostringstream os;
+  os << "tokens_per_rank,path,dispatch_us,combine_us,total_us\n";
+  for (const auto& m : moe) {
+    os << m.tokens_per_rank << ',' << m.path << ',' << m.dispatch_us << ',' << m.combine_us << ','
+       << m.total_us() << '\n';
+  }
+  return os.str();
+}
+
+std::string check_output_paths(const Config& config) {
+  for (auto const& [flag, path] :
+       {std::pair<const char*, const std::string&>{"--json", config.json_path},
+        std::pair<const char*, const std::string&>{"--csv", config.csv_path}}) {
+    if (path.empty()) continue;
+    std::ofstream f(path, std::ios::out | std::ios::trunc);
+    if (!f)
+      return std::string(flag) + " " + path + ": cannot be written (" + std::strerror(errno) + ")";
+  }
+  return "";
+}
+
+std::string timing_note(const Config& config) {
+  static const char* const kAverage[] = {"rank 0's time", "mean over ranks", "minimum over ranks",
+                                         "maximum over ranks"};
+  std::string note = std::string("# times: ") + (config.cpu_time ? "host wall clock" : "device") +
+                     " per call, " + kAverage[static_cast<int>(config.average)];
+  if (config.graph_launches > 0) {
+    note += ", CUDA graph: " + std::to_string(config.iters) + " iterations captured, replayed " +
+            std::to_string(config.graph_launches) + " times";
+  }
+  if (config.blocking) note += ", blocking (host waits for each call)";
+  if (config.agg_iters > 1)
+    note += ", " + std::to_string(config.agg_iters) + " calls per iteration";
+  return note + "\n";
 }
 
 std::string table_header() {

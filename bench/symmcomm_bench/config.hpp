@@ -15,6 +15,8 @@ enum class Dtype { Nvfp4, Fp8E4M3, Fp8E5M2, Bf16 };
 /// Paths the benchmark can ask for; Nccl is plain NCCL on plain cudaMalloc buffers.
 enum class BenchPath { Auto, NcclSymmetric, Lsa, Fallback, Nccl };
 enum class Scenario { None, MoeDp };
+/// nccl-tests' -a: the time reported is rank 0's, the ranks' mean, minimum or maximum.
+enum class Average { Rank0 = 0, Mean = 1, Min = 2, Max = 3 };
 
 const char* to_string(Op op);
 const char* to_string(Dtype dtype);
@@ -27,11 +29,19 @@ struct Config {
   std::size_t min_bytes = 32 << 20;
   std::size_t max_bytes = 32 << 20;
   std::size_t step_factor = 2;
+  std::size_t step_bytes = 0;  // -i: sizes grow by this many bytes (0: by -f)
   int iters = 20;
   int warmup = 5;
   bool check = true;
-  int check_rounds = 1;  // -c N: N checks per size and column, each with fresh inputs
-  int gpus = 0;          // 0: all visible
+  int check_rounds = 1;    // -c N: N checks per size and column, each with fresh inputs
+  int graph_launches = 0;  // -G N: capture the -n iterations as a CUDA graph, replay it N times
+  Average average = Average::Mean;  // -a: how the ranks' times combine
+  bool blocking = false;            // -z 1: the host waits for every call
+  int agg_iters = 1;                // -m: calls per timed iteration
+  int run_cycles = 1;               // -N: the whole sweep this many times
+  int timeout_s = 0;                // -T: a size's measurement gives up after this (0: never)
+  bool cpu_time = false;            // -C 1: host wall-clock time instead of device time
+  int gpus = 0;                     // 0: all visible
   std::string json_path;
   std::string csv_path;
   Scenario scenario = Scenario::None;
@@ -54,9 +64,17 @@ struct ParseResult {
 };
 ParseResult parse_command_line(int argc, const char* const* argv);
 
-/// min, min*f, ... up to max (inclusive of max when reached exactly; max alone if min > max).
+/// min, min*f, ... up to max (inclusive of max when reached exactly; max alone if min > max);
+/// with `step_bytes` > 0: min, min+step, ... up to max (nccl-tests' -i).
 std::vector<std::size_t> size_sweep(std::size_t min_bytes, std::size_t max_bytes,
-                                    std::size_t factor);
+                                    std::size_t factor, std::size_t step_bytes = 0);
+
+/// Checks that --json and --csv can be written, before any measurement: "" when they can, else
+/// the flag, the path and the operating system's reason. Creates (truncates) the files.
+std::string check_output_paths(const Config& config);
+
+/// The column header's note on how times were taken (-G, -C, -a, -z, -m), "" for the defaults.
+std::string timing_note(const Config& config);
 
 /// Payload bytes per element: nvfp4 9/16 (data + block scales), fp8 1, bf16 2.
 double bytes_per_element(Dtype dtype);
@@ -114,6 +132,8 @@ std::string to_json(const Meta& meta, const std::vector<Result>& results,
                     const std::vector<MoeResult>& moe);
 /// CSV with a header line, one row per result.
 std::string to_csv(const std::vector<Result>& results);
+/// CSV of the moe-dp scenario: a header line, one row per tokens-per-rank value.
+std::string to_csv(const std::vector<MoeResult>& moe);
 /// The nccl-tests-style table line for a result.
 std::string format_row(const Result& r);
 /// The table header (two lines).

@@ -70,6 +70,18 @@ int main(int argc, char** argv) {
   if (!parsed.config) return parsed.exit_code;
   Config const& c = *parsed.config;
   MpiSession mpi;
+  // Output files are checked before anything is measured (an unwritable path found after a
+  // long sweep loses it); only the printing rank writes them.
+  bool const writes_outputs = !launched_by_mpi() ||
+                              std::getenv("OMPI_COMM_WORLD_RANK") == nullptr ||
+                              std::string(std::getenv("OMPI_COMM_WORLD_RANK")) == "0";
+  if (writes_outputs) {
+    std::string const unwritable = check_output_paths(c);
+    if (!unwritable.empty()) {
+      std::fprintf(stderr, "symmcomm-bench: %s\n", unwritable.c_str());
+      return 1;
+    }
+  }
   if (launched_by_mpi() && !mpi.active) {
     std::fprintf(stderr,
                  "symmcomm-bench: launched by mpirun but built without MPI; rebuild with "
@@ -139,12 +151,17 @@ int main(int argc, char** argv) {
                       m.dispatch_us, m.combine_us, m.total_us());
       }
     } else {
-      results = run_sweep(c, ranks);
-      if (prints) {
-        std::printf("%s", table_header().c_str());
-        for (const auto& r : results) std::printf("%s\n", format_row(r).c_str());
-        if (!results.empty()) std::printf("# path: %s\n", results.back().plan.c_str());
-        std::printf("%s", table_footer(results).c_str());
+      for (int cycle = 0; cycle < c.run_cycles; ++cycle) {
+        std::vector<Result> const cycle_results = run_sweep(c, ranks);
+        if (prints) {
+          if (c.run_cycles > 1) std::printf("# cycle %d of %d\n", cycle + 1, c.run_cycles);
+          std::printf("%s%s", timing_note(c).c_str(), table_header().c_str());
+          for (const auto& r : cycle_results) std::printf("%s\n", format_row(r).c_str());
+          if (!cycle_results.empty())
+            std::printf("# path: %s\n", cycle_results.back().plan.c_str());
+          std::printf("%s", table_footer(cycle_results).c_str());
+        }
+        results.insert(results.end(), cycle_results.begin(), cycle_results.end());
       }
     }
     release_ranks(ranks);
@@ -153,7 +170,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "symmcomm-bench: cannot write --json %s\n", c.json_path.c_str());
       return 1;
     }
-    if (!c.csv_path.empty() && !write_file(c.csv_path, to_csv(results))) {
+    if (!c.csv_path.empty() &&
+        !write_file(c.csv_path, c.scenario == Scenario::MoeDp ? to_csv(moe) : to_csv(results))) {
       std::fprintf(stderr, "symmcomm-bench: cannot write --csv %s\n", c.csv_path.c_str());
       return 1;
     }

@@ -87,18 +87,20 @@ std::vector<MoeResult> run_moe(const Config& c, Ranks& ranks) {
             }
           };
         }
+        std::string const what = "moe-dp " + std::to_string(tokens) + " tokens per rank on rank " +
+                                 std::to_string(comm.rank());
         dispatch[static_cast<std::size_t>(r)] =
-            time_iterations(s, barrier, c.warmup, c.iters, run_dispatch);
+            time_iterations(s, barrier, Timing::of(c), run_dispatch, what + " (dispatch)");
         combine[static_cast<std::size_t>(r)] =
-            time_iterations(s, barrier, c.warmup, c.iters, run_combine);
+            time_iterations(s, barrier, Timing::of(c), run_combine, what + " (combine)");
         SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
         barrier.wait();
       });
       MoeResult m;
       m.tokens_per_rank = tokens;
       m.path = to_string(path);
-      m.dispatch_us = global_max(ranks, *std::max_element(dispatch.begin(), dispatch.end()));
-      m.combine_us = global_max(ranks, *std::max_element(combine.begin(), combine.end()));
+      m.dispatch_us = combine_times(ranks, dispatch, c.average);
+      m.combine_us = combine_times(ranks, combine, c.average);
       results.push_back(m);
     }
   }

@@ -365,7 +365,8 @@ void release_ranks(Ranks& ranks) {
 
 std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
   std::vector<Result> results;
-  auto const sizes = size_sweep(c.min_bytes, c.max_bytes, c.step_factor);
+  auto const sizes = size_sweep(c.min_bytes, c.max_bytes, c.step_factor, c.step_bytes);
+  Timing const timing = Timing::of(c);
   int const n = ranks.world();
   std::size_t const local = static_cast<std::size_t>(ranks.local());
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -384,19 +385,22 @@ std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
       Buffers buffers(*ranks.pools[static_cast<std::size_t>(r)]);
       RankJob job = make_job(c, ranks, r, count, buffers);
       cudaStream_t const s = ranks.streams[static_cast<std::size_t>(r)];
-      times[static_cast<std::size_t>(r)] = time_iterations(s, barrier, c.warmup, c.iters, job.run);
+      std::string const what = std::string(to_string(c.op)) + " " + to_string(c.dtype) + " of " +
+                               std::to_string(sizes[i]) + " bytes on rank " +
+                               std::to_string(ranks.comms[static_cast<std::size_t>(r)].rank());
+      times[static_cast<std::size_t>(r)] = time_iterations(s, barrier, timing, job.run, what);
       wrong[static_cast<std::size_t>(r)] = c.check ? check_rounds(job.check, c.check_rounds) : -1;
       plans[static_cast<std::size_t>(r)] = job.plan;
       taken[static_cast<std::size_t>(r)] = job.taken;
       if (has_in_place) {
         SYMMCOMM_EXPECTS(job.run_in_place, "symmcomm-bench: no in-place job (a bug)");
         in_place[static_cast<std::size_t>(r)] =
-            time_iterations(s, barrier, c.warmup, c.iters, job.run_in_place);
+            time_iterations(s, barrier, timing, job.run_in_place, what + " (in place)");
         in_place_wrong[static_cast<std::size_t>(r)] =
             c.check ? check_rounds(job.check_in_place, c.check_rounds) : -1;
       }
       base[static_cast<std::size_t>(r)] =
-          time_iterations(s, barrier, c.warmup, c.iters, job.baseline);
+          time_iterations(s, barrier, timing, job.baseline, what + " (plain NCCL baseline)");
       SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
       barrier.wait();  // nobody frees buffers a peer may still read
     });
@@ -408,8 +412,8 @@ std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
     res.plan = plans[0];
     res.count = count;
     res.size = static_cast<std::size_t>(static_cast<double>(count) * bytes_per_element(c.dtype));
-    res.time_us = global_max(ranks, *std::max_element(times.begin(), times.end()));
-    res.baseline_time_us = global_max(ranks, *std::max_element(base.begin(), base.end()));
+    res.time_us = combine_times(ranks, times, c.average);
+    res.baseline_time_us = combine_times(ranks, base, c.average);
     res.baseline = c.op == Op::AllGather ? "nccl allgather of the same tensors, plain buffers"
                                          : "nccl bf16 reducescatter, same count, plain buffers";
     res.algbw = static_cast<double>(res.size) / 1e3 / res.time_us;
@@ -424,7 +428,7 @@ std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
     res.wrong = sum_wrong(wrong);
     if (has_in_place) {
       res.has_in_place = true;
-      res.in_place_time_us = global_max(ranks, *std::max_element(in_place.begin(), in_place.end()));
+      res.in_place_time_us = combine_times(ranks, in_place, c.average);
       res.in_place_algbw = static_cast<double>(res.size) / 1e3 / res.in_place_time_us;
       res.in_place_busbw = bus_bandwidth(res.in_place_algbw, n);
       res.in_place_wrong = sum_wrong(in_place_wrong);

@@ -236,3 +236,110 @@ TEST(BenchCli, InPlaceColumnsWhereMeaningfulAndCountedInTheFooter) {
 }
 
 }  // namespace
+
+namespace {
+
+// What a refused command line printed on stderr (and that it was refused with exit code 1).
+std::string refusal(std::vector<const char*> args) {
+  ::testing::internal::CaptureStderr();
+  ParseResult const r = parse(std::move(args));
+  std::string const text = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(r.config.has_value()) << text;
+  EXPECT_EQ(r.exit_code, 1) << text;
+  return text;
+}
+
+TEST(BenchCli, NcclTestsTimingFlags) {
+  auto r = parse(
+      {"-G", "5", "-a", "3", "-m", "4", "-N", "2", "-T", "30", "-C", "1", "-t", "1", "-p", "0"});
+  ASSERT_TRUE(r.config.has_value());
+  Config const& c = *r.config;
+  EXPECT_EQ(c.graph_launches, 5);
+  EXPECT_EQ(c.average, Average::Max);
+  EXPECT_EQ(c.agg_iters, 4);
+  EXPECT_EQ(c.run_cycles, 2);
+  EXPECT_EQ(c.timeout_s, 30);
+  EXPECT_TRUE(c.cpu_time);
+  EXPECT_FALSE(c.blocking);
+  // nccl-tests' defaults: the mean over ranks, plain launches, one call per iteration.
+  Config const d = *parse({}).config;
+  EXPECT_EQ(d.average, Average::Mean);
+  EXPECT_EQ(d.graph_launches, 0);
+  EXPECT_EQ(d.agg_iters, 1);
+  EXPECT_EQ(d.run_cycles, 1);
+  EXPECT_EQ(d.timeout_s, 0);
+  EXPECT_TRUE(parse({"-z", "1"}).config->blocking);
+  // The header says how times were taken.
+  std::string const note = timing_note(c);
+  EXPECT_NE(note.find("host wall clock"), std::string::npos) << note;
+  EXPECT_NE(note.find("maximum over ranks"), std::string::npos) << note;
+  EXPECT_NE(note.find("CUDA graph: 20 iterations captured, replayed 5 times"), std::string::npos)
+      << note;
+  EXPECT_NE(note.find("4 calls per iteration"), std::string::npos) << note;
+  EXPECT_NE(timing_note(d).find("device per call, mean over ranks"), std::string::npos);
+}
+
+TEST(BenchCli, StepBytesGrowSizesAdditively) {
+  auto r = parse({"-b", "1K", "-e", "4K", "-i", "1K"});
+  ASSERT_TRUE(r.config.has_value());
+  EXPECT_EQ(r.config->step_bytes, 1024u);
+  EXPECT_EQ(size_sweep(1024, 4096, 2, 1024), (std::vector<std::size_t>{1024, 2048, 3072, 4096}));
+  EXPECT_EQ(size_sweep(1024, 4000, 2, 1024), (std::vector<std::size_t>{1024, 2048, 3072}));
+  EXPECT_EQ(size_sweep(~std::size_t{0} - 10, ~std::size_t{0}, 2, 8).size(), 2u);  // no overflow
+  EXPECT_NE(refusal({"-i", "1K", "-f", "4"}).find("excludes"), std::string::npos);
+  EXPECT_NE(refusal({"-i", "0"}).find("-i 0"), std::string::npos);
+}
+
+TEST(BenchCli, FlagsWithoutMeaningHereAreRefusedByName) {
+  EXPECT_NE(refusal({"-t", "4"}).find("-t 4: one thread per process only"), std::string::npos);
+  EXPECT_NE(refusal({"-p", "1"}).find("-p 1: parallel initialisation is not supported"),
+            std::string::npos);
+  EXPECT_NE(refusal({"-G", "1", "-z", "1"}).find("-z 1 with -G 1"), std::string::npos);
+  EXPECT_NE(refusal({"-N", "0"}).find("--run_cycles"), std::string::npos);
+  EXPECT_NE(refusal({"-a", "4"}).find("--average"), std::string::npos);
+  // moe-dp sets its own sizes, formats and paths: the sweep's flags are not silently ignored.
+  for (const char* flag : {"-d", "-b", "--path"}) {
+    const char* value = std::string(flag) == "-d"   ? "nvfp4"
+                        : std::string(flag) == "-b" ? "1K"
+                                                    : "lsa";
+    std::string const text = refusal({"--scenario", "moe-dp", flag, value});
+    EXPECT_NE(text.find("--scenario moe-dp sets its own"), std::string::npos)
+        << flag << ": " << text;
+  }
+  EXPECT_TRUE(parse({"--scenario", "moe-dp", "--moe-max-tokens", "256"}).config.has_value());
+}
+
+TEST(BenchCli, SizesThatOverflowAreRefused) {
+  EXPECT_THROW(parse_size("17179869185G"), std::invalid_argument);
+  EXPECT_THROW(parse_size("99999999999999999999999"), std::invalid_argument);
+  EXPECT_EQ(parse_size("16G"), std::size_t{16} << 30);
+  EXPECT_NE(refusal({"-e", "17179869185G"}).find("does not fit in 64 bits"), std::string::npos);
+}
+
+TEST(BenchCli, OutputPathsAreCheckedBeforeTheSweepWithTheOsReason) {
+  Config c;
+  c.json_path = "/nonexistent-dir/out.json";
+  std::string const why = check_output_paths(c);
+  EXPECT_NE(
+      why.find("--json /nonexistent-dir/out.json: cannot be written (No such file or directory)"),
+      std::string::npos)
+      << why;
+  c.json_path = ::testing::TempDir() + "symmcomm-bench-out.json";
+  c.csv_path = "/proc/forbidden.csv";
+  EXPECT_NE(check_output_paths(c).find("--csv /proc/forbidden.csv: cannot be written ("),
+            std::string::npos);
+  c.csv_path = ::testing::TempDir() + "symmcomm-bench-out.csv";
+  EXPECT_EQ(check_output_paths(c), "");
+}
+
+TEST(BenchCli, MoeCsvHasItsRows) {
+  MoeResult m;
+  m.tokens_per_rank = 64;
+  m.path = "auto";
+  m.dispatch_us = 10.5;
+  m.combine_us = 2;
+  std::string const csv = to_csv(std::vector<MoeResult>{m});
+  EXPECT_EQ(csv, "tokens_per_rank,path,dispatch_us,combine_us,total_us\n64,auto,10.5,2,12.5\n");
+}
+
+}  // namespace
