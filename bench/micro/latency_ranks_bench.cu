@@ -1,0 +1,263 @@
+// Decode-size latency, side by side, over N real NCCL ranks sharing this process's one GPU
+// (NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1; skipped otherwise, saying why): per call, for
+// 1 KiB to 4 MiB per rank, at 2, 4 and 8 ranks, eager launches and CUDA graphs (20 calls per
+// rank captured, replayed: launch cost disappears there, barrier cost remains).
+//
+// BM_LatencyAllGather, variant (third argument):
+//   0  symmcomm's NVFP4 all-gather on the lsa-kernel path (data + block scales + global scale,
+//      one launch), c elements per rank with c/2 + c/16 bytes ~ the size;
+//   1  the same bytes (c/2 + c/16 + 4 per rank, one tensor) through NCCL's symmetric all-gather
+//      on the same kind of windows (symmcomm forced to nccl-symmetric, so the path is checked);
+//   2  the same bytes through plain NCCL on cudaMalloc buffers.
+// BM_LatencyReduceScatter, variant:
+//   0  symmcomm's NVFP4 reduce-scatter into bf16 (lsa-kernel), shard = size / 2 elements;
+//   1  NCCL's symmetric bf16 reduce-scatter of the same element count (the reference);
+//   2  plain NCCL bf16 reduce-scatter on cudaMalloc buffers.
+// Every rank's calls are enqueued behind a gate (rank_world.hpp: host launch cost is not
+// timed); the time is the slowest rank's for 20 back-to-back calls, divided by 20. Results are
+// compared with the other tiers' checks (tests/multi_rank): this benchmark times only.
+
+#include <benchmark/benchmark.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "micro/rank_world.hpp"
+#include "symmcomm/collectives/all_gather.hpp"
+#include "symmcomm/collectives/reduce_scatter.hpp"
+#include "symmcomm/comm/group.hpp"
+#include "symmcomm/error.hpp"
+
+namespace symmcomm::bench {
+namespace {
+
+constexpr int kCalls = 20;  // calls per rank per timed iteration (and per captured graph)
+
+// One allocation per rank: from the rank's pool (a window) or cudaMalloc.
+class RankBuffers {
+ public:
+  explicit RankBuffers(RankWorld& w) : w_(w), owned_(w.ranks.size()) {}
+  RankBuffers(const RankBuffers&) = delete;
+  RankBuffers& operator=(const RankBuffers&) = delete;
+  ~RankBuffers() {
+    on_every_rank(w_.size(), [&](int r) {
+      for (auto [p, in_pool] : owned_[static_cast<std::size_t>(r)]) {
+        if (in_pool) {
+          w_.ranks[static_cast<std::size_t>(r)].pool->deallocate(p);
+        } else {
+          cudaFree(p);
+        }
+      }
+    });
+  }
+  // `bytes` on every rank; returns each rank's pointer (allocated on the rank's thread: pool
+  // growth is collective).
+  std::vector<std::uint8_t*> get(std::size_t bytes, bool in_pool) {
+    std::vector<std::uint8_t*> out(w_.ranks.size());
+    on_every_rank(w_.size(), [&](int r) {
+      auto const i = static_cast<std::size_t>(r);
+      void* p = nullptr;
+      if (in_pool) {
+        p = w_.ranks[i].pool->allocate(std::max<std::size_t>(bytes, 16));
+      } else {
+        SYMMCOMM_CUDA_TRY(cudaMalloc(&p, std::max<std::size_t>(bytes, 16)));
+      }
+      SYMMCOMM_CUDA_TRY(
+          cudaMemsetAsync(p, 0x11, std::max<std::size_t>(bytes, 16), w_.ranks[i].stream));
+      SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(w_.ranks[i].stream));
+      owned_[i].emplace_back(p, in_pool);
+      out[i] = static_cast<std::uint8_t*>(p);
+    });
+    return out;
+  }
+
+ private:
+  RankWorld& w_;
+  std::vector<std::vector<std::pair<void*, bool>>> owned_;
+};
+
+Options forced(PathChoice p) {
+  Options o;
+  o.path = p;
+  return o;
+}
+
+// Times `call(rank)` (variant 0: each rank's launch on its own; else NCCL calls, so one group
+// over the ranks per round: one thread drives them all), eager or as one captured graph per
+// rank of kCalls calls. Reports the path the calls took and per-call microseconds.
+void time_variant(benchmark::State& state, RankWorld& w, bool nccl_calls, bool graph,
+                  const std::function<Path(int)>& call, Path expected) {
+  Path taken = expected;
+  auto const round = [&] {
+    if (nccl_calls) {
+      Group g;
+      for (int r = 0; r < w.size(); ++r) taken = call(r);
+    } else {
+      for (int r = 0; r < w.size(); ++r) taken = call(r);
+    }
+  };
+  auto const eager = [&] {
+    for (int k = 0; k < kCalls; ++k) round();
+  };
+  if (!graph) {
+    time_gated(state, w, eager, kCalls);
+  } else {
+    round();  // anything lazily set up happens outside the capture
+    for (Rank& me : w.ranks) SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(me.stream));
+    for (Rank& me : w.ranks) {
+      SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(me.stream, cudaStreamCaptureModeThreadLocal));
+    }
+    eager();
+    std::vector<cudaGraphExec_t> execs;
+    for (Rank& me : w.ranks) {
+      cudaGraph_t g = nullptr;
+      SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(me.stream, &g));
+      cudaGraphExec_t e = nullptr;
+      SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&e, g, 0));
+      SYMMCOMM_CUDA_TRY(cudaGraphDestroy(g));
+      execs.push_back(e);
+    }
+    time_gated(
+        state, w,
+        [&] {
+          for (std::size_t r = 0; r < execs.size(); ++r) {
+            SYMMCOMM_CUDA_TRY(cudaGraphLaunch(execs[r], w.ranks[r].stream));
+          }
+        },
+        kCalls);
+    for (Rank& me : w.ranks) SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(me.stream));
+    for (cudaGraphExec_t e : execs) SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(e));
+  }
+  static const char* const kNames[] = {"symmcomm lsa-kernel", "NCCL symmetric", "plain NCCL"};
+  state.SetLabel(std::to_string(w.size()) + " ranks, " +
+                 kNames[std::min<std::int64_t>(state.range(2), 2)] +
+                 (graph ? ", graph" : ", eager"));
+  if (taken != expected) {
+    state.SkipWithError(
+        (std::string("took ") + to_string(taken) + ", not " + to_string(expected)).c_str());
+  }
+}
+
+void BM_LatencyAllGather(benchmark::State& state) {
+  RankWorld* w = world_or_skip(state);
+  if (w == nullptr) return;
+  std::size_t const bytes = static_cast<std::size_t>(state.range(1));
+  int const variant = static_cast<int>(state.range(2));
+  bool const graph = state.range(3) != 0;
+  auto const n = static_cast<std::size_t>(w->size());
+  std::size_t const c = std::max<std::size_t>(bytes * 16 / 9 / 16 * 16, 16);  // elements per rank
+  std::size_t const part = c / 2 + c / 16 + sizeof(float);
+  RankBuffers b(*w);
+  if (variant == 0) {
+    auto const data = b.get(c / 2, true), scales = b.get(c / 16, true), global = b.get(4, true);
+    auto const rdata = b.get(c / 2 * n, true), rscales = b.get(c / 16 * n, true),
+               rglobal = b.get(4 * n, true);
+    time_variant(
+        state, *w, false, graph,
+        [&](int r) {
+          auto const i = static_cast<std::size_t>(r);
+          Nvfp4View const send{data[i], scales[i], reinterpret_cast<float*>(global[i]), c};
+          Nvfp4View const recv{rdata[i], rscales[i], reinterpret_cast<float*>(rglobal[i]), c * n};
+          return all_gather(w->ranks[i].comm, send, recv, w->ranks[i].stream,
+                            forced(PathChoice::LsaKernel))
+              .path;
+        },
+        Path::LsaKernel);
+  } else {
+    bool const windows = variant == 1;
+    auto const send = b.get(part, windows), recv = b.get(part * n, windows);
+    time_variant(
+        state, *w, true, graph,
+        [&](int r) {
+          auto const i = static_cast<std::size_t>(r);
+          if (windows) {
+            return all_gather(w->ranks[i].comm,
+                              std::vector<GatherItem>{GatherItem{send[i], recv[i], part, "bytes"}},
+                              w->ranks[i].stream, forced(PathChoice::NcclSymmetric))
+                .path;
+          }
+          SYMMCOMM_NCCL_TRY(ncclAllGather(send[i], recv[i], part, ncclUint8, w->ranks[i].comm.get(),
+                                          w->ranks[i].stream));
+          return Path::Fallback;
+        },
+        windows ? Path::NcclSymmetric : Path::Fallback);
+  }
+  state.counters["bytes_per_rank"] = static_cast<double>(part);
+}
+
+void BM_LatencyReduceScatter(benchmark::State& state) {
+  RankWorld* w = world_or_skip(state);
+  if (w == nullptr) return;
+  std::size_t const bytes = static_cast<std::size_t>(state.range(1));
+  int const variant = static_cast<int>(state.range(2));
+  bool const graph = state.range(3) != 0;
+  auto const n = static_cast<std::size_t>(w->size());
+  std::size_t const shard = std::max<std::size_t>(bytes / 2 / 16 * 16, 16);  // bf16 elements out
+  std::size_t const total = shard * n;
+  RankBuffers b(*w);
+  if (variant == 0) {
+    auto const data = b.get(total / 2, true), scales = b.get(total / 16, true);
+    auto const global = b.get(4, true), out = b.get(shard * 2, true);
+    // A global scale of 1 and small block scales: any finite data will do for timing.
+    on_every_rank(w->size(), [&](int r) {
+      float const one = 1.0f;
+      support::upload_value_on(w->ranks[static_cast<std::size_t>(r)].stream,
+                               global[static_cast<std::size_t>(r)], one);
+    });
+    time_variant(
+        state, *w, false, graph,
+        [&](int r) {
+          auto const i = static_cast<std::size_t>(r);
+          Nvfp4View const send{data[i], scales[i], reinterpret_cast<float*>(global[i]), total};
+          return reduce_scatter(w->ranks[i].comm, send,
+                                Bf16Span{reinterpret_cast<bf16*>(out[i]), shard},
+                                w->ranks[i].stream, forced(PathChoice::LsaKernel))
+              .path;
+        },
+        Path::LsaKernel);
+  } else {
+    bool const windows = variant == 1;
+    auto const in = b.get(total * 2, windows), out = b.get(shard * 2, windows);
+    time_variant(
+        state, *w, true, graph,
+        [&](int r) {
+          auto const i = static_cast<std::size_t>(r);
+          if (windows) {
+            return reduce_scatter(w->ranks[i].comm, Bf16Span{reinterpret_cast<bf16*>(in[i]), total},
+                                  Bf16Span{reinterpret_cast<bf16*>(out[i]), shard},
+                                  w->ranks[i].stream, forced(PathChoice::NcclSymmetric))
+                .path;
+          }
+          SYMMCOMM_NCCL_TRY(ncclReduceScatter(in[i], out[i], shard, ncclBfloat16, ncclSum,
+                                              w->ranks[i].comm.get(), w->ranks[i].stream));
+          return Path::Fallback;
+        },
+        windows ? Path::NcclSymmetric : Path::Fallback);
+  }
+  state.counters["shard_bytes"] = static_cast<double>(shard * 2);
+}
+
+// Args: ranks, bytes per rank (1 KiB to 4 MiB, x4), variant, graph.
+void latency_args(benchmark::internal::Benchmark* b) {
+  for (int n : {2, 4, 8}) {
+    for (std::int64_t bytes = 1 << 10; bytes <= (4 << 20); bytes *= 4) {
+      for (int graph : {0, 1}) {
+        for (int variant : {0, 1, 2}) b->Args({n, bytes, variant, graph});
+      }
+    }
+  }
+  b->ArgNames({"ranks", "bytes", "variant", "graph"})
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond);
+}
+
+BENCHMARK(BM_LatencyAllGather)->Apply(latency_args);
+BENCHMARK(BM_LatencyReduceScatter)->Apply(latency_args);
+
+}  // namespace
+}  // namespace symmcomm::bench
