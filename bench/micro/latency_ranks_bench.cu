@@ -113,10 +113,15 @@ void time_variant(benchmark::State& state, RankWorld& w, bool nccl_calls, bool g
       SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(me.stream, cudaStreamCaptureModeThreadLocal));
     }
     eager();
-    std::vector<cudaGraphExec_t> execs;
+    // Every capture ends before any graph is instantiated (instantiation is not allowed on a
+    // thread that still captures a stream).
+    std::vector<cudaGraph_t> graphs;
     for (Rank& me : w.ranks) {
-      cudaGraph_t g = nullptr;
-      SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(me.stream, &g));
+      graphs.emplace_back();
+      SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(me.stream, &graphs.back()));
+    }
+    std::vector<cudaGraphExec_t> execs;
+    for (cudaGraph_t g : graphs) {
       cudaGraphExec_t e = nullptr;
       SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&e, g, 0));
       SYMMCOMM_CUDA_TRY(cudaGraphDestroy(g));
