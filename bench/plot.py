@@ -4,14 +4,105 @@ per (op, dtype, path), with the plain-NCCL baseline measured in the same run das
 
 Usage: bench/plot.py OUT_PREFIX FILE.json [FILE.json ...]
 Writes OUT_PREFIX_busbw.png and OUT_PREFIX_latency.png (matplotlib, Debian: python3-matplotlib).
+
+       bench/plot.py --latency OUT_PREFIX MICRO.json
+Reads the BM_Latency* results of symmcomm_micro_bench (Google Benchmark JSON, with
+--benchmark_repetitions) and writes OUT_PREFIX_decode_latency.png (time per call vs bytes per
+rank, a panel per op and rank count, eager solid, CUDA graph dashed) and
+OUT_PREFIX_decode_latency.md (per size: each variant's mean time and ours / NCCL symmetric,
+mean and min-max over the repetitions).
 """
 import json
+import re
 import sys
 
-import matplotlib
+VARIANTS = {0: "symmcomm lsa-kernel", 1: "NCCL symmetric", 2: "plain NCCL"}
+_NAME = re.compile(r"BM_Latency(\w+)/ranks:(\d+)/bytes:(\d+)/variant:(\d)/graph:(\d)")
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+
+def latency_runs(doc):
+    """{(op, ranks, bytes, graph): {variant: [real_time per repetition, us]}} from a Google
+    Benchmark JSON document (aggregate rows and skipped runs are left out)."""
+    runs = {}
+    for b in doc["benchmarks"]:
+        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
+            continue
+        m = _NAME.match(b["name"])
+        if not m:
+            continue
+        op, ranks, size, variant, graph = m.group(1), *map(int, m.groups()[1:])
+        scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b.get("time_unit", "us")]
+        key = (op, ranks, size, graph)
+        runs.setdefault(key, {}).setdefault(variant, []).append(b["real_time"] * scale)
+    return runs
+
+
+def latency_table(runs):
+    """Rows (op, ranks, bytes, graph, {variant: mean us}, (ratio mean, min, max)) where the
+    ratio is ours / NCCL symmetric, paired repetition by repetition; None where either is
+    missing."""
+    rows = []
+    for (op, ranks, size, graph), by_variant in sorted(runs.items()):
+        means = {v: sum(t) / len(t) for v, t in by_variant.items()}
+        ratio = None
+        if 0 in by_variant and 1 in by_variant:
+            pairs = [a / b for a, b in zip(by_variant[0], by_variant[1])]
+            ratio = (sum(pairs) / len(pairs), min(pairs), max(pairs))
+        rows.append((op, ranks, size, graph, means, ratio))
+    return rows
+
+
+def latency_markdown(rows, context):
+    out = [f"# Decode-size latency: {context}", "",
+           "| op | ranks | bytes/rank | launch | " + " | ".join(VARIANTS.values()) +
+           " | ours / NCCL symmetric (min-max) |", "|---|---|---|---|---|---|---|---|"]
+    for op, ranks, size, graph, means, ratio in rows:
+        cells = [f"{means[v]:.2f} us" if v in means else "-" for v in VARIANTS]
+        r = f"{ratio[0]:.2f} ({ratio[1]:.2f}-{ratio[2]:.2f})" if ratio else "-"
+        out.append(f"| {op} | {ranks} | {size} | {'graph' if graph else 'eager'} | " +
+                   " | ".join(cells) + f" | {r} |")
+    return "\n".join(out) + "\n"
+
+
+def plot_latency(prefix, path):
+    with open(path) as f:
+        doc = json.load(f)
+    ctx = doc.get("context", {})
+    context = f'{ctx.get("gpu", "?")}, NCCL {ctx.get("nccl", "?")}, {ctx.get("date", "")[:10]}'
+    runs = latency_runs(doc)
+    rows = latency_table(runs)
+    with open(f"{prefix}_decode_latency.md", "w") as f:
+        f.write(latency_markdown(rows, context))
+    print(f"wrote {prefix}_decode_latency.md")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    ops = sorted({r[0] for r in rows})
+    rank_counts = sorted({r[1] for r in rows})
+    fig, axes = plt.subplots(len(ops), len(rank_counts), figsize=(5 * len(rank_counts), 4 * len(ops)),
+                             squeeze=False)
+    for i, op in enumerate(ops):
+        for j, n in enumerate(rank_counts):
+            ax = axes[i][j]
+            for v, name in VARIANTS.items():
+                for graph, style in ((0, "-"), (1, "--")):
+                    pts = sorted((r[2], r[4][v]) for r in rows
+                                 if r[0] == op and r[1] == n and r[3] == graph and v in r[4])
+                    if pts:
+                        ax.plot([p[0] for p in pts], [p[1] for p in pts], ls=style, marker="o",
+                                ms=3, color=f"C{v}",
+                                label=f"{name}{', graph' if graph else ''}")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_title(f"{op}, {n} ranks")
+            ax.set_xlabel("bytes per rank")
+            ax.set_ylabel("time per call (us)")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=6)
+    fig.suptitle(context)
+    fig.tight_layout()
+    fig.savefig(f"{prefix}_decode_latency.png", dpi=110)
+    print(f"wrote {prefix}_decode_latency.png")
 
 
 def load(paths):
@@ -27,8 +118,14 @@ def load(paths):
 
 
 def main():
+    if len(sys.argv) >= 4 and sys.argv[1] == "--latency":
+        plot_latency(sys.argv[2], sys.argv[3])
+        return
     if len(sys.argv) < 3:
         sys.exit(__doc__)
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     prefix, files = sys.argv[1], sys.argv[2:]
     series, meta = load(files)
     title = f'{meta["gpu_count"]} x {meta["gpu"]}, NCCL {meta["nccl"]}, {meta["date"]}'

@@ -1,0 +1,56 @@
+"""bench/plot.py --latency's arithmetic (no matplotlib needed): which runs are read, how the
+ratio to NCCL's symmetric kernels is paired, and the table it writes."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench"))
+import plot  # noqa: E402
+
+
+def run(name, time, unit="us", **extra):
+    return dict(name=name, run_type="iteration", real_time=time, time_unit=unit, **extra)
+
+
+DOC = {"benchmarks": [
+    run("BM_LatencyAllGather/ranks:2/bytes:1024/variant:0/graph:0/manual_time", 14.0),
+    run("BM_LatencyAllGather/ranks:2/bytes:1024/variant:0/graph:0/manual_time", 12.0),
+    run("BM_LatencyAllGather/ranks:2/bytes:1024/variant:1/graph:0/manual_time", 7000, "ns"),
+    run("BM_LatencyAllGather/ranks:2/bytes:1024/variant:1/graph:0/manual_time", 8000, "ns"),
+    run("BM_LatencyAllGather/ranks:2/bytes:1024/variant:2/graph:0/manual_time", 9.0),
+    dict(name="BM_LatencyAllGather/ranks:2/bytes:1024/variant:0/graph:0/manual_time_mean",
+         run_type="aggregate", real_time=99.0, time_unit="us"),
+    run("BM_LatencyReduceScatter/ranks:8/bytes:4096/variant:0/graph:1/manual_time", 5.0),
+    run("BM_LatencyReduceScatter/ranks:8/bytes:4096/variant:1/graph:1/manual_time", 0.0,
+        error_occurred=True),
+    run("BM_LoopbackAllGatherNvfp4/8", 1.0),
+]}
+
+
+class LatencyTable(unittest.TestCase):
+    def test_runs_are_grouped_in_microseconds_without_aggregates_or_errors(self):
+        runs = plot.latency_runs(DOC)
+        self.assertEqual(runs[("AllGather", 2, 1024, 0)], {0: [14.0, 12.0], 1: [7.0, 8.0], 2: [9.0]})
+        self.assertEqual(runs[("ReduceScatter", 8, 4096, 1)], {0: [5.0]})
+        self.assertEqual(len(runs), 2)
+
+    def test_ratio_is_ours_over_nccl_symmetric_paired_by_repetition(self):
+        rows = plot.latency_table(plot.latency_runs(DOC))
+        op, ranks, size, graph, means, ratio = rows[0]
+        self.assertEqual((op, ranks, size, graph), ("AllGather", 2, 1024, 0))
+        self.assertAlmostEqual(means[0], 13.0)
+        self.assertAlmostEqual(means[1], 7.5)
+        self.assertAlmostEqual(ratio[0], (2.0 + 1.5) / 2)
+        self.assertAlmostEqual(ratio[1], 1.5)
+        self.assertAlmostEqual(ratio[2], 2.0)
+        self.assertIsNone(rows[1][5])  # no NCCL symmetric run: no ratio
+
+    def test_markdown_has_a_row_per_case(self):
+        text = plot.latency_markdown(plot.latency_table(plot.latency_runs(DOC)), "H200")
+        self.assertIn("| AllGather | 2 | 1024 | eager | 13.00 us | 7.50 us | 9.00 us | 1.75 (1.50-2.00) |",
+                      text)
+        self.assertIn("| ReduceScatter | 8 | 4096 | graph | 5.00 us | - | - | - |", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
