@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "memory/provenance_internal.hpp"  // the registry itself is measured
 #include "symmcomm/comm/communicator.hpp"
 #include "symmcomm/memory/provenance.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"

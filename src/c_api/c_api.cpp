@@ -222,7 +222,7 @@ symmcomm_status_t symmcomm_provenance(symmcomm_comm_t comm, const void* ptr, siz
                                       int* symmetric, size_t* window_offset) {
   return guarded([&] {
     SYMMCOMM_EXPECTS(symmetric != nullptr, "symmetric is NULL");
-    auto const p = symmcomm::ProvenanceRegistry::global().lookup(ptr, bytes, comm_of(comm).id());
+    auto const p = symmcomm::provenance_of(comm_of(comm), ptr, bytes);
     *symmetric = p.symmetric() ? 1 : 0;
     if (window_offset != nullptr) *window_offset = p.offset;
     if (!p.symmetric()) last_error = p.describe("ptr", ptr, bytes);

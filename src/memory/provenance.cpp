@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "memory/provenance_internal.hpp"
+#include "symmcomm/comm/communicator.hpp"
 #include "symmcomm/error.hpp"
 
 namespace symmcomm {
@@ -107,6 +108,14 @@ ProvenanceRegistry::~ProvenanceRegistry() = default;
 ProvenanceRegistry& ProvenanceRegistry::global() {
   static ProvenanceRegistry registry;
   return registry;
+}
+
+Provenance provenance_of(const Communicator& comm, const void* ptr, std::size_t bytes) {
+  return ProvenanceRegistry::global().lookup(ptr, bytes, comm.id());
+}
+
+std::size_t registered_window_count() {
+  return ProvenanceRegistry::global().size();
 }
 
 void ProvenanceRegistry::add(const WindowEntry& entry) {

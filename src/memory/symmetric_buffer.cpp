@@ -7,6 +7,7 @@
 #include "comm/comm_state.hpp"
 #include "comm/launch_order.hpp"
 #include "comm/wait_internal.hpp"
+#include "memory/provenance_internal.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "memory/provenance_internal.hpp"  // white-box: lookups by communicator id
 #include "support/comm_fixture.hpp"
 #include "support/tensors.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
@@ -107,17 +108,16 @@ TEST(Communicator, RejectsBadDevices) {
 TEST(SymmetricBuffer, AllocateRegisterDeregisterFree) {
   SYMMCOMM_REQUIRE_GPU();
   Communicator& comm = one_rank_comm();
-  std::size_t const before = ProvenanceRegistry::global().size();
+  std::size_t const before = registered_window_count();
   {
     SymmetricBuffer buffer(comm, 1 << 20);
     ASSERT_NE(buffer.data(), nullptr);
     EXPECT_NE(buffer.window(), nullptr);
     EXPECT_EQ(buffer.size(), 1u << 20);
-    EXPECT_EQ(ProvenanceRegistry::global().size(), before + 1);
+    EXPECT_EQ(registered_window_count(), before + 1);
     support::fill_on(nullptr, buffer.data(), 1, buffer.size());
     SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(nullptr));
-    Provenance p = ProvenanceRegistry::global().lookup(static_cast<char*>(buffer.data()) + 4096,
-                                                       4096, comm.id());
+    Provenance p = provenance_of(comm, static_cast<char*>(buffer.data()) + 4096, 4096);
     EXPECT_TRUE(p.symmetric());
     EXPECT_EQ(p.offset, 4096u);
     EXPECT_EQ(p.window, buffer.window());
@@ -128,7 +128,7 @@ TEST(SymmetricBuffer, AllocateRegisterDeregisterFree) {
     EXPECT_EQ(buffer.data(), nullptr);  // NOLINT(bugprone-use-after-move): moved-from is empty
     EXPECT_NE(moved.data(), nullptr);
   }
-  EXPECT_EQ(ProvenanceRegistry::global().size(), before);
+  EXPECT_EQ(registered_window_count(), before);
 }
 
 TEST(SymmetricBuffer, ThousandCyclesKeepDeviceMemoryFlat) {
@@ -288,7 +288,7 @@ TEST(Group, BuffersCreatedInsideAGroupGetTheirWindowAtTheEnd) {
   }
   for (auto& b : buffers) {
     EXPECT_NE(b.window(), nullptr);
-    EXPECT_TRUE(ProvenanceRegistry::global().lookup(b.data(), 1 << 16, comm.id()).symmetric());
+    EXPECT_TRUE(provenance_of(comm, b.data(), 1 << 16).symmetric());
   }
   {
     Group group;

@@ -39,13 +39,12 @@ TEST(SymmAllocator, AllocateFreeStatsAndProvenance) {
   EXPECT_EQ(s.live_allocations, 2u);
   EXPECT_EQ(s.in_use_bytes, 1024u + 5120u);
 
-  Provenance p = ProvenanceRegistry::global().lookup(b, 5000, comm.id());
+  Provenance p = provenance_of(comm, b, 5000);
   EXPECT_TRUE(p.symmetric());
   EXPECT_EQ(p.offset, pool.region_of(b).window_offset);
   void* plain = nullptr;
   SYMMCOMM_CUDA_TRY(cudaMalloc(&plain, 4096));
-  EXPECT_EQ(ProvenanceRegistry::global().lookup(plain, 4096, comm.id()).status,
-            ProvenanceStatus::NotRegistered);
+  EXPECT_EQ(provenance_of(comm, plain, 4096).status, ProvenanceStatus::NotRegistered);
   SYMMCOMM_CUDA_TRY(cudaFree(plain));
 
   // Growth on demand: a request larger than the arena adds one.

@@ -36,8 +36,7 @@ TEST(MultiGpuMemory, WindowsAndPoolsAreSymmetricAcrossRanks) {
   }
   for (std::size_t i = 0; i < comms.size(); ++i) {
     EXPECT_NE(buffers[i].window(), nullptr);
-    EXPECT_TRUE(
-        ProvenanceRegistry::global().lookup(buffers[i].data(), 1 << 20, comms[i].id()).symmetric());
+    EXPECT_TRUE(provenance_of(comms[i], buffers[i].data(), 1 << 20).symmetric());
   }
   std::vector<std::unique_ptr<SymmAllocator>> pools;
   {
