@@ -24,7 +24,6 @@
 #include "symmcomm/formats/views.hpp"
 #include "symmcomm/limits.hpp"
 #include "symmcomm/logging.hpp"
-#include "symmcomm/memory/arena_allocator.hpp"
 #include "symmcomm/memory/provenance.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"
 #include "symmcomm/memory/symmetric_buffer.hpp"

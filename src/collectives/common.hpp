@@ -12,7 +12,7 @@
 #include "symmcomm/collectives/options.hpp"
 #include "symmcomm/collectives/planner.hpp"
 #include "symmcomm/comm/communicator.hpp"
-#include "symmcomm/memory/arena_allocator.hpp"
+#include "symmcomm/memory/symm_allocator.hpp"
 
 namespace symmcomm::detail {
 

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "comm/comm_state.hpp"
 #include "symmcomm/collectives/thresholds.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/runtime.hpp"

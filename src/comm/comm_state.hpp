@@ -16,6 +16,21 @@
 
 namespace symmcomm::detail {
 
+/// A copy of `text` that lives until the process ends; equal texts share one copy.
+const char* intern(const std::string& text);
+/// Source of live-allocation records for the symmetry verifier (implemented by SymmAllocator).
+class SymmetryParticipant {
+ public:
+  struct Record {
+    std::uint64_t arena;   ///< arena index in creation order
+    std::uint64_t offset;  ///< byte offset inside the arena
+    std::uint64_t bytes;   ///< size of the allocation (0 for an arena record)
+  };
+  virtual ~SymmetryParticipant() = default;
+  /// Records in a deterministic order: each arena as {index, 0, 0... size}, then live blocks.
+  virtual std::vector<Record> symmetry_records() const = 0;
+};
+
 struct DevCommHolder;
 struct DevCommDeleter {
   void operator()(DevCommHolder* holder) const noexcept;

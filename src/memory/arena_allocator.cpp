@@ -1,4 +1,4 @@
-#include "symmcomm/memory/arena_allocator.hpp"
+#include "memory/arena_allocator.hpp"
 
 #include "symmcomm/error.hpp"
 

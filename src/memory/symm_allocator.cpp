@@ -2,6 +2,11 @@
 #include "comm/comm_state.hpp"
 
 #include <algorithm>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "memory/arena_allocator.hpp"
 
 #include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
@@ -19,7 +24,90 @@ std::size_t round_up(std::size_t x, std::size_t a) {
 constexpr std::size_t kAbsurdBytes = std::size_t{1} << 50;
 }  // namespace
 
+// Everything of a pool behind SymmAllocator's pointer; registered with its communicator as a
+// participant of the symmetry verifier.
+struct SymmAllocator::Impl final : detail::SymmetryParticipant {
+  Impl(const Communicator& comm, PoolOptions options);
+  ~Impl() override;
+  void reserve(std::size_t bytes);
+  void* allocate(std::size_t bytes, std::size_t alignment, cudaStream_t stream);
+  void deallocate(void* ptr);
+  void deallocate(void* ptr, cudaStream_t stream);
+  void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment);
+  void deallocate_async(void* ptr, std::size_t bytes, std::size_t alignment, cudaStream_t stream);
+  SymmetricRegion region_of(const void* ptr) const;
+  PoolStats stats() const;
+  std::uint64_t comm_id() const noexcept;
+  std::size_t release_unused();
+  // For the symmetry verifier: arenas and live blocks in a deterministic order.
+  std::vector<Record> symmetry_records() const override;
+
+  void add_arena_locked(std::size_t bytes, cudaStream_t stream);
+  // Where a live allocation lies; LogicError naming `who` for foreign or freed pointers.
+  struct Located {
+    std::size_t arena, offset, bytes;
+  };
+  Located locate_locked(const void* ptr, const char* who, std::size_t bytes = 0,
+                        std::size_t alignment = 0) const;
+  // Stream-ordered frees whose stream may not have passed the free yet.
+  struct PendingFree {
+    std::size_t arena, offset, bytes;
+    cudaEvent_t event;
+  };
+  // Orders use of [offset, offset + bytes) of `arena` on `stream` (host wait when null or
+  // capturing) after the pending frees it overlaps; forgets frees that have completed.
+  void order_after_pending_frees_locked(std::size_t arena, std::size_t offset, std::size_t bytes,
+                                        cudaStream_t stream);
+  // Waits for every pending free (before memory is released).
+  void drain_pending_frees_locked() noexcept;
+  std::vector<PendingFree> pending_;
+  std::shared_ptr<detail::CommState> comm_;
+  PoolOptions options_;
+  mutable std::mutex mutex_;
+  detail::ArenaAllocator book_;
+  std::vector<SymmetricBuffer> arenas_;
+  std::unordered_map<const void*, std::size_t> arena_of_ptr_;  // live pointer -> arena index
+  std::size_t high_water_ = 0;
+  std::uint64_t allocations_ = 0;
+  std::uint64_t growths_ = 0;
+};
+
 SymmAllocator::SymmAllocator(const Communicator& comm, PoolOptions options)
+    : impl_(std::make_unique<Impl>(comm, options)) {}
+SymmAllocator::~SymmAllocator() = default;
+void SymmAllocator::reserve(std::size_t bytes) {
+  impl_->reserve(bytes);
+}
+void* SymmAllocator::allocate(std::size_t bytes, std::size_t alignment, cudaStream_t stream) {
+  return impl_->allocate(bytes, alignment, stream);
+}
+void SymmAllocator::deallocate(void* ptr) {
+  impl_->deallocate(ptr);
+}
+void SymmAllocator::deallocate(void* ptr, cudaStream_t stream) {
+  impl_->deallocate(ptr, stream);
+}
+void SymmAllocator::deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment) {
+  impl_->deallocate_sync(ptr, bytes, alignment);
+}
+void SymmAllocator::deallocate_async(void* ptr, std::size_t bytes, std::size_t alignment,
+                                     cudaStream_t stream) {
+  impl_->deallocate_async(ptr, bytes, alignment, stream);
+}
+SymmetricRegion SymmAllocator::region_of(const void* ptr) const {
+  return impl_->region_of(ptr);
+}
+PoolStats SymmAllocator::stats() const {
+  return impl_->stats();
+}
+std::uint64_t SymmAllocator::comm_id() const noexcept {
+  return impl_->comm_id();
+}
+std::size_t SymmAllocator::release_unused() {
+  return impl_->release_unused();
+}
+
+SymmAllocator::Impl::Impl(const Communicator& comm, PoolOptions options)
     : comm_(detail::state_of(comm)), options_(options), book_(options.alignment) {
   SYMMCOMM_EXPECTS(comm, "SymmAllocator: comm is empty");
   SYMMCOMM_EXPECTS(is_power_of_two(options.alignment) && options.alignment >= kPoolAlignment,
@@ -43,7 +131,7 @@ SymmAllocator::SymmAllocator(const Communicator& comm, PoolOptions options)
   }
 }
 
-SymmAllocator::~SymmAllocator() {
+SymmAllocator::Impl::~Impl() {
   {
     std::lock_guard lock(mutex_);
     drain_pending_frees_locked();
@@ -60,7 +148,7 @@ SymmAllocator::~SymmAllocator() {
   // arenas_ are destroyed after this body: deregister, then free.
 }
 
-void SymmAllocator::add_arena_locked(std::size_t bytes, cudaStream_t stream) {
+void SymmAllocator::Impl::add_arena_locked(std::size_t bytes, cudaStream_t stream) {
   SYMMCOMM_EXPECTS(!detail::capture_in_progress(stream),
                    "SymmAllocator: growing the pool by "
                        << bytes << " bytes while a CUDA graph is being captured is refused (NCCL "
@@ -78,7 +166,7 @@ void SymmAllocator::add_arena_locked(std::size_t bytes, cudaStream_t stream) {
   arenas_.push_back(std::move(arena));
 }
 
-void SymmAllocator::reserve(std::size_t bytes) {
+void SymmAllocator::Impl::reserve(std::size_t bytes) {
   SYMMCOMM_EXPECTS(bytes > 0, "SymmAllocator::reserve: bytes is 0");
   SYMMCOMM_EXPECTS(bytes <= kAbsurdBytes,
                    "SymmAllocator::reserve: bytes " << bytes << " is absurd (over 1 PiB)");
@@ -87,7 +175,7 @@ void SymmAllocator::reserve(std::size_t bytes) {
   add_arena_locked(round_up(bytes, options_.alignment), nullptr);
 }
 
-void* SymmAllocator::allocate(std::size_t bytes, std::size_t alignment, cudaStream_t stream) {
+void* SymmAllocator::Impl::allocate(std::size_t bytes, std::size_t alignment, cudaStream_t stream) {
   SYMMCOMM_EXPECTS(bytes > 0, "SymmAllocator::allocate: bytes is 0");
   SYMMCOMM_EXPECTS(bytes <= kAbsurdBytes,
                    "SymmAllocator::allocate: bytes " << bytes << " is absurd (over 1 PiB)");
@@ -123,9 +211,9 @@ void* SymmAllocator::allocate(std::size_t bytes, std::size_t alignment, cudaStre
   return ptr;
 }
 
-SymmAllocator::Located SymmAllocator::locate_locked(const void* ptr, const char* who,
-                                                    std::size_t bytes,
-                                                    std::size_t alignment) const {
+SymmAllocator::Impl::Located SymmAllocator::Impl::locate_locked(const void* ptr, const char* who,
+                                                                std::size_t bytes,
+                                                                std::size_t alignment) const {
   auto it = arena_of_ptr_.find(ptr);
   SYMMCOMM_EXPECTS(it != arena_of_ptr_.end(), who << ": ptr " << ptr
                                                   << " was not allocated by this pool, or was "
@@ -143,21 +231,21 @@ SymmAllocator::Located SymmAllocator::locate_locked(const void* ptr, const char*
   return Located{arena, offset, block->bytes};
 }
 
-void SymmAllocator::deallocate(void* ptr) {
+void SymmAllocator::Impl::deallocate(void* ptr) {
   std::lock_guard lock(mutex_);
   Located const at = locate_locked(ptr, "SymmAllocator::deallocate");
   book_.deallocate(at.arena, at.offset);
   arena_of_ptr_.erase(ptr);
 }
 
-void SymmAllocator::deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment) {
+void SymmAllocator::Impl::deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment) {
   std::lock_guard lock(mutex_);
   Located const at = locate_locked(ptr, "SymmAllocator::deallocate_sync", bytes, alignment);
   book_.deallocate(at.arena, at.offset);
   arena_of_ptr_.erase(ptr);
 }
 
-void SymmAllocator::deallocate(void* ptr, cudaStream_t stream) {
+void SymmAllocator::Impl::deallocate(void* ptr, cudaStream_t stream) {
   // A null stream is the legacy default stream: the event below is recorded there.
   SYMMCOMM_EXPECTS(!detail::capture_in_progress(stream),
                    "SymmAllocator::deallocate: stream " << stream
@@ -179,8 +267,8 @@ void SymmAllocator::deallocate(void* ptr, cudaStream_t stream) {
   arena_of_ptr_.erase(ptr);
 }
 
-void SymmAllocator::deallocate_async(void* ptr, std::size_t bytes, std::size_t alignment,
-                                     cudaStream_t stream) {
+void SymmAllocator::Impl::deallocate_async(void* ptr, std::size_t bytes, std::size_t alignment,
+                                           cudaStream_t stream) {
   {
     std::lock_guard lock(mutex_);
     locate_locked(ptr, "SymmAllocator::deallocate_async", bytes, alignment);
@@ -188,8 +276,8 @@ void SymmAllocator::deallocate_async(void* ptr, std::size_t bytes, std::size_t a
   deallocate(ptr, stream);
 }
 
-void SymmAllocator::order_after_pending_frees_locked(std::size_t arena, std::size_t offset,
-                                                     std::size_t bytes, cudaStream_t stream) {
+void SymmAllocator::Impl::order_after_pending_frees_locked(std::size_t arena, std::size_t offset,
+                                                           std::size_t bytes, cudaStream_t stream) {
   detail::DeviceGuard guard(comm_->device);
   bool const host_wait = stream == nullptr || detail::capture_in_progress(stream);
   std::size_t kept = 0;
@@ -216,7 +304,7 @@ void SymmAllocator::order_after_pending_frees_locked(std::size_t arena, std::siz
   pending_.resize(kept);
 }
 
-void SymmAllocator::drain_pending_frees_locked() noexcept {
+void SymmAllocator::Impl::drain_pending_frees_locked() noexcept {
   if (pending_.empty()) return;
   int previous = -1;
   cudaGetDevice(&previous);
@@ -229,13 +317,13 @@ void SymmAllocator::drain_pending_frees_locked() noexcept {
   if (previous >= 0) cudaSetDevice(previous);
 }
 
-SymmetricRegion SymmAllocator::region_of(const void* ptr) const {
+SymmetricRegion SymmAllocator::Impl::region_of(const void* ptr) const {
   std::lock_guard lock(mutex_);
   Located const at = locate_locked(ptr, "SymmAllocator::region_of");
   return arenas_[at.arena].region(at.offset, at.bytes);
 }
 
-PoolStats SymmAllocator::stats() const {
+PoolStats SymmAllocator::Impl::stats() const {
   std::lock_guard lock(mutex_);
   PoolStats s;
   s.reserved_bytes = book_.reserved_bytes();
@@ -248,11 +336,11 @@ PoolStats SymmAllocator::stats() const {
   return s;
 }
 
-std::uint64_t SymmAllocator::comm_id() const noexcept {
+std::uint64_t SymmAllocator::Impl::comm_id() const noexcept {
   return comm_->id;
 }
 
-std::size_t SymmAllocator::release_unused() {
+std::size_t SymmAllocator::Impl::release_unused() {
   std::lock_guard lock(mutex_);
   drain_pending_frees_locked();
   std::size_t released = 0;
@@ -265,7 +353,7 @@ std::size_t SymmAllocator::release_unused() {
   return released;
 }
 
-std::vector<detail::SymmetryParticipant::Record> SymmAllocator::symmetry_records() const {
+std::vector<detail::SymmetryParticipant::Record> SymmAllocator::Impl::symmetry_records() const {
   std::lock_guard lock(mutex_);
   std::vector<Record> records;
   for (std::size_t a = 0; a < book_.arena_count(); ++a) {

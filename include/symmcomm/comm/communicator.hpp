@@ -53,20 +53,6 @@ struct CommStats {
 class Communicator;
 
 namespace detail {
-/// A copy of `text` that lives until the process ends; equal texts share one copy.
-const char* intern(const std::string& text);
-/// Source of live-allocation records for the symmetry verifier (implemented by SymmAllocator).
-class SymmetryParticipant {
- public:
-  struct Record {
-    std::uint64_t arena;   ///< arena index in creation order
-    std::uint64_t offset;  ///< byte offset inside the arena
-    std::uint64_t bytes;   ///< size of the allocation (0 for an arena record)
-  };
-  virtual ~SymmetryParticipant() = default;
-  /// Records in a deterministic order: each arena as {index, 0, 0... size}, then live blocks.
-  virtual std::vector<Record> symmetry_records() const = 0;
-};
 /// A communicator's shared state (src/comm/comm_state.hpp: private to the library).
 struct CommState;
 /// The state behind `comm` (null for an empty Communicator), for symmcomm's own owners of

@@ -12,9 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
-#include <unordered_map>
-#include <vector>
+#include <memory>
 
 // CCCL's memory-resource properties, where the user opted in to them (they are experimental in
 // CUDA 13: LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE, and <CUDA>/include/cccl on the path).
@@ -26,10 +24,13 @@
 #endif
 
 #include "symmcomm/comm/communicator.hpp"
-#include "symmcomm/memory/arena_allocator.hpp"
 #include "symmcomm/memory/symmetric_buffer.hpp"
 
 namespace symmcomm {
+
+/// @brief Alignment of every pool allocation (and the least PoolOptions::alignment): what
+/// cudaMalloc guarantees, so pool memory can stand in for it anywhere.
+inline constexpr std::size_t kPoolAlignment = 256;
 
 /// @brief Construction options of a SymmAllocator.
 struct PoolOptions {
@@ -53,13 +54,13 @@ struct PoolStats {
 
 /// @brief A pool of symmetric memory for one communicator. Thread-safe. Not movable (the
 /// communicator's verifier refers to it).
-class SymmAllocator final : public detail::SymmetryParticipant {
+class SymmAllocator final {
  public:
   /// @brief **Collective** when `options.initial_bytes` > 0. @throws as reserve().
   explicit SymmAllocator(const Communicator& comm, PoolOptions options = {});
   /// @brief Releases every arena (**collective**: deregistration). Live allocations left are
   /// logged as leaks. Never throws.
-  ~SymmAllocator() override;
+  ~SymmAllocator();
   SymmAllocator(const SymmAllocator&) = delete;
   SymmAllocator& operator=(const SymmAllocator&) = delete;
 
@@ -122,38 +123,9 @@ class SymmAllocator final : public detail::SymmetryParticipant {
   /// released.
   std::size_t release_unused();
 
-  /// @brief For the symmetry verifier: arenas and live blocks in a deterministic order.
-  std::vector<Record> symmetry_records() const override;
-
  private:
-  void add_arena_locked(std::size_t bytes, cudaStream_t stream);
-  // Where a live allocation lies; LogicError naming `who` for foreign or freed pointers.
-  struct Located {
-    std::size_t arena, offset, bytes;
-  };
-  Located locate_locked(const void* ptr, const char* who, std::size_t bytes = 0,
-                        std::size_t alignment = 0) const;
-  // Stream-ordered frees whose stream may not have passed the free yet.
-  struct PendingFree {
-    std::size_t arena, offset, bytes;
-    cudaEvent_t event;
-  };
-  // Orders use of [offset, offset + bytes) of `arena` on `stream` (host wait when null or
-  // capturing) after the pending frees it overlaps; forgets frees that have completed.
-  void order_after_pending_frees_locked(std::size_t arena, std::size_t offset, std::size_t bytes,
-                                        cudaStream_t stream);
-  // Waits for every pending free (before memory is released).
-  void drain_pending_frees_locked() noexcept;
-  std::vector<PendingFree> pending_;
-  std::shared_ptr<detail::CommState> comm_;
-  PoolOptions options_;
-  mutable std::mutex mutex_;
-  detail::ArenaAllocator book_;
-  std::vector<SymmetricBuffer> arenas_;
-  std::unordered_map<const void*, std::size_t> arena_of_ptr_;  // live pointer -> arena index
-  std::size_t high_water_ = 0;
-  std::uint64_t allocations_ = 0;
-  std::uint64_t growths_ = 0;
+  struct Impl;  // arenas, their bookkeeping and lock, pending frees (src/memory/symm_allocator.cpp)
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace symmcomm

@@ -3,7 +3,7 @@
 #include <random>
 #include <vector>
 
-#include "symmcomm/memory/arena_allocator.hpp"
+#include "memory/arena_allocator.hpp"
 
 namespace {
 

@@ -1,4 +1,5 @@
 #pragma once
+// Private to symmcomm (SymmAllocator's implementation).
 /// @file arena_allocator.hpp
 /// @brief The pool's bookkeeping as pure code (no CUDA): offsets inside a list of arenas,
 /// allocated first-fit in arena order with free-block coalescing. Deterministic: the same call
@@ -10,11 +11,7 @@
 #include <optional>
 #include <vector>
 
-namespace symmcomm {
-/// @brief Alignment of every pool allocation (and the least PoolOptions::alignment): what
-/// cudaMalloc guarantees, so pool memory can stand in for it anywhere.
-inline constexpr std::size_t kPoolAlignment = 256;
-}  // namespace symmcomm
+#include "symmcomm/memory/symm_allocator.hpp"  // kPoolAlignment
 
 namespace symmcomm::detail {
 
