@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
+#include "collectives/planner.hpp"
 #include "memory/provenance_internal.hpp"
-#include "symmcomm/collectives/planner.hpp"
 #include "symmcomm/comm/communicator.hpp"
 #include "symmcomm/memory/provenance.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"

@@ -7,7 +7,7 @@
 
 namespace symmcomm {
 
-/// @brief The path a collective took (see the planner, symmcomm/collectives/planner.hpp).
+/// @brief The path a collective took (decided by the planner, src/collectives/planner.hpp).
 enum class Path : std::uint8_t { NcclSymmetric = 0, LsaKernel = 1, Fallback = 2 };
 /// @brief Number of Path values.
 inline constexpr std::size_t kPathCount = 3;

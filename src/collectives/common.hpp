@@ -7,10 +7,10 @@
 #include <numeric>
 #include <vector>
 
+#include "collectives/planner.hpp"
 #include "comm/comm_state.hpp"
 #include "kernels/lsa.hpp"
 #include "symmcomm/collectives/options.hpp"
-#include "symmcomm/collectives/planner.hpp"
 #include "symmcomm/comm/communicator.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"
 

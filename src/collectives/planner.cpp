@@ -1,9 +1,9 @@
-#include "symmcomm/collectives/planner.hpp"
+#include "collectives/planner.hpp"
 
 #include <sstream>
 
+#include "collectives/thresholds.hpp"
 #include "comm/comm_state.hpp"
-#include "symmcomm/collectives/thresholds.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/runtime.hpp"
 

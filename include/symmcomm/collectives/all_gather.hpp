@@ -19,7 +19,8 @@
 ///   the receive buffer (each tensor: `recv + rank * part`), a BF16/FP32 reduce-scatter's
 ///   receive may be this rank's shard of its send (`send + rank * recv.count`); no other
 ///   overlap of send and receive buffers is allowed.
-/// - The path comes from the buffers' provenance (see planner.hpp) and is returned; it is
+/// - The path comes from the buffers' provenance (the planner, src/collectives/planner.hpp) and is
+/// returned; it is
 ///   counted in the communicator's stats() and logged with its reason at SYMMCOMM_LOG=debug.
 /// - Receive layout: rank r's elements follow rank r-1's. For NVFP4 the receive view's block
 ///   scales are linear unless Options::scale_layout asks for the GEMMs' swizzled 128x4 layout

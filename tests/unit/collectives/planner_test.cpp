@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "symmcomm/collectives/planner.hpp"
-#include "symmcomm/collectives/thresholds.hpp"
+#include "collectives/planner.hpp"
+#include "collectives/thresholds.hpp"
 #include "symmcomm/error.hpp"
 
 namespace {

@@ -1,4 +1,5 @@
 #pragma once
+// Private to symmcomm (the planner's table; docs quote its values).
 /// @file thresholds.hpp
 /// @brief The planner's size thresholds, in one table. Each value says where it came from;
 /// the multi-GPU measurements (bench/results/) refine them.
