@@ -11,6 +11,8 @@ layer_of() {  # layer_of <repo path> -> rank and name, or nothing for files outs
     include/symmcomm/comm/*|src/comm/*) echo "2 comm" ;;
     include/symmcomm/memory/*|src/memory/*) echo "3 memory" ;;
     src/kernels/*) echo "4 kernels" ;;
+    src/testing/symmcomm/testing/fault_injection.hpp) echo "3 memory" ;;
+    src/testing/symmcomm/testing/loopback.hpp) echo "5 collectives" ;;
     include/symmcomm/collectives/*|src/collectives/*) echo "5 collectives" ;;
     include/symmcomm/c_api.h|src/c_api/*|include/symmcomm/symmcomm.hpp) echo "6 tools" ;;
     include/symmcomm/*|src/core/*) echo "0 core" ;;
@@ -18,7 +20,7 @@ layer_of() {  # layer_of <repo path> -> rank and name, or nothing for files outs
 }
 resolve() {  # resolve <including file> <included name> -> repo path of the included file
   local from="$1" name="$2"
-  for candidate in "$(dirname "$from")/$name" "include/$name" "src/$name"; do
+  for candidate in "$(dirname "$from")/$name" "include/$name" "src/$name" "src/testing/$name"; do
     if [ -f "$candidate" ]; then realpath --relative-to=. "$candidate"; return; fi
   done
 }

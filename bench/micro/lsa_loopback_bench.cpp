@@ -14,9 +14,9 @@
 #include "micro/device_timer.hpp"
 #include "micro/mix_ceiling.hpp"
 #include "support/ordered_copy.hpp"
-#include "symmcomm/collectives/loopback.hpp"
 #include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/formats/scale_layout.hpp"
+#include "symmcomm/testing/loopback.hpp"
 
 namespace symmcomm::bench {
 namespace {

@@ -26,8 +26,8 @@
 #include "micro/mix_ceiling.hpp"
 #include "micro/rank_world.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
-#include "symmcomm/collectives/loopback.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
+#include "symmcomm/testing/loopback.hpp"
 
 namespace symmcomm::bench {
 namespace {

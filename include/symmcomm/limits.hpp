@@ -9,7 +9,7 @@ namespace symmcomm {
 /// reduction's shards, an LSA kernel's peers).
 inline constexpr int kMaxKernelRanks = 64;
 
-/// @brief Most virtual ranks one loopback call runs (symmcomm/collectives/loopback.hpp).
+/// @brief Most virtual ranks one loopback call runs (symmcomm/testing/loopback.hpp).
 inline constexpr int kMaxLoopbackRanks = 8;
 
 }  // namespace symmcomm

@@ -1,8 +1,8 @@
 #pragma once
 /// @file symmcomm.hpp
 /// @brief Convenience umbrella: includes the public API an application uses. Test and
-/// development aids stay out and are included on purpose: `symmcomm/collectives/loopback.hpp`
-/// (N virtual ranks on one GPU) and `symmcomm/memory/fault_injection.hpp` (injected failures).
+/// development aids are not part of it: they live in the build tree's symmcomm::testing target
+/// (`symmcomm/testing/loopback.hpp`, `symmcomm/testing/fault_injection.hpp`).
 
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/collectives/local_reduce.hpp"

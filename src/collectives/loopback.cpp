@@ -1,7 +1,7 @@
-// Loopback runs of the LSA kernels (symmcomm/collectives/loopback.hpp): one launch per virtual
+// Loopback runs of the LSA kernels (symmcomm/testing/loopback.hpp): one launch per virtual
 // rank, peers addressed through a table of the virtual ranks' buffers.
 
-#include "symmcomm/collectives/loopback.hpp"
+#include "symmcomm/testing/loopback.hpp"
 
 #include <optional>
 #include <string>

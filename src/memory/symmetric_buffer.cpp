@@ -12,8 +12,8 @@
 #include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/logging.hpp"
-#include "symmcomm/memory/fault_injection.hpp"
 #include "symmcomm/memory/provenance.hpp"
+#include "symmcomm/testing/fault_injection.hpp"
 
 namespace symmcomm {
 

@@ -18,8 +18,8 @@
 #include "support/reference.hpp"
 #include "support/tensors.hpp"
 #include "symmcomm/collectives/local_reduce.hpp"
-#include "symmcomm/collectives/loopback.hpp"
 #include "symmcomm/formats/codecs.hpp"
+#include "symmcomm/testing/loopback.hpp"
 
 namespace {
 

@@ -20,12 +20,12 @@
 #include "support/reference.hpp"
 #include "support/tensors.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
-#include "symmcomm/collectives/loopback.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/formats/scale_layout.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"
+#include "symmcomm/testing/loopback.hpp"
 
 namespace {
 

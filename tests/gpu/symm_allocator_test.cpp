@@ -11,9 +11,9 @@
 
 #include "support/comm_fixture.hpp"
 #include "support/tensors.hpp"
-#include "symmcomm/memory/fault_injection.hpp"
 #include "symmcomm/memory/provenance.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"
+#include "symmcomm/testing/fault_injection.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Argument checking of the loopback runs of the LSA kernels (symmcomm/collectives/loopback.hpp):
+// Argument checking of the loopback runs of the LSA kernels (symmcomm/testing/loopback.hpp):
 // every error is raised before anything is launched, so these run on the CPU with fake
 // (aligned, never dereferenced) device pointers.
 
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "symmcomm/collectives/loopback.hpp"
 #include "symmcomm/error.hpp"
+#include "symmcomm/testing/loopback.hpp"
 
 namespace {
 
