@@ -40,6 +40,10 @@ struct LaunchOrderDeleter {
   void operator()(LaunchOrder* order) const noexcept;
 };
 
+}  // namespace symmcomm::detail
+
+namespace symmcomm {
+
 /// Shared state of a communicator (see the top of this file).
 struct CommState {
   CommState(ncclComm_t c, bool own);
@@ -60,10 +64,10 @@ struct CommState {
   /// NCCL itself reported no symmetric memory support for this communicator (so it never
   /// launches its symmetric kernels here, and the PDL fence they need is skipped).
   bool nccl_symmetric_off = false;
-  std::unique_ptr<DevCommHolder, DevCommDeleter> dev_comm;
+  std::unique_ptr<detail::DevCommHolder, detail::DevCommDeleter> dev_comm;
   /// Order of symmcomm's windowed work across streams (src/comm/launch_order.hpp); made on
   /// first use, under `mutex`.
-  std::unique_ptr<LaunchOrder, LaunchOrderDeleter> launch_order;
+  std::unique_ptr<detail::LaunchOrder, detail::LaunchOrderDeleter> launch_order;
 
   // Scratch for collectives that need it (quantized reduce-scatter fallback); grown outside
   // graph capture, freed with the state. A workspace a graph captured stays allocated until the
@@ -79,10 +83,28 @@ struct CommState {
   mutable std::mutex mutex;
   std::uint64_t next_window_seq = 0;
   std::map<std::uint64_t, std::uint64_t> live_windows;
-  std::vector<const SymmetryParticipant*> participants;
+  std::vector<const detail::SymmetryParticipant*> participants;
 
   /// Throws LogicError if the wrapper of a borrowed communicator is gone or it was aborted.
   void check_usable(const char* what) const;
 };
+
+struct CommAccess {
+  static const std::shared_ptr<CommState>& state(const Communicator& comm) noexcept {
+    return comm.state_;
+  }
+};
+
+}  // namespace symmcomm
+
+namespace symmcomm::detail {
+
+using symmcomm::CommState;
+
+/// The state behind `comm` (null for an empty Communicator), for symmcomm's own owners of
+/// windows and executors.
+inline const std::shared_ptr<CommState>& state_of(const Communicator& comm) noexcept {
+  return CommAccess::state(comm);
+}
 
 }  // namespace symmcomm::detail

@@ -129,7 +129,12 @@ void probe(CommState& state) {
 }
 }  // namespace
 
+}  // namespace detail
+
+// CommState is declared (opaque) in symmcomm, defined in comm/comm_state.hpp; its members use
+// the library's detail helpers.
 CommState::CommState(ncclComm_t c, bool own) : comm(c), owned(own) {
+  using namespace detail;
   SYMMCOMM_EXPECTS(c != nullptr, "comm is null");
   SYMMCOMM_NCCL_TRY(ncclCommUserRank(c, &rank));
   SYMMCOMM_NCCL_TRY(ncclCommCount(c, &size));
@@ -141,6 +146,7 @@ CommState::CommState(ncclComm_t c, bool own) : comm(c), owned(own) {
 }
 
 CommState::~CommState() {
+  using namespace detail;
   if (!live_windows.empty()) {
     SYMMCOMM_LOG_WARN("communicator " << id << " torn down with " << live_windows.size()
                                       << " window(s) still registered");
@@ -166,13 +172,13 @@ CommState::~CommState() {
 }
 
 void CommState::check_usable(const char* what) const {
+  using namespace detail;
   SYMMCOMM_EXPECTS(!aborted.load(std::memory_order_acquire),
                    what << ": its communicator (id " << id << ") was aborted");
   SYMMCOMM_EXPECTS(!detached.load(std::memory_order_acquire),
                    what << ": its communicator (id " << id
                         << ", borrowed) was released while the buffer still lived");
 }
-}  // namespace detail
 
 Communicator Communicator::own(ncclComm_t comm, Probe probe) {
   SYMMCOMM_EXPECTS(comm != nullptr,
@@ -190,10 +196,6 @@ Communicator Communicator::borrow(ncclComm_t comm, Probe probe) {
   Communicator c(std::make_shared<detail::CommState>(comm, false));
   if (probe == Probe::Yes) detail::probe(*c.state_);
   return c;
-}
-
-const std::shared_ptr<detail::CommState>& detail::state_of(const Communicator& comm) noexcept {
-  return comm.state_;
 }
 
 ncclComm_t Communicator::get() const noexcept {

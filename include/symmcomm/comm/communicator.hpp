@@ -52,13 +52,11 @@ struct CommStats {
 
 class Communicator;
 
-namespace detail {
-/// A communicator's shared state (src/comm/comm_state.hpp: private to the library).
+/// @brief A communicator's shared bookkeeping: opaque, defined inside the library (its owners
+/// of windows keep it alive so that teardown runs deregister -> free -> destroy).
 struct CommState;
-/// The state behind `comm` (null for an empty Communicator), for symmcomm's own owners of
-/// windows and executors.
-const std::shared_ptr<CommState>& state_of(const Communicator& comm) noexcept;
-}  // namespace detail
+/// @brief The library's own access to a Communicator's state (defined inside the library).
+struct CommAccess;
 
 /// @brief An NCCL communicator with symmcomm's bookkeeping. Move-only.
 ///
@@ -122,11 +120,11 @@ class Communicator {
   void abort();
 
  private:
-  friend const std::shared_ptr<detail::CommState>& detail::state_of(const Communicator&) noexcept;
-  explicit Communicator(std::shared_ptr<detail::CommState> state) : state_(std::move(state)) {}
+  friend struct CommAccess;
+  explicit Communicator(std::shared_ptr<CommState> state) : state_(std::move(state)) {}
   void release() noexcept;
   friend void probe_capabilities(const std::vector<Communicator*>& comms);
-  std::shared_ptr<detail::CommState> state_;
+  std::shared_ptr<CommState> state_;
 };
 
 // An owner (or the sole wrapper of a borrowed communicator): moved, never copied.

@@ -108,8 +108,7 @@ class SymmetricBuffer {
 
  private:
   friend class SymmAllocator;  // grows its pool from the communicator's state
-  SymmetricBuffer(const std::shared_ptr<detail::CommState>& comm, std::size_t bytes,
-                  cudaStream_t stream);
+  SymmetricBuffer(const std::shared_ptr<CommState>& comm, std::size_t bytes, cudaStream_t stream);
   void reset() noexcept;
   // Registers record->ptr (bytes) on record->comm and publishes it (at the group's end).
   void register_window(std::unique_ptr<detail::WindowRecord> record);
