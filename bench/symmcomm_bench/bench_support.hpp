@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "config.hpp"
+#include "core/cuda_utils.hpp"
 #include "runner.hpp"
 #include "support/ordered_copy.hpp"
 #include "symmcomm/collectives/options.hpp"
-#include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/fp8.hpp"
 

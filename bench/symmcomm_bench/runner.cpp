@@ -10,10 +10,10 @@
 #include <mutex>
 #include <thread>
 
+#include "core/cuda_utils.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/comm/group.hpp"
-#include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/bf16.hpp"
 #include "symmcomm/formats/fp8.hpp"

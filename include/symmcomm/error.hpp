@@ -57,72 +57,79 @@ class OutOfMemory : public Error {
   using Error::Error;
 };
 
-namespace detail {
+/// @brief What the SYMMCOMM_* macros below call: they throw the exception types above (or log,
+/// in destructors) with the failing expression, file and line. Call the macros, not these.
+namespace error_support {
 [[noreturn]] void throw_cuda_error(cudaError_t code, const char* expr, const char* file, int line);
 [[noreturn]] void throw_nccl_error(ncclResult_t code, const char* expr, const char* file, int line);
 [[noreturn]] void throw_logic_error(const std::string& message, const char* file, int line);
 /// @brief Logs (never throws) a failed CUDA/NCCL call made from a destructor.
 void log_cuda_failure(cudaError_t code, const char* expr, const char* file, int line) noexcept;
 void log_nccl_failure(ncclResult_t code, const char* expr, const char* file, int line) noexcept;
-}  // namespace detail
+}  // namespace error_support
 
 }  // namespace symmcomm
 
 /// @brief Throws symmcomm::LogicError with a streamed message when `cond` is false:
 /// `SYMMCOMM_EXPECTS(n % 16 == 0, "count " << n << " is not a multiple of 16")`.
-#define SYMMCOMM_EXPECTS(cond, msg)                                                          \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      std::ostringstream symmcomm_expects_os_;                                               \
-      symmcomm_expects_os_ << msg; /* NOLINT(bugprone-macro-parentheses) */                  \
-      ::symmcomm::detail::throw_logic_error(symmcomm_expects_os_.str(), __FILE__, __LINE__); \
-    }                                                                                        \
+#define SYMMCOMM_EXPECTS(cond, msg)                                                      \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
+      std::ostringstream symmcomm_expects_os_;                                           \
+      symmcomm_expects_os_ << msg; /* NOLINT(bugprone-macro-parentheses) */              \
+      ::symmcomm::error_support::throw_logic_error(symmcomm_expects_os_.str(), __FILE__, \
+                                                   __LINE__);                            \
+    }                                                                                    \
   } while (0)
 
 /// @brief Throws symmcomm::LogicError with a streamed message (an unconditional failure).
-#define SYMMCOMM_FAIL(msg)                                                              \
-  do {                                                                                  \
-    std::ostringstream symmcomm_fail_os_;                                               \
-    symmcomm_fail_os_ << msg; /* NOLINT(bugprone-macro-parentheses) */                  \
-    ::symmcomm::detail::throw_logic_error(symmcomm_fail_os_.str(), __FILE__, __LINE__); \
+#define SYMMCOMM_FAIL(msg)                                                                     \
+  do {                                                                                         \
+    std::ostringstream symmcomm_fail_os_;                                                      \
+    symmcomm_fail_os_ << msg; /* NOLINT(bugprone-macro-parentheses) */                         \
+    ::symmcomm::error_support::throw_logic_error(symmcomm_fail_os_.str(), __FILE__, __LINE__); \
   } while (0)
 
 /// @brief Checks a CUDA runtime call; throws CudaError (OutOfMemory for allocation failures).
-#define SYMMCOMM_CUDA_TRY(call)                                                               \
-  do {                                                                                        \
-    cudaError_t const symmcomm_cuda_status_ = (call);                                         \
-    if (symmcomm_cuda_status_ != cudaSuccess) {                                               \
-      ::symmcomm::detail::throw_cuda_error(symmcomm_cuda_status_, #call, __FILE__, __LINE__); \
-    }                                                                                         \
+#define SYMMCOMM_CUDA_TRY(call)                                                           \
+  do {                                                                                    \
+    cudaError_t const symmcomm_cuda_status_ = (call);                                     \
+    if (symmcomm_cuda_status_ != cudaSuccess) {                                           \
+      ::symmcomm::error_support::throw_cuda_error(symmcomm_cuda_status_, #call, __FILE__, \
+                                                  __LINE__);                              \
+    }                                                                                     \
   } while (0)
 
 /// @brief Checks an NCCL call; throws NcclError (OutOfMemory for allocation failures) with
 /// NCCL's own last-error text.
-#define SYMMCOMM_NCCL_TRY(call)                                                               \
-  do {                                                                                        \
-    ncclResult_t const symmcomm_nccl_status_ = (call);                                        \
-    if (symmcomm_nccl_status_ != ncclSuccess && symmcomm_nccl_status_ != ncclInProgress) {    \
-      ::symmcomm::detail::throw_nccl_error(symmcomm_nccl_status_, #call, __FILE__, __LINE__); \
-    }                                                                                         \
+#define SYMMCOMM_NCCL_TRY(call)                                                            \
+  do {                                                                                     \
+    ncclResult_t const symmcomm_nccl_status_ = (call);                                     \
+    if (symmcomm_nccl_status_ != ncclSuccess && symmcomm_nccl_status_ != ncclInProgress) { \
+      ::symmcomm::error_support::throw_nccl_error(symmcomm_nccl_status_, #call, __FILE__,  \
+                                                  __LINE__);                               \
+    }                                                                                      \
   } while (0)
 
 /// @brief Checks the last kernel launch (`cudaGetLastError`).
 #define SYMMCOMM_CHECK_LAUNCH() SYMMCOMM_CUDA_TRY(cudaGetLastError())
 
 /// @brief For destructors and other noexcept paths: logs a failed CUDA call instead of throwing.
-#define SYMMCOMM_CUDA_LOG_ON_ERROR(call)                                                      \
-  do {                                                                                        \
-    cudaError_t const symmcomm_cuda_status_ = (call);                                         \
-    if (symmcomm_cuda_status_ != cudaSuccess) {                                               \
-      ::symmcomm::detail::log_cuda_failure(symmcomm_cuda_status_, #call, __FILE__, __LINE__); \
-    }                                                                                         \
+#define SYMMCOMM_CUDA_LOG_ON_ERROR(call)                                                  \
+  do {                                                                                    \
+    cudaError_t const symmcomm_cuda_status_ = (call);                                     \
+    if (symmcomm_cuda_status_ != cudaSuccess) {                                           \
+      ::symmcomm::error_support::log_cuda_failure(symmcomm_cuda_status_, #call, __FILE__, \
+                                                  __LINE__);                              \
+    }                                                                                     \
   } while (0)
 
 /// @brief For destructors and other noexcept paths: logs a failed NCCL call instead of throwing.
-#define SYMMCOMM_NCCL_LOG_ON_ERROR(call)                                                      \
-  do {                                                                                        \
-    ncclResult_t const symmcomm_nccl_status_ = (call);                                        \
-    if (symmcomm_nccl_status_ != ncclSuccess) {                                               \
-      ::symmcomm::detail::log_nccl_failure(symmcomm_nccl_status_, #call, __FILE__, __LINE__); \
-    }                                                                                         \
+#define SYMMCOMM_NCCL_LOG_ON_ERROR(call)                                                  \
+  do {                                                                                    \
+    ncclResult_t const symmcomm_nccl_status_ = (call);                                    \
+    if (symmcomm_nccl_status_ != ncclSuccess) {                                           \
+      ::symmcomm::error_support::log_nccl_failure(symmcomm_nccl_status_, #call, __FILE__, \
+                                                  __LINE__);                              \
+    }                                                                                     \
   } while (0)

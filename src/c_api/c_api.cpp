@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "c_api_internal.hpp"
-#include "symmcomm/detail/cuda_utils.hpp"
+#include "core/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/logging.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"

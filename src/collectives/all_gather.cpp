@@ -10,9 +10,9 @@
 #include <string>
 
 #include "common.hpp"
+#include "core/cuda_utils.hpp"
 #include "scale_swizzle.hpp"
 #include "symmcomm/comm/group.hpp"
-#include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/codecs.hpp"
 

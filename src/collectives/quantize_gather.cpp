@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "common.hpp"
+#include "core/cuda_utils.hpp"
 #include "formats/codecs_internal.hpp"
 #include "scale_swizzle.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
-#include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/memory/provenance.hpp"

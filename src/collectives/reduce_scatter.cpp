@@ -7,9 +7,9 @@
 #include <nccl.h>
 
 #include "common.hpp"
+#include "core/cuda_utils.hpp"
 #include "symmcomm/collectives/local_reduce.hpp"
 #include "symmcomm/comm/group.hpp"
-#include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/codecs.hpp"
 

@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "comm_state.hpp"
+#include "core/cuda_utils.hpp"
 #include "dev_comm.hpp"
 #include "symmcomm/comm/wait.hpp"
-#include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/logging.hpp"
 #include "wait_internal.hpp"

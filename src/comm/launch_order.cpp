@@ -3,8 +3,8 @@
 #include <exception>
 #include <mutex>
 
+#include "core/cuda_utils.hpp"
 #include "symmcomm/comm/wait.hpp"
-#include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/logging.hpp"
 #include "wait_internal.hpp"

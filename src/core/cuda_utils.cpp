@@ -1,4 +1,4 @@
-#include "symmcomm/detail/cuda_utils.hpp"
+#include "core/cuda_utils.hpp"
 
 #include <string>
 

@@ -2,7 +2,7 @@
 
 #include "symmcomm/logging.hpp"
 
-namespace symmcomm::detail {
+namespace symmcomm::error_support {
 namespace {
 std::string where(const char* file, int line) {
   std::string f = file;
@@ -43,4 +43,4 @@ void log_nccl_failure(ncclResult_t code, const char* expr, const char* file, int
                                   << " (ignored: called from a noexcept path)");
 }
 
-}  // namespace symmcomm::detail
+}  // namespace symmcomm::error_support

@@ -7,12 +7,12 @@
 
 #include <type_traits>
 
+#include "core/cuda_utils.hpp"
 #include "core/launch.cuh"
 #include "formats/codecs_internal.hpp"
 #include "formats/device_codecs.cuh"
 #include "formats/quantize_block.cuh"
 #include "formats/swizzle_chunks.hpp"
-#include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/formats/nvfp4.hpp"

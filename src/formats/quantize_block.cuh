@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "formats/device_codecs.cuh"
+#include "formats/e2m1_bits.hpp"
 #include "symmcomm/formats/e2m1.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
 

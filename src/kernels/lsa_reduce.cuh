@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "formats/device_codecs.cuh"
+#include "formats/e2m1_bits.hpp"
 #include "lsa_policy.cuh"
 #include "symmcomm/formats/e2m1.hpp"
 #include "symmcomm/formats/fp8.hpp"

@@ -8,7 +8,7 @@
 
 #include "memory/arena_allocator.hpp"
 
-#include "symmcomm/detail/cuda_utils.hpp"
+#include "core/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/logging.hpp"
 

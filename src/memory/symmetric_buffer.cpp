@@ -7,15 +7,40 @@
 #include "comm/comm_state.hpp"
 #include "comm/launch_order.hpp"
 #include "comm/wait_internal.hpp"
+#include "core/cuda_utils.hpp"
 #include "memory/provenance_internal.hpp"
 #include "symmcomm/comm/group.hpp"
-#include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/logging.hpp"
 #include "symmcomm/memory/provenance.hpp"
 #include "symmcomm/testing/fault_injection.hpp"
 
 namespace symmcomm {
+
+/// Heap-held record of a window: its address is stable while NCCL fills `window` at the end of
+/// a group, even if the owning SymmetricBuffer moves.
+struct WindowRecord {
+  std::shared_ptr<CommState> comm;
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  ncclWindow_t window = nullptr;
+  std::uint64_t seq = 0;
+  bool registered = false;        ///< published in the provenance registry
+  bool owns_memory = true;        ///< ncclMemFree on release
+  bool owns_registration = true;  ///< ncclCommWindowDeregister on release
+};
+
+SymmetricBuffer::SymmetricBuffer() noexcept = default;
+SymmetricBuffer::SymmetricBuffer(SymmetricBuffer&& other) noexcept = default;
+void* SymmetricBuffer::data() const noexcept {
+  return record_ ? record_->ptr : nullptr;
+}
+std::size_t SymmetricBuffer::size() const noexcept {
+  return record_ ? record_->bytes : 0;
+}
+ncclWindow_t SymmetricBuffer::window() const noexcept {
+  return record_ ? record_->window : nullptr;
+}
 
 namespace fault_injection {
 namespace {
@@ -68,7 +93,7 @@ void* allocate_window_memory(int device, std::size_t bytes) {
   return ptr;
 }
 
-void publish(detail::WindowRecord& record) {
+void publish(WindowRecord& record) {
   ProvenanceRegistry::global().add(WindowEntry{reinterpret_cast<std::uintptr_t>(record.ptr),
                                                record.bytes, record.window, record.comm->id,
                                                record.seq});
@@ -97,7 +122,7 @@ SymmetricBuffer::SymmetricBuffer(const std::shared_ptr<detail::CommState>& comm,
                        << " bytes while a CUDA graph is being captured (NCCL registration "
                           "is illegal under capture); allocate before capturing");
   detail::DeviceGuard guard(comm->device);
-  auto record = std::make_unique<detail::WindowRecord>();
+  auto record = std::make_unique<WindowRecord>();
   record->comm = comm;
   record->bytes = bytes;
   record->ptr = allocate_window_memory(comm->device, bytes);
@@ -135,7 +160,7 @@ SymmetricBuffer SymmetricBuffer::register_memory(const Communicator& comm, void*
                    "graph is being captured; register before capturing");
   check_adopted_range(*state, ptr, bytes, "SymmetricBuffer::register_memory");
   detail::DeviceGuard guard(state->device);
-  auto record = std::make_unique<detail::WindowRecord>();
+  auto record = std::make_unique<WindowRecord>();
   record->comm = state;
   record->bytes = bytes;
   record->ptr = ptr;
@@ -152,7 +177,7 @@ SymmetricBuffer SymmetricBuffer::adopt_window(const Communicator& comm, ncclWind
   state->check_usable("SymmetricBuffer::adopt_window");
   SYMMCOMM_EXPECTS(window != nullptr, "SymmetricBuffer::adopt_window: window is null");
   check_adopted_range(*state, base, bytes, "SymmetricBuffer::adopt_window");
-  auto record = std::make_unique<detail::WindowRecord>();
+  auto record = std::make_unique<WindowRecord>();
   record->comm = state;
   record->bytes = bytes;
   record->ptr = base;
@@ -169,7 +194,7 @@ SymmetricBuffer SymmetricBuffer::adopt_window(const Communicator& comm, ncclWind
   return buffer;
 }
 
-void SymmetricBuffer::register_window(std::unique_ptr<detail::WindowRecord> record) {
+void SymmetricBuffer::register_window(std::unique_ptr<WindowRecord> record) {
   detail::CommState* const comm = record->comm.get();
   std::size_t const bytes = record->bytes;
   {
@@ -192,7 +217,7 @@ void SymmetricBuffer::register_window(std::unique_ptr<detail::WindowRecord> reco
     if (record->owns_memory) SYMMCOMM_NCCL_LOG_ON_ERROR(ncclMemFree(record->ptr));
     SYMMCOMM_NCCL_TRY(r);
   }
-  detail::WindowRecord* raw = record.get();
+  WindowRecord* raw = record.get();
   record_ = std::move(record);
   // Inside a Group, NCCL fills the window handle at ncclGroupEnd: publish it then. On a
   // non-blocking communicator NCCL fills it later still: wait for NCCL first, so that no
@@ -220,7 +245,7 @@ SymmetricBuffer::~SymmetricBuffer() {
 
 void SymmetricBuffer::reset() noexcept {
   if (!record_) return;
-  std::unique_ptr<detail::WindowRecord> record = std::move(record_);
+  std::unique_ptr<WindowRecord> record = std::move(record_);
   try {
     detail::CommState& comm = *record->comm;
     if (record->registered) {
@@ -250,7 +275,7 @@ void SymmetricBuffer::reset() noexcept {
     }
     if (!record->owns_memory) return;  // the caller's memory
     // Inside a Group the deregistration completes at ncclGroupEnd: free only after it.
-    std::shared_ptr<detail::WindowRecord> shared(std::move(record));
+    std::shared_ptr<WindowRecord> shared(std::move(record));
     Group::defer([shared] {
       try {
         detail::DeviceGuard free_guard(shared->comm->device);

@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "comm/wait_internal.hpp"
+#include "core/cuda_utils.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/comm/wait.hpp"
-#include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
 
 namespace symmcomm {

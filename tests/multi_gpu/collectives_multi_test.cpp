@@ -9,12 +9,12 @@
 #include <thread>
 #include <vector>
 
+#include "core/cuda_utils.hpp"
 #include "support/gpu_test.hpp"
 #include "support/reference.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/comm/group.hpp"
-#include "symmcomm/detail/cuda_utils.hpp"
 #include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"
 

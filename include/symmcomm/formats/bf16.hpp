@@ -16,7 +16,7 @@ using bf16 = __nv_bfloat16;
 
 /// @brief BF16 bits of a float, rounded to nearest even.
 SYMMCOMM_HD std::uint16_t float_to_bf16_bits(float x) {
-  std::uint32_t const u = detail::float_bits(x);
+  std::uint32_t const u = bits::float_bits(x);
   if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fffu;
   std::uint32_t const rounding_bias = 0x7fffu + ((u >> 16) & 1u);
   return static_cast<std::uint16_t>((u + rounding_bias) >> 16);
@@ -24,7 +24,7 @@ SYMMCOMM_HD std::uint16_t float_to_bf16_bits(float x) {
 
 /// @brief The float value of BF16 bits (exact).
 SYMMCOMM_HD float bf16_bits_to_float(std::uint16_t b) {
-  return detail::bits_float(static_cast<std::uint32_t>(b) << 16);
+  return bits::bits_float(static_cast<std::uint32_t>(b) << 16);
 }
 
 }  // namespace symmcomm

@@ -26,7 +26,7 @@ SYMMCOMM_HD float fp8_max(Fp8Format f) {
   return f == Fp8Format::E4M3 ? kE4m3Max : kE5m2Max;
 }
 
-namespace detail {
+namespace bits {
 /// Shared minifloat encoder: `man_bits` mantissa bits, exponent `bias`, codes in 8 bits.
 /// Normal values are rounded by scaling to an integer count of ulps (exact: power-of-two
 /// scaling) and rounding that ties-to-even; a carry out of the mantissa lands in the exponent
@@ -43,28 +43,28 @@ SYMMCOMM_HD std::uint8_t encode_minifloat(float a, int man_bits, int bias) {
   int const code = ((exponent + bias) << man_bits) + static_cast<int>(q) - (1 << man_bits);
   return static_cast<std::uint8_t>(code);
 }
-}  // namespace detail
+}  // namespace bits
 
 /// @brief Encodes a float as e4m3 (saturating, round-to-nearest-even).
 SYMMCOMM_HD std::uint8_t encode_e4m3(float x) {
-  std::uint32_t const bits = detail::float_bits(x);
+  std::uint32_t const bits = bits::float_bits(x);
   std::uint8_t const sign = static_cast<std::uint8_t>((bits >> 24) & 0x80u);
   std::uint32_t const abs_bits = bits & 0x7fffffffu;
   if (abs_bits > 0x7f800000u) return 0x7fu;
-  float const a = detail::bits_float(abs_bits);
+  float const a = bits::bits_float(abs_bits);
   if (a > 464.0f) return static_cast<std::uint8_t>(0x7eu | sign);  // beyond max + ulp/2
-  return static_cast<std::uint8_t>(detail::encode_minifloat(a, 3, 7) | sign);
+  return static_cast<std::uint8_t>(bits::encode_minifloat(a, 3, 7) | sign);
 }
 
 /// @brief Encodes a float as e5m2 (saturating, round-to-nearest-even).
 SYMMCOMM_HD std::uint8_t encode_e5m2(float x) {
-  std::uint32_t const bits = detail::float_bits(x);
+  std::uint32_t const bits = bits::float_bits(x);
   std::uint8_t const sign = static_cast<std::uint8_t>((bits >> 24) & 0x80u);
   std::uint32_t const abs_bits = bits & 0x7fffffffu;
   if (abs_bits > 0x7f800000u) return 0x7fu;
-  float const a = detail::bits_float(abs_bits);
+  float const a = bits::bits_float(abs_bits);
   if (a >= 61440.0f) return static_cast<std::uint8_t>(0x7bu | sign);  // max + ulp/2 and above
-  return static_cast<std::uint8_t>(detail::encode_minifloat(a, 2, 15) | sign);
+  return static_cast<std::uint8_t>(bits::encode_minifloat(a, 2, 15) | sign);
 }
 
 /// @brief Decodes an e4m3 code.
@@ -73,11 +73,11 @@ SYMMCOMM_HD float decode_e4m3(std::uint8_t code) {
   std::uint32_t const man = code & 0x7u;
   float mag;
   if ((code & 0x7fu) == 0x7fu) {
-    mag = detail::bits_float(0x7fc00000u);
+    mag = bits::bits_float(0x7fc00000u);
   } else if (exp_field == 0) {
-    mag = static_cast<float>(man) * detail::exp2i(-9);
+    mag = static_cast<float>(man) * bits::exp2i(-9);
   } else {
-    mag = detail::bits_float(((exp_field + 120u) << 23) | (man << 20));
+    mag = bits::bits_float(((exp_field + 120u) << 23) | (man << 20));
   }
   return (code & 0x80u) ? -mag : mag;
 }
@@ -88,11 +88,11 @@ SYMMCOMM_HD float decode_e5m2(std::uint8_t code) {
   std::uint32_t const man = code & 0x3u;
   float mag;
   if (exp_field == 0x1fu) {
-    mag = detail::bits_float(man == 0 ? 0x7f800000u : 0x7fc00000u);
+    mag = bits::bits_float(man == 0 ? 0x7f800000u : 0x7fc00000u);
   } else if (exp_field == 0) {
-    mag = static_cast<float>(man) * detail::exp2i(-16);
+    mag = static_cast<float>(man) * bits::exp2i(-16);
   } else {
-    mag = detail::bits_float(((exp_field + 112u) << 23) | (man << 21));
+    mag = bits::bits_float(((exp_field + 112u) << 23) | (man << 21));
   }
   return (code & 0x80u) ? -mag : mag;
 }

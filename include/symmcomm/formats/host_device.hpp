@@ -11,7 +11,9 @@
 #define SYMMCOMM_HD inline
 #endif
 
-namespace symmcomm::detail {
+/// @brief Bit-level helpers of the formats (bit casts, exact powers of two, rounding), the same
+/// on host and device; the encoders and decoders of formats/ are built from them.
+namespace symmcomm::bits {
 
 /// @brief The IEEE-754 bits of a float.
 SYMMCOMM_HD std::uint32_t float_bits(float x) {
@@ -49,4 +51,4 @@ SYMMCOMM_HD float round_half_even(float x) {
 #endif
 }
 
-}  // namespace symmcomm::detail
+}  // namespace symmcomm::bits

@@ -16,20 +16,9 @@
 
 namespace symmcomm {
 
-namespace detail {
-/// Heap-held record of a window: its address is stable while NCCL fills `window` at the end of
-/// a group, even if the owning SymmetricBuffer moves.
-struct WindowRecord {
-  std::shared_ptr<CommState> comm;
-  void* ptr = nullptr;
-  std::size_t bytes = 0;
-  ncclWindow_t window = nullptr;
-  std::uint64_t seq = 0;
-  bool registered = false;        ///< published in the provenance registry
-  bool owns_memory = true;        ///< ncclMemFree on release
-  bool owns_registration = true;  ///< ncclCommWindowDeregister on release
-};
-}  // namespace detail
+/// @brief A window's record (opaque; defined inside the library): its address stays stable
+/// while NCCL fills in the window at the end of a group, even if the owning buffer moves.
+struct WindowRecord;
 
 /// @brief A byte range inside a symmetric window: pointer, size, window and offset.
 struct SymmetricRegion {
@@ -42,7 +31,7 @@ struct SymmetricRegion {
 /// @brief Device memory registered as a symmetric window of one communicator.
 class SymmetricBuffer {
  public:
-  SymmetricBuffer() = default;
+  SymmetricBuffer() noexcept;
   /// @brief Allocates `bytes` on the communicator's device and registers the window.
   /// **Collective**: every rank calls with the same size, in the same order. Inside a
   /// symmcomm::Group the window handle is valid once the group ends.
@@ -52,7 +41,7 @@ class SymmetricBuffer {
   /// @throws LogicError (zero bytes, under stream capture, communicator released),
   /// OutOfMemory (more than the device can give), NcclError.
   SymmetricBuffer(const Communicator& comm, std::size_t bytes, cudaStream_t stream = nullptr);
-  SymmetricBuffer(SymmetricBuffer&& other) noexcept = default;
+  SymmetricBuffer(SymmetricBuffer&& other) noexcept;
   SymmetricBuffer& operator=(SymmetricBuffer&& other) noexcept;
   SymmetricBuffer(const SymmetricBuffer&) = delete;
   SymmetricBuffer& operator=(const SymmetricBuffer&) = delete;
@@ -79,13 +68,13 @@ class SymmetricBuffer {
   ~SymmetricBuffer();
 
   /// @brief Device pointer to the start of the buffer.
-  void* data() const noexcept { return record_ ? record_->ptr : nullptr; }
+  void* data() const noexcept;
   /// @brief Size in bytes.
-  std::size_t size() const noexcept { return record_ ? record_->bytes : 0; }
+  std::size_t size() const noexcept;
   /// @brief The NCCL window (null until a surrounding Group has ended, and null for good when
   /// NCCL refused the window on a communicator without symmetric support: the memory is then
   /// plain, and provenance says so).
-  ncclWindow_t window() const noexcept { return record_ ? record_->window : nullptr; }
+  ncclWindow_t window() const noexcept;
   /// @brief The id of the communicator the window belongs to.
   std::uint64_t comm_id() const noexcept;
   /// @brief True when this object owns a buffer.
@@ -111,8 +100,8 @@ class SymmetricBuffer {
   SymmetricBuffer(const std::shared_ptr<CommState>& comm, std::size_t bytes, cudaStream_t stream);
   void reset() noexcept;
   // Registers record->ptr (bytes) on record->comm and publishes it (at the group's end).
-  void register_window(std::unique_ptr<detail::WindowRecord> record);
-  std::unique_ptr<detail::WindowRecord> record_;
+  void register_window(std::unique_ptr<WindowRecord> record);
+  std::unique_ptr<WindowRecord> record_;
 };
 
 // An owner: moved, never copied (a copy would deregister the window twice).

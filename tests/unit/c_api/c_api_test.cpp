@@ -138,7 +138,7 @@ TEST(CApi, TorchEntryPointsNeverThrowAndReportFailure) {
 // exception thrown under one runtime would be caught under the other (std::terminate). The
 // library binds its own symbols to itself (-Bsymbolic), so its error paths stay inside it.
 TEST(CApi, ErrorPathsStayInsideTheLibraryWhenTheProgramLinksSymmcommToo) {
-  EXPECT_THROW(symmcomm::detail::throw_logic_error("from the program", __FILE__, __LINE__),
+  EXPECT_THROW(symmcomm::error_support::throw_logic_error("from the program", __FILE__, __LINE__),
                symmcomm::LogicError);
   EXPECT_EQ(symmcomm_comm_info(nullptr, nullptr, nullptr, nullptr, nullptr),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);

@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "formats/e2m1_bits.hpp"
 #include "symmcomm/formats/e2m1.hpp"
 
 namespace {
@@ -134,7 +135,7 @@ TEST(E2m1, MagnitudeFormMatchesEncoderEverywhereButNaN) {
   };
   for (float m : {0.0f, 0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f, 2.5f, 3.0f, 3.5f, 4.0f,
                   5.0f, 6.0f, 6.5f, 7.0f, 8.0f}) {
-    std::uint32_t const b = symmcomm::detail::float_bits(m);
+    std::uint32_t const b = symmcomm::bits::float_bits(m);
     for (std::int64_t d = -65536; d <= 65536; ++d) {
       std::int64_t const u = static_cast<std::int64_t>(b) + d;
       if (u < 0) continue;

@@ -1,4 +1,5 @@
 #pragma once
+// Private to symmcomm (and its own tests and tools, which add src/ to their include path).
 /// @file cuda_utils.hpp
 /// @brief Small CUDA helpers shared by symmcomm's layers: a current-device guard and a check for
 /// stream capture.
