@@ -3,11 +3,9 @@
 /// @brief Element formats known to symmcomm and their traits: bits per element, bytes for a
 /// count, and the NCCL datatype where NCCL has one.
 
-#include <nccl.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 
 #include "symmcomm/formats/fp8.hpp"
 #include "symmcomm/formats/host_device.hpp"
@@ -76,24 +74,6 @@ SYMMCOMM_HD constexpr DataType fp8_type(Fp8Format f) noexcept {
   return f == Fp8Format::E5M2 ? DataType::Fp8E5M2 : DataType::Fp8E4M3;
 }
 
-/// @brief NCCL's datatype for elements of `t`, or nothing when NCCL has none (NVFP4 moves as
-/// bytes: ncclUint8, and is never reduced by NCCL).
-constexpr std::optional<ncclDataType_t> nccl_dtype(DataType t) noexcept {
-  switch (t) {
-    case DataType::Nvfp4:
-      return std::nullopt;
-    case DataType::Fp8E4M3:
-      return ncclFloat8e4m3;
-    case DataType::Fp8E5M2:
-      return ncclFloat8e5m2;
-    case DataType::Bf16:
-      return ncclBfloat16;
-    case DataType::Fp32:
-      return ncclFloat32;
-  }
-  return std::nullopt;
-}
-
 /// @brief Compile-time traits for a DataType.
 template <DataType T>
 struct FormatTraits {
@@ -101,9 +81,5 @@ struct FormatTraits {
   static constexpr int bits = bits_per_element(T);
   static constexpr bool subbyte = is_subbyte(T);
 };
-
-/// @brief NCCL datatype of a DataType that has one (ill-formed for NVFP4).
-template <DataType T>
-inline constexpr ncclDataType_t nccl_dtype_v = *nccl_dtype(T);
 
 }  // namespace symmcomm

@@ -74,19 +74,15 @@ TEST(Nvfp4, QuantizeDequantizeErrorWithinFormatBound) {
   EXPECT_LT(std::sqrt(err2 / ref2), 0.2);
 }
 
-TEST(Traits, BitsBytesAndNcclTypes) {
+TEST(Traits, BitsAndBytes) {
   static_assert(FormatTraits<DataType::Nvfp4>::bits == 4);
   static_assert(FormatTraits<DataType::Nvfp4>::subbyte);
   static_assert(!FormatTraits<DataType::Bf16>::subbyte);
-  static_assert(nccl_dtype_v<DataType::Bf16> == ncclBfloat16);
-  static_assert(nccl_dtype_v<DataType::Fp8E4M3> == ncclFloat8e4m3);
   EXPECT_EQ(payload_bytes(DataType::Nvfp4, 32), 16u);
   EXPECT_EQ(payload_bytes(DataType::Nvfp4, 33), 17u);
   EXPECT_EQ(payload_bytes(DataType::Fp8E5M2, 33), 33u);
   EXPECT_EQ(payload_bytes(DataType::Bf16, 3), 6u);
   EXPECT_EQ(nvfp4_scale_bytes(7168), 448u);
-  EXPECT_FALSE(nccl_dtype(DataType::Nvfp4).has_value());
-  EXPECT_EQ(*nccl_dtype(DataType::Fp32), ncclFloat32);
   EXPECT_STREQ(to_string(DataType::Fp8E5M2), "fp8e5m2");
 }
 
