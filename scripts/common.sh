@@ -3,7 +3,8 @@
 
 SYMMCOMM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SYMMCOMM_PACKAGES=(cmake ninja-build g++ libgtest-dev libbenchmark-dev libcli11-dev
-                   nlohmann-json3-dev libopenmpi-dev python3-pytest)
+                   nlohmann-json3-dev libopenmpi-dev python3-pytest pkg-config python3-venv
+                   python3-pip)
 
 # Installs the Debian packages that are missing, when apt-get is there and we may use it.
 symmcomm_install_missing() {

@@ -78,6 +78,14 @@ def logic_error(fn):
 
 # ---- loading and the ABI ---------------------------------------------------------------------
 
+@pytest.mark.skipif(os.environ.get("SYMMCOMM_EXPECT_WHEEL") != "1",
+                    reason="only against an installed wheel (scripts/python_wheel.sh)")
+def test_the_installed_package_carries_its_library():
+    pkg = os.path.dirname(symmcomm.__file__)
+    assert symmcomm.library_path() == os.path.join(pkg, "libsymmcomm_c.so")
+    assert "SYMMCOMM_LIBRARY" not in os.environ
+
+
 def test_loads_the_library_and_reports_versions():
     assert os.path.exists(symmcomm.library_path())
     assert symmcomm.version() == "0.1.0"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `pip install .` from the repository root, offline, as a user would, then the Python package's
+# CPU tests against what was installed (no SYMMCOMM_LIBRARY, no PYTHONPATH): Debian's python3
+# (setuptools 66, wheel 0.38) in a venv with its system site packages, no package index.
+# Also checks that python/ is left without build/ or egg-info. Run by .ci/run.
+# Usage: scripts/python_wheel.sh
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+symmcomm_install_missing
+python=/usr/bin/python3
+[ -x "$python" ] || { echo "python_wheel: $python is missing (Debian: python3)" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$python" -m venv --system-site-packages "$work/env"
+echo "python_wheel: pip install . (offline; builds libsymmcomm_c.so with CMake) ..."
+env -u SYMMCOMM_LIBRARY -u PYTHONPATH "$work/env/bin/python" -m pip install --no-build-isolation \
+  --no-deps --no-index -q "$SYMMCOMM_ROOT"
+cd "$work"
+env -u SYMMCOMM_LIBRARY -u PYTHONPATH "$work/env/bin/python" -c '
+import os, symmcomm
+pkg = os.path.dirname(symmcomm.__file__)
+assert "site-packages" in pkg, pkg
+assert symmcomm.library_path() == os.path.join(pkg, "libsymmcomm_c.so"), symmcomm.library_path()
+print("python_wheel: symmcomm", symmcomm.__version__, "installed at", pkg, "with its library")'
+env -u SYMMCOMM_LIBRARY -u PYTHONPATH SYMMCOMM_EXPECT_WHEEL=1 "$work/env/bin/python" -m pytest -q \
+  -p no:cacheprovider "$SYMMCOMM_ROOT/python/tests/test_package.py"
+left=$(cd "$SYMMCOMM_ROOT" && git status --porcelain --ignored python | grep -E "egg-info|/build/" || true)
+if [ -n "$left" ]; then
+  echo "python_wheel: the build left files in python/:" >&2
+  echo "$left" >&2
+  exit 1
+fi
+echo "python_wheel: OK"
