@@ -148,22 +148,36 @@ void time_variant(benchmark::State& state, RankWorld& w, bool nccl_calls, bool g
   }
 }
 
+// One case's arguments (ranks, bytes, variant, graph: latency_args), its world and rank count.
+struct LatencyCase {
+  RankWorld* w = nullptr;  // null: skipped, the reason given
+  std::size_t bytes = 0;
+  int variant = 0;
+  bool graph = false;
+  std::size_t n = 0;
+  explicit LatencyCase(benchmark::State& state)
+      : w(world_or_skip(state)),
+        bytes(static_cast<std::size_t>(state.range(1))),
+        variant(static_cast<int>(state.range(2))),
+        graph(state.range(3) != 0),
+        n(w != nullptr ? static_cast<std::size_t>(w->size()) : 0) {}
+};
+
 void BM_LatencyAllGather(benchmark::State& state) {
-  RankWorld* w = world_or_skip(state);
-  if (w == nullptr) return;
-  std::size_t const bytes = static_cast<std::size_t>(state.range(1));
-  int const variant = static_cast<int>(state.range(2));
-  bool const graph = state.range(3) != 0;
-  auto const n = static_cast<std::size_t>(w->size());
-  std::size_t const c = std::max<std::size_t>(bytes * 16 / 9 / 16 * 16, 16);  // elements per rank
+  LatencyCase const lc(state);
+  if (lc.w == nullptr) return;
+  RankWorld* const w = lc.w;
+  std::size_t const n = lc.n;
+  std::size_t const c =
+      std::max<std::size_t>(lc.bytes * 16 / 9 / 16 * 16, 16);  // elements per rank
   std::size_t const part = c / 2 + c / 16 + sizeof(float);
   RankBuffers b(*w);
-  if (variant == 0) {
+  if (lc.variant == 0) {
     auto const data = b.get(c / 2, true), scales = b.get(c / 16, true), global = b.get(4, true);
     auto const rdata = b.get(c / 2 * n, true), rscales = b.get(c / 16 * n, true),
                rglobal = b.get(4 * n, true);
     time_variant(
-        state, *w, false, graph,
+        state, *w, false, lc.graph,
         [&](int r) {
           auto const i = static_cast<std::size_t>(r);
           Nvfp4View const send{data[i], scales[i], reinterpret_cast<float*>(global[i]), c};
@@ -174,10 +188,10 @@ void BM_LatencyAllGather(benchmark::State& state) {
         },
         Path::LsaKernel);
   } else {
-    bool const windows = variant == 1;
+    bool const windows = lc.variant == 1;
     auto const send = b.get(part, windows), recv = b.get(part * n, windows);
     time_variant(
-        state, *w, true, graph,
+        state, *w, true, lc.graph,
         [&](int r) {
           auto const i = static_cast<std::size_t>(r);
           if (windows) {
@@ -196,16 +210,14 @@ void BM_LatencyAllGather(benchmark::State& state) {
 }
 
 void BM_LatencyReduceScatter(benchmark::State& state) {
-  RankWorld* w = world_or_skip(state);
-  if (w == nullptr) return;
-  std::size_t const bytes = static_cast<std::size_t>(state.range(1));
-  int const variant = static_cast<int>(state.range(2));
-  bool const graph = state.range(3) != 0;
-  auto const n = static_cast<std::size_t>(w->size());
-  std::size_t const shard = std::max<std::size_t>(bytes / 2 / 16 * 16, 16);  // bf16 elements out
+  LatencyCase const lc(state);
+  if (lc.w == nullptr) return;
+  RankWorld* const w = lc.w;
+  std::size_t const n = lc.n;
+  std::size_t const shard = std::max<std::size_t>(lc.bytes / 2 / 16 * 16, 16);  // bf16 elements out
   std::size_t const total = shard * n;
   RankBuffers b(*w);
-  if (variant == 0) {
+  if (lc.variant == 0) {
     auto const data = b.get(total / 2, true), scales = b.get(total / 16, true);
     auto const global = b.get(4, true), out = b.get(shard * 2, true);
     // A global scale of 1 and small block scales: any finite data will do for timing.
@@ -215,7 +227,7 @@ void BM_LatencyReduceScatter(benchmark::State& state) {
                                global[static_cast<std::size_t>(r)], one);
     });
     time_variant(
-        state, *w, false, graph,
+        state, *w, false, lc.graph,
         [&](int r) {
           auto const i = static_cast<std::size_t>(r);
           Nvfp4View const send{data[i], scales[i], reinterpret_cast<float*>(global[i]), total};
@@ -226,10 +238,10 @@ void BM_LatencyReduceScatter(benchmark::State& state) {
         },
         Path::LsaKernel);
   } else {
-    bool const windows = variant == 1;
+    bool const windows = lc.variant == 1;
     auto const in = b.get(total * 2, windows), out = b.get(shard * 2, windows);
     time_variant(
-        state, *w, true, graph,
+        state, *w, true, lc.graph,
         [&](int r) {
           auto const i = static_cast<std::size_t>(r);
           if (windows) {
