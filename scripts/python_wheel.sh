@@ -23,7 +23,8 @@ assert "site-packages" in pkg, pkg
 assert symmcomm.library_path() == os.path.join(pkg, "libsymmcomm_c.so"), symmcomm.library_path()
 print("python_wheel: symmcomm", symmcomm.__version__, "installed at", pkg, "with its library")'
 env -u SYMMCOMM_LIBRARY -u PYTHONPATH SYMMCOMM_EXPECT_WHEEL=1 "$work/env/bin/python" -m pytest -q \
-  -p no:cacheprovider "$SYMMCOMM_ROOT/python/tests/test_package.py"
+  -p no:cacheprovider "$SYMMCOMM_ROOT/python/tests/test_package.py" \
+  "$SYMMCOMM_ROOT/python/tests/test_shapes.py"
 left=$(cd "$SYMMCOMM_ROOT" && git status --porcelain --ignored python | grep -E "egg-info|/build/" || true)
 if [ -n "$left" ]; then
   echo "python_wheel: the build left files in python/:" >&2
