@@ -36,9 +36,21 @@ def library_path():
 
 
 
-class Nvfp4(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("block_scales", ctypes.c_void_p),
-                ("global_scale", ctypes.c_void_p), ("count", ctypes.c_size_t)]
+class Tensor(ctypes.Structure):
+    """symmcomm_tensor_t (c_api.h): dtype 0 = NVFP4, 3 = BF16; scale layout 0 = linear."""
+    _fields_ = [("dtype", ctypes.c_int), ("scale_layout", ctypes.c_int),
+                ("data", ctypes.c_void_p), ("block_scales", ctypes.c_void_p),
+                ("scales", ctypes.c_void_p), ("count", ctypes.c_size_t),
+                ("row_elements", ctypes.c_size_t)]
+
+
+NVFP4, BF16 = 0, 3
+
+
+class Plan(ctypes.Structure):
+    """symmcomm_plan_t; struct_size set before a call."""
+    _fields_ = [("struct_size", ctypes.c_size_t), ("path", ctypes.c_int), ("reason", ctypes.c_int),
+                ("staged", ctypes.c_int), ("private_data", ctypes.c_uint64 * 24)]
 
 
 def load(path):
@@ -56,11 +68,14 @@ def load(path):
         "symmcomm_pool_destroy": ([vp], st),
         "symmcomm_torch_set_pool": ([vp], st),
         "symmcomm_provenance": ([vp, vp, sz, ctypes.POINTER(i), ctypes.POINTER(sz)], st),
-        "symmcomm_quantize_nvfp4": ([vp, ctypes.POINTER(Nvfp4), i, vp], st),
-        "symmcomm_dequantize_nvfp4": ([ctypes.POINTER(Nvfp4), vp, vp], st),
-        "symmcomm_all_gather_nvfp4": ([vp, ctypes.POINTER(Nvfp4), ctypes.POINTER(Nvfp4), i, vp,
-                                       ctypes.POINTER(i)], st),
-        "symmcomm_reduce_scatter_bf16": ([vp, vp, vp, sz, i, vp, ctypes.POINTER(i)], st),
+        "symmcomm_quantize": ([ctypes.POINTER(Tensor), ctypes.POINTER(Tensor), i, vp], st),
+        "symmcomm_dequantize": ([ctypes.POINTER(Tensor), ctypes.POINTER(Tensor), vp], st),
+        # options NULL: the defaults (path auto).
+        "symmcomm_all_gather": ([vp, ctypes.POINTER(Tensor), ctypes.POINTER(Tensor), vp, vp,
+                                 ctypes.POINTER(Plan)], st),
+        "symmcomm_reduce_scatter": ([vp, ctypes.POINTER(Tensor), ctypes.POINTER(Tensor), vp, vp,
+                                     ctypes.POINTER(Plan)], st),
+        "symmcomm_enum_name": ([i, i], ctypes.c_char_p),
     }
     for name, (args, res) in sigs.items():
         fn = getattr(lib, name)
@@ -128,17 +143,22 @@ def main():
     print(f"pool tensors in symmetric windows: {all(windows)}")
 
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-    q = Nvfp4(data.data_ptr(), scales.data_ptr(), gscale.data_ptr(), n)
-    g = Nvfp4(gdata.data_ptr(), gscales.data_ptr(), gglobal.data_ptr(), world * n)
-    taken = ctypes.c_int()
-    check(lib, lib.symmcomm_quantize_nvfp4(x.data_ptr(), ctypes.byref(q), 1, stream), "quantize")
-    check(lib, lib.symmcomm_all_gather_nvfp4(comm, ctypes.byref(q), ctypes.byref(g), 0, stream,
-                                             ctypes.byref(taken)), "all_gather_nvfp4")
-    ag_path = taken.value
+    def bf16(t):
+        return Tensor(BF16, 0, t.data_ptr(), None, None, t.numel(), 0)
+
+    xt = bf16(x)
+    q = Tensor(NVFP4, 0, data.data_ptr(), scales.data_ptr(), gscale.data_ptr(), n, 0)
+    g = Tensor(NVFP4, 0, gdata.data_ptr(), gscales.data_ptr(), gglobal.data_ptr(), world * n, 0)
+    plan = Plan(struct_size=ctypes.sizeof(Plan))
+    check(lib, lib.symmcomm_quantize(ctypes.byref(xt), ctypes.byref(q), 1, stream), "quantize")
+    check(lib, lib.symmcomm_all_gather(comm, ctypes.byref(q), ctypes.byref(g), None, stream,
+                                       ctypes.byref(plan)), "all_gather")
+    ag_path = lib.symmcomm_enum_name(2, plan.path).decode()  # 2: SYMMCOMM_ENUM_PATH_TAKEN
     back = torch.empty(world * n, dtype=torch.bfloat16, device="cuda")
-    check(lib, lib.symmcomm_dequantize_nvfp4(ctypes.byref(g), back.data_ptr(), stream), "dequantize")
-    check(lib, lib.symmcomm_reduce_scatter_bf16(comm, y.data_ptr(), z.data_ptr(), n, 0, stream,
-                                                ctypes.byref(taken)), "reduce_scatter_bf16")
+    backt, yt, zt = bf16(back), bf16(y), bf16(z)
+    check(lib, lib.symmcomm_dequantize(ctypes.byref(g), ctypes.byref(backt), stream), "dequantize")
+    check(lib, lib.symmcomm_reduce_scatter(comm, ctypes.byref(yt), ctypes.byref(zt), None, stream,
+                                           ctypes.byref(plan)), "reduce_scatter")
     torch.cuda.synchronize()
 
     # Checks against PyTorch: this rank's slice of the gather is its own NVFP4 tensor (relative
@@ -148,9 +168,9 @@ def main():
     assert err < 0.15, f"NVFP4 round trip error {err}"
     if world == 1:
         assert torch.equal(z, y), "one-rank reduce-scatter must return its input"
-    paths = ["nccl-symmetric", "lsa-kernel", "fallback"]
-    print(f"rank {rank}/{world}: tensors in symmetric windows; NVFP4 all-gather ({paths[ag_path]}) "
-          f"round-trip error {err:.4f}; BF16 reduce-scatter ({paths[taken.value]}) OK; "
+    rs_path = lib.symmcomm_enum_name(2, plan.path).decode()
+    print(f"rank {rank}/{world}: tensors in symmetric windows; NVFP4 all-gather ({ag_path}) "
+          f"round-trip error {err:.4f}; BF16 reduce-scatter ({rs_path}) OK; "
           f"NCCL symmetric support: {bool(symmetric.value)}")
 
     del x, data, scales, gscale, gdata, gscales, gglobal, y, z, back

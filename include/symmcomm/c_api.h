@@ -43,8 +43,10 @@ typedef enum {
 } symmcomm_status_t;
 
 /** Version of this C ABI: bumped whenever a declaration here changes incompatibly (bindings
- *  such as the Python package check it at load time). */
-#define SYMMCOMM_C_ABI_VERSION 3
+ *  such as the Python package check it at load time). 4: collectives and codecs over tagged
+ *  tensor descriptors (symmcomm_tensor_t), size-versioned options and plan out-parameters;
+ *  3 had one entry point per type, layout and output combination. */
+#define SYMMCOMM_C_ABI_VERSION 4
 
 /** Path requested for a collective (symmcomm::PathChoice). */
 typedef enum {
@@ -61,28 +63,155 @@ typedef enum {
   SYMMCOMM_TOOK_FALLBACK = 2
 } symmcomm_path_taken_t;
 
-/** FP8 encodings. */
-typedef enum { SYMMCOMM_FP8_E4M3 = 0, SYMMCOMM_FP8_E5M2 = 1 } symmcomm_fp8_format_t;
-
 typedef struct symmcomm_comm_s* symmcomm_comm_t; /**< a communicator (owned or borrowed) */
 typedef struct symmcomm_pool_s* symmcomm_pool_t; /**< a symmetric memory pool */
 
-/** An NVFP4 tensor: packed e2m1 data (count/2 bytes), e4m3 block scales (count/16 bytes) and
- *  the fp32 global scale (comm size floats for gathered tensors). */
-typedef struct {
-  uint8_t* data;
-  uint8_t* block_scales;
-  float* global_scale;
-  size_t count;
-} symmcomm_nvfp4_t;
+/** Element type of a tensor (symmcomm::DataType, in its order). */
+typedef enum {
+  SYMMCOMM_DTYPE_NVFP4 = 0,    /* packed e2m1 + e4m3 block scales (16 elements) + fp32 global */
+  SYMMCOMM_DTYPE_FP8_E4M3 = 1, /* e4m3 codes + fp32 scale */
+  SYMMCOMM_DTYPE_FP8_E5M2 = 2, /* e5m2 codes + fp32 scale */
+  SYMMCOMM_DTYPE_BF16 = 3,
+  SYMMCOMM_DTYPE_FP32 = 4
+} symmcomm_dtype_t;
 
-/** An FP8 tensor: codes, its fp32 dequantization scale(s), count and format. */
+/** Layout of an NVFP4 tensor's block scales (symmcomm::ScaleLayout). */
+typedef enum {
+  SYMMCOMM_SCALE_LAYOUT_LINEAR = 0,        /* element i's block scale at byte i / 16 */
+  SYMMCOMM_SCALE_LAYOUT_SWIZZLED_128X4 = 1 /* the 128 x 4 tiles NVFP4 GEMMs read, rows of
+                                              row_elements (symmcomm/formats/scale_layout.hpp) */
+} symmcomm_scale_layout_t;
+
+/** Why a collective took its path (symmcomm::PlanReason, in its order). */
+typedef enum {
+  SYMMCOMM_REASON_ALL_SYMMETRIC = 0,
+  SYMMCOMM_REASON_LSA_KERNEL_FASTER = 1,
+  SYMMCOMM_REASON_FORCED_FALLBACK = 2,
+  SYMMCOMM_REASON_NO_SYMMETRIC_SUPPORT = 3,
+  SYMMCOMM_REASON_BUFFER_NOT_SYMMETRIC = 4,
+  SYMMCOMM_REASON_VARIABLE_COUNTS = 5,
+  SYMMCOMM_REASON_SCALED_REDUCTION = 6,
+  SYMMCOMM_REASON_LSA_KERNEL_UNAVAILABLE = 7,
+  SYMMCOMM_REASON_STAGED = 8,
+  SYMMCOMM_REASON_FUSED_QUANTIZE = 9,
+  SYMMCOMM_REASON_NCCL_FASTER_HERE = 10,
+  SYMMCOMM_REASON_FORCED = 11,
+  SYMMCOMM_REASON_NCCL_CANNOT = 12,
+  SYMMCOMM_REASON_LSA_KERNEL_FUSES = 13,
+  SYMMCOMM_REASON_QUANTIZED_SEND_IN_WORKSPACE = 14
+} symmcomm_plan_reason_t;
+
+/** One tensor of a call, tagged with its element type. Which fields a dtype uses:
+ *  - BF16, FP32: data, count (block_scales and scales NULL).
+ *  - FP8_E4M3, FP8_E5M2: data (count bytes), scales (its fp32 dequantization scale; a gathered
+ *    tensor holds one per rank).
+ *  - NVFP4: data (count / 2 bytes), block_scales (count / 16 bytes when LINEAR; when
+ *    SWIZZLED_128X4, swizzled_scale_bytes(count / row_elements, row_elements / 16) bytes,
+ *    4-byte aligned), scales (the fp32 global scale; a gathered tensor holds one per rank).
+ *  scale_layout and row_elements apply to NVFP4 only (LINEAR and 0 otherwise); SWIZZLED_128X4
+ *  is what a gather can write into its receive tensor. Build one with the symmcomm_tensor_*
+ *  helpers below or a designated initializer (unset fields zero). */
 typedef struct {
-  uint8_t* data;
-  float* scale;
-  size_t count;
-  symmcomm_fp8_format_t format;
-} symmcomm_fp8_t;
+  symmcomm_dtype_t dtype;
+  symmcomm_scale_layout_t scale_layout;
+  void* data;
+  void* block_scales;
+  float* scales;
+  size_t count;        /* elements */
+  size_t row_elements; /* with SYMMCOMM_SCALE_LAYOUT_SWIZZLED_128X4: elements per row */
+} symmcomm_tensor_t;
+
+static inline symmcomm_tensor_t symmcomm_tensor_bf16(void* data, size_t count) {
+  symmcomm_tensor_t t = {
+      SYMMCOMM_DTYPE_BF16, SYMMCOMM_SCALE_LAYOUT_LINEAR, data, NULL, NULL, count, 0};
+  return t;
+}
+static inline symmcomm_tensor_t symmcomm_tensor_fp32(float* data, size_t count) {
+  symmcomm_tensor_t t = {
+      SYMMCOMM_DTYPE_FP32, SYMMCOMM_SCALE_LAYOUT_LINEAR, data, NULL, NULL, count, 0};
+  return t;
+}
+/** dtype: SYMMCOMM_DTYPE_FP8_E4M3 or SYMMCOMM_DTYPE_FP8_E5M2. */
+static inline symmcomm_tensor_t symmcomm_tensor_fp8(symmcomm_dtype_t dtype, void* data,
+                                                    float* scale, size_t count) {
+  symmcomm_tensor_t t = {dtype, SYMMCOMM_SCALE_LAYOUT_LINEAR, data, NULL, scale, count, 0};
+  return t;
+}
+static inline symmcomm_tensor_t symmcomm_tensor_nvfp4(void* data, void* block_scales,
+                                                      float* global_scale, size_t count) {
+  symmcomm_tensor_t t = {SYMMCOMM_DTYPE_NVFP4,
+                         SYMMCOMM_SCALE_LAYOUT_LINEAR,
+                         data,
+                         block_scales,
+                         global_scale,
+                         count,
+                         0};
+  return t;
+}
+/** An NVFP4 tensor whose block scales are in the swizzled 128 x 4 layout, rows of
+ *  `row_elements` elements (a multiple of 16). */
+static inline symmcomm_tensor_t symmcomm_tensor_nvfp4_swizzled(void* data, void* block_scales,
+                                                               float* global_scale, size_t count,
+                                                               size_t row_elements) {
+  symmcomm_tensor_t t = {SYMMCOMM_DTYPE_NVFP4,
+                         SYMMCOMM_SCALE_LAYOUT_SWIZZLED_128X4,
+                         data,
+                         block_scales,
+                         global_scale,
+                         count,
+                         row_elements};
+  return t;
+}
+
+/** Execution policy of a collective (symmcomm::Options). Size-versioned: struct_size is
+ *  sizeof(symmcomm_options_t) as the caller compiled it (SYMMCOMM_OPTIONS_INIT sets it). Fields
+ *  a smaller (older) struct lacks take their defaults; a larger (newer) struct is accepted when
+ *  the bytes this library does not know are zero. NULL options: all defaults. */
+typedef struct {
+  size_t struct_size;
+  symmcomm_path_t path; /* requested path (default SYMMCOMM_PATH_AUTO) */
+  int agree_plan;       /* != 0: agree the path with every rank first (debugging; see
+                           symmcomm::Options::agree_plan) */
+  int pdl_fence;        /* default 1 (symmcomm::Options::pdl_fence) */
+  int allow_staging;    /* != 0: copy plain buffers through the staging ranges below */
+  void* workspace;      /* device scratch for quantized fallbacks (NULL: the communicator's) */
+  size_t workspace_bytes;
+  void* staging_send; /* symmetric staging scratch (symmcomm::Staging) */
+  size_t staging_send_bytes;
+  void* staging_recv;
+  size_t staging_recv_bytes;
+} symmcomm_options_t;
+
+#define SYMMCOMM_OPTIONS_INIT \
+  { sizeof(symmcomm_options_t), SYMMCOMM_PATH_AUTO, 0, 1, 0, NULL, 0, NULL, 0, NULL, 0 }
+
+/** The plan a collective took, written when its plan argument is not NULL. Initialise with
+ *  SYMMCOMM_PLAN_INIT (struct_size is how much the library may write). The reason's text is
+ *  produced only when asked: symmcomm_plan_describe. */
+typedef struct {
+  size_t struct_size;
+  symmcomm_path_taken_t path;
+  symmcomm_plan_reason_t reason;
+  int staged;                /* plain buffers were copied through staging scratch */
+  uint64_t private_data[24]; /* the library's record of the plan, for symmcomm_plan_describe */
+} symmcomm_plan_t;
+
+#define SYMMCOMM_PLAN_INIT                                                                 \
+  {                                                                                        \
+    sizeof(symmcomm_plan_t), SYMMCOMM_TOOK_FALLBACK, SYMMCOMM_REASON_FORCED_FALLBACK, 0, { \
+      0                                                                                    \
+    }                                                                                      \
+  }
+
+/** Enumerations whose names the library exports (symmcomm_enum_name). */
+typedef enum {
+  SYMMCOMM_ENUM_STATUS = 0,       /* symmcomm_status_t: "success", "invalid-argument", ... */
+  SYMMCOMM_ENUM_PATH = 1,         /* symmcomm_path_t: "auto", "nccl-symmetric", ... */
+  SYMMCOMM_ENUM_PATH_TAKEN = 2,   /* symmcomm_path_taken_t */
+  SYMMCOMM_ENUM_DTYPE = 3,        /* symmcomm_dtype_t: "nvfp4", "fp8e4m3", ... */
+  SYMMCOMM_ENUM_SCALE_LAYOUT = 4, /* symmcomm_scale_layout_t: "linear", "swizzled128x4" */
+  SYMMCOMM_ENUM_PLAN_REASON = 5   /* symmcomm_plan_reason_t */
+} symmcomm_enum_t;
 
 /** Text of the calling thread's last failure ("" when none). Valid until the thread's next
  *  failing call. */
@@ -91,9 +220,6 @@ const char* symmcomm_last_error(void);
 const char* symmcomm_version(void);
 /** SYMMCOMM_C_ABI_VERSION of the library loaded (compare with the header a binding expects). */
 int symmcomm_abi_version(void);
-/** Plan::reason() of the calling thread's last successful collective ("path: why"; "" before
- *  the first). Valid until the thread's next collective. */
-const char* symmcomm_last_plan_reason(void);
 
 /* ---- communicators ------------------------------------------------------------------------ */
 
@@ -150,113 +276,72 @@ symmcomm_status_t symmcomm_verify(symmcomm_comm_t comm, symmcomm_stream_t stream
 symmcomm_status_t symmcomm_provenance(symmcomm_comm_t comm, const void* ptr, size_t bytes,
                                       int* symmetric, size_t* window_offset);
 
+/* ---- plans and enumerations --------------------------------------------------------------- */
+
+/** Writes the plan's explanation ("path: why", naming the buffer and window where that is the
+ *  reason) into `text` (up to `capacity` bytes, NUL-terminated, truncated if needed; `text`
+ *  may be NULL when capacity is 0) and its full length plus the NUL into *needed (may be
+ *  NULL). Formatting happens here, never in the collective. */
+symmcomm_status_t symmcomm_plan_describe(const symmcomm_plan_t* plan, char* text, size_t capacity,
+                                         size_t* needed);
+/** The name of `value` in enumeration `kind` (lowercase, as symmcomm's C++ to_string and the
+ *  Python package spell it), or NULL when `value` is past the last one: bindings build their
+ *  enumerations from these instead of typing them twice. */
+const char* symmcomm_enum_name(symmcomm_enum_t kind, int value);
+
 /* ---- codecs -------------------------------------------------------------------------------- */
 
-/** BF16 -> NVFP4; compute_scale != 0 computes and stores the global scale. */
-symmcomm_status_t symmcomm_quantize_nvfp4(const void* src_bf16, const symmcomm_nvfp4_t* dst,
-                                          int compute_scale, symmcomm_stream_t stream);
-/** NVFP4 -> BF16. */
-symmcomm_status_t symmcomm_dequantize_nvfp4(const symmcomm_nvfp4_t* src, void* dst_bf16,
-                                            symmcomm_stream_t stream);
+/** Quantizes the BF16 tensor `src` into `dst` (NVFP4 or FP8, the same count);
+ *  compute_scale != 0 computes dst's scale from the data and stores it, else dst's scale is
+ *  read. */
+symmcomm_status_t symmcomm_quantize(const symmcomm_tensor_t* src, const symmcomm_tensor_t* dst,
+                                    int compute_scale, symmcomm_stream_t stream);
+/** Dequantizes `src` (NVFP4 or FP8, linear scales) into the BF16 tensor `dst`. */
+symmcomm_status_t symmcomm_dequantize(const symmcomm_tensor_t* src, const symmcomm_tensor_t* dst,
+                                      symmcomm_stream_t stream);
 
-/** BF16 -> FP8 of dst->format; compute_scale != 0 computes and stores the scale. */
-symmcomm_status_t symmcomm_quantize_fp8(const void* src_bf16, const symmcomm_fp8_t* dst,
-                                        int compute_scale, symmcomm_stream_t stream);
-/** FP8 -> BF16. */
-symmcomm_status_t symmcomm_dequantize_fp8(const symmcomm_fp8_t* src, void* dst_bf16,
-                                          symmcomm_stream_t stream);
+/* ---- collectives ---------------------------------------------------------------------------
+ * options and plan may be NULL. Every call validates its tensors (naming the argument) before
+ * anything is enqueued, picks a path from the buffers' provenance (symmcomm::Plan) and is
+ * stream-ordered on `stream`. The combinations each accepts are symmcomm's C++ overloads. */
 
-/* ---- collectives (path_taken may be NULL) -------------------------------------------------- */
-
-/** Fused quantize + all-gather: this rank's `count` bf16 elements quantized with the device
- *  scale at `scale` (NULL: computed from the data) into every rank's `recv` (count x size
- *  elements, size scales). */
-symmcomm_status_t symmcomm_quantize_all_gather_nvfp4(symmcomm_comm_t comm, const void* input_bf16,
-                                                     size_t count, const symmcomm_nvfp4_t* recv,
-                                                     const float* scale, symmcomm_path_t path,
-                                                     symmcomm_stream_t stream, int* path_taken);
-symmcomm_status_t symmcomm_quantize_all_gather_fp8(symmcomm_comm_t comm, const void* input_bf16,
-                                                   size_t count, const symmcomm_fp8_t* recv,
-                                                   const float* scale, symmcomm_path_t path,
-                                                   symmcomm_stream_t stream, int* path_taken);
-
-symmcomm_status_t symmcomm_all_gather_bf16(symmcomm_comm_t comm, const void* send, void* recv,
-                                           size_t send_count, symmcomm_path_t path,
-                                           symmcomm_stream_t stream, int* path_taken);
-symmcomm_status_t symmcomm_all_gather_fp8(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
-                                          const symmcomm_fp8_t* recv, symmcomm_path_t path,
-                                          symmcomm_stream_t stream, int* path_taken);
-symmcomm_status_t symmcomm_all_gather_nvfp4(symmcomm_comm_t comm, const symmcomm_nvfp4_t* send,
-                                            const symmcomm_nvfp4_t* recv, symmcomm_path_t path,
-                                            symmcomm_stream_t stream, int* path_taken);
-/** All-gathers with `counts[r]` elements from rank r (symmcomm::all_gatherv): `counts` is a host
- *  array of comm size entries, the same on every rank; send holds counts[rank] elements, recv
- *  their sum, rank r's part after ranks 0..r-1 (NVFP4: counts multiples of 16; FP8 and NVFP4
- *  recv: comm size scales). */
-symmcomm_status_t symmcomm_all_gatherv_bf16(symmcomm_comm_t comm, const void* send, void* recv,
-                                            const size_t* counts, symmcomm_path_t path,
-                                            symmcomm_stream_t stream, int* path_taken);
-symmcomm_status_t symmcomm_all_gatherv_fp8(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
-                                           const symmcomm_fp8_t* recv, const size_t* counts,
-                                           symmcomm_path_t path, symmcomm_stream_t stream,
-                                           int* path_taken);
-symmcomm_status_t symmcomm_all_gatherv_nvfp4(symmcomm_comm_t comm, const symmcomm_nvfp4_t* send,
-                                             const symmcomm_nvfp4_t* recv, const size_t* counts,
-                                             symmcomm_path_t path, symmcomm_stream_t stream,
-                                             int* path_taken);
-/** NVFP4 gathers writing recv->block_scales in the swizzled 128x4 layout NVFP4 GEMMs read
- *  (symmcomm::ScaleLayout::Swizzled128x4): the gathered tensor is rows of `row_elements`
- *  elements (a multiple of 16; every rank's count whole rows), and recv->block_scales holds
- *  swizzled_scale_bytes(rows, row_elements / 16) bytes (symmcomm/formats/scale_layout.hpp),
- *  4-byte aligned. Otherwise as the functions without _swizzled. */
-symmcomm_status_t symmcomm_all_gather_nvfp4_swizzled(symmcomm_comm_t comm,
-                                                     const symmcomm_nvfp4_t* send,
-                                                     const symmcomm_nvfp4_t* recv,
-                                                     size_t row_elements, symmcomm_path_t path,
-                                                     symmcomm_stream_t stream, int* path_taken);
-symmcomm_status_t symmcomm_all_gatherv_nvfp4_swizzled(symmcomm_comm_t comm,
-                                                      const symmcomm_nvfp4_t* send,
-                                                      const symmcomm_nvfp4_t* recv,
-                                                      const size_t* counts, size_t row_elements,
-                                                      symmcomm_path_t path,
-                                                      symmcomm_stream_t stream, int* path_taken);
-symmcomm_status_t symmcomm_quantize_all_gather_nvfp4_swizzled(
-    symmcomm_comm_t comm, const void* input_bf16, size_t count, const symmcomm_nvfp4_t* recv,
-    const float* scale, size_t row_elements, symmcomm_path_t path, symmcomm_stream_t stream,
-    int* path_taken);
-symmcomm_status_t symmcomm_reduce_scatter_bf16(symmcomm_comm_t comm, const void* send, void* recv,
-                                               size_t recv_count, symmcomm_path_t path,
-                                               symmcomm_stream_t stream, int* path_taken);
-/** NVFP4 sum into BF16 (fp32 accumulation, one rounding). */
-symmcomm_status_t symmcomm_reduce_scatter_nvfp4_bf16(symmcomm_comm_t comm,
-                                                     const symmcomm_nvfp4_t* send, void* recv_bf16,
-                                                     size_t recv_count, symmcomm_path_t path,
-                                                     symmcomm_stream_t stream, int* path_taken);
-/** FP8 sum into BF16 (fp32 accumulation, one rounding). */
-symmcomm_status_t symmcomm_reduce_scatter_fp8_bf16(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
-                                                   void* recv_bf16, size_t recv_count,
-                                                   symmcomm_path_t path, symmcomm_stream_t stream,
-                                                   int* path_taken);
-
-/** NVFP4 / FP8 sums into fp32 (fp32 accumulation, no rounding). */
-symmcomm_status_t symmcomm_reduce_scatter_nvfp4_fp32(symmcomm_comm_t comm,
-                                                     const symmcomm_nvfp4_t* send, float* recv,
-                                                     size_t recv_count, symmcomm_path_t path,
-                                                     symmcomm_stream_t stream, int* path_taken);
-symmcomm_status_t symmcomm_reduce_scatter_fp8_fp32(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
-                                                   float* recv, size_t recv_count,
-                                                   symmcomm_path_t path, symmcomm_stream_t stream,
-                                                   int* path_taken);
-/** NVFP4 / FP8 sums re-quantized to the input's format (recv->count elements; its one scale
- *  computed from this rank's fp32 sum). */
-symmcomm_status_t symmcomm_reduce_scatter_nvfp4_nvfp4(symmcomm_comm_t comm,
-                                                      const symmcomm_nvfp4_t* send,
-                                                      const symmcomm_nvfp4_t* recv,
-                                                      symmcomm_path_t path,
-                                                      symmcomm_stream_t stream, int* path_taken);
-symmcomm_status_t symmcomm_reduce_scatter_fp8_fp8(symmcomm_comm_t comm, const symmcomm_fp8_t* send,
-                                                  const symmcomm_fp8_t* recv, symmcomm_path_t path,
-                                                  symmcomm_stream_t stream, int* path_taken);
+/** Gathers every rank's `send` into `recv` (rank r's part at r x send->count): BF16, FP8 or
+ *  NVFP4, send and recv of one dtype; recv->count = send->count x comm size, its scales one
+ *  per rank. An NVFP4 recv may have SWIZZLED_128X4 block scales (send's are linear). */
+symmcomm_status_t symmcomm_all_gather(symmcomm_comm_t comm, const symmcomm_tensor_t* send,
+                                      const symmcomm_tensor_t* recv,
+                                      const symmcomm_options_t* options, symmcomm_stream_t stream,
+                                      symmcomm_plan_t* plan);
+/** All-gather with `counts[r]` elements from rank r: `counts` a host array of comm size
+ *  entries, the same on every rank; send->count = counts[rank], recv->count their sum, rank r's
+ *  part after ranks 0..r-1 (NVFP4 and FP8: multiples of 16; swizzled NVFP4: whole rows). */
+symmcomm_status_t symmcomm_all_gatherv(symmcomm_comm_t comm, const symmcomm_tensor_t* send,
+                                       const symmcomm_tensor_t* recv, const size_t* counts,
+                                       const symmcomm_options_t* options, symmcomm_stream_t stream,
+                                       symmcomm_plan_t* plan);
+/** Sums `send` over the ranks and leaves this rank's shard in `recv` (send->count = recv->count
+ *  x comm size): BF16 -> BF16, FP32 -> FP32; NVFP4 or FP8 (per-rank scales, summed in fp32) ->
+ *  BF16 (one rounding), FP32 (none) or send's own dtype (re-quantized, its scale computed from
+ *  the sum). */
+symmcomm_status_t symmcomm_reduce_scatter(symmcomm_comm_t comm, const symmcomm_tensor_t* send,
+                                          const symmcomm_tensor_t* recv,
+                                          const symmcomm_options_t* options,
+                                          symmcomm_stream_t stream, symmcomm_plan_t* plan);
+/** Reduce-scatter with `counts[r]` elements for rank r (host array of comm size entries, the
+ *  same on every rank; send->count their sum, recv->count = counts[rank]): BF16 -> BF16,
+ *  NVFP4 -> BF16, FP8 -> BF16 (quantized: counts multiples of 16). */
+symmcomm_status_t symmcomm_reduce_scatterv(symmcomm_comm_t comm, const symmcomm_tensor_t* send,
+                                           const symmcomm_tensor_t* recv, const size_t* counts,
+                                           const symmcomm_options_t* options,
+                                           symmcomm_stream_t stream, symmcomm_plan_t* plan);
+/** Fused quantize + all-gather: this rank's BF16 `input` quantized with the device scale at
+ *  `scale` (NULL: computed from the data) into every rank's `recv` (NVFP4 or FP8,
+ *  recv->count = input->count x comm size, one scale per rank; NVFP4 block scales linear or
+ *  SWIZZLED_128X4). One launch where symmcomm's LSA kernel can run. */
+symmcomm_status_t symmcomm_quantize_all_gather(symmcomm_comm_t comm, const symmcomm_tensor_t* input,
+                                               const float* scale, const symmcomm_tensor_t* recv,
+                                               const symmcomm_options_t* options,
+                                               symmcomm_stream_t stream, symmcomm_plan_t* plan);
 
 /* ---- PyTorch pluggable allocator ----------------------------------------------------------- */
 

@@ -27,7 +27,7 @@ __all__ = [
     "TimeoutError", "InternalError", "version", "abi_version", "library_path", "unique_id",
     "Communicator", "Pool", "Plan", "Nvfp4Tensor", "Fp8Tensor", "provenance", "is_symmetric",
     "verify", "torch_mem_pool", "all_gather", "all_gatherv", "reduce_scatter",
-    "quantize_all_gather", "nccl_version", "share_gpus_if_needed", "rank_part",
+    "quantize_all_gather", "reduce_scatterv", "nccl_version", "share_gpus_if_needed", "rank_part",
     "swizzled_scale_bytes",
     "quantize_nvfp4", "dequantize_nvfp4", "quantize_fp8", "dequantize_fp8", "shared_unique_id",
 ]
@@ -387,8 +387,37 @@ def is_symmetric(comm, tensor):
 
 # ---- tensors ---------------------------------------------------------------------------------
 
-#: The path a collective took and symmcomm's reason (Plan::reason()).
-Plan = collections.namedtuple("Plan", ["path", "reason"])
+class Plan:
+    """The path a collective took ("nccl-symmetric", "lsa-kernel" or "fallback"), why (`why`:
+    the reason's name, e.g. "buffer-not-symmetric"), whether plain buffers were staged, and
+    `reason`, symmcomm's explanation (Plan::reason()): formatted by the library only when read.
+    Unpacks as (path, reason)."""
+
+    __slots__ = ("path", "why", "staged", "_c", "_text")
+
+    def __init__(self, c_plan):
+        self._c = c_plan
+        self.path = _capi.TAKEN.get(c_plan.path, "unknown")
+        self.why = _capi.REASONS.get(c_plan.reason, "unknown")
+        self.staged = bool(c_plan.staged)
+        self._text = None
+
+    @property
+    def reason(self):
+        if self._text is None:
+            needed = ctypes.c_size_t(0)
+            _check(_lib.symmcomm_plan_describe(ctypes.byref(self._c), None, 0,
+                                               ctypes.byref(needed)))
+            buf = ctypes.create_string_buffer(needed.value)
+            _check(_lib.symmcomm_plan_describe(ctypes.byref(self._c), buf, needed.value, None))
+            self._text = buf.value.decode("utf-8", "replace")
+        return self._text
+
+    def __iter__(self):
+        return iter((self.path, self.reason))
+
+    def __repr__(self):
+        return "Plan(path=%r, why=%r)" % (self.path, self.why)
 
 #: An NVFP4 tensor: packed data (uint8 or float4_e2m1fn_x2, count/2), block scales
 #: (float8_e4m3fn or uint8, count/16) and global scale(s) (float32: 1 for a rank's tensor,
@@ -472,7 +501,7 @@ def _device_index(t):
 def _fp8_format(t, fmt, name):
     if fmt is None:
         return "e5m2" if _dtype_name(t) in _E5M2 else "e4m3"
-    if fmt not in _capi.FP8_FORMATS:
+    if fmt not in ("e4m3", "e5m2"):
         _fail("%s.format must be 'e4m3' or 'e5m2', got %r" % (name, fmt))
     dt = _dtype_name(t)
     if (dt in _E4M3 and fmt != "e4m3") or (dt in _E5M2 and fmt != "e5m2"):
@@ -490,8 +519,8 @@ def swizzled_scale_bytes(rows, scale_cols):
 
 
 def _nvfp4(v, name, device, scales_expected, row_elements=None):
-    """Checked symmcomm_nvfp4_t of an Nvfp4Tensor; with row_elements, its block scales are the
-    swizzled layout of rows of that many elements (a receive side: Options::scale_layout)."""
+    """Checked symmcomm_tensor_t of an Nvfp4Tensor; with row_elements, its block scales are the
+    swizzled layout of rows of that many elements (a gather's receive side)."""
     if not isinstance(v, Nvfp4Tensor):
         _fail("%s must be a symmcomm.Nvfp4Tensor(data, block_scales, global_scale), got %s"
               % (name, type(v).__name__))
@@ -502,6 +531,7 @@ def _nvfp4(v, name, device, scales_expected, row_elements=None):
     if count % NVFP4_BLOCK:
         _fail("%s.data holds %d bytes = %d elements, not a multiple of %d"
               % (name, n_data, count, NVFP4_BLOCK))
+    layout = _capi.SCALE_LAYOUTS["linear"]
     if row_elements is not None:
         _int_arg(row_elements, "row_elements", 1)
         if row_elements % NVFP4_BLOCK:
@@ -514,15 +544,18 @@ def _nvfp4(v, name, device, scales_expected, row_elements=None):
             _fail("%s.block_scales has %d elements; swizzled scales of %d rows of %d need %d "
                   "(symmcomm.swizzled_scale_bytes)" % (name, n_scales, count // row_elements,
                                                        row_elements, need))
+        layout = _capi.SCALE_LAYOUTS["swizzled128x4"]
     elif n_scales != count // NVFP4_BLOCK:
         _fail("%s.block_scales has %d elements; %d data bytes need %d (one per 16 elements)"
               % (name, n_scales, n_data, count // NVFP4_BLOCK))
     if n_glob < scales_expected:
         _fail("%s.global_scale has %d elements; expected %d" % (name, n_glob, scales_expected))
-    return _capi.Nvfp4(data, scales, glob, count)
+    return _capi.Tensor(_capi.DTYPES["nvfp4"], layout, data, scales, glob, count,
+                        row_elements or 0)
 
 
 def _fp8(v, name, device, scales_expected):
+    """Checked symmcomm_tensor_t of an Fp8Tensor."""
     if not isinstance(v, Fp8Tensor):
         _fail("%s must be a symmcomm.Fp8Tensor(data, scale[, format]), got %s"
               % (name, type(v).__name__))
@@ -531,13 +564,21 @@ def _fp8(v, name, device, scales_expected):
     if n_scale < scales_expected:
         _fail("%s.scale has %d elements; expected %d" % (name, n_scale, scales_expected))
     fmt = _fp8_format(v.data, v.format, name)
-    return _capi.Fp8(data, scale, n, _capi.FP8_FORMATS[fmt])
+    return _capi.Tensor(_capi.DTYPES["fp8" + fmt], _capi.SCALE_LAYOUTS["linear"], data, None,
+                        scale, n, 0)
+
+
+def _plain(t, name, dtypes, device=None):
+    """Checked symmcomm_tensor_t of a bf16 or float32 tensor."""
+    ptr, n = _tensor(t, name, dtypes, device)
+    dtype = "fp32" if _dtype_name(t) in _F32 else "bf16"
+    return _capi.Tensor(_capi.DTYPES[dtype], _capi.SCALE_LAYOUTS["linear"], ptr, None, None, n, 0)
 
 
 def _path_arg(path):
     if path not in _capi.PATHS:
         _fail("path must be one of %s, got %r" % (", ".join(_capi.PATHS), path))
-    return _capi.PATHS[path]
+    return _capi.options(_capi.PATHS[path])
 
 
 def _stream_arg(stream, tensor=None):
@@ -556,11 +597,6 @@ def _stream_arg(stream, tensor=None):
     return stream
 
 
-def _plan(taken):
-    return Plan(_capi.TAKEN.get(taken.value, "unknown"),
-                _lib.symmcomm_last_plan_reason().decode("utf-8", "replace"))
-
-
 def _first_tensor(v):
     return v.data if isinstance(v, (Nvfp4Tensor, Fp8Tensor)) else v
 
@@ -571,10 +607,24 @@ def _nvfp4_only(send, row_elements, call):
               % (call, type(send).__name__))
 
 
-def _nvfp4_gather(linear, swizzled, row_elements):
-    """The C entry point of an NVFP4 gather and the layout arguments it takes before `path`:
-    the swizzled variant with (row_elements,) when asked for, else the linear one with ()."""
-    return (linear, ()) if row_elements is None else (swizzled, (row_elements,))
+def _call(fn, comm, *args, stream, options):
+    """Runs a collective entry point fn(comm, *args, options, stream, plan); the Plan."""
+    plan = _capi.plan_out()
+    _check(fn(comm._h(), *args, ctypes.byref(options), ctypes.c_void_p(stream),
+              ctypes.byref(plan)))
+    return Plan(plan)
+
+
+def _gather_views(send, recv, device, size, row_elements):
+    """The send and recv tensors of a gather (one scale per rank on the receive side)."""
+    if isinstance(send, Nvfp4Tensor):
+        return _nvfp4(send, "send", device, 1), _nvfp4(recv, "recv", device, size, row_elements)
+    if isinstance(send, Fp8Tensor):
+        a, b = _fp8(send, "send", device, 1), _fp8(recv, "recv", device, size)
+        if a.dtype != b.dtype:
+            _fail("send and recv have different FP8 formats")
+        return a, b
+    return _plain(send, "send", _BF16, device), _plain(recv, "recv", _BF16, device)
 
 
 def all_gather(comm, send, recv, stream=None, path="auto", row_elements=None):
@@ -584,35 +634,24 @@ def all_gather(comm, send, recv, stream=None, path="auto", row_elements=None):
     of that many elements (swizzled_scale_bytes). Returns the Plan."""
     rank, size, device, _ = comm.info()
     _nvfp4_only(send, row_elements, "all_gather")
-    p = _path_arg(path)
+    o = _path_arg(path)
     s = _stream_arg(stream, _first_tensor(send))
-    taken = ctypes.c_int(-1)
-    if isinstance(send, Nvfp4Tensor):
-        a = _nvfp4(send, "send", device, 1)
-        b = _nvfp4(recv, "recv", device, size, row_elements)
-        if b.count != a.count * size:
-            _fail("recv holds %d elements, not send's %d x comm.size %d" % (b.count, a.count, size))
-        fn, layout = _nvfp4_gather(_lib.symmcomm_all_gather_nvfp4,
-                                   _lib.symmcomm_all_gather_nvfp4_swizzled, row_elements)
-        _check(fn(comm._h(), ctypes.byref(a), ctypes.byref(b), *layout, p, ctypes.c_void_p(s),
-                  ctypes.byref(taken)))
-    elif isinstance(send, Fp8Tensor):
-        a = _fp8(send, "send", device, 1)
-        b = _fp8(recv, "recv", device, size)
-        if a.format != b.format:
-            _fail("send and recv have different FP8 formats")
-        if b.count != a.count * size:
-            _fail("recv holds %d elements, not send's %d x comm.size %d" % (b.count, a.count, size))
-        _check(_lib.symmcomm_all_gather_fp8(comm._h(), ctypes.byref(a), ctypes.byref(b), p,
-                                            ctypes.c_void_p(s), ctypes.byref(taken)))
-    else:
-        a, n = _tensor(send, "send", _BF16, device)
-        b, m = _tensor(recv, "recv", _BF16, device)
-        if m != n * size:
-            _fail("recv holds %d elements, not send's %d x comm.size %d" % (m, n, size))
-        _check(_lib.symmcomm_all_gather_bf16(comm._h(), ctypes.c_void_p(a), ctypes.c_void_p(b), n,
-                                             p, ctypes.c_void_p(s), ctypes.byref(taken)))
-    return _plan(taken)
+    a, b = _gather_views(send, recv, device, size, row_elements)
+    if b.count != a.count * size:
+        _fail("recv holds %d elements, not send's %d x comm.size %d" % (b.count, a.count, size))
+    return _call(_lib.symmcomm_all_gather, comm, ctypes.byref(a), ctypes.byref(b), stream=s,
+                 options=o)
+
+
+def _counts_arg(counts, size, quantized):
+    if not isinstance(counts, (list, tuple)) or len(counts) != size:
+        _fail("counts must be a list of comm.size (%d) ints, got %r" % (size, counts))
+    n = [_int_arg(c, "counts[%d]" % i) for i, c in enumerate(counts)]
+    if quantized:
+        for i, c in enumerate(n):
+            if c % NVFP4_BLOCK:
+                _fail("counts[%d] = %d is not a multiple of %d (NVFP4 blocks)" % (i, c, NVFP4_BLOCK))
+    return n, (ctypes.c_size_t * size)(*n)
 
 
 def all_gatherv(comm, send, recv, counts, stream=None, path="auto", row_elements=None):
@@ -623,47 +662,39 @@ def all_gatherv(comm, send, recv, counts, stream=None, path="auto", row_elements
     in all_gather (every count whole rows). Returns the Plan."""
     rank, size, device, _ = comm.info()
     _nvfp4_only(send, row_elements, "all_gatherv")
-    if not isinstance(counts, (list, tuple)) or len(counts) != size:
-        _fail("counts must be a list of comm.size (%d) ints, got %r" % (size, counts))
-    n = [_int_arg(c, "counts[%d]" % i) for i, c in enumerate(counts)]
-    total = sum(n)
-    arr = (ctypes.c_size_t * size)(*n)
-    p = _path_arg(path)
+    n, arr = _counts_arg(counts, size, isinstance(send, Nvfp4Tensor))
+    o = _path_arg(path)
     s = _stream_arg(stream, _first_tensor(send))
-    taken = ctypes.c_int(-1)
+    a, b = _gather_views(send, recv, device, size, row_elements)
+    if a.count != n[rank]:
+        _fail("send holds %d elements, not counts[%d] = %d" % (a.count, rank, n[rank]))
+    if b.count != sum(n):
+        _fail("recv holds %d elements, not sum(counts) = %d" % (b.count, sum(n)))
+    return _call(_lib.symmcomm_all_gatherv, comm, ctypes.byref(a), ctypes.byref(b), arr,
+                 stream=s, options=o)
 
-    def check_counts(a_count, b_count):
-        if a_count != n[rank]:
-            _fail("send holds %d elements, not counts[%d] = %d" % (a_count, rank, n[rank]))
-        if b_count != total:
-            _fail("recv holds %d elements, not sum(counts) = %d" % (b_count, total))
 
+def _reduce_views(send, recv, device):
+    """The send and recv tensors of a reduce-scatter, their combination checked."""
+    quantized = isinstance(send, (Nvfp4Tensor, Fp8Tensor))
     if isinstance(send, Nvfp4Tensor):
-        for i, c in enumerate(n):
-            if c % NVFP4_BLOCK:
-                _fail("counts[%d] = %d is not a multiple of %d (NVFP4 blocks)" % (i, c, NVFP4_BLOCK))
         a = _nvfp4(send, "send", device, 1)
-        b = _nvfp4(recv, "recv", device, size, row_elements)
-        check_counts(a.count, b.count)
-        fn, layout = _nvfp4_gather(_lib.symmcomm_all_gatherv_nvfp4,
-                                   _lib.symmcomm_all_gatherv_nvfp4_swizzled, row_elements)
-        _check(fn(comm._h(), ctypes.byref(a), ctypes.byref(b), arr, *layout, p,
-                  ctypes.c_void_p(s), ctypes.byref(taken)))
     elif isinstance(send, Fp8Tensor):
         a = _fp8(send, "send", device, 1)
-        b = _fp8(recv, "recv", device, size)
-        if a.format != b.format:
-            _fail("send and recv have different FP8 formats")
-        check_counts(a.count, b.count)
-        _check(_lib.symmcomm_all_gatherv_fp8(comm._h(), ctypes.byref(a), ctypes.byref(b), arr, p,
-                                             ctypes.c_void_p(s), ctypes.byref(taken)))
     else:
-        a, an = _tensor(send, "send", _BF16, device)
-        b, bn = _tensor(recv, "recv", _BF16, device)
-        check_counts(an, bn)
-        _check(_lib.symmcomm_all_gatherv_bf16(comm._h(), ctypes.c_void_p(a), ctypes.c_void_p(b),
-                                              arr, p, ctypes.c_void_p(s), ctypes.byref(taken)))
-    return _plan(taken)
+        a = _plain(send, "send", _BF16, device)
+    if isinstance(recv, (Nvfp4Tensor, Fp8Tensor)):
+        if type(recv) is not type(send):
+            _fail("recv is a %s: a re-quantized output needs send of the same format, got %s"
+                  % (type(recv).__name__, type(send).__name__))
+        if isinstance(recv, Nvfp4Tensor):
+            b = _nvfp4(recv, "recv", device, 1)
+        else:
+            b = _fp8(recv, "recv", device, 1)
+            if b.dtype != a.dtype:
+                _fail("send and recv have different FP8 formats")
+        return a, b
+    return a, _plain(recv, "recv", _BF16 + _F32 if quantized else _BF16, device)
 
 
 def reduce_scatter(comm, send, recv, stream=None, path="auto"):
@@ -673,52 +704,40 @@ def reduce_scatter(comm, send, recv, stream=None, path="auto"):
     send's own format (re-quantized: an Nvfp4Tensor, or an Fp8Tensor of the same FP8 format, its
     one scale computed from the sum). Returns the Plan."""
     rank, size, device, _ = comm.info()
-    p = _path_arg(path)
+    o = _path_arg(path)
     s = _stream_arg(stream, _first_tensor(send))
-    taken = ctypes.c_int(-1)
+    a, b = _reduce_views(send, recv, device)
+    if a.count != b.count * size:
+        _fail("send holds %d elements, not recv's %d x comm.size %d" % (a.count, b.count, size))
+    return _call(_lib.symmcomm_reduce_scatter, comm, ctypes.byref(a), ctypes.byref(b), stream=s,
+                 options=o)
+
+
+def reduce_scatterv(comm, send, recv, counts, stream=None, path="auto"):
+    """Sums `send` over the ranks and leaves counts[rank] elements of the sum in `recv` (rank
+    r's shard after those of ranks 0..r-1): bf16 -> bf16, or an Nvfp4Tensor / Fp8Tensor with
+    per-rank scales -> bf16 (summed in fp32, rounded once; counts multiples of 16). `counts`:
+    one int per rank, the same on every rank; send holds their sum. Returns the Plan."""
+    rank, size, device, _ = comm.info()
     quantized = isinstance(send, (Nvfp4Tensor, Fp8Tensor))
+    n, arr = _counts_arg(counts, size, quantized)
+    o = _path_arg(path)
+    s = _stream_arg(stream, _first_tensor(send))
+    if isinstance(recv, (Nvfp4Tensor, Fp8Tensor)):
+        _fail("reduce_scatterv: recv must be a bf16 tensor, got %s" % type(recv).__name__)
     if isinstance(send, Nvfp4Tensor):
         a = _nvfp4(send, "send", device, 1)
-        count = a.count
     elif isinstance(send, Fp8Tensor):
         a = _fp8(send, "send", device, 1)
-        count = a.count
     else:
-        a, count = _tensor(send, "send", _BF16, device)
-    if isinstance(recv, (Nvfp4Tensor, Fp8Tensor)):
-        if type(recv) is not type(send):
-            _fail("recv is a %s: a re-quantized output needs send of the same format, got %s"
-                  % (type(recv).__name__, type(send).__name__))
-        if isinstance(recv, Nvfp4Tensor):
-            b = _nvfp4(recv, "recv", device, 1)
-            fn = _lib.symmcomm_reduce_scatter_nvfp4_nvfp4
-        else:
-            b = _fp8(recv, "recv", device, 1)
-            if b.format != a.format:
-                _fail("send and recv have different FP8 formats")
-            fn = _lib.symmcomm_reduce_scatter_fp8_fp8
-        if count != b.count * size:
-            _fail("send holds %d elements, not recv's %d x comm.size %d"
-                  % (count, b.count, size))
-        _check(fn(comm._h(), ctypes.byref(a), ctypes.byref(b), p, ctypes.c_void_p(s),
-                  ctypes.byref(taken)))
-        return _plan(taken)
-    out, m = _tensor(recv, "recv", _BF16 + _F32 if quantized else _BF16, device)
-    if count != m * size:
-        _fail("send holds %d elements, not recv's %d x comm.size %d" % (count, m, size))
-    fp32 = _dtype_name(recv) in _F32
-    args = (ctypes.c_void_p(out), m, p, ctypes.c_void_p(s), ctypes.byref(taken))
-    if isinstance(send, Nvfp4Tensor):
-        fn = (_lib.symmcomm_reduce_scatter_nvfp4_fp32 if fp32
-              else _lib.symmcomm_reduce_scatter_nvfp4_bf16)
-        _check(fn(comm._h(), ctypes.byref(a), *args))
-    elif isinstance(send, Fp8Tensor):
-        fn = (_lib.symmcomm_reduce_scatter_fp8_fp32 if fp32
-              else _lib.symmcomm_reduce_scatter_fp8_bf16)
-        _check(fn(comm._h(), ctypes.byref(a), *args))
-    else:
-        _check(_lib.symmcomm_reduce_scatter_bf16(comm._h(), ctypes.c_void_p(a), *args))
-    return _plan(taken)
+        a = _plain(send, "send", _BF16, device)
+    b = _plain(recv, "recv", _BF16, device)
+    if b.count != n[rank]:
+        _fail("recv holds %d elements, not counts[%d] = %d" % (b.count, rank, n[rank]))
+    if a.count != sum(n):
+        _fail("send holds %d elements, not sum(counts) = %d" % (a.count, sum(n)))
+    return _call(_lib.symmcomm_reduce_scatterv, comm, ctypes.byref(a), ctypes.byref(b), arr,
+                 stream=s, options=o)
 
 
 def quantize_all_gather(comm, input, recv, scale=None, stream=None, path="auto",
@@ -730,67 +749,62 @@ def quantize_all_gather(comm, input, recv, scale=None, stream=None, path="auto",
     `row_elements`: swizzled block scales as in all_gather. Returns the Plan."""
     rank, size, device, _ = comm.info()
     _nvfp4_only(recv, row_elements, "quantize_all_gather")
-    a, n = _tensor(input, "input", _BF16, device)
-    if n % NVFP4_BLOCK:
-        _fail("input holds %d elements, not a multiple of %d" % (n, NVFP4_BLOCK))
+    a = _plain(input, "input", _BF16, device)
+    if a.count % NVFP4_BLOCK:
+        _fail("input holds %d elements, not a multiple of %d" % (a.count, NVFP4_BLOCK))
     s_ptr = None
     if scale is not None:
         s_ptr, k = _tensor(scale, "scale", _F32, device)
         if k < 1:
             _fail("scale is empty")
-    p = _path_arg(path)
+    o = _path_arg(path)
     st = _stream_arg(stream, input)
-    taken = ctypes.c_int(-1)
-    layout = ()
     if isinstance(recv, Nvfp4Tensor):
         b = _nvfp4(recv, "recv", device, size, row_elements)
-        fn, layout = _nvfp4_gather(_lib.symmcomm_quantize_all_gather_nvfp4,
-                                   _lib.symmcomm_quantize_all_gather_nvfp4_swizzled, row_elements)
     elif isinstance(recv, Fp8Tensor):
         b = _fp8(recv, "recv", device, size)
-        fn = _lib.symmcomm_quantize_all_gather_fp8
     else:
         _fail("recv must be a symmcomm.Nvfp4Tensor or Fp8Tensor, got %s" % type(recv).__name__)
-    if b.count != n * size:
-        _fail("recv holds %d elements, not input's %d x comm.size %d" % (b.count, n, size))
-    _check(fn(comm._h(), ctypes.c_void_p(a), n, ctypes.byref(b), ctypes.c_void_p(s_ptr), *layout,
-              p, ctypes.c_void_p(st), ctypes.byref(taken)))
-    return _plan(taken)
+    if b.count != a.count * size:
+        _fail("recv holds %d elements, not input's %d x comm.size %d" % (b.count, a.count, size))
+    return _call(_lib.symmcomm_quantize_all_gather, comm, ctypes.byref(a), ctypes.c_void_p(s_ptr),
+                 ctypes.byref(b), stream=st, options=o)
 
 
-def _quantize(view_of, fn, src, dst, compute_scale, stream):
-    a, n = _tensor(src, "src", _BF16)
+def _quantize(view_of, src, dst, compute_scale, stream):
+    a = _plain(src, "src", _BF16)
     b = view_of(dst, "dst", _device_index(src), 1)
-    if b.count != n:
-        _fail("dst holds %d elements, src %d" % (b.count, n))
-    _check(fn(ctypes.c_void_p(a), ctypes.byref(b), 1 if compute_scale else 0,
-              ctypes.c_void_p(_stream_arg(stream, src))))
+    if b.count != a.count:
+        _fail("dst holds %d elements, src %d" % (b.count, a.count))
+    _check(_lib.symmcomm_quantize(ctypes.byref(a), ctypes.byref(b), 1 if compute_scale else 0,
+                                  ctypes.c_void_p(_stream_arg(stream, src))))
 
 
-def _dequantize(view_of, fn, src, dst, stream):
-    b, n = _tensor(dst, "dst", _BF16)
+def _dequantize(view_of, src, dst, stream):
+    b = _plain(dst, "dst", _BF16)
     a = view_of(src, "src", _device_index(dst), 1)
-    if a.count != n:
-        _fail("dst holds %d elements, src %d" % (n, a.count))
-    _check(fn(ctypes.byref(a), ctypes.c_void_p(b), ctypes.c_void_p(_stream_arg(stream, dst))))
+    if a.count != b.count:
+        _fail("dst holds %d elements, src %d" % (b.count, a.count))
+    _check(_lib.symmcomm_dequantize(ctypes.byref(a), ctypes.byref(b),
+                                    ctypes.c_void_p(_stream_arg(stream, dst))))
 
 
 def quantize_fp8(src, dst, compute_scale=True, stream=None):
     """BF16 tensor -> Fp8Tensor `dst` (same element count; a multiple of 8)."""
-    _quantize(_fp8, _lib.symmcomm_quantize_fp8, src, dst, compute_scale, stream)
+    _quantize(_fp8, src, dst, compute_scale, stream)
 
 
 def dequantize_fp8(src, dst, stream=None):
     """Fp8Tensor -> BF16 tensor `dst` (same element count)."""
-    _dequantize(_fp8, _lib.symmcomm_dequantize_fp8, src, dst, stream)
+    _dequantize(_fp8, src, dst, stream)
 
 
 def quantize_nvfp4(src, dst, compute_scale=True, stream=None):
     """BF16 tensor -> Nvfp4Tensor `dst` (same element count); with compute_scale the global
     scale is computed from the data and stored, else dst.global_scale is used."""
-    _quantize(_nvfp4, _lib.symmcomm_quantize_nvfp4, src, dst, compute_scale, stream)
+    _quantize(_nvfp4, src, dst, compute_scale, stream)
 
 
 def dequantize_nvfp4(src, dst, stream=None):
     """Nvfp4Tensor -> BF16 tensor `dst` (same element count)."""
-    _dequantize(_nvfp4, _lib.symmcomm_dequantize_nvfp4, src, dst, stream)
+    _dequantize(_nvfp4, src, dst, stream)

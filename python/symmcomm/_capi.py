@@ -3,37 +3,76 @@ import ctypes
 import os
 
 #: The C ABI this package is written against (SYMMCOMM_C_ABI_VERSION in c_api.h).
-ABI_VERSION = 3
+ABI_VERSION = 4
 
-# symmcomm_status_t
-SUCCESS = 0
-INVALID_ARGUMENT = 1
-CUDA = 2
-NCCL = 3
-OUT_OF_MEMORY = 4
-NOT_SYMMETRIC = 5
-INTERNAL = 6
-TIMEOUT = 7
-
-# symmcomm_path_t (requested) and symmcomm_path_taken_t
-PATHS = {"auto": 0, "nccl-symmetric": 1, "lsa-kernel": 2, "fallback": 3}
-TAKEN = {0: "nccl-symmetric", 1: "lsa-kernel", 2: "fallback"}
-FP8_FORMATS = {"e4m3": 0, "e5m2": 1}
+# The enumerations (status codes, paths, dtypes, scale layouts, plan reasons) are not typed here:
+# load() reads their names from the library (symmcomm_enum_name) and defines, for each,
+# a dict name -> value (STATUS, PATHS, TAKEN by value, DTYPES, SCALE_LAYOUTS, REASONS by value)
+# and the status constants SUCCESS, INVALID_ARGUMENT, ... as module attributes.
+_ENUM_KINDS = {"status": 0, "path": 1, "path_taken": 2, "dtype": 3, "scale_layout": 4,
+               "plan_reason": 5}
 
 LIBRARY_NAME = "libsymmcomm_c.so"
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-class Nvfp4(ctypes.Structure):
-    """symmcomm_nvfp4_t"""
-    _fields_ = [("data", ctypes.c_void_p), ("block_scales", ctypes.c_void_p),
-                ("global_scale", ctypes.c_void_p), ("count", ctypes.c_size_t)]
+class Tensor(ctypes.Structure):
+    """symmcomm_tensor_t"""
+    _fields_ = [("dtype", ctypes.c_int), ("scale_layout", ctypes.c_int),
+                ("data", ctypes.c_void_p), ("block_scales", ctypes.c_void_p),
+                ("scales", ctypes.c_void_p), ("count", ctypes.c_size_t),
+                ("row_elements", ctypes.c_size_t)]
 
 
-class Fp8(ctypes.Structure):
-    """symmcomm_fp8_t"""
-    _fields_ = [("data", ctypes.c_void_p), ("scale", ctypes.c_void_p),
-                ("count", ctypes.c_size_t), ("format", ctypes.c_int)]
+class Options(ctypes.Structure):
+    """symmcomm_options_t (size-versioned: struct_size set by options())"""
+    _fields_ = [("struct_size", ctypes.c_size_t), ("path", ctypes.c_int),
+                ("agree_plan", ctypes.c_int), ("pdl_fence", ctypes.c_int),
+                ("allow_staging", ctypes.c_int), ("workspace", ctypes.c_void_p),
+                ("workspace_bytes", ctypes.c_size_t), ("staging_send", ctypes.c_void_p),
+                ("staging_send_bytes", ctypes.c_size_t), ("staging_recv", ctypes.c_void_p),
+                ("staging_recv_bytes", ctypes.c_size_t)]
+
+
+class PlanC(ctypes.Structure):
+    """symmcomm_plan_t"""
+    _fields_ = [("struct_size", ctypes.c_size_t), ("path", ctypes.c_int), ("reason", ctypes.c_int),
+                ("staged", ctypes.c_int), ("private_data", ctypes.c_uint64 * 24)]
+
+
+def options(path):
+    """symmcomm_options_t with `path` (a symmcomm_path_t value), defaults otherwise."""
+    return Options(ctypes.sizeof(Options), path, 0, 1, 0, None, 0, None, 0, None, 0)
+
+
+def plan_out():
+    """An initialised symmcomm_plan_t for a call to write."""
+    p = PlanC()
+    p.struct_size = ctypes.sizeof(PlanC)
+    return p
+
+
+def _read_enums(lib):
+    """The enumerations' names from the library, as module attributes (see the top)."""
+    tables = {}
+    for kind, k in _ENUM_KINDS.items():
+        names, v = {}, 0
+        while True:
+            name = lib.symmcomm_enum_name(k, v)
+            if name is None:
+                break
+            names[name.decode()] = v
+            v += 1
+        tables[kind] = names
+    g = globals()
+    g["STATUS"] = tables["status"]
+    for name, v in tables["status"].items():
+        g[name.upper().replace("-", "_")] = v
+    g["PATHS"] = tables["path"]
+    g["TAKEN"] = {v: n for n, v in tables["path_taken"].items()}
+    g["DTYPES"] = tables["dtype"]
+    g["SCALE_LAYOUTS"] = tables["scale_layout"]
+    g["REASONS"] = {v: n for n, v in tables["plan_reason"].items()}
 
 
 def candidates():
@@ -78,6 +117,7 @@ def load():
             raise ImportError("symmcomm: %s has C ABI %d, this package needs %d: install the "
                               "matching library and package" % (path, found, ABI_VERSION))
         _declare(lib)
+        _read_enums(lib)
         return lib, path
     raise ImportError("symmcomm: cannot load %s; set SYMMCOMM_LIBRARY to its path. Tried: %s"
                       % (LIBRARY_NAME, "; ".join(tried)))
@@ -91,7 +131,6 @@ def _declare(lib):
         "symmcomm_last_error": (c.c_char_p, []),
         "symmcomm_version": (c.c_char_p, []),
         "symmcomm_abi_version": (c.c_int, []),
-        "symmcomm_last_plan_reason": (c.c_char_p, []),
         "symmcomm_unique_id_bytes": (c.c_size_t, []),
         "symmcomm_get_unique_id": (status, [ptr]),
         "symmcomm_comm_init": (status, [c.c_int, ptr, c.c_int, c.c_int, c.POINTER(ptr)]),
@@ -108,52 +147,23 @@ def _declare(lib):
         "symmcomm_verify": (status, [ptr, ptr]),
         "symmcomm_provenance": (status, [ptr, ptr, c.c_size_t, c.POINTER(c.c_int),
                                          c.POINTER(c.c_size_t)]),
-        "symmcomm_quantize_nvfp4": (status, [ptr, c.POINTER(Nvfp4), c.c_int, ptr]),
-        "symmcomm_dequantize_nvfp4": (status, [c.POINTER(Nvfp4), ptr, ptr]),
-        "symmcomm_quantize_fp8": (status, [ptr, c.POINTER(Fp8), c.c_int, ptr]),
-        "symmcomm_dequantize_fp8": (status, [c.POINTER(Fp8), ptr, ptr]),
-        "symmcomm_quantize_all_gather_nvfp4": (status, [ptr, ptr, c.c_size_t, c.POINTER(Nvfp4), ptr,
-                                                        c.c_int, ptr, c.POINTER(c.c_int)]),
-        "symmcomm_quantize_all_gather_fp8": (status, [ptr, ptr, c.c_size_t, c.POINTER(Fp8), ptr,
-                                                      c.c_int, ptr, c.POINTER(c.c_int)]),
-        "symmcomm_all_gather_bf16": (status, [ptr, ptr, ptr, c.c_size_t, c.c_int, ptr,
-                                              c.POINTER(c.c_int)]),
-        "symmcomm_all_gather_fp8": (status, [ptr, c.POINTER(Fp8), c.POINTER(Fp8), c.c_int, ptr,
-                                             c.POINTER(c.c_int)]),
-        "symmcomm_all_gather_nvfp4": (status, [ptr, c.POINTER(Nvfp4), c.POINTER(Nvfp4), c.c_int,
-                                               ptr, c.POINTER(c.c_int)]),
-        "symmcomm_all_gatherv_bf16": (status, [ptr, ptr, ptr, c.POINTER(c.c_size_t), c.c_int, ptr,
-                                               c.POINTER(c.c_int)]),
-        "symmcomm_all_gatherv_fp8": (status, [ptr, c.POINTER(Fp8), c.POINTER(Fp8),
-                                              c.POINTER(c.c_size_t), c.c_int, ptr,
-                                              c.POINTER(c.c_int)]),
-        "symmcomm_all_gatherv_nvfp4": (status, [ptr, c.POINTER(Nvfp4), c.POINTER(Nvfp4),
-                                                c.POINTER(c.c_size_t), c.c_int, ptr,
-                                                c.POINTER(c.c_int)]),
-        "symmcomm_reduce_scatter_bf16": (status, [ptr, ptr, ptr, c.c_size_t, c.c_int, ptr,
-                                                  c.POINTER(c.c_int)]),
-        "symmcomm_reduce_scatter_nvfp4_bf16": (status, [ptr, c.POINTER(Nvfp4), ptr, c.c_size_t,
-                                                        c.c_int, ptr, c.POINTER(c.c_int)]),
-        "symmcomm_reduce_scatter_fp8_bf16": (status, [ptr, c.POINTER(Fp8), ptr, c.c_size_t,
-                                                      c.c_int, ptr, c.POINTER(c.c_int)]),
-        "symmcomm_reduce_scatter_nvfp4_fp32": (status, [ptr, c.POINTER(Nvfp4), ptr, c.c_size_t,
-                                                        c.c_int, ptr, c.POINTER(c.c_int)]),
-        "symmcomm_reduce_scatter_fp8_fp32": (status, [ptr, c.POINTER(Fp8), ptr, c.c_size_t,
-                                                      c.c_int, ptr, c.POINTER(c.c_int)]),
-        "symmcomm_reduce_scatter_nvfp4_nvfp4": (status, [ptr, c.POINTER(Nvfp4), c.POINTER(Nvfp4),
-                                                         c.c_int, ptr, c.POINTER(c.c_int)]),
-        "symmcomm_reduce_scatter_fp8_fp8": (status, [ptr, c.POINTER(Fp8), c.POINTER(Fp8), c.c_int,
-                                                     ptr, c.POINTER(c.c_int)]),
-        "symmcomm_all_gather_nvfp4_swizzled": (status, [ptr, c.POINTER(Nvfp4), c.POINTER(Nvfp4),
-                                                        c.c_size_t, c.c_int, ptr,
-                                                        c.POINTER(c.c_int)]),
-        "symmcomm_all_gatherv_nvfp4_swizzled": (status, [ptr, c.POINTER(Nvfp4), c.POINTER(Nvfp4),
-                                                         c.POINTER(c.c_size_t), c.c_size_t,
-                                                         c.c_int, ptr, c.POINTER(c.c_int)]),
-        "symmcomm_quantize_all_gather_nvfp4_swizzled": (status, [ptr, ptr, c.c_size_t,
-                                                                 c.POINTER(Nvfp4), ptr, c.c_size_t,
-                                                                 c.c_int, ptr,
-                                                                 c.POINTER(c.c_int)]),
+        "symmcomm_enum_name": (c.c_char_p, [c.c_int, c.c_int]),
+        "symmcomm_plan_describe": (status, [c.POINTER(PlanC), c.c_char_p, c.c_size_t,
+                                            c.POINTER(c.c_size_t)]),
+        "symmcomm_quantize": (status, [c.POINTER(Tensor), c.POINTER(Tensor), c.c_int, ptr]),
+        "symmcomm_dequantize": (status, [c.POINTER(Tensor), c.POINTER(Tensor), ptr]),
+        "symmcomm_all_gather": (status, [ptr, c.POINTER(Tensor), c.POINTER(Tensor),
+                                         c.POINTER(Options), ptr, c.POINTER(PlanC)]),
+        "symmcomm_all_gatherv": (status, [ptr, c.POINTER(Tensor), c.POINTER(Tensor),
+                                          c.POINTER(c.c_size_t), c.POINTER(Options), ptr,
+                                          c.POINTER(PlanC)]),
+        "symmcomm_reduce_scatter": (status, [ptr, c.POINTER(Tensor), c.POINTER(Tensor),
+                                             c.POINTER(Options), ptr, c.POINTER(PlanC)]),
+        "symmcomm_reduce_scatterv": (status, [ptr, c.POINTER(Tensor), c.POINTER(Tensor),
+                                              c.POINTER(c.c_size_t), c.POINTER(Options), ptr,
+                                              c.POINTER(PlanC)]),
+        "symmcomm_quantize_all_gather": (status, [ptr, c.POINTER(Tensor), ptr, c.POINTER(Tensor),
+                                                  c.POINTER(Options), ptr, c.POINTER(PlanC)]),
         "symmcomm_torch_set_pool": (status, [ptr]),
     }
     for name, (restype, argtypes) in protos.items():

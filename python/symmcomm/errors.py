@@ -41,20 +41,23 @@ class InternalError(Error):
     """An unexpected failure inside symmcomm."""
 
 
-_BY_STATUS = {
-    _capi.INVALID_ARGUMENT: LogicError,
-    _capi.CUDA: CudaError,
-    _capi.NCCL: NcclError,
-    _capi.OUT_OF_MEMORY: OutOfMemoryError,
-    _capi.NOT_SYMMETRIC: NotSymmetricError,
-    _capi.INTERNAL: InternalError,
-    _capi.TIMEOUT: TimeoutError,
+# By the library's name of each status (symmcomm_enum_name): the codes come from the library.
+_BY_NAME = {
+    "invalid-argument": LogicError,
+    "cuda": CudaError,
+    "nccl": NcclError,
+    "out-of-memory": OutOfMemoryError,
+    "not-symmetric": NotSymmetricError,
+    "internal": InternalError,
+    "timeout": TimeoutError,
 }
 
 
 def error_for(status, message):
     """The exception for a failed call's status."""
-    cls = _BY_STATUS.get(status, InternalError)
-    if status not in _BY_STATUS:
+    names = {v: n for n, v in getattr(_capi, "STATUS", {}).items()}
+    cls = _BY_NAME.get(names.get(status))
+    if cls is None:
+        cls = InternalError
         message = "unknown symmcomm status %d: %s" % (status, message)
     return cls(message, status)

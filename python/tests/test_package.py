@@ -390,3 +390,79 @@ def test_shared_unique_id_broadcasts_rank_zeros_id(monkeypatch):
         lambda: symmcomm.shared_unique_id(FakeDist(0, initialized=False)))
     assert "not %d bytes" % n in logic_error(
         lambda: symmcomm.shared_unique_id(FakeDist(1, deliver=b"short")))
+
+
+# ---- the C ABI v2 underneath -----------------------------------------------------------------
+
+def test_enumerations_come_from_the_library():
+    lib = symmcomm._lib
+    for kind, table in ((1, _capi.PATHS), (3, _capi.DTYPES), (4, _capi.SCALE_LAYOUTS),
+                        (0, _capi.STATUS)):
+        assert table, kind
+        for name, value in table.items():
+            assert lib.symmcomm_enum_name(kind, value).decode() == name
+        assert lib.symmcomm_enum_name(kind, len(table)) is None
+    assert set(_capi.PATHS) == {"auto", "nccl-symmetric", "lsa-kernel", "fallback"}
+    assert set(_capi.TAKEN.values()) == {"nccl-symmetric", "lsa-kernel", "fallback"}
+    assert {"nvfp4", "fp8e4m3", "fp8e5m2", "bf16", "fp32"} == set(_capi.DTYPES)
+    assert _capi.SUCCESS == 0 and _capi.INVALID_ARGUMENT == _capi.STATUS["invalid-argument"]
+    assert "buffer-not-symmetric" in _capi.REASONS.values()
+
+
+class NullComm(FakeComm):
+    """A FakeComm whose handle reaches the library as NULL: every Python check passes, the C
+    ABI refuses the communicator, so each call's arguments cross ctypes for real."""
+
+    def _h(self):
+        return None
+
+
+def test_every_collective_reaches_its_c_entry_point():
+    comm = NullComm(size=2)
+    bf = lambda n: FakeTensor("bfloat16", n)  # noqa: E731
+    calls = {
+        "all_gather": lambda: symmcomm.all_gather(comm, nvfp4(32), nvfp4(64, globals_=2)),
+        "all_gather swizzled": lambda: symmcomm.all_gather(
+            comm, nvfp4(64), symmcomm.Nvfp4Tensor(FakeTensor("uint8", 64),
+                                                   FakeTensor("uint8", 512),
+                                                   FakeTensor("float32", 2)), row_elements=64),
+        "all_gatherv": lambda: symmcomm.all_gatherv(comm, bf(16), bf(48), [16, 32]),
+        "reduce_scatter": lambda: symmcomm.reduce_scatter(comm, nvfp4(64),
+                                                          FakeTensor("float32", 32)),
+        "reduce_scatterv": lambda: symmcomm.reduce_scatterv(comm, nvfp4(64), bf(16), [16, 48]),
+        "quantize_all_gather": lambda: symmcomm.quantize_all_gather(
+            comm, bf(32), symmcomm.Fp8Tensor(FakeTensor("float8_e5m2", 64),
+                                             FakeTensor("float32", 2))),
+    }
+    for name, call in calls.items():
+        m = logic_error(call)
+        assert "comm is NULL" in m, (name, m)
+
+
+def test_reduce_scatterv_checks_counts_and_tensors():
+    comm = FakeComm(size=2)
+    m = logic_error(lambda: symmcomm.reduce_scatterv(comm, nvfp4(64), FakeTensor("bfloat16", 16),
+                                                     [16]))
+    assert "counts must be a list of comm.size (2) ints" in m
+    m = logic_error(lambda: symmcomm.reduce_scatterv(comm, nvfp4(64), FakeTensor("bfloat16", 24),
+                                                     [24, 40]))
+    assert "counts[0] = 24 is not a multiple of 16" in m
+    m = logic_error(lambda: symmcomm.reduce_scatterv(comm, nvfp4(64), FakeTensor("bfloat16", 32),
+                                                     [16, 48]))
+    assert "recv holds 32 elements, not counts[0] = 16" in m
+    m = logic_error(lambda: symmcomm.reduce_scatterv(comm, nvfp4(80), FakeTensor("bfloat16", 16),
+                                                     [16, 48]))
+    assert "send holds 80 elements, not sum(counts) = 64" in m
+    m = logic_error(lambda: symmcomm.reduce_scatterv(comm, nvfp4(64), nvfp4(16), [16, 48]))
+    assert "reduce_scatterv: recv must be a bf16 tensor, got Nvfp4Tensor" in m
+    m = logic_error(lambda: symmcomm.reduce_scatterv(comm, FakeTensor("float32", 64),
+                                                     FakeTensor("bfloat16", 16), [16, 48]))
+    assert "send has dtype float32; expected bfloat16" in m
+
+
+def test_a_plan_no_collective_wrote_has_no_reason():
+    plan = symmcomm.Plan(_capi.plan_out())
+    assert plan.path == "nccl-symmetric" and plan.why == "all-symmetric" and not plan.staged
+    with pytest.raises(symmcomm.LogicError) as e:
+        plan.reason  # noqa: B018 (formatted on read)
+    assert "plan->struct_size" not in str(e.value)

@@ -73,10 +73,6 @@ int symmcomm_abi_version(void) {
   return SYMMCOMM_C_ABI_VERSION;
 }
 
-const char* symmcomm_last_plan_reason(void) {
-  return last_plan_reason.c_str();
-}
-
 size_t symmcomm_unique_id_bytes(void) {
   return sizeof(ncclUniqueId);
 }

@@ -13,6 +13,7 @@
 #include "symmcomm/collectives/options.hpp"
 #include "symmcomm/comm/communicator.hpp"
 #include "symmcomm/error.hpp"
+#include "symmcomm/formats/traits.hpp"
 #include "symmcomm/formats/views.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"
 #include "symmcomm/memory/verify.hpp"  // SymmetryError
@@ -27,10 +28,8 @@ struct symmcomm_pool_s {
 
 namespace symmcomm::c_api {
 
-/// The calling thread's last failure text and last plan reason (symmcomm_last_error,
-/// symmcomm_last_plan_reason).
+/// The calling thread's last failure text (symmcomm_last_error).
 inline thread_local std::string last_error;
-inline thread_local std::string last_plan_reason;
 
 inline symmcomm_status_t fail(symmcomm_status_t status, const std::string& text) {
   last_error = text;
@@ -75,48 +74,47 @@ inline const symmcomm::Communicator& comm_of(symmcomm_comm_t c) {
   return c->comm;
 }
 
-inline symmcomm::Options options_of(symmcomm_path_t path_arg) {
-  // Read as the int a C caller passed: loading an out-of-range value as the enum is undefined.
-  int path = 0;
-  static_assert(sizeof(path_arg) == sizeof(path));
-  std::memcpy(&path, &path_arg, sizeof path);
-  SYMMCOMM_EXPECTS(path >= SYMMCOMM_PATH_AUTO && path <= SYMMCOMM_PATH_FALLBACK,
-                   "path " << path << " is not a symmcomm_path_t");
-  symmcomm::Options o;
-  o.path = static_cast<symmcomm::PathChoice>(path);
-  return o;
+// An enumeration value as the int a C caller stored (loading an out-of-range value as the enum
+// is undefined), checked against [0, last].
+template <class E>
+int enum_value(const E& e, int last, const char* name, const char* type) {
+  int v = 0;
+  static_assert(sizeof(E) == sizeof(v));
+  std::memcpy(&v, &e, sizeof v);
+  SYMMCOMM_EXPECTS(v >= 0 && v <= last, name << " " << v << " is not a " << type);
+  return v;
 }
 
-// Options of an NVFP4 gather whose block scales land swizzled (rows of row_elements).
-inline symmcomm::Options swizzled_options(symmcomm_path_t path, size_t row_elements) {
-  symmcomm::Options o = options_of(path);
-  o.scale_layout = symmcomm::ScaleLayout::Swizzled128x4;
-  o.row_elements = row_elements;
-  return o;
-}
+// symmcomm::Options from a size-versioned symmcomm_options_t (NULL: defaults).
+symmcomm::Options options_of(const symmcomm_options_t* options);
 
-inline void report(const symmcomm::Plan& plan, int* path_taken) {
-  if (path_taken != nullptr) *path_taken = static_cast<int>(plan.path);
-  last_plan_reason = plan.reason();
-}
+// Checks a plan out-parameter before anything runs (so a bad one never leaves a call enqueued
+// with an error returned); NULL is allowed.
+void check_plan_out(const symmcomm_plan_t* plan);
+// Writes `plan` (checked by check_plan_out) when it is not NULL.
+void report(const symmcomm::Plan& plan, symmcomm_plan_t* out);
 
-inline symmcomm::Nvfp4View view_of(const symmcomm_nvfp4_t* v, const char* name) {
-  auto const& t = deref(v, name);
-  return symmcomm::Nvfp4View{t.data, t.block_scales, t.global_scale, t.count};
-}
+// A tensor argument, its dtype and layout checked and the fields its dtype does not use
+// refused (each error names the argument: "send.scales must be NULL for bf16").
+struct Tensor {
+  const symmcomm_tensor_t* t;
+  const char* name;
+  symmcomm::DataType dtype;
+  symmcomm::ScaleLayout layout;
+};
+Tensor tensor_of(const symmcomm_tensor_t* t, const char* name);
 
-inline symmcomm::Fp8View view_of(const symmcomm_fp8_t* v, const char* name) {
-  auto const& t = deref(v, name);
-  // Read as the int a C caller stored: loading an out-of-range value as the enum is undefined.
-  int format = 0;
-  static_assert(sizeof(t.format) == sizeof(format));
-  std::memcpy(&format, &t.format, sizeof format);
-  SYMMCOMM_EXPECTS(format == SYMMCOMM_FP8_E4M3 || format == SYMMCOMM_FP8_E5M2,
-                   name << "->format " << format << " is not an FP8 format");
-  return symmcomm::Fp8View{t.data, t.scale, t.count, static_cast<symmcomm::Fp8Format>(t.format)};
-}
+symmcomm::Bf16Span bf16_of(const Tensor& t);
+symmcomm::Fp32Span fp32_of(const Tensor& t);
+symmcomm::Fp8View fp8_of(const Tensor& t);
+// The NVFP4 view (its scale layout is Options' business: see gather_options).
+symmcomm::Nvfp4View nvfp4_of(const Tensor& t);
+// Refuses a tensor that is not linear (`what` says which call wanted it so).
+void require_linear(const Tensor& t, const char* what);
+// `base` with the scale layout of an NVFP4 receive tensor (gathers).
+symmcomm::Options gather_options(symmcomm::Options base, const Tensor& recv);
 
-// The host array of comm size counts an all_gatherv takes.
+// The host array of comm size counts a v-collective takes.
 inline std::vector<std::size_t> counts_of(const symmcomm::Communicator& c, const size_t* counts) {
   SYMMCOMM_EXPECTS(counts != nullptr, "counts is NULL");
   return std::vector<std::size_t>(counts, counts + c.size());

@@ -5,12 +5,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "support/gpu_test.hpp"
 #include "support/reference.hpp"
 #include "symmcomm/c_api.h"
 #include "symmcomm/formats/bf16.hpp"
+#include "symmcomm/formats/scale_layout.hpp"
 
 namespace {
 
@@ -51,21 +53,33 @@ TEST(CApiGpu, PoolCollectivesAndTorchAllocator) {
     host[i] = symmcomm::float_to_bf16_bits(static_cast<float>(i % 61) - 30.0f);
   }
   symmcomm::support::upload_on(nullptr, src, host);
-  symmcomm_nvfp4_t const q{static_cast<std::uint8_t*>(data), static_cast<std::uint8_t*>(scales),
-                           static_cast<float*>(global), n};
-  ASSERT_OK(symmcomm_quantize_nvfp4(src, &q, 1, nullptr));
+  symmcomm_tensor_t const x = symmcomm_tensor_bf16(src, n);
+  symmcomm_tensor_t const q = symmcomm_tensor_nvfp4(data, scales, static_cast<float*>(global), n);
+  ASSERT_OK(symmcomm_quantize(&x, &q, 1, nullptr));
   DeviceArray<std::uint8_t> gdata(n / 2), gscales(n / 16);
   DeviceArray<float> gglobal(1);
-  symmcomm_nvfp4_t const g{gdata.get(), gscales.get(), gglobal.get(), n};
-  int taken = -1;
-  ASSERT_OK(symmcomm_all_gather_nvfp4(comm, &q, &g, SYMMCOMM_PATH_AUTO, nullptr, &taken));
+  symmcomm_tensor_t const g = symmcomm_tensor_nvfp4(gdata.get(), gscales.get(), gglobal.get(), n);
+  symmcomm_plan_t plan = SYMMCOMM_PLAN_INIT;
+  ASSERT_OK(symmcomm_all_gather(comm, &q, &g, nullptr, nullptr, &plan));
   // The receive side is plain device memory: no symmetric path can take it, whatever the
   // communicator supports (NCCL needs the peer-accessed side in a window on every version).
-  EXPECT_EQ(taken, SYMMCOMM_TOOK_FALLBACK) << "symmetric support: " << symmetric;
+  EXPECT_EQ(plan.path, SYMMCOMM_TOOK_FALLBACK) << "symmetric support: " << symmetric;
+  EXPECT_EQ(plan.reason, SYMMCOMM_REASON_BUFFER_NOT_SYMMETRIC);
+  // The reason's text, produced when asked: its length first, then the text (and truncated).
+  std::size_t needed = 0;
+  ASSERT_OK(symmcomm_plan_describe(&plan, nullptr, 0, &needed));
+  std::vector<char> text(needed);
+  ASSERT_OK(symmcomm_plan_describe(&plan, text.data(), text.size(), nullptr));
+  EXPECT_EQ(std::strlen(text.data()) + 1, needed);
+  EXPECT_NE(std::string(text.data()).find("recv.data"), std::string::npos) << text.data();
+  char shortened[9];
+  ASSERT_OK(symmcomm_plan_describe(&plan, shortened, sizeof shortened, nullptr));
+  EXPECT_EQ(std::string(shortened), std::string(text.data()).substr(0, 8));
   DeviceArray<std::uint16_t> back(n), summed(n);
-  ASSERT_OK(symmcomm_dequantize_nvfp4(&g, back.get(), nullptr));
-  ASSERT_OK(symmcomm_reduce_scatter_nvfp4_bf16(comm, &q, summed.get(), n, SYMMCOMM_PATH_AUTO,
-                                               nullptr, &taken));
+  symmcomm_tensor_t const back_t = symmcomm_tensor_bf16(back.get(), n);
+  symmcomm_tensor_t const summed_t = symmcomm_tensor_bf16(summed.get(), n);
+  ASSERT_OK(symmcomm_dequantize(&g, &back_t, nullptr));
+  ASSERT_OK(symmcomm_reduce_scatter(comm, &q, &summed_t, nullptr, nullptr, &plan));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   // One rank: the gathered tensor is the tensor, and its "sum" is its dequantization (the
   // reduction multiplies by s * (1/g) instead of s / g: equal up to a bf16 ulp).
@@ -87,38 +101,89 @@ TEST(CApiGpu, PoolCollectivesAndTorchAllocator) {
   {
     DeviceArray<std::uint8_t> vdata(n / 2), vscales(n / 16);
     DeviceArray<float> vglobal(1);
-    symmcomm_nvfp4_t const v{vdata.get(), vscales.get(), vglobal.get(), n};
+    symmcomm_tensor_t const v = symmcomm_tensor_nvfp4(vdata.get(), vscales.get(), vglobal.get(), n);
     std::size_t const counts[1] = {n};
-    ASSERT_OK(
-        symmcomm_all_gatherv_nvfp4(comm, &q, &v, counts, SYMMCOMM_PATH_AUTO, nullptr, &taken));
-    DeviceArray<std::uint16_t> vb(n);
-    ASSERT_OK(symmcomm_all_gatherv_bf16(comm, src, vb.get(), counts, SYMMCOMM_PATH_AUTO, nullptr,
-                                        &taken));
+    ASSERT_OK(symmcomm_all_gatherv(comm, &q, &v, counts, nullptr, nullptr, &plan));
+    DeviceArray<std::uint16_t> vb(n), rsv(n);
+    symmcomm_tensor_t const vb_t = symmcomm_tensor_bf16(vb.get(), n);
+    ASSERT_OK(symmcomm_all_gatherv(comm, &x, &vb_t, counts, nullptr, nullptr, &plan));
+    // reduce_scatterv from C: one rank's shard of an NVFP4 sum is the dequantized tensor.
+    symmcomm_tensor_t const rsv_t = symmcomm_tensor_bf16(rsv.get(), n);
+    ASSERT_OK(symmcomm_reduce_scatterv(comm, &q, &rsv_t, counts, nullptr, nullptr, &plan));
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     EXPECT_EQ(vdata.download(), want.data);
     EXPECT_EQ(vscales.download(), want.scales);
     EXPECT_EQ(vglobal.download()[0], want.global_scale);
     EXPECT_EQ(vb.download(), host);
-    EXPECT_EQ(
-        symmcomm_all_gatherv_nvfp4(comm, &q, &v, nullptr, SYMMCOMM_PATH_AUTO, nullptr, &taken),
-        SYMMCOMM_ERROR_INVALID_ARGUMENT);
+    auto const by_v = rsv.download(), by_rs = summed.download();
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_LE(std::abs(static_cast<int>(by_v[i]) - static_cast<int>(by_rs[i])), 1) << i;
+    }
+    EXPECT_EQ(symmcomm_all_gatherv(comm, &q, &v, nullptr, nullptr, nullptr, &plan),
+              SYMMCOMM_ERROR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(symmcomm_last_error()).find("counts is NULL"), std::string::npos);
   }
+  // Swizzled block scales, rows of 64 elements: the gathered scales land where the host's
+  // swizzle puts them.
+  {
+    std::size_t const row = 64, rows = n / row;
+    std::size_t const sw_bytes = symmcomm::swizzled_scale_bytes(rows, row / 16);
+    DeviceArray<std::uint8_t> sdata(n / 2), sscales(sw_bytes);
+    DeviceArray<float> sglobal(1);
+    symmcomm_tensor_t const s =
+        symmcomm_tensor_nvfp4_swizzled(sdata.get(), sscales.get(), sglobal.get(), n, row);
+    ASSERT_OK(symmcomm_all_gather(comm, &q, &s, nullptr, nullptr, &plan));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<std::uint8_t> expected(sw_bytes);
+    symmcomm::swizzle_scales_host(want.scales.data(), rows, row / 16, expected.data());
+    EXPECT_EQ(sscales.download(), expected);
+    EXPECT_EQ(sdata.download(), want.data);
+  }
+  // FP8 through the same entry points: quantize, gather, reduce into fp32, dequantize.
+  {
+    DeviceArray<std::uint8_t> f(n), fg(n);
+    DeviceArray<float> fs(1), fgs(1), sum32(n);
+    DeviceArray<std::uint16_t> fb(n);
+    symmcomm_tensor_t const f8 = symmcomm_tensor_fp8(SYMMCOMM_DTYPE_FP8_E4M3, f.get(), fs.get(), n);
+    symmcomm_tensor_t const g8 =
+        symmcomm_tensor_fp8(SYMMCOMM_DTYPE_FP8_E4M3, fg.get(), fgs.get(), n);
+    symmcomm_tensor_t const s32 = symmcomm_tensor_fp32(sum32.get(), n);
+    symmcomm_tensor_t const fb_t = symmcomm_tensor_bf16(fb.get(), n);
+    ASSERT_OK(symmcomm_quantize(&x, &f8, 1, nullptr));
+    ASSERT_OK(symmcomm_all_gather(comm, &f8, &g8, nullptr, nullptr, &plan));
+    ASSERT_OK(symmcomm_reduce_scatter(comm, &f8, &s32, nullptr, nullptr, &plan));
+    ASSERT_OK(symmcomm_dequantize(&g8, &fb_t, nullptr));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(fg.download(), f.download());
+    auto const sums = sum32.download();
+    auto const deq = fb.download();
+    for (std::size_t i = 0; i < n; ++i) {
+      // The reduction multiplies by its scale as the dequantization does, or within a bf16 ulp.
+      ASSERT_LE(std::abs(static_cast<int>(symmcomm::float_to_bf16_bits(sums[i])) -
+                         static_cast<int>(deq[i])),
+                1)
+          << i;
+    }
+    // A gather between FP8 formats is refused by name.
+    symmcomm_tensor_t const e5 =
+        symmcomm_tensor_fp8(SYMMCOMM_DTYPE_FP8_E5M2, fg.get(), fgs.get(), n);
+    EXPECT_EQ(symmcomm_all_gather(comm, &f8, &e5, nullptr, nullptr, &plan),
+              SYMMCOMM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(symmcomm_last_error()).find("send is fp8e4m3, recv fp8e5m2"),
+              std::string::npos)
+        << symmcomm_last_error();
+  }
   // Forcing a path the buffers cannot take is an error with its reason.
-  EXPECT_EQ(symmcomm_all_gather_nvfp4(comm, &q, &g, SYMMCOMM_PATH_LSA_KERNEL, nullptr, &taken),
+  symmcomm_options_t forced = SYMMCOMM_OPTIONS_INIT;
+  forced.path = SYMMCOMM_PATH_LSA_KERNEL;
+  EXPECT_EQ(symmcomm_all_gather(comm, &q, &g, &forced, nullptr, &plan),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(symmcomm_last_error()).find("lsa-kernel"), std::string::npos);
-  int const bogus_value = 9;  // what a C caller can pass
-  symmcomm_path_t bogus_path;
-  std::memcpy(&bogus_path, &bogus_value, sizeof bogus_path);
-  EXPECT_EQ(symmcomm_all_gather_nvfp4(comm, &q, &g, bogus_path, nullptr, &taken),
-            SYMMCOMM_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(symmcomm_last_error()).find("path 9"), std::string::npos);
 
   // BF16 reduce-scatter through the ABI.
   DeviceArray<std::uint16_t> rs(n);
-  ASSERT_OK(
-      symmcomm_reduce_scatter_bf16(comm, src, rs.get(), n, SYMMCOMM_PATH_AUTO, nullptr, &taken));
+  symmcomm_tensor_t const rs_t = symmcomm_tensor_bf16(rs.get(), n);
+  ASSERT_OK(symmcomm_reduce_scatter(comm, &x, &rs_t, nullptr, nullptr, &plan));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(rs.download(), host);
 

@@ -6,9 +6,14 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include <cstddef>
 
 #include "symmcomm/c_api.h"
 #include "symmcomm/error.hpp"
+#include "symmcomm/formats/traits.hpp"
+#include "symmcomm/path.hpp"
 
 namespace {
 
@@ -55,55 +60,168 @@ TEST(CApi, NullArgumentsAreInvalidArguments) {
   int symmetric = 0;
   EXPECT_EQ(symmcomm_provenance(nullptr, &p, 8, &symmetric, nullptr),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
-  // Codecs and fused quantize + gather: the NULL tensor or communicator is named.
-  EXPECT_EQ(symmcomm_quantize_fp8(&p, nullptr, 1, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  // Codecs and collectives: the NULL tensor or communicator is named, the plan left as it was.
+  symmcomm_tensor_t const bf = symmcomm_tensor_bf16(&p, 16);
+  symmcomm_tensor_t const q = symmcomm_tensor_nvfp4(&p, &p, nullptr, 16);
+  EXPECT_EQ(symmcomm_quantize(&bf, nullptr, 1, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(last_error_has("dst is NULL"));
-  EXPECT_EQ(symmcomm_dequantize_fp8(nullptr, &p, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(symmcomm_dequantize(nullptr, &bf, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(last_error_has("src is NULL"));
-  symmcomm_fp8_t bad_format{nullptr, nullptr, 16, SYMMCOMM_FP8_E4M3};
-  int const seven = 7;  // what a C caller may pass
-  static_assert(sizeof(bad_format.format) == sizeof(seven));
-  std::memcpy(&bad_format.format, &seven, sizeof seven);
-  EXPECT_EQ(symmcomm_quantize_fp8(&p, &bad_format, 1, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
-  EXPECT_TRUE(last_error_has("dst->format 7 is not an FP8 format"));
-  symmcomm_nvfp4_t recv{};
-  int taken = -1;
-  EXPECT_EQ(symmcomm_quantize_all_gather_nvfp4(nullptr, &p, 16, &recv, nullptr, SYMMCOMM_PATH_AUTO,
-                                               nullptr, &taken),
-            SYMMCOMM_ERROR_INVALID_ARGUMENT);
-  EXPECT_TRUE(last_error_has("comm is NULL"));
-  EXPECT_EQ(symmcomm_quantize_all_gather_fp8(nullptr, &p, 16, nullptr, nullptr, SYMMCOMM_PATH_AUTO,
-                                             nullptr, &taken),
-            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  symmcomm_plan_t plan = SYMMCOMM_PLAN_INIT;
   std::size_t const counts[1] = {16};
-  EXPECT_EQ(symmcomm_all_gatherv_bf16(nullptr, &p, &p, counts, SYMMCOMM_PATH_AUTO, nullptr, &taken),
+  EXPECT_EQ(symmcomm_all_gather(nullptr, &bf, &bf, nullptr, nullptr, &plan),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(last_error_has("comm is NULL"));
-  EXPECT_EQ(symmcomm_all_gatherv_nvfp4(nullptr, &recv, &recv, counts, SYMMCOMM_PATH_AUTO, nullptr,
-                                       &taken),
+  EXPECT_EQ(symmcomm_all_gather(nullptr, nullptr, &bf, nullptr, nullptr, &plan),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(symmcomm_all_gatherv_fp8(nullptr, nullptr, nullptr, counts, SYMMCOMM_PATH_AUTO, nullptr,
-                                     &taken),
-            SYMMCOMM_ERROR_INVALID_ARGUMENT);
-  float out32 = 0.0f;
-  EXPECT_EQ(symmcomm_reduce_scatter_nvfp4_fp32(nullptr, &recv, &out32, 1, SYMMCOMM_PATH_AUTO,
-                                               nullptr, &taken),
+  EXPECT_TRUE(last_error_has("send is NULL"));
+  EXPECT_EQ(symmcomm_all_gatherv(nullptr, &q, &q, counts, nullptr, nullptr, &plan),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(last_error_has("comm is NULL"));
-  EXPECT_EQ(symmcomm_reduce_scatter_fp8_fp8(nullptr, nullptr, nullptr, SYMMCOMM_PATH_AUTO, nullptr,
-                                            &taken),
+  EXPECT_EQ(symmcomm_reduce_scatter(nullptr, &q, nullptr, nullptr, nullptr, &plan),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(symmcomm_all_gather_nvfp4_swizzled(nullptr, &recv, &recv, 112, SYMMCOMM_PATH_AUTO,
-                                               nullptr, &taken),
+  EXPECT_TRUE(last_error_has("recv is NULL"));
+  EXPECT_EQ(symmcomm_reduce_scatterv(nullptr, &q, &bf, counts, nullptr, nullptr, &plan),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(last_error_has("comm is NULL"));
-  EXPECT_EQ(symmcomm_all_gatherv_nvfp4_swizzled(nullptr, &recv, &recv, counts, 112,
-                                                SYMMCOMM_PATH_AUTO, nullptr, &taken),
+  EXPECT_EQ(symmcomm_quantize_all_gather(nullptr, nullptr, nullptr, &q, nullptr, nullptr, &plan),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(symmcomm_quantize_all_gather_nvfp4_swizzled(nullptr, &p, 16, &recv, nullptr, 112,
-                                                        SYMMCOMM_PATH_AUTO, nullptr, &taken),
+  EXPECT_TRUE(last_error_has("input is NULL"));
+  EXPECT_EQ(plan.path, SYMMCOMM_TOOK_FALLBACK);  // untouched on failure
+  EXPECT_EQ(plan.reason, SYMMCOMM_REASON_FORCED_FALLBACK);
+}
+
+// What the tagged tensors refuse: each error names the argument and the value.
+TEST(CApi, TensorDescriptorsAreChecked) {
+  void* p = reinterpret_cast<void*>(0x10000);
+  symmcomm_tensor_t const bf = symmcomm_tensor_bf16(p, 16);
+  int const nine = 9;  // what a C caller may store in an enum field
+  symmcomm_tensor_t bad = bf;
+  std::memcpy(&bad.dtype, &nine, sizeof nine);
+  EXPECT_EQ(symmcomm_quantize(&bad, &bf, 1, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("src.dtype 9 is not a symmcomm_dtype_t")) << symmcomm_last_error();
+  bad = symmcomm_tensor_nvfp4(p, p, nullptr, 16);
+  std::memcpy(&bad.scale_layout, &nine, sizeof nine);
+  EXPECT_EQ(symmcomm_quantize(&bf, &bad, 1, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("dst.scale_layout 9 is not a symmcomm_scale_layout_t"));
+  bad = bf;
+  bad.block_scales = p;
+  EXPECT_EQ(symmcomm_dequantize(&bf, &bad, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("dst.block_scales must be NULL for bf16"));
+  bad = bf;
+  bad.scales = static_cast<float*>(p);
+  EXPECT_EQ(symmcomm_dequantize(&bf, &bad, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("dst.scales must be NULL for bf16"));
+  bad = bf;
+  bad.row_elements = 64;
+  EXPECT_EQ(symmcomm_quantize(&bad, &bf, 1, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("src: scale_layout and row_elements apply to nvfp4 only, not bf16"));
+  bad = symmcomm_tensor_nvfp4(p, p, nullptr, 16);
+  bad.row_elements = 64;
+  EXPECT_EQ(symmcomm_dequantize(&bad, &bf, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("src.row_elements 64 is set but scale_layout is linear"));
+  // Combinations no overload takes, and swizzled scales where only linear ones are read.
+  symmcomm_tensor_t const f32 = symmcomm_tensor_fp32(static_cast<float*>(p), 16);
+  EXPECT_EQ(symmcomm_quantize(&bf, &f32, 1, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("quantize of src bf16 into dst fp32 is not supported"));
+  symmcomm_tensor_t const sw = symmcomm_tensor_nvfp4_swizzled(p, p, nullptr, 64, 64);
+  EXPECT_EQ(symmcomm_dequantize(&sw, &bf, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("dequantize needs src's block scales linear"));
+  symmcomm_tensor_t const q16 = symmcomm_tensor_nvfp4(p, p, nullptr, 32);
+  EXPECT_EQ(symmcomm_quantize(&bf, &q16, 1, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("src holds 16 elements, dst 32"));
+}
+
+// Options are size-versioned: an older (smaller) struct takes defaults for what it lacks, a
+// newer (larger) one is accepted while what this library does not know is zero.
+TEST(CApi, OptionsAreSizeVersioned) {
+  symmcomm_tensor_t const bf = symmcomm_tensor_bf16(reinterpret_cast<void*>(0x10000), 16);
+  symmcomm_options_t o = SYMMCOMM_OPTIONS_INIT;
+  EXPECT_EQ(o.struct_size, sizeof(symmcomm_options_t));
+  EXPECT_EQ(o.pdl_fence, 1);
+  o.struct_size = 4;
+  EXPECT_EQ(symmcomm_all_gather(nullptr, &bf, &bf, &o, nullptr, nullptr),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(taken, -1);  // untouched on failure
+  EXPECT_TRUE(last_error_has("options->struct_size 4 is too small")) << symmcomm_last_error();
+  int const seven = 7;
+  o = symmcomm_options_t SYMMCOMM_OPTIONS_INIT;
+  std::memcpy(&o.path, &seven, sizeof seven);
+  EXPECT_EQ(symmcomm_all_gather(nullptr, &bf, &bf, &o, nullptr, nullptr),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("options->path 7 is not a symmcomm_path_t"));
+  // A struct of the first version's head only (size and path): accepted, defaults for the rest.
+  o = symmcomm_options_t SYMMCOMM_OPTIONS_INIT;
+  o.struct_size = offsetof(symmcomm_options_t, agree_plan);
+  o.agree_plan = 5;  // beyond struct_size: never read
+  EXPECT_EQ(symmcomm_all_gather(nullptr, &bf, &bf, &o, nullptr, nullptr),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("comm is NULL"));  // options passed; the communicator is next
+  // A newer caller's larger struct: zero tail accepted, a set field this library lacks refused.
+  struct Newer {
+    symmcomm_options_t base;
+    std::uint64_t future_field;
+  } newer{SYMMCOMM_OPTIONS_INIT, 0};
+  newer.base.struct_size = sizeof newer;
+  EXPECT_EQ(symmcomm_all_gather(nullptr, &bf, &bf, &newer.base, nullptr, nullptr),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("comm is NULL"));
+  newer.future_field = 1;
+  EXPECT_EQ(symmcomm_all_gather(nullptr, &bf, &bf, &newer.base, nullptr, nullptr),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("options sets fields this library (C ABI 4) does not know"))
+      << symmcomm_last_error();
+  // A plan out-parameter too small for the library to write is refused before anything runs.
+  symmcomm_plan_t plan = SYMMCOMM_PLAN_INIT;
+  plan.struct_size = 8;
+  EXPECT_EQ(symmcomm_all_gather(nullptr, &bf, &bf, nullptr, nullptr, &plan),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("plan->struct_size 8 is smaller than"));
+}
+
+TEST(CApi, PlanDescribeAndEnumNames) {
+  symmcomm_plan_t plan = SYMMCOMM_PLAN_INIT;
+  std::size_t needed = 0;
+  EXPECT_EQ(symmcomm_plan_describe(nullptr, nullptr, 0, &needed), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("plan is NULL"));
+  EXPECT_EQ(symmcomm_plan_describe(&plan, nullptr, 16, &needed), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("text is NULL but capacity is 16"));
+  // A plan no collective wrote (its public fields and private record disagree) is refused.
+  EXPECT_EQ(symmcomm_plan_describe(&plan, nullptr, 0, &needed), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("plan was not written by a symmcomm collective"));
+  // Every enumeration's names, in value order, ending with NULL.
+  auto names = [](symmcomm_enum_t kind) {
+    std::vector<std::string> out;
+    for (int v = 0; symmcomm_enum_name(kind, v) != nullptr; ++v) {
+      out.emplace_back(symmcomm_enum_name(kind, v));
+    }
+    return out;
+  };
+  EXPECT_EQ(names(SYMMCOMM_ENUM_PATH),
+            (std::vector<std::string>{"auto", "nccl-symmetric", "lsa-kernel", "fallback"}));
+  EXPECT_EQ(names(SYMMCOMM_ENUM_PATH_TAKEN),
+            (std::vector<std::string>{"nccl-symmetric", "lsa-kernel", "fallback"}));
+  EXPECT_EQ(names(SYMMCOMM_ENUM_DTYPE),
+            (std::vector<std::string>{"nvfp4", "fp8e4m3", "fp8e5m2", "bf16", "fp32"}));
+  EXPECT_EQ(names(SYMMCOMM_ENUM_SCALE_LAYOUT),
+            (std::vector<std::string>{"linear", "swizzled128x4"}));
+  EXPECT_EQ(names(SYMMCOMM_ENUM_STATUS).size(), SYMMCOMM_ERROR_TIMEOUT + 1u);
+  EXPECT_EQ(names(SYMMCOMM_ENUM_STATUS)[SYMMCOMM_ERROR_INVALID_ARGUMENT], "invalid-argument");
+  EXPECT_EQ(names(SYMMCOMM_ENUM_PLAN_REASON).size(),
+            SYMMCOMM_REASON_QUANTIZED_SEND_IN_WORKSPACE + 1u);
+  // The names the C++ API prints for the same values.
+  for (int v = 0; v <= SYMMCOMM_DTYPE_FP32; ++v) {
+    EXPECT_STREQ(symmcomm_enum_name(SYMMCOMM_ENUM_DTYPE, v),
+                 symmcomm::to_string(static_cast<symmcomm::DataType>(v)));
+  }
+  for (int v = 0; v <= SYMMCOMM_TOOK_FALLBACK; ++v) {
+    EXPECT_STREQ(symmcomm_enum_name(SYMMCOMM_ENUM_PATH_TAKEN, v),
+                 symmcomm::to_string(static_cast<symmcomm::Path>(v)));
+  }
+  EXPECT_EQ(symmcomm_enum_name(SYMMCOMM_ENUM_PATH, -1), nullptr);
+  int const bogus = 42;
+  symmcomm_enum_t kind;
+  std::memcpy(&kind, &bogus, sizeof kind);
+  EXPECT_EQ(symmcomm_enum_name(kind, 0), nullptr);
 }
 
 TEST(CApi, BadValuesNameTheArgument) {
@@ -115,11 +233,10 @@ TEST(CApi, BadValuesNameTheArgument) {
   EXPECT_TRUE(last_error_has("rank 5 is outside 0..1"));
   EXPECT_EQ(symmcomm_comm_init(1, nullptr, 0, 0, &comm), SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(last_error_has("id is NULL"));
-  symmcomm_nvfp4_t bad{nullptr, nullptr, nullptr, 17};
-  EXPECT_EQ(symmcomm_quantize_nvfp4(nullptr, &bad, 1, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
-  EXPECT_TRUE(last_error_has("dst.count 17 is not a multiple"));
-  EXPECT_EQ(symmcomm_dequantize_nvfp4(nullptr, nullptr, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
-  EXPECT_TRUE(last_error_has("src is NULL"));
+  symmcomm_tensor_t const src = symmcomm_tensor_bf16(nullptr, 17);
+  symmcomm_tensor_t const bad = symmcomm_tensor_nvfp4(nullptr, nullptr, nullptr, 17);
+  EXPECT_EQ(symmcomm_quantize(&src, &bad, 1, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("dst.count 17 is not a multiple")) << symmcomm_last_error();
 }
 
 TEST(CApi, TorchEntryPointsNeverThrowAndReportFailure) {
