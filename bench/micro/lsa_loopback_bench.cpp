@@ -187,7 +187,7 @@ void BM_LoopbackQuantizeAllGatherFp8(benchmark::State& state) {
 }
 
 // NVFP4 all-gather whose block scales must end in the GEMMs' swizzled layout
-// (Options::scale_layout), MoE-dispatch shaped: rows of 7168 elements (448 scale columns),
+// (Nvfp4View::scale_layout), MoE-dispatch shaped: rows of 7168 elements (448 scale columns),
 // `tokens` rows per rank. kInto: the gather kernel writes the scales swizzled in place. Else
 // what engines do today: gather linear scales, then one swizzle pass per rank
 // (swizzle_nvfp4_scales). Bytes counted as the plain gather's, so the two rows compare directly.
@@ -210,14 +210,11 @@ void BM_LoopbackAllGatherNvfp4Swizzled(benchmark::State& state) {
     recv.push_back(r.back()->view());
     Nvfp4View v = r.back()->view();
     v.block_scales = swizzled.back()->as<std::uint8_t>();
-    recv_swizzled.push_back(v);
+    recv_swizzled.push_back(v.with_swizzled_scales(row));
   }
-  Options o;
-  o.scale_layout = ScaleLayout::Swizzled128x4;
-  o.row_elements = row;
   time_device(state, nullptr, [&] {
     if constexpr (kInto) {
-      loopback::all_gather(send, recv_swizzled, o, nullptr);
+      loopback::all_gather(send, recv_swizzled, nullptr);
     } else {
       loopback::all_gather(send, recv, nullptr);
       for (int i = 0; i < n; ++i) {

@@ -67,8 +67,11 @@ RankWorld::RankWorld(int n) : ranks(static_cast<std::size_t>(n)) {
   on_every_rank(n, [&](int r) {
     Rank& me = ranks[static_cast<std::size_t>(r)];
     ncclComm_t c = nullptr;
+    // Each step said per rank: where a world that never becomes ready stopped.
     SYMMCOMM_NCCL_TRY(ncclCommInitRank(&c, n, id, r));
+    progress(n, "rank " + std::to_string(r) + ": ncclCommInitRank done; probing");
     me.comm = Communicator::own(c);
+    progress(n, "rank " + std::to_string(r) + ": probed (" + me.comm.capabilities().reason + ")");
     me.pool = std::make_unique<SymmAllocator>(me.comm);
     SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&me.stream, cudaStreamNonBlocking));
     SYMMCOMM_CUDA_TRY(cudaEventCreateWithFlags(&me.done, cudaEventDefault));

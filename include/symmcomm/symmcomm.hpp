@@ -18,6 +18,7 @@
 #include "symmcomm/formats/fp8.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
 #include "symmcomm/formats/scale_layout.hpp"
+#include "symmcomm/formats/shards.hpp"
 #include "symmcomm/formats/traits.hpp"
 #include "symmcomm/formats/views.hpp"
 #include "symmcomm/limits.hpp"

@@ -167,6 +167,41 @@ def check_collectives(comm, world, rank, label, salt):
             raise AssertionError("%s reduce_scatter %s re-quantized: relative error %g"
                                  % (label, name, rel))
 
+    # reduce_scatterv, ragged shards (rank r keeps counts[r] elements of the sum), from bf16 and
+    # from NVFP4 (C ABI 4's symmcomm_reduce_scatterv).
+    rcounts = [16 * (r + 1) for r in range(world)]
+    total = sum(rcounts)
+    first = sum(rcounts[:rank])
+    mine = slice(first, first + rcounts[rank])
+    xr = [x[:total].clone() for x in xs]
+    outr = torch.empty(rcounts[rank], dtype=torch.bfloat16, device="cuda")
+    paths["reduce_scatterv bf16"] = symmcomm.reduce_scatterv(comm, xr[rank], outr, rcounts).path
+    expect_close(outr, sum(x[mine].float() for x in xr), sum(x[mine].float().abs() for x in xr),
+                 label + " reduce_scatterv bf16")
+    qr = [nvfp4_of(x) for x in xr]
+    paths["reduce_scatterv nvfp4"] = symmcomm.reduce_scatterv(comm, qr[rank], outr, rcounts).path
+    vals = [nvfp4_values(q)[mine] for q in qr]
+    expect_close(outr, sum(vals), sum(v.abs() for v in vals), label + " reduce_scatterv nvfp4")
+
+    # Fused quantize + gather with the scale computed from the data: every rank's quantization
+    # byte for byte (as quantize_nvfp4 then all_gather), linear and swizzled scales.
+    gq = nvfp4_empty(world * n, world)
+    paths["quantize_all_gather nvfp4"] = symmcomm.quantize_all_gather(comm, xs[rank], gq).path
+    expect_equal(gq.data, torch.cat([q.data for q in qs]), label + " quantize_all_gather data")
+    expect_equal(gq.block_scales, torch.cat([q.block_scales for q in qs]),
+                 label + " quantize_all_gather block scales")
+    expect_equal(gq.global_scale, torch.cat([q.global_scale for q in qs]),
+                 label + " quantize_all_gather global scales")
+    gqs = symmcomm.Nvfp4Tensor(torch.zeros(world * n // 2, dtype=torch.uint8, device="cuda"),
+                               torch.full((symmcomm.swizzled_scale_bytes(rows, row // 16),), 0xEE,
+                                          dtype=torch.uint8, device="cuda"),
+                               torch.zeros(world, dtype=torch.float32, device="cuda"))
+    paths["quantize_all_gather nvfp4 swizzled"] = symmcomm.quantize_all_gather(
+        comm, xs[rank], gqs, row_elements=row).path
+    expect_equal(gqs.block_scales,
+                 swizzled_reference(torch.cat([q.block_scales for q in qs]), rows, row // 16),
+                 label + " quantize_all_gather swizzled block scales")
+
     # CUDA graph: a gather captured once, replayed on new inputs.
     src = xs[rank].clone()
     dst = torch.empty(world * n, dtype=torch.bfloat16, device="cuda")

@@ -107,3 +107,35 @@ def test_tensors_from_the_mem_pool_lie_in_windows_where_supported(comm):
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     pool.destroy()
+
+
+def test_every_c_entry_point_on_one_rank(comm):
+    """The C ABI 4 entry points under the package, one rank: reduce_scatterv (new to Python),
+    fused quantize + gather, FP8 codecs, fp32 and re-quantized outputs, the plan's reason."""
+    n = 16 * 256
+    x = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    q = nvfp4_zeros(n)
+    symmcomm.quantize_nvfp4(x, q)
+    back = torch.empty_like(x)
+    symmcomm.dequantize_nvfp4(q, back)
+    out = torch.empty_like(x)
+    plan = symmcomm.reduce_scatterv(comm, q, out, [n])
+    torch.cuda.synchronize()
+    assert torch.equal(out, back)
+    assert plan.path in ("fallback", "nccl-symmetric", "lsa-kernel") and plan.why
+    path, reason = plan
+    assert path == plan.path and reason == plan.reason and reason
+    g = nvfp4_zeros(n)
+    symmcomm.quantize_all_gather(comm, x, g)
+    torch.cuda.synchronize()
+    assert torch.equal(g.data, q.data) and torch.equal(g.block_scales, q.block_scales)
+    f = symmcomm.Fp8Tensor(torch.zeros(n, device="cuda", dtype=torch.float8_e4m3fn),
+                           torch.zeros(1, device="cuda", dtype=torch.float32))
+    symmcomm.quantize_fp8(x, f)
+    fb = torch.empty_like(x)
+    symmcomm.dequantize_fp8(f, fb)
+    out32 = torch.empty(n, device="cuda", dtype=torch.float32)
+    symmcomm.reduce_scatter(comm, f, out32)
+    torch.cuda.synchronize()
+    assert (out32.to(torch.bfloat16).float() - fb.float()).abs().max().item() <= \
+        fb.float().abs().max().item() * 2.0 ** -7

@@ -143,18 +143,16 @@ Fp8View fp8_of(const Tensor& t) {
 }
 Nvfp4View nvfp4_of(const Tensor& t) {
   return Nvfp4View{static_cast<std::uint8_t*>(t.t->data),
-                   static_cast<std::uint8_t*>(t.t->block_scales), t.t->scales, t.t->count};
+                   static_cast<std::uint8_t*>(t.t->block_scales),
+                   t.t->scales,
+                   t.t->count,
+                   t.layout,
+                   t.t->row_elements};
 }
 
 void require_linear(const Tensor& t, const char* what) {
   SYMMCOMM_EXPECTS(t.layout == ScaleLayout::Linear,
                    what << " needs " << t.name << "'s block scales linear, not swizzled128x4");
-}
-
-Options gather_options(Options base, const Tensor& recv) {
-  base.scale_layout = recv.layout;
-  base.row_elements = recv.t->row_elements;
-  return base;
 }
 
 }  // namespace symmcomm::c_api
@@ -279,7 +277,7 @@ symmcomm_status_t symmcomm_all_gather(symmcomm_comm_t comm, const symmcomm_tenso
                                       symmcomm_plan_t* plan) {
   return guarded([&] {
     Tensor const a = tensor_of(send, "send"), b = tensor_of(recv, "recv");
-    symmcomm::Options const o = gather_options(options_of(options), b);
+    symmcomm::Options const o = options_of(options);
     check_plan_out(plan);
     auto const& c = comm_of(comm);
     require_linear(a, "all_gather");
@@ -304,7 +302,7 @@ symmcomm_status_t symmcomm_all_gatherv(symmcomm_comm_t comm, const symmcomm_tens
                                        symmcomm_plan_t* plan) {
   return guarded([&] {
     Tensor const a = tensor_of(send, "send"), b = tensor_of(recv, "recv");
-    symmcomm::Options const o = gather_options(options_of(options), b);
+    symmcomm::Options const o = options_of(options);
     check_plan_out(plan);
     auto const& c = comm_of(comm);
     std::vector<std::size_t> const n = counts_of(c, counts);
@@ -389,7 +387,7 @@ symmcomm_status_t symmcomm_quantize_all_gather(symmcomm_comm_t comm, const symmc
                                                symmcomm_stream_t stream, symmcomm_plan_t* plan) {
   return guarded([&] {
     Tensor const a = tensor_of(input, "input"), b = tensor_of(recv, "recv");
-    symmcomm::Options const o = gather_options(options_of(options), b);
+    symmcomm::Options const o = options_of(options);
     check_plan_out(plan);
     auto const& c = comm_of(comm);
     auto const s = stream;

@@ -107,12 +107,10 @@ Tensor tensor_of(const symmcomm_tensor_t* t, const char* name);
 symmcomm::Bf16Span bf16_of(const Tensor& t);
 symmcomm::Fp32Span fp32_of(const Tensor& t);
 symmcomm::Fp8View fp8_of(const Tensor& t);
-// The NVFP4 view (its scale layout is Options' business: see gather_options).
+// The NVFP4 view, its scale layout included.
 symmcomm::Nvfp4View nvfp4_of(const Tensor& t);
 // Refuses a tensor that is not linear (`what` says which call wanted it so).
 void require_linear(const Tensor& t, const char* what);
-// `base` with the scale layout of an NVFP4 receive tensor (gathers).
-symmcomm::Options gather_options(symmcomm::Options base, const Tensor& recv);
 
 // The host array of comm size counts a v-collective takes.
 inline std::vector<std::size_t> counts_of(const symmcomm::Communicator& c, const size_t* counts) {

@@ -26,7 +26,7 @@ struct Part {
   const char* recv_name;
   void* recv;
   std::vector<std::size_t> bytes;  // per rank
-  // NVFP4 block scales written swizzled into `recv` (Options::scale_layout); null: linear.
+  // NVFP4 block scales written swizzled into `recv` (its view's scale_layout); null: linear.
   const detail::SwizzledScales* swizzle = nullptr;
 };
 
@@ -47,7 +47,6 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
   detail::PlannedCall call(state, Operation::AllGather, options, operation);
   bool swizzled = false;
   for (const Part& p : parts) swizzled = swizzled || p.swizzle != nullptr;
-  if (!swizzled) detail::refuse_scale_layout(options, operation);
   for (const Part& p : parts) {
     for (std::size_t b : p.bytes) equal = equal && b == p.bytes[0];
     send_total += p.bytes[static_cast<std::size_t>(me)];
@@ -189,7 +188,7 @@ void check_gathered_count(std::size_t send_count, std::size_t recv_count, int n)
 
 using detail::scaled;
 
-// `swizzle`: the block scales' swizzled layout (Options::scale_layout), or null for linear.
+// `swizzle`: the block scales' swizzled layout (recv.scale_layout), or null for linear.
 std::vector<Part> nvfp4_parts(ConstNvfp4View send, Nvfp4View recv,
                               const std::vector<std::size_t>& counts,
                               const detail::SwizzledScales* swizzle) {
@@ -237,10 +236,10 @@ Plan all_gather(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
                 const Options& options) {
   detail::usable_state(comm, "all_gather");
   validate(send, "send", 1);
-  validate(recv, "recv", 1);
+  validate_gather_recv(recv, "recv", 1);
   check_gathered_count(send.count, recv.count, comm.size());
   std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), send.count);
-  auto const swizzle = detail::swizzled_scales(options, counts, recv.block_scales, "all_gather");
+  auto const swizzle = detail::swizzled_scales(recv, counts, "all_gather");
   std::vector<Part> parts = nvfp4_parts(send, recv, counts, swizzle ? &*swizzle : nullptr);
   for (const auto& item : extras) {
     parts.push_back(
@@ -298,10 +297,10 @@ Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
                  const Options& options) {
   detail::usable_state(comm, "all_gatherv");
   validate(send, "send", 1);
-  validate(recv, "recv", 1);
+  validate_gather_recv(recv, "recv", 1);
   detail::check_counts(counts, comm.size(), comm.rank(), send.count, recv.count, kNvfp4BlockSize,
                        "send.count", "recv.count");
-  auto const swizzle = detail::swizzled_scales(options, counts, recv.block_scales, "all_gatherv");
+  auto const swizzle = detail::swizzled_scales(recv, counts, "all_gatherv");
   return gather_parts(comm, "all_gatherv", "nvfp4", send.count,
                       nvfp4_parts(send, recv, counts, swizzle ? &*swizzle : nullptr), stream,
                       options);

@@ -267,7 +267,6 @@ PlannedCall::PlannedCall(CommState& state, Operation op, const Options& options,
   request_.comm_size = state.size;
   request_.choice = options.path;
   request_.buffers.reserve(6);  // an NVFP4 call's three tensors per side without regrowth
-  if (op == Operation::ReduceScatter) refuse_scale_layout(options, operation);
 }
 
 PlannedCall& PlannedCall::types(DataType send, DataType recv) {

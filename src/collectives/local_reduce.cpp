@@ -41,14 +41,7 @@ static void reduce_impl(const QuantizedShards& shards, std::size_t count, DataTy
                         cudaStream_t stream) {
   detail::check_shards(shards, count, out, type == DataType::Nvfp4);
   if (count == 0) return;
-  detail::lsa::ShardTable table;
-  table.ranks = shards.ranks;
-  for (int r = 0; r < shards.ranks; ++r) {
-    table.data[r] = shards.data[r];
-    table.block_scales[r] = shards.block_scales[r];
-    table.scale[r] = shards.scale[r];
-  }
-  detail::lsa::reduce_shards(table, type, count, out, std::is_same_v<Out, float>, stream);
+  detail::lsa::reduce_shards(shards, type, count, out, std::is_same_v<Out, float>, stream);
 }
 
 template <class Out>

@@ -138,6 +138,22 @@ lsa::SymRef scales_at(std::size_t first) {
   return lsa::SymRef{1, kNvfp4 ? first / kNvfp4BlockSize : 0};
 }
 
+// The swizzled layout every rank's receive view asks for (all the same), or nullopt for linear.
+std::optional<detail::SwizzledScales> recv_swizzle(const std::vector<Nvfp4View>& recv,
+                                                   const std::vector<std::size_t>& counts,
+                                                   const char* operation) {
+  std::optional<detail::SwizzledScales> swizzle;
+  for (std::size_t r = 0; r < recv.size(); ++r) {
+    SYMMCOMM_EXPECTS(
+        recv[r].scale_layout == recv[0].scale_layout &&
+            recv[r].row_elements == recv[0].row_elements,
+        operation << ": " << at("recv", r)
+                  << "'s scale layout differs from recv[0]'s (every rank's must match)");
+    swizzle = detail::swizzled_scales(recv[r], counts, operation);
+  }
+  return swizzle;
+}
+
 template <class Send, class Out>
 void run_reduce(const std::vector<Send>& send, const std::vector<Span<Out>>& recv,
                 cudaStream_t stream) {
@@ -167,8 +183,7 @@ void run_reduce(const std::vector<Send>& send, const std::vector<Span<Out>>& rec
 
 template <class Recv>
 void run_quantize_gather(const std::vector<Bf16Span>& input, const std::vector<const float*>& scale,
-                         const std::vector<Recv>& recv, const Options& options,
-                         cudaStream_t stream) {
+                         const std::vector<Recv>& recv, cudaStream_t stream) {
   constexpr bool kNvfp4 = std::is_same_v<Recv, Nvfp4View>;
   auto const counts = gather_counts(input, recv);
   std::size_t const n = counts.size();
@@ -176,20 +191,17 @@ void run_quantize_gather(const std::vector<Bf16Span>& input, const std::vector<c
                    "scale holds " << scale.size() << " pointers for " << n << " virtual ranks");
   for (std::size_t r = 0; r < n; ++r) {
     validate(input[r], at("input", r));
-    validate(recv[r], at("recv", r), 8);
+    if constexpr (kNvfp4) {
+      validate_gather_recv(recv[r], at("recv", r), 8);
+    } else {
+      validate(recv[r], at("recv", r), 8);
+    }
     SYMMCOMM_EXPECTS(input[r].count % 16 == 0,
                      at("input", r) << ".count " << input[r].count << " is not a multiple of 16");
     SYMMCOMM_EXPECTS(scale[r] != nullptr, at("scale", r) << " is null");
   }
   std::optional<detail::SwizzledScales> swizzle;
-  if constexpr (kNvfp4) {
-    for (std::size_t r = 0; r < n && options.scale_layout != ScaleLayout::Linear; ++r) {
-      swizzle = detail::swizzled_scales(options, counts, recv[r].block_scales,
-                                        "loopback::quantize_all_gather");
-    }
-  } else {
-    detail::refuse_scale_layout(options, "loopback::quantize_all_gather");
-  }
+  if constexpr (kNvfp4) swizzle = recv_swizzle(recv, counts, "loopback::quantize_all_gather");
   auto const displ = displacements(counts);
   std::size_t const total = recv[0].count;
   for (std::size_t r = 0; r < n; ++r) {
@@ -215,24 +227,15 @@ void run_quantize_gather(const std::vector<Bf16Span>& input, const std::vector<c
 
 void all_gather(const std::vector<Nvfp4View>& send, const std::vector<Nvfp4View>& recv,
                 cudaStream_t stream) {
-  all_gather(send, recv, Options{}, stream);
-}
-
-void all_gather(const std::vector<Nvfp4View>& send, const std::vector<Nvfp4View>& recv,
-                const Options& options, cudaStream_t stream) {
   auto const counts = gather_counts(send, recv);
   std::size_t const n = counts.size();
-  std::optional<detail::SwizzledScales> swizzle;
-  for (std::size_t r = 0; r < n && options.scale_layout != ScaleLayout::Linear; ++r) {
-    swizzle =
-        detail::swizzled_scales(options, counts, recv[r].block_scales, "loopback::all_gather");
-  }
+  auto const swizzle = recv_swizzle(recv, counts, "loopback::all_gather");
   GatherTensor data{{}, {}, scaled(counts, 1, 2)};
   GatherTensor scales{{}, {}, scaled(counts, 1, kNvfp4BlockSize), swizzle ? &*swizzle : nullptr};
   GatherTensor globals{{}, {}, std::vector<std::size_t>(n, sizeof(float))};
   for (std::size_t r = 0; r < n; ++r) {
     validate(send[r], at("send", r), 1);
-    validate(recv[r], at("recv", r), 1);
+    validate_gather_recv(recv[r], at("recv", r), 1);
     SYMMCOMM_EXPECTS(send[r].global_scale != nullptr, at("send", r) << ".global_scale is null");
     SYMMCOMM_EXPECTS(recv[r].global_scale != nullptr, at("recv", r) << ".global_scale is null");
     data.send.push_back(send[r].data);
@@ -297,16 +300,11 @@ void reduce_scatter(const std::vector<Fp8View>& send, const std::vector<Fp32Span
 
 void quantize_all_gather(const std::vector<Bf16Span>& input, const std::vector<const float*>& scale,
                          const std::vector<Nvfp4View>& recv, cudaStream_t stream) {
-  run_quantize_gather(input, scale, recv, Options{}, stream);
-}
-void quantize_all_gather(const std::vector<Bf16Span>& input, const std::vector<const float*>& scale,
-                         const std::vector<Nvfp4View>& recv, const Options& options,
-                         cudaStream_t stream) {
-  run_quantize_gather(input, scale, recv, options, stream);
+  run_quantize_gather(input, scale, recv, stream);
 }
 void quantize_all_gather(const std::vector<Bf16Span>& input, const std::vector<const float*>& scale,
                          const std::vector<Fp8View>& recv, cudaStream_t stream) {
-  run_quantize_gather(input, scale, recv, Options{}, stream);
+  run_quantize_gather(input, scale, recv, stream);
 }
 
 }  // namespace symmcomm::loopback

@@ -70,8 +70,10 @@ Plan quantize_then_gather(detail::CommState& state, const Communicator& comm, Co
   // Swizzled scales on NCCL's path need workspace of their own in the gather: after the copy.
   Options gather_options = options;
   std::size_t extra = 0;
-  if (options.scale_layout != ScaleLayout::Linear && into == nullptr) {
-    extra = detail::align256(recv.count / kNvfp4BlockSize);
+  if constexpr (is_nvfp4<Recv>()) {
+    if (recv.scale_layout != ScaleLayout::Linear && into == nullptr) {
+      extra = detail::align256(recv.count / kNvfp4BlockSize);
+    }
   }
   auto* ws = static_cast<std::uint8_t*>(
       into != nullptr ? into
@@ -101,7 +103,11 @@ Plan fused_quantize_gather(const Communicator& comm, ConstBf16Span input, Recv r
                            const float* scale, cudaStream_t stream, const Options& options) {
   detail::CommState& state = detail::usable_state(comm, kOperation);
   validate(input, "input");
-  validate(recv, "recv", 8);
+  if constexpr (is_nvfp4<Recv>()) {
+    validate_gather_recv(recv, "recv", 8);
+  } else {
+    validate(recv, "recv", 8);
+  }
   std::size_t const n = static_cast<std::size_t>(state.size);
   std::size_t const me = static_cast<std::size_t>(state.rank);
   SYMMCOMM_EXPECTS(input.count % 16 == 0,
@@ -109,14 +115,11 @@ Plan fused_quantize_gather(const Communicator& comm, ConstBf16Span input, Recv r
   SYMMCOMM_EXPECTS(recv.count == input.count * n, "recv.count "
                                                       << recv.count << " is not input.count "
                                                       << input.count << " x comm.size() " << n);
-  // Swizzled block scales (Options::scale_layout): the fused kernel writes each in its tile;
+  // Swizzled block scales (recv.scale_layout): the fused kernel writes each in its tile;
   // NCCL's path quantizes, then all_gather swizzles after its gather.
   std::optional<detail::SwizzledScales> swizzle;
   if constexpr (is_nvfp4<Recv>()) {
-    swizzle = detail::swizzled_scales(options, std::vector<std::size_t>(n, input.count),
-                                      recv.block_scales, kOperation);
-  } else {
-    detail::refuse_scale_layout(options, kOperation);
+    swizzle = detail::swizzled_scales(recv, std::vector<std::size_t>(n, input.count), kOperation);
   }
   // NCCL's path gathers a copy quantized first: into Options::staging.send when it is big
   // enough (NCCL 2.28 runs its symmetric kernels only with the send side in a window too),

@@ -1,12 +1,13 @@
 #pragma once
-// Private: the swizzled block-scale layout of an NVFP4 gather (Options::scale_layout), checked
-// and resolved once per call into what the kernels and the NCCL paths need.
+// Private: the swizzled block-scale layout of an NVFP4 gather (its receive view's
+// scale_layout), checked and resolved once per call into what the kernels and the NCCL paths
+// need.
 
 #include <cstddef>
 #include <optional>
 #include <vector>
 
-#include "symmcomm/collectives/options.hpp"
+#include "symmcomm/formats/views.hpp"
 
 namespace symmcomm::detail {
 
@@ -20,13 +21,13 @@ struct SwizzledScales {
   std::size_t padded_rows = 0;
 };
 
-/// nullopt for ScaleLayout::Linear; for Swizzled128x4 the layout of a gather with counts[r]
-/// elements from rank r into `recv_block_scales`. @throws LogicError naming `operation` and the
-/// offending value (row_elements not a positive multiple of 16, a count that is not whole rows,
-/// recv.block_scales not 4-byte aligned).
-std::optional<SwizzledScales> swizzled_scales(const Options& options,
+/// nullopt when `recv`'s block scales are linear; for Swizzled128x4 the layout of a gather with
+/// counts[r] elements from rank r into `recv`. @throws LogicError naming `operation` and the
+/// offending value (recv as validate_gather_recv refuses it, a rank's count that is not whole
+/// rows).
+std::optional<SwizzledScales> swizzled_scales(const ConstNvfp4View& recv,
                                               const std::vector<std::size_t>& counts,
-                                              const void* recv_block_scales, const char* operation);
+                                              const char* operation);
 
 /// Rank `rank`'s swizzle fields of an LSA launch (lsa::GatherSegment or lsa::QuantizeGatherArgs):
 /// its first row, and for the last of `ranks` ranks the padding rows it zeroes.
@@ -39,9 +40,5 @@ void set_swizzle(const SwizzledScales& s, std::size_t rank, std::size_t ranks, L
     launch.zero_to = s.padded_rows;
   }
 }
-
-/// Throws LogicError naming `operation` when `options` asks for a scale layout other than
-/// Linear: only NVFP4 gathers have block scales to lay out.
-void refuse_scale_layout(const Options& options, const char* operation);
 
 }  // namespace symmcomm::detail

@@ -12,7 +12,10 @@ bool aligned(const void* p, std::size_t alignment) {
 }  // namespace
 
 namespace {
-void check_slice(std::size_t first, std::size_t n, std::size_t count) {
+void check_slice(std::size_t first, std::size_t n, std::size_t count, ScaleLayout layout) {
+  SYMMCOMM_EXPECTS(layout == ScaleLayout::Linear,
+                   "Nvfp4View::slice / rank_part of a view with swizzled block scales: a range "
+                   "of rows is not a range of the tiles (gather into linear scales to split)");
   SYMMCOMM_EXPECTS(first % kNvfp4BlockSize == 0 && n % kNvfp4BlockSize == 0,
                    "Nvfp4View::slice(" << first << ", " << n
                                        << "): first and n must be multiples of the NVFP4 block "
@@ -25,12 +28,12 @@ void check_slice(std::size_t first, std::size_t n, std::size_t count) {
 }  // namespace
 
 Nvfp4View Nvfp4View::slice(std::size_t first, std::size_t n) const {
-  check_slice(first, n, count);
+  check_slice(first, n, count, scale_layout);
   return Nvfp4View{data + first / 2, block_scales + first / kNvfp4BlockSize, global_scale, n};
 }
 
 ConstNvfp4View ConstNvfp4View::slice(std::size_t first, std::size_t n) const {
-  check_slice(first, n, count);
+  check_slice(first, n, count, scale_layout);
   return ConstNvfp4View{data + first / 2, block_scales + first / kNvfp4BlockSize, global_scale, n};
 }
 
@@ -69,6 +72,33 @@ Fp8View Fp8View::rank_part(std::size_t rank, std::size_t ranks) const {
 }
 
 void validate(const ConstNvfp4View& view, std::string_view name, std::size_t data_alignment) {
+  SYMMCOMM_EXPECTS(view.scale_layout == ScaleLayout::Linear && view.row_elements == 0,
+                   name << " has swizzled block scales (row_elements " << view.row_elements
+                        << "): only the receive tensor of an NVFP4 gather (all_gather, "
+                           "all_gatherv, quantize_all_gather) takes them");
+  validate_gather_recv(view, name, data_alignment);
+}
+
+void validate_gather_recv(const ConstNvfp4View& view, std::string_view name,
+                          std::size_t data_alignment) {
+  SYMMCOMM_EXPECTS(
+      view.scale_layout == ScaleLayout::Linear || view.scale_layout == ScaleLayout::Swizzled128x4,
+      name << ".scale_layout " << static_cast<int>(view.scale_layout) << " is not a layout");
+  if (view.scale_layout == ScaleLayout::Swizzled128x4) {
+    std::size_t const row = view.row_elements;
+    SYMMCOMM_EXPECTS(row > 0 && row % kNvfp4BlockSize == 0,
+                     name << ".row_elements " << row << " is not a positive multiple of "
+                          << kNvfp4BlockSize
+                          << " (swizzled scales need whole 16-element blocks per row)");
+    SYMMCOMM_EXPECTS(view.count % row == 0, name << ".count " << view.count
+                                                 << " is not whole rows of row_elements " << row);
+    SYMMCOMM_EXPECTS(aligned(view.block_scales, 4),
+                     name << ".block_scales " << static_cast<const void*>(view.block_scales)
+                          << " is not 4-byte aligned (swizzled scales are written 4 at a time)");
+  } else {
+    SYMMCOMM_EXPECTS(view.row_elements == 0, name << ".row_elements " << view.row_elements
+                                                  << " is set but scale_layout is Linear");
+  }
   SYMMCOMM_EXPECTS(view.count % kNvfp4BlockSize == 0,
                    name << ".count " << view.count << " is not a multiple of the NVFP4 block size "
                         << kNvfp4BlockSize);

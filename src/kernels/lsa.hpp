@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "comm/lsa_limits.hpp"
+#include "symmcomm/formats/shards.hpp"
 #include "symmcomm/formats/views.hpp"
 #include "symmcomm/limits.hpp"
 
@@ -145,13 +146,9 @@ void reduce(const Peers& peers, const ReduceArgs& args, cudaStream_t stream);
 void quantize_gather(const Peers& peers, const QuantizeGatherArgs& args, cudaStream_t stream);
 
 /// Local shards of a quantized tensor, one per rank (device pointers): what the fallback's local
-/// reduction sums. The kernels' own type (collectives/local_reduce.hpp converts to it).
-struct ShardTable {
-  const std::uint8_t* data[kMaxRanks] = {};          ///< packed NVFP4 data or FP8 codes
-  const std::uint8_t* block_scales[kMaxRanks] = {};  ///< NVFP4 only
-  const float* scale[kMaxRanks] = {};                ///< each rank's global scale / FP8 scale
-  int ranks = 0;
-};
+/// reduction sums. The public QuantizedShards itself (one type from the API to the kernels).
+using ShardTable = symmcomm::QuantizedShards;
+static_assert(ShardTable::kMaxRanks == kMaxRanks);
 
 /// The fallback's local reduction: the one-shot reduce kernel reading the shards of a table
 /// instead of peers' windows, so both paths share their arithmetic. Arguments already checked

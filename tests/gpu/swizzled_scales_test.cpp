@@ -1,5 +1,5 @@
 // NVFP4 block scales written in the swizzled 128x4 layout NVFP4 GEMMs read
-// (Options::scale_layout): the device swizzle pass, the LSA kernels over 2/3/4/8 virtual ranks
+// (Nvfp4View::scale_layout): the device swizzle pass, the LSA kernels over 2/3/4/8 virtual ranks
 // with ragged rows (gather and fused quantize + gather), and one-rank collectives on the paths
 // their buffers take. References: scale_layout.hpp's host conversion of the linear scales.
 // Outputs are poisoned twice and guarded (support/guarded.hpp).
@@ -67,7 +67,7 @@ class SwizzledScalesLoopback : public ::testing::TestWithParam<int> {
   int ranks() const { return GetParam(); }
 };
 
-// Swizzled block scales (Options::scale_layout): every rank's rows - a different number per
+// Swizzled block scales (Nvfp4View::scale_layout): every rank's rows - a different number per
 // rank, not filling whole 128-row tiles, with a scale-column count that does not fill a 4-column
 // tile row - land where the documented layout (scale_layout.hpp's host conversion of the
 // concatenated linear scales) puts them, padding zeroed, nothing past the buffer written; data
@@ -103,20 +103,18 @@ TEST_P(SwizzledScalesLoopback, Nvfp4AllGatherForRaggedRows) {
       rs.push_back(std::make_unique<Guarded>(swizzled_scale_bytes(rows, scale_cols)));
       rg.push_back(std::make_unique<Guarded>(n * sizeof(float)));
       recv.push_back(Nvfp4View{rd.back()->get(), rs.back()->get(),
-                               reinterpret_cast<float*>(rg.back()->get()), total});
+                               reinterpret_cast<float*>(rg.back()->get()), total}
+                         .with_swizzled_scales(row));
     }
     std::vector<std::uint8_t> want_scales(swizzled_scale_bytes(rows, scale_cols));
     swizzle_scales_host(linear.data(), rows, scale_cols, want_scales.data());
-    Options o;
-    o.scale_layout = ScaleLayout::Swizzled128x4;
-    o.row_elements = row;
     for (int poison : kPoisons) {
       for (int r = 0; r < n; ++r) {
         rd[r]->mem.poison(poison);
         rs[r]->mem.poison(poison);
         rg[r]->mem.poison(poison);
       }
-      loopback::all_gather(send, recv, o, nullptr);
+      loopback::all_gather(send, recv, nullptr);
       SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
       for (int r = 0; r < n; ++r) {
         std::string const at = std::to_string(scale_cols) + " scale columns, rank " +
@@ -168,16 +166,14 @@ TEST_P(SwizzledScalesLoopback, FusedQuantizeAllGatherForRaggedRows) {
     rs.push_back(std::make_unique<Guarded>(want_scales.size()));
     rg.push_back(std::make_unique<Guarded>(n * sizeof(float)));
     recv.push_back(Nvfp4View{rd.back()->get(), rs.back()->get(),
-                             reinterpret_cast<float*>(rg.back()->get()), total});
+                             reinterpret_cast<float*>(rg.back()->get()), total}
+                       .with_swizzled_scales(row));
   }
-  Options o;
-  o.scale_layout = ScaleLayout::Swizzled128x4;
-  o.row_elements = row;
   for (int poison : kPoisons) {
     for (int r = 0; r < n; ++r) {
       for (auto* g : {rd[r].get(), rs[r].get(), rg[r].get()}) g->mem.poison(poison);
     }
-    loopback::quantize_all_gather(input, gs, recv, o, nullptr);
+    loopback::quantize_all_gather(input, gs, recv, nullptr);
     SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
     for (int r = 0; r < n; ++r) {
       std::string const at = "rank " + std::to_string(r) + " poison " + std::to_string(poison);
@@ -209,9 +205,6 @@ TEST(SwizzledScales, OneRankGathersOnThePathsTheyTake) {
   send.data.upload(q.data);
   send.block_scales.upload(q.scales);
   send.global.upload({q.global_scale});
-  Options o;
-  o.scale_layout = ScaleLayout::Swizzled128x4;
-  o.row_elements = row;
   SymmAllocator pool(comm, PoolOptions{16 << 20});
   auto* pool_data = static_cast<std::uint8_t*>(pool.allocate(n / 2));
   auto* pool_scales = static_cast<std::uint8_t*>(pool.allocate(want.size()));
@@ -222,14 +215,15 @@ TEST(SwizzledScales, OneRankGathersOnThePathsTheyTake) {
   in.upload(bits);
   ConstBf16Span const input{reinterpret_cast<const bf16*>(in.get()), n};
   for (bool in_pool : {false, true}) {
-    Nvfp4View const recv = in_pool ? Nvfp4View{pool_data, pool_scales, pool_global, n}
-                                   : Nvfp4View{data.get(), scales.get(), global.get(), n};
+    Nvfp4View const recv = (in_pool ? Nvfp4View{pool_data, pool_scales, pool_global, n}
+                                    : Nvfp4View{data.get(), scales.get(), global.get(), n})
+                               .with_swizzled_scales(row);
     for (int call = 0; call < 3; ++call) {
       support::fill_on(nullptr, recv.block_scales, 0xEE, want.size());
       support::fill_on(nullptr, recv.data, 0xEE, n / 2);
-      Plan const plan = call == 0   ? all_gather(comm, send.view(), recv, nullptr, o)
-                        : call == 1 ? all_gatherv(comm, send.view(), recv, {n}, nullptr, o)
-                                    : quantize_all_gather(comm, input, recv, nullptr, nullptr, o);
+      Plan const plan = call == 0   ? all_gather(comm, send.view(), recv, nullptr)
+                        : call == 1 ? all_gatherv(comm, send.view(), recv, {n}, nullptr)
+                                    : quantize_all_gather(comm, input, recv, nullptr, nullptr);
       SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
       std::string const at = std::string(call == 0   ? "all_gather"
                                          : call == 1 ? "all_gatherv"
@@ -245,22 +239,23 @@ TEST(SwizzledScales, OneRankGathersOnThePathsTheyTake) {
       }
     }
   }
-  // Refused, naming why.
+  // Refused, naming why: swizzled scales anywhere but a gather's receive tensor, NCCL's path
+  // inside a Group, a row length that is not whole blocks.
   DeviceArray<float> out(n);
+  Nvfp4View const plain =
+      Nvfp4View{data.get(), scales.get(), global.get(), n}.with_swizzled_scales(row);
   std::string m = logic_error_text([&] {
-    reduce_scatter(comm, send.view(), Fp32Span{out.get(), n}, nullptr, o);
+    reduce_scatter(comm, plain, Fp32Span{out.get(), n}, nullptr);
   });
-  EXPECT_NE(m.find("Options::scale_layout applies to NVFP4 gathers only"), std::string::npos) << m;
-  Nvfp4View const plain{data.get(), scales.get(), global.get(), n};
+  EXPECT_NE(m.find("send has swizzled block scales"), std::string::npos) << m;
   {
     Group group;
-    m = logic_error_text([&] { all_gather(comm, send.view(), plain, nullptr, o); });
+    m = logic_error_text([&] { all_gather(comm, send.view(), plain, nullptr); });
   }
   EXPECT_NE(m.find("cannot run inside a symmcomm::Group"), std::string::npos) << m;
-  Options bad = o;
-  bad.row_elements = 100;
-  m = logic_error_text([&] { all_gather(comm, send.view(), plain, nullptr, bad); });
-  EXPECT_NE(m.find("Options::row_elements 100 is not a positive multiple of 16"), std::string::npos)
+  m = logic_error_text(
+      [&] { all_gather(comm, send.view(), plain.with_swizzled_scales(100), nullptr); });
+  EXPECT_NE(m.find("recv.row_elements 100 is not a positive multiple of 16"), std::string::npos)
       << m;
   pool.deallocate(pool_global);
   pool.deallocate(pool_scales);

@@ -182,7 +182,7 @@ TEST(MultiRankAllGather, VariableCountsNvfp4) {
   });
 }
 
-// Swizzled block scales (Options::scale_layout) on every path: all_gather (equal rows) and
+// Swizzled block scales (Nvfp4View::scale_layout) on every path: all_gather (equal rows) and
 // all_gatherv (a different, tile-ragged number of rows per rank), with 7 scale columns (a
 // partial tile row); the scales against the documented layout of the concatenated linear
 // scales, padding zeroed; data and global scales as gathered bytes.
@@ -222,10 +222,10 @@ TEST(MultiRankAllGather, SwizzledScalesOnEveryPathForEqualAndRaggedRows) {
       swizzled.poison();
       Options o;
       o.path = choice;
-      o.scale_layout = ScaleLayout::Swizzled128x4;
-      o.row_elements = row;
       Nvfp4View const send{parts.s(0), scales.get(), reinterpret_cast<float*>(parts.s(1)), mine};
-      Nvfp4View const recv{parts.r(0), swizzled.get(), reinterpret_cast<float*>(parts.r(1)), total};
+      Nvfp4View const recv =
+          Nvfp4View{parts.r(0), swizzled.get(), reinterpret_cast<float*>(parts.r(1)), total}
+              .with_swizzled_scales(row);
       Plan const plan = ragged ? all_gatherv(w.comm, send, recv, counts, w.stream, o)
                                : all_gather(w.comm, send, recv, w.stream, o);
       sync();

@@ -23,8 +23,9 @@
 /// returned; it is
 ///   counted in the communicator's stats() and logged with its reason at SYMMCOMM_LOG=debug.
 /// - Receive layout: rank r's elements follow rank r-1's. For NVFP4 the receive view's block
-///   scales are linear unless Options::scale_layout asks for the GEMMs' swizzled 128x4 layout
-///   (options.hpp). A gathered NVFP4 or FP8 view has one scale per rank:
+///   scales are linear unless the view's scale_layout asks for the GEMMs' swizzled 128x4
+///   layout (Nvfp4View::with_swizzled_scales, views.hpp); other views and send sides are
+///   linear. A gathered NVFP4 or FP8 view has one scale per rank:
 ///   `recv.global_scale` (`recv.scale`) points to comm.size() floats, rank r's at index r.
 /// - NCCL's symmetric kernels need equal counts: all_gatherv takes the fallback path
 ///   (grouped ncclBroadcast), or our LSA kernel where available.

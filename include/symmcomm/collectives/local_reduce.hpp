@@ -12,21 +12,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "symmcomm/formats/shards.hpp"
 #include "symmcomm/formats/views.hpp"
-#include "symmcomm/limits.hpp"
 
 namespace symmcomm {
-
-/// @brief Pointers to each rank's shard of a quantized tensor (device memory; trivially
-/// copyable, passed to kernels by value).
-struct QuantizedShards {
-  /// Most ranks one launch reduces.
-  static constexpr int kMaxRanks = kMaxKernelRanks;
-  const std::uint8_t* data[kMaxRanks] = {};          ///< packed NVFP4 data or FP8 codes
-  const std::uint8_t* block_scales[kMaxRanks] = {};  ///< NVFP4 only
-  const float* scale[kMaxRanks] = {};                ///< NVFP4 global scale / FP8 scale of rank r
-  int ranks = 0;
-};
 
 /// @brief Sums NVFP4 shards of `count` elements (a multiple of 16) into bf16 or fp32.
 /// @throws LogicError for bad arguments (null pointers, count, rank count, alignment).

@@ -22,13 +22,8 @@ struct Staging {
   std::size_t recv_bytes = 0;  ///< capacity: at least the payload of all ranks
 };
 
-/// @brief Layout of the block scales an NVFP4 gather writes into recv.block_scales.
-enum class ScaleLayout : std::uint8_t {
-  Linear,         ///< symmcomm's own: element i's block scale at byte i / 16
-  Swizzled128x4,  ///< the 128 x 4 tiles NVFP4 GEMMs read (symmcomm/formats/scale_layout.hpp)
-};
-
-/// @brief Options of a collective call.
+/// @brief Options of a collective call: execution policy only (how a call runs, never what its
+/// tensors are: an NVFP4 tensor's scale layout is Nvfp4View::scale_layout).
 struct Options {
   PathChoice path = PathChoice::Auto;
   /// Device scratch for quantized reduce-scatter fallbacks (see reduce_scatter_workspace_bytes);
@@ -52,17 +47,6 @@ struct Options {
   /// hanging. Costs a round trip per call: meant for debugging and start-up checks, not for
   /// graph capture (refused there). `SYMMCOMM_AGREE_PLANS=1` turns it on for every call.
   bool agree_plan = false;
-  /// NVFP4 all_gather / all_gatherv: the layout of recv.block_scales. Swizzled128x4 reads the
-  /// gathered tensor as rows of `row_elements` elements (a multiple of 16; every rank's count
-  /// whole rows, rank r's rows after those of ranks < r, so a rank's rows need not fill whole
-  /// tiles) and writes each block scale where NVFP4 GEMMs read it: recv.block_scales then holds
-  /// swizzled_scale_bytes(rows, row_elements / 16) bytes (rows padded to 128, scale columns to
-  /// 4, padding written as 0) and must be 4-byte aligned. Data and global scales are gathered
-  /// as with Linear. symmcomm's LSA kernel writes the scales in place; NCCL's paths gather them
-  /// linearly into the workspace (Options::workspace or the communicator's) and swizzle them in
-  /// one pass after. Other calls refuse anything but Linear.
-  ScaleLayout scale_layout = ScaleLayout::Linear;
-  std::size_t row_elements = 0;  ///< elements per row, with ScaleLayout::Swizzled128x4
 };
 
 /// @brief The collectives symmcomm plans.

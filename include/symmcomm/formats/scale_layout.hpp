@@ -21,6 +21,12 @@
 
 namespace symmcomm {
 
+/// @brief Layout of an NVFP4 tensor's block scales (Nvfp4View::scale_layout).
+enum class ScaleLayout : std::uint8_t {
+  Linear,         ///< symmcomm's own: element i's block scale at byte i / 16
+  Swizzled128x4,  ///< the 128 x 4 tiles NVFP4 GEMMs read (this file), rows of row_elements
+};
+
 /// @brief Rows per tile of the swizzled scale layout.
 inline constexpr std::size_t kScaleTileRows = 128;
 /// @brief Scale columns per tile of the swizzled scale layout.

@@ -9,9 +9,19 @@
 #include <type_traits>
 
 #include "symmcomm/formats/bf16.hpp"
+#include "symmcomm/formats/scale_layout.hpp"
 #include "symmcomm/formats/traits.hpp"
 
 namespace symmcomm {
+
+/// @brief Bytes of the block scales of `count` NVFP4 elements in `layout` (Swizzled128x4: rows
+/// of `row_elements`, padding included; 0 when row_elements is not a positive multiple of 16).
+constexpr std::size_t nvfp4_scale_bytes(std::size_t count, ScaleLayout layout,
+                                        std::size_t row_elements) noexcept {
+  if (layout == ScaleLayout::Linear) return count / kNvfp4BlockSize;
+  if (row_elements == 0 || row_elements % kNvfp4BlockSize != 0) return 0;
+  return swizzled_scale_bytes(count / row_elements, row_elements / kNvfp4BlockSize);
+}
 
 /// @brief A read-only NVFP4 tensor (what the send side of a collective takes): as Nvfp4View with
 /// const pointers. Every Nvfp4View converts to it.
@@ -19,10 +29,14 @@ struct ConstNvfp4View {
   const std::uint8_t* data = nullptr;
   const std::uint8_t* block_scales = nullptr;
   const float* global_scale = nullptr;
-  std::size_t count = 0;  ///< elements, a multiple of kNvfp4BlockSize
+  std::size_t count = 0;                           ///< elements, a multiple of kNvfp4BlockSize
+  ScaleLayout scale_layout = ScaleLayout::Linear;  ///< as Nvfp4View::scale_layout
+  std::size_t row_elements = 0;                    ///< as Nvfp4View::row_elements
 
   constexpr std::size_t data_bytes() const noexcept { return count / 2; }
-  constexpr std::size_t scale_bytes() const noexcept { return count / kNvfp4BlockSize; }
+  constexpr std::size_t scale_bytes() const noexcept {
+    return nvfp4_scale_bytes(count, scale_layout, row_elements);
+  }
   constexpr DataType dtype() const noexcept { return DataType::Nvfp4; }
   /// @brief As Nvfp4View::slice.
   ConstNvfp4View slice(std::size_t first, std::size_t n) const;
@@ -41,18 +55,32 @@ struct ConstFp8View {
   constexpr DataType dtype() const noexcept { return fp8_type(format); }
 };
 
-/// @brief An NVFP4 tensor: packed e2m1 data (count/2 bytes), e4m3 block scales (count/16 bytes,
-/// linear layout) and a pointer to the fp32 global scale, all in device memory.
+/// @brief An NVFP4 tensor: packed e2m1 data (count/2 bytes), e4m3 block scales and a pointer to
+/// the fp32 global scale, all in device memory. The block scales are linear (count/16 bytes,
+/// element i's at byte i / 16) unless scale_layout says Swizzled128x4: then the tensor is rows
+/// of `row_elements` elements (a multiple of 16, count whole rows) and its scales are in the
+/// 128 x 4 tiles NVFP4 GEMMs read (scale_layout.hpp; scale_bytes() bytes, padding included,
+/// 4-byte aligned). Swizzled scales are what an NVFP4 gather can write into its receive
+/// tensor (all_gather, all_gatherv, quantize_all_gather); every other use takes linear ones.
 struct Nvfp4View {
   std::uint8_t* data = nullptr;
   std::uint8_t* block_scales = nullptr;
   float* global_scale = nullptr;
-  std::size_t count = 0;  ///< elements, a multiple of kNvfp4BlockSize
+  std::size_t count = 0;                           ///< elements, a multiple of kNvfp4BlockSize
+  ScaleLayout scale_layout = ScaleLayout::Linear;  ///< layout of block_scales
+  std::size_t row_elements = 0;                    ///< elements per row, with Swizzled128x4
 
   /// @brief Bytes of packed data.
   constexpr std::size_t data_bytes() const noexcept { return count / 2; }
-  /// @brief Bytes of block scales.
-  constexpr std::size_t scale_bytes() const noexcept { return count / kNvfp4BlockSize; }
+  /// @brief Bytes of block scales (swizzled: padding included; 0 for an unusable row length).
+  constexpr std::size_t scale_bytes() const noexcept {
+    return nvfp4_scale_bytes(count, scale_layout, row_elements);
+  }
+  /// @brief The same tensor with its block scales in the swizzled 128 x 4 layout of rows of
+  /// `row` elements (checked where it is used: validate(), the gathers).
+  constexpr Nvfp4View with_swizzled_scales(std::size_t row) const noexcept {
+    return Nvfp4View{data, block_scales, global_scale, count, ScaleLayout::Swizzled128x4, row};
+  }
   /// @brief The element format (as Fp8View::dtype()).
   constexpr DataType dtype() const noexcept { return DataType::Nvfp4; }
   /// @brief Elements [first, first + n) as a view sharing this tensor's global scale.
@@ -67,7 +95,7 @@ struct Nvfp4View {
   Nvfp4View rank_part(std::size_t rank, std::size_t ranks) const;
   /// @brief The same tensor, read-only (send sides take it).
   constexpr operator ConstNvfp4View() const noexcept {
-    return ConstNvfp4View{data, block_scales, global_scale, count};
+    return ConstNvfp4View{data, block_scales, global_scale, count, scale_layout, row_elements};
   }
 };
 
@@ -126,9 +154,15 @@ inline constexpr std::size_t kVectorAlignment = 16;
 
 /// @brief Throws LogicError unless `view` (named `name` in the message) is well formed: count a
 /// multiple of 16; data, block scales and global scale non-null when count > 0; data aligned to
-/// `data_alignment` bytes.
+/// `data_alignment` bytes; block scales linear (swizzled ones are for a gather's receive tensor
+/// only: validate_gather_recv).
 void validate(const ConstNvfp4View& view, std::string_view name,
               std::size_t data_alignment = kVectorAlignment);
+/// @brief As validate(), for the receive tensor of an NVFP4 gather, which may hold swizzled
+/// block scales: then row_elements a positive multiple of 16, count whole rows, block scales
+/// 4-byte aligned.
+void validate_gather_recv(const ConstNvfp4View& view, std::string_view name,
+                          std::size_t data_alignment = kVectorAlignment);
 /// @brief Throws LogicError unless `view` is well formed (non-null data and scale when count > 0,
 /// aligned data).
 void validate(const ConstFp8View& view, std::string_view name,

@@ -33,7 +33,8 @@ int main(void) {
       return 1;
     }
     if (strcmp(symmcomm_enum_name(SYMMCOMM_ENUM_DTYPE, SYMMCOMM_DTYPE_NVFP4), "nvfp4") != 0 ||
-        symmcomm_enum_name(SYMMCOMM_ENUM_PATH, 99) != NULL) {
+        symmcomm_enum_name(SYMMCOMM_ENUM_PATH, 99) != NULL ||
+        symmcomm_enum_name((symmcomm_enum_t)42, 0) != NULL) {
       printf("enumeration names are wrong\n");
       return 1;
     }

@@ -218,10 +218,8 @@ TEST(CApi, PlanDescribeAndEnumNames) {
                  symmcomm::to_string(static_cast<symmcomm::Path>(v)));
   }
   EXPECT_EQ(symmcomm_enum_name(SYMMCOMM_ENUM_PATH, -1), nullptr);
-  int const bogus = 42;
-  symmcomm_enum_t kind;
-  std::memcpy(&kind, &bogus, sizeof kind);
-  EXPECT_EQ(symmcomm_enum_name(kind, 0), nullptr);
+  // An unknown kind gives NULL too: tests/package/c_consumer passes one from C (in C++ an
+  // out-of-range enumeration value cannot even be passed without undefined behaviour).
 }
 
 TEST(CApi, BadValuesNameTheArgument) {

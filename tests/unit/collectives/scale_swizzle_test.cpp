@@ -1,5 +1,5 @@
-// The swizzled block-scale option of NVFP4 gathers, resolved on the host (no GPU): rows per
-// rank, first rows, bytes and padding of ragged gathers, and every bad option named.
+// The swizzled block-scale layout of NVFP4 receive views, resolved on the host (no GPU): rows
+// per rank, first rows, bytes and padding of ragged gathers, and every bad layout named.
 
 #include "collectives/scale_swizzle.hpp"
 
@@ -11,37 +11,43 @@
 
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/scale_layout.hpp"
+#include "symmcomm/formats/views.hpp"
 
 namespace {
 
 using namespace symmcomm;
 
-Options swizzled(std::size_t row_elements) {
-  Options o;
-  o.scale_layout = ScaleLayout::Swizzled128x4;
-  o.row_elements = row_elements;
-  return o;
+auto* const kAligned = reinterpret_cast<std::uint8_t*>(std::uintptr_t{1} << 20);
+auto* const kGlobal = reinterpret_cast<float*>(std::uintptr_t{1} << 21);
+
+// A receive view of the sum of `counts` elements with swizzled scales at `scales` (never read:
+// no GPU here).
+Nvfp4View swizzled(std::size_t row_elements, const std::vector<std::size_t>& counts,
+                   std::uint8_t* scales = kAligned) {
+  std::size_t total = 0;
+  for (std::size_t c : counts) total += c;
+  return Nvfp4View{kAligned, scales, kGlobal, total}.with_swizzled_scales(row_elements);
 }
 
-std::string error_of(const Options& o, const std::vector<std::size_t>& counts, const void* scales) {
+std::string error_of(const Nvfp4View& recv, const std::vector<std::size_t>& counts) {
   try {
-    detail::swizzled_scales(o, counts, scales, "all_gatherv");
+    detail::swizzled_scales(recv, counts, "all_gatherv");
   } catch (const LogicError& e) {
     return e.what();
   }
   return "no error";
 }
 
-auto* const kAligned = reinterpret_cast<void*>(std::uintptr_t{1} << 20);
-
 TEST(ScaleSwizzle, LinearNeedsNothing) {
-  EXPECT_FALSE(detail::swizzled_scales(Options{}, {16, 32}, nullptr, "all_gather").has_value());
-  detail::refuse_scale_layout(Options{}, "reduce_scatter");  // no throw
+  Nvfp4View const linear{kAligned, kAligned, kGlobal, 48};
+  EXPECT_FALSE(detail::swizzled_scales(linear, {16, 32}, "all_gather").has_value());
+  EXPECT_EQ(linear.scale_bytes(), 3u);
 }
 
 TEST(ScaleSwizzle, RaggedRowsGetTheirFirstRowsAndThePaddedSize) {
   // Rows of 7 scale columns (112 elements); ranks with 5, 0, 130 rows.
-  auto const s = detail::swizzled_scales(swizzled(112), {5 * 112, 0, 130 * 112}, kAligned, "x");
+  std::vector<std::size_t> const counts{5 * 112, 0, 130 * 112};
+  auto const s = detail::swizzled_scales(swizzled(112, counts), counts, "x");
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->scale_cols, 7u);
   EXPECT_EQ(s->total_rows, 135u);
@@ -49,33 +55,63 @@ TEST(ScaleSwizzle, RaggedRowsGetTheirFirstRowsAndThePaddedSize) {
   EXPECT_EQ(s->padded_rows, 256u);
   EXPECT_EQ(s->bytes, swizzled_scale_bytes(135, 7));
   EXPECT_EQ(s->bytes, 256u * 8u);
+  // The view knows its own scale bytes, padding included.
+  EXPECT_EQ(swizzled(112, counts).scale_bytes(), s->bytes);
 }
 
-TEST(ScaleSwizzle, BadOptionsNameTheValue) {
-  EXPECT_NE(error_of(swizzled(0), {16}, kAligned)
-                .find("Options::row_elements 0 is not a positive "
-                      "multiple of 16"),
+TEST(ScaleSwizzle, BadLayoutsNameTheValue) {
+  EXPECT_NE(error_of(swizzled(0, {16}), {16})
+                .find("all_gatherv: recv.row_elements 0 is not a positive multiple of 16"),
             std::string::npos);
-  EXPECT_NE(error_of(swizzled(40), {80}, kAligned).find("row_elements 40"), std::string::npos);
-  EXPECT_NE(
-      error_of(swizzled(32), {64, 48}, kAligned)
-          .find("all_gatherv: rank 1's count 48 is not whole rows of Options::row_elements 32"),
-      std::string::npos);
-  auto* odd = reinterpret_cast<void*>((std::uintptr_t{1} << 20) + 2);
-  EXPECT_NE(error_of(swizzled(32), {64}, odd).find("is not 4-byte aligned"), std::string::npos);
-  Options bogus = swizzled(32);
+  EXPECT_NE(error_of(swizzled(40, {80}), {80}).find("row_elements 40"), std::string::npos);
+  EXPECT_NE(error_of(swizzled(32, {64, 48}), {64, 48})
+                .find("recv.count 112 is not whole rows of row_elements 32"),
+            std::string::npos);
+  EXPECT_NE(error_of(swizzled(32, {64, 48}).with_swizzled_scales(16), {64, 24, 24})
+                .find("all_gatherv: rank 1's count 24 is not whole rows of recv.row_elements 16"),
+            std::string::npos);
+  EXPECT_NE(error_of(swizzled(32, {64}, kAligned + 2), {64}).find("is not 4-byte aligned"),
+            std::string::npos);
+  Nvfp4View bogus = swizzled(32, {64});
   bogus.scale_layout = static_cast<ScaleLayout>(7);
-  EXPECT_NE(error_of(bogus, {64}, kAligned).find("scale_layout 7 is not a layout"),
-            std::string::npos);
+  EXPECT_NE(error_of(bogus, {64}).find("scale_layout 7 is not a layout"), std::string::npos);
+  Nvfp4View linear_with_rows{kAligned, kAligned, kGlobal, 64};
+  linear_with_rows.row_elements = 32;
   try {
-    detail::refuse_scale_layout(swizzled(32), "reduce_scatter");
-    ADD_FAILURE() << "a reduce-scatter accepted a scale layout";
+    validate_gather_recv(linear_with_rows, "recv", 1);
+    ADD_FAILURE() << "row_elements without a swizzled layout was accepted";
   } catch (const LogicError& e) {
-    EXPECT_NE(std::string(e.what()).find("reduce_scatter: Options::scale_layout applies to NVFP4 "
-                                         "gathers only"),
+    EXPECT_NE(std::string(e.what()).find("recv.row_elements 32 is set but scale_layout is Linear"),
               std::string::npos)
         << e.what();
   }
+}
+
+// Swizzled scales are for a gather's receive tensor only: every other check (a send side, a
+// reduce-scatter, a codec) refuses them by name; slicing them is refused too.
+TEST(ScaleSwizzle, EverythingButAGatherReceiveRefusesSwizzledScales) {
+  Nvfp4View const v = swizzled(32, {64});
+  try {
+    validate(v, "send", 1);
+    ADD_FAILURE() << "validate accepted swizzled scales";
+  } catch (const LogicError& e) {
+    EXPECT_NE(std::string(e.what()).find("send has swizzled block scales (row_elements 32): only "
+                                         "the receive tensor of an NVFP4 gather"),
+              std::string::npos)
+        << e.what();
+  }
+  validate_gather_recv(v, "recv", 1);  // no throw
+  try {
+    (void)v.slice(0, 32);
+    ADD_FAILURE() << "slice of swizzled scales accepted";
+  } catch (const LogicError& e) {
+    EXPECT_NE(std::string(e.what()).find("swizzled block scales"), std::string::npos) << e.what();
+  }
+  // The read-only view carries the layout.
+  ConstNvfp4View const c = v;
+  EXPECT_EQ(c.scale_layout, ScaleLayout::Swizzled128x4);
+  EXPECT_EQ(c.row_elements, 32u);
+  EXPECT_EQ(c.scale_bytes(), swizzled_scale_bytes(2, 2));
 }
 
 }  // namespace

@@ -53,13 +53,18 @@ struct Gathered {
 };
 
 Gathered gathered(const Case& c) {
-  Options o;
-  o.scale_layout = ScaleLayout::Swizzled128x4;
-  o.row_elements = c.cols * 16;
+  std::size_t const row = c.cols * 16;
   std::vector<std::size_t> counts;
-  for (std::size_t r : c.rows) counts.push_back(r * o.row_elements);
-  auto* aligned = reinterpret_cast<void*>(std::uintptr_t{1} << 20);
-  Gathered g{*swizzled_scales(o, counts, aligned, "test"), {}, {}};
+  std::size_t total = 0;
+  for (std::size_t r : c.rows) {
+    counts.push_back(r * row);
+    total += r * row;
+  }
+  auto* aligned = reinterpret_cast<std::uint8_t*>(std::uintptr_t{1} << 20);
+  Nvfp4View const recv =
+      Nvfp4View{aligned, aligned, reinterpret_cast<float*>(aligned), total}.with_swizzled_scales(
+          row);
+  Gathered g{*swizzled_scales(recv, counts, "test"), {}, {}};
   std::vector<std::uint8_t> all;
   for (std::size_t r = 0; r < c.rows.size(); ++r) {
     g.linear.push_back(scales_of(r, c.rows[r] * c.cols));

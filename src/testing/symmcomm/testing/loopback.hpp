@@ -30,14 +30,10 @@ inline constexpr int kMaxVirtualRanks = kMaxLoopbackRanks;
 /// @brief NVFP4 all-gather of data, block scales and global scales in one launch per rank.
 /// send[r].count may differ between ranks (variable counts, multiples of 16): rank r's elements
 /// land after those of ranks < r; recv[r].count == sum of send counts; recv[r].global_scale
-/// holds one float per rank.
+/// holds one float per rank. Receive views with swizzled block scales (the same layout on every
+/// rank) get them in the GEMMs' tile layout, as the LSA path of symmcomm::all_gather writes.
 void all_gather(const std::vector<Nvfp4View>& send, const std::vector<Nvfp4View>& recv,
                 cudaStream_t stream);
-/// @brief As above with Options::scale_layout / row_elements: Swizzled128x4 writes the block
-/// scales into every recv[r].block_scales in the GEMMs' tile layout, as the LSA path of
-/// symmcomm::all_gather does (the other options are ignored here).
-void all_gather(const std::vector<Nvfp4View>& send, const std::vector<Nvfp4View>& recv,
-                const Options& options, cudaStream_t stream);
 /// @brief FP8 all-gather of codes and per-rank scales (variable counts allowed).
 void all_gather(const std::vector<Fp8View>& send, const std::vector<Fp8View>& recv,
                 cudaStream_t stream);
@@ -60,14 +56,10 @@ void reduce_scatter(const std::vector<Fp8View>& send, const std::vector<Fp32Span
 
 /// @brief Fused quantize + all-gather: rank r quantizes input[r] (bf16) to NVFP4 with the
 /// global scale at device pointer scale[r] and writes it straight into every rank's recv
-/// (data, block scales, and scale[r]'s value at recv.global_scale[r]).
+/// (data, block scales - swizzled where the receive views say so - and scale[r]'s value at
+/// recv.global_scale[r]).
 void quantize_all_gather(const std::vector<Bf16Span>& input, const std::vector<const float*>& scale,
                          const std::vector<Nvfp4View>& recv, cudaStream_t stream);
-/// @brief As above with Options::scale_layout / row_elements (swizzled block scales written by
-/// the fused kernel, as the LSA path of symmcomm::quantize_all_gather does).
-void quantize_all_gather(const std::vector<Bf16Span>& input, const std::vector<const float*>& scale,
-                         const std::vector<Nvfp4View>& recv, const Options& options,
-                         cudaStream_t stream);
 /// @brief Fused quantize + all-gather to FP8 of recv.format with the scale at scale[r].
 void quantize_all_gather(const std::vector<Bf16Span>& input, const std::vector<const float*>& scale,
                          const std::vector<Fp8View>& recv, cudaStream_t stream);
