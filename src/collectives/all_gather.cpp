@@ -11,6 +11,7 @@
 
 #include "common.hpp"
 #include "core/cuda_utils.hpp"
+#include "lsa_args.hpp"
 #include "scale_swizzle.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/error.hpp"
@@ -70,7 +71,7 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
   // that must follow NCCL's work, which a symmcomm::Group would defer past it.
   std::vector<void*> linear(parts.size(), nullptr);
   if (swizzled && plan.path != Path::LsaKernel) {
-    detail::refuse_inside_group(operation, "block scales swizzled after NCCL's gather");
+    call.refuse_in_group("block scales swizzled after NCCL's gather");
     std::vector<std::size_t> at(parts.size(), 0);  // each swizzled part's workspace offset
     std::size_t need = 0;
     for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -91,28 +92,18 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
   if (plan.path == Path::LsaKernel) {
     // One launch pushes every part of this rank to every peer's window (lsa.cu).
     detail::lsa::Peers peers = detail::lsa_peers(state);
-    detail::lsa::GatherArgs args;
-    args.segments = static_cast<int>(parts.size());
-    args.grid_bytes = recv_total / static_cast<std::size_t>(n);
+    std::vector<detail::GatherPartArgs> specs;
     for (std::size_t i = 0; i < parts.size(); ++i) {
       const Provenance& recv_prov = call.provenance(parts.size() + i);
-      std::size_t displacement = 0;
-      for (int r = 0; r < me; ++r) displacement += parts[i].bytes[static_cast<std::size_t>(r)];
       peers.window[i] = recv_prov.window;
-      args.segment[i].src = parts[i].send;
-      args.segment[i].dst =
-          detail::lsa::SymRef{static_cast<int>(i), recv_prov.offset + displacement};
-      args.segment[i].bytes = parts[i].bytes[static_cast<std::size_t>(me)];
-      if (const detail::SwizzledScales* sw = parts[i].swizzle) {
-        // Every rank writes its rows (and the last one the padding rows) into one matrix.
-        args.segment[i].dst = detail::lsa::SymRef{static_cast<int>(i), recv_prov.offset};
-        detail::set_swizzle(*sw, static_cast<std::size_t>(me), static_cast<std::size_t>(n),
-                            args.segment[i]);
-      }
+      specs.push_back({parts[i].send, recv_prov.offset, &parts[i].bytes, parts[i].swizzle});
     }
-    detail::lsa::gather(peers, args, stream);
+    detail::lsa::gather(
+        peers,
+        detail::gather_args(specs, static_cast<std::size_t>(me), static_cast<std::size_t>(n)),
+        stream);
   } else if (plan.staged) {
-    detail::refuse_inside_group(operation, "staged path");
+    call.refuse_in_group("staged path");
     // Pack this rank's parts, gather once through symmetric scratch, unpack with 2-D copies.
     auto* staged_send = static_cast<char*>(options.staging.send);
     auto* staged_recv = static_cast<char*>(options.staging.recv);

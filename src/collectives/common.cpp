@@ -68,9 +68,7 @@ void resolve_provenance(const CommState& comm, std::vector<PlannedBuffer>& buffe
 
 bool staging_usable(const CommState& comm, const Options& options, std::size_t send_bytes,
                     std::size_t recv_bytes) {
-  // Inside a Group NCCL enqueues only at the group's end, after the copies that need it: the
-  // staged sequence cannot run there, so Auto must not plan it.
-  if (!options.allow_staging || Group::active()) return false;
+  if (!options.allow_staging) return false;
   const Staging& s = options.staging;
   if (s.send == nullptr || s.recv == nullptr || s.send_bytes < send_bytes ||
       s.recv_bytes < recv_bytes) {
@@ -225,7 +223,7 @@ void* acquire_workspace(CommState& comm, const Options& options, std::size_t byt
 
 bool lsa_kernel_usable(const CommState& comm) {
   return lsa::production_available() && dev_comm_handle(comm) != nullptr &&
-         comm.size <= lsa::kMaxRanks && !Group::active();
+         comm.size <= lsa::kMaxRanks;
 }
 
 lsa::Peers lsa_peers(const CommState& comm) {
@@ -261,7 +259,7 @@ void check_counts(const std::vector<std::size_t>& counts, int ranks, int rank, s
 
 PlannedCall::PlannedCall(CommState& state, Operation op, const Options& options,
                          const char* operation)
-    : state_(state), options_(options), operation_(operation) {
+    : state_(state), options_(options), operation_(operation), in_group_(Group::active()) {
   request_.operation = op;
   request_.capabilities = &state.caps;
   request_.comm_size = state.size;
@@ -282,13 +280,19 @@ PlannedCall& PlannedCall::per_rank(std::size_t bytes, bool equal_counts) {
 }
 
 PlannedCall& PlannedCall::staging_usable(bool usable) {
-  request_.staging_usable = usable;
+  // Inside a Group NCCL enqueues only at the group's end, after the copies that need it: the
+  // staged sequence cannot run there, so Auto must not plan it.
+  request_.staging_usable = usable && !in_group_;
   return *this;
 }
 
 PlannedCall& PlannedCall::lsa_kernel(bool exists) {
-  request_.lsa_kernel_available = exists && lsa_kernel_usable(state_);
+  request_.lsa_kernel_available = exists && !in_group_ && lsa_kernel_usable(state_);
   return *this;
+}
+
+void PlannedCall::refuse_in_group(const char* why) const {
+  if (in_group_) refuse_inside_group(operation_, why);
 }
 
 PlannedCall& PlannedCall::buffer(const char* name, const void* ptr, std::size_t bytes,

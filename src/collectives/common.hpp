@@ -28,8 +28,8 @@ PlannedBuffer planned_buffer(const char* name, const void* ptr, std::size_t byte
 /// the buffer otherwise).
 void resolve_provenance(const CommState& comm, std::vector<PlannedBuffer>& buffers);
 
-/// True when Options::allow_staging is on, the calling thread is not inside a symmcomm::Group,
-/// and `staging` can hold `send_bytes` / `recv_bytes` in windows of `comm`.
+/// True when Options::allow_staging is on and `staging` can hold `send_bytes` / `recv_bytes` in
+/// windows of `comm` (a Group is PlannedCall's business).
 bool staging_usable(const CommState& comm, const Options& options, std::size_t send_bytes,
                     std::size_t recv_bytes);
 
@@ -67,9 +67,10 @@ class PlannedCall {
   PlannedCall& types(DataType send, DataType recv);
   /// Payload bytes per rank, and whether every rank's count is the same.
   PlannedCall& per_rank(std::size_t bytes, bool equal_counts = true);
-  /// Options::allow_staging with symmetric scratch big enough for this call.
+  /// Options::allow_staging with symmetric scratch big enough for this call (never in a Group).
   PlannedCall& staging_usable(bool usable);
-  /// symmcomm has an LSA kernel for this call (lsa_kernel_usable() is checked as well).
+  /// symmcomm has an LSA kernel for this call (lsa_kernel_usable() is checked as well, and no
+  /// LSA kernel runs in a Group).
   PlannedCall& lsa_kernel(bool exists);
   /// A buffer the call touches (LogicError naming it for a null pointer with bytes);
   /// `peer_accessed` false for a side only this rank touches (see PlannedBuffer).
@@ -88,6 +89,14 @@ class PlannedCall {
   const Provenance& provenance(std::size_t index) const;
   const std::vector<PlannedBuffer>& buffers() const { return request_.buffers; }
 
+  /// Whether the call runs inside a symmcomm::Group: decided once, at construction, and the
+  /// one place the Group decides anything (no LSA kernel and no staging there; refused paths
+  /// through refuse_in_group).
+  bool in_group() const noexcept { return in_group_; }
+  /// LogicError naming the operation and `why` when the call runs inside a Group: for work
+  /// that must follow NCCL's (which a Group defers to its end).
+  void refuse_in_group(const char* why) const;
+
   /// before_enqueue() and record_plan() with this call's plan and buffers.
   void before_enqueue(cudaStream_t stream) const;
   void record(cudaStream_t stream, const char* type, std::size_t count) const;
@@ -96,6 +105,7 @@ class PlannedCall {
   CommState& state_;
   const Options& options_;
   const char* operation_;
+  bool in_group_;
   PlanRequest request_;
   Plan plan_;
   bool decided_ = false;
@@ -118,9 +128,9 @@ void check_counts(const std::vector<std::size_t>& counts, int ranks, int rank, s
 void refuse_inside_group(const char* operation, const char* why);
 
 /// True when symmcomm's LSA kernels can run on `comm` now: the build has NCCL's device API,
-/// the communicator has a device communicator and at most lsa::kMaxRanks ranks, and the
-/// calling thread is not inside a symmcomm::Group (the kernel would run before the group's
-/// deferred NCCL calls that precede it).
+/// the communicator has a device communicator and at most lsa::kMaxRanks ranks (a Group, where
+/// the kernel would run before the group's deferred NCCL calls that precede it, is
+/// PlannedCall's business).
 bool lsa_kernel_usable(const CommState& comm);
 
 /// The production peer policy of `comm` (windows left for the caller to fill in).

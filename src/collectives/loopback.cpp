@@ -9,6 +9,7 @@
 
 #include "common.hpp"
 #include "kernels/lsa.hpp"
+#include "lsa_args.hpp"
 #include "scale_swizzle.hpp"
 #include "symmcomm/error.hpp"
 
@@ -43,28 +44,15 @@ struct GatherTensor {
 
 void run_gather(const std::vector<GatherTensor>& tensors, cudaStream_t stream) {
   std::size_t const n = tensors.front().send.size();
-  std::size_t total = 0;
-  std::vector<std::vector<std::size_t>> displ;  // per tensor: byte offset of each rank's part
-  for (const GatherTensor& t : tensors) {
-    for (std::size_t b : t.bytes) total += b;
-    displ.push_back(displacements(t.bytes));
-  }
   for (std::size_t r = 0; r < n; ++r) {
     lsa::Peers peers = lsa::Peers::loopback_of(static_cast<int>(r), static_cast<int>(n));
-    lsa::GatherArgs args;
-    args.segments = static_cast<int>(tensors.size());
-    args.grid_bytes = total / n;
+    std::vector<detail::GatherPartArgs> specs;
     for (std::size_t t = 0; t < tensors.size(); ++t) {
       for (std::size_t q = 0; q < n; ++q) peers.base[t][q] = tensors[t].recv[q];
-      args.segment[t].src = tensors[t].send[r];
-      args.segment[t].dst = lsa::SymRef{static_cast<int>(t), displ[t][r]};
-      args.segment[t].bytes = tensors[t].bytes[r];
-      if (const detail::SwizzledScales* sw = tensors[t].swizzle) {
-        args.segment[t].dst = lsa::SymRef{static_cast<int>(t), 0};
-        detail::set_swizzle(*sw, r, n, args.segment[t]);
-      }
+      // The same builder as production, with each view's own pointer as the base.
+      specs.push_back({tensors[t].send[r], 0, &tensors[t].bytes, tensors[t].swizzle});
     }
-    lsa::gather(peers, args, stream);
+    lsa::gather(peers, detail::gather_args(specs, r, n), stream);
   }
 }
 
@@ -128,16 +116,6 @@ lsa::Peers quantized_peers(const std::vector<View>& views, std::size_t r, const 
   return peers;
 }
 
-// Byte offsets of the elements from `first` on, in data and block scales.
-template <bool kNvfp4>
-lsa::SymRef data_at(std::size_t first) {
-  return lsa::SymRef{0, kNvfp4 ? first / 2 : first};
-}
-template <bool kNvfp4>
-lsa::SymRef scales_at(std::size_t first) {
-  return lsa::SymRef{1, kNvfp4 ? first / kNvfp4BlockSize : 0};
-}
-
 // The swizzled layout every rank's receive view asks for (all the same), or nullopt for linear.
 std::optional<detail::SwizzledScales> recv_swizzle(const std::vector<Nvfp4View>& recv,
                                                    const std::vector<std::size_t>& counts,
@@ -168,13 +146,8 @@ void run_reduce(const std::vector<Send>& send, const std::vector<Span<Out>>& rec
   std::size_t const total = send[0].count;
   for (std::size_t r = 0; r < n; ++r) {
     lsa::Peers const peers = quantized_peers(send, r, "send");
-    lsa::ReduceArgs a;
-    a.type = send[0].dtype();
-    a.data = data_at<kNvfp4>(displ[r]);
-    a.block_scales = scales_at<kNvfp4>(displ[r]);
-    a.scale = lsa::SymRef{2, 0};
-    a.count = counts[r];
-    a.grid_count = total / n;
+    lsa::ReduceArgs a = detail::reduce_args(send[0].dtype(), detail::QuantizedBases{}, displ[r],
+                                            counts[r], total / n);
     a.out = recv[r].data;
     a.out_fp32 = std::is_same_v<Out, float>;
     lsa::reduce(peers, a, stream);
@@ -206,20 +179,12 @@ void run_quantize_gather(const std::vector<Bf16Span>& input, const std::vector<c
   std::size_t const total = recv[0].count;
   for (std::size_t r = 0; r < n; ++r) {
     lsa::Peers const peers = quantized_peers(recv, r, "recv");
-    lsa::QuantizeGatherArgs a;
-    a.type = recv[0].dtype();
-    a.src = input[r].data;
-    a.scale = scale[r];
-    a.count = counts[r];
-    a.data = data_at<kNvfp4>(displ[r]);
-    a.block_scales = scales_at<kNvfp4>(displ[r]);
-    a.scale_dst = lsa::SymRef{2, r * sizeof(float)};
-    a.grid_count = total / n;
-    if (swizzle) {
-      a.block_scales = lsa::SymRef{1, 0};
-      detail::set_swizzle(*swizzle, r, n, a);
-    }
-    lsa::quantize_gather(peers, a, stream);
+    lsa::quantize_gather(
+        peers,
+        detail::quantize_gather_args(recv[0].dtype(), input[r].data, scale[r], counts[r], displ[r],
+                                     total / n, detail::QuantizedBases{},
+                                     swizzle ? &*swizzle : nullptr, r, n),
+        stream);
   }
 }
 

@@ -8,6 +8,7 @@
 #include "common.hpp"
 #include "core/cuda_utils.hpp"
 #include "formats/codecs_internal.hpp"
+#include "lsa_args.hpp"
 #include "scale_swizzle.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/error.hpp"
@@ -158,30 +159,25 @@ Plan fused_quantize_gather(const Communicator& comm, ConstBf16Span input, Recv r
     scale_ptr = slot;
   }
   detail::lsa::Peers peers = detail::lsa_peers(state);
-  detail::lsa::QuantizeGatherArgs a;
-  a.type = recv.dtype();
-  a.src = input.data;
-  a.scale = scale_ptr;
-  a.count = input.count;
-  a.grid_count = input.count;
   const Provenance& data = call.provenance("recv.data");
   const Provenance& globals = call.provenance(scale_name<Recv>());
+  detail::QuantizedBases base;
   peers.window[0] = data.window;
-  a.data =
-      detail::lsa::SymRef{0, data.offset + me * (is_nvfp4<Recv>() ? input.count / 2 : input.count)};
+  base.data = data.offset;
   if constexpr (is_nvfp4<Recv>()) {
     const Provenance& scales = call.provenance("recv.block_scales");
     peers.window[1] = scales.window;
-    a.block_scales = detail::lsa::SymRef{1, scales.offset + me * (input.count / kNvfp4BlockSize)};
-    if (swizzle) {
-      a.block_scales = detail::lsa::SymRef{1, scales.offset};
-      detail::set_swizzle(*swizzle, me, n, a);
-    }
+    base.block_scales = scales.offset;
   }
   peers.window[2] = globals.window;
-  a.scale_dst = detail::lsa::SymRef{2, globals.offset + me * sizeof(float)};
+  base.scale = globals.offset;
   call.before_enqueue(stream);
-  detail::lsa::quantize_gather(peers, a, stream);
+  detail::lsa::quantize_gather(
+      peers,
+      detail::quantize_gather_args(recv.dtype(), input.data, scale_ptr, input.count,
+                                   me * input.count, input.count, base,
+                                   swizzle ? &*swizzle : nullptr, me, n),
+      stream);
   call.record(stream, is_nvfp4<Recv>() ? "nvfp4" : "fp8", input.count);
   return plan;
 }

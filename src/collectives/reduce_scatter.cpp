@@ -8,6 +8,7 @@
 
 #include "common.hpp"
 #include "core/cuda_utils.hpp"
+#include "lsa_args.hpp"
 #include "symmcomm/collectives/local_reduce.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/error.hpp"
@@ -48,7 +49,7 @@ Plan native_reduce_scatter(const Communicator& comm, Span<const T> send, Span<T>
   detail::DeviceGuard guard(state.device);
   call.before_enqueue(stream);
   if (plan.staged) {
-    detail::refuse_inside_group(operation, "staged path");
+    call.refuse_in_group("staged path");
     SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(options.staging.send, send.data, send.data_bytes(),
                                       cudaMemcpyDeviceToDevice, stream));
     SYMMCOMM_NCCL_TRY(ncclReduceScatter(options.staging.send, options.staging.recv, recv.count,
@@ -166,19 +167,18 @@ void lsa_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
   detail::lsa::Peers peers = detail::lsa_peers(state);
   const Provenance& data = call.provenance("send.data");
   const Provenance& scale = call.provenance(send_scale_name(in));
-  detail::lsa::ReduceArgs a;
-  a.type = in.type;
+  detail::QuantizedBases base;
   peers.window[0] = data.window;
-  a.data = detail::lsa::SymRef{0, data.offset + in.data_bytes(my_displacement)};
+  base.data = data.offset;
   if (in.nvfp4()) {
     const Provenance& scales = call.provenance("send.block_scales");
     peers.window[1] = scales.window;
-    a.block_scales = detail::lsa::SymRef{1, scales.offset + my_displacement / kNvfp4BlockSize};
+    base.block_scales = scales.offset;
   }
   peers.window[2] = scale.window;
-  a.scale = detail::lsa::SymRef{2, scale.offset};
-  a.count = out.count;
-  a.grid_count = in.count / static_cast<std::size_t>(state.size);
+  base.scale = scale.offset;
+  detail::lsa::ReduceArgs a = detail::reduce_args(in.type, base, my_displacement, out.count,
+                                                  in.count / static_cast<std::size_t>(state.size));
   auto reduce_into = [&](auto* dst) {
     a.out = dst;
     a.out_fp32 = std::is_same_v<std::remove_pointer_t<decltype(dst)>, float>;
@@ -192,10 +192,9 @@ void fallback_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
                              const QuantizedOutput& out,
                              const std::vector<std::size_t>& shard_counts,
                              const std::vector<std::size_t>& displ, cudaStream_t stream,
-                             const Options& options) {
-  const char* const operation = "reduce_scatter";
+                             const Options& options, const detail::PlannedCall& call) {
   std::size_t const n = static_cast<std::size_t>(state.size);
-  detail::refuse_inside_group(operation, "quantized reduction");
+  call.refuse_in_group("quantized reduction");
   WorkspaceLayout const layout = layout_for(in.type, out.type, out.count, n);
   auto* ws = static_cast<char*>(detail::acquire_workspace(state, options, layout.total, stream));
   auto* ws_data = reinterpret_cast<std::uint8_t*>(ws + layout.data);
@@ -288,7 +287,7 @@ Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in
   if (plan.path == Path::LsaKernel) {
     lsa_reduce_scatter(state, in, out, call, displ[me], stream, options);
   } else {
-    fallback_reduce_scatter(state, in, out, shard_counts, displ, stream, options);
+    fallback_reduce_scatter(state, in, out, shard_counts, displ, stream, options, call);
   }
   call.record(stream, to_string(in.type), in.count);
   return plan;
