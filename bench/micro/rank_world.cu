@@ -5,6 +5,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -131,7 +132,30 @@ RankWorld* world_of(int n, std::string& why) {
   }
   if (!current_world) {
     progress(n, "creating communicators, pools and device communicators");
-    current_world = std::make_unique<RankWorld>(n);
+    // A world that never becomes ready (a rank stuck in NCCL's initialisation) must not hang
+    // the run: after kWorldTimeoutS the process says so and exits (the per-rank progress lines
+    // above say which step each rank reached).
+    constexpr int kWorldTimeoutS = 120;
+    std::atomic<bool> ready{false};
+    std::thread watchdog([&ready, n] {
+      for (int waited = 0; waited < kWorldTimeoutS * 10; ++waited) {
+        if (ready.load()) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      progress(n, "the world was not ready within " + std::to_string(kWorldTimeoutS) +
+                      " s: giving up");
+      std::fflush(stderr);
+      std::_Exit(3);
+    });
+    try {
+      current_world = std::make_unique<RankWorld>(n);
+    } catch (...) {
+      ready = true;
+      watchdog.join();
+      throw;
+    }
+    ready = true;
+    watchdog.join();
     progress(n, "ready");
   }
   const Capabilities& caps = current_world->ranks[0].comm.capabilities();

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Device session: the decode-size latency sweep (bench/micro/latency_ranks_bench.cu) over N NCCL
+# ranks sharing GPU 0 on the second NCCL (>= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1), one rank count
+# and collective at a time under a time limit each. A part that runs past its limit gets every
+# thread's native backtrace (cuda-gdb) beside its output, then is stopped; the parts' JSON are
+# merged into latency.json and tabulated (bench/plot.py --latency). Outputs in ${OUT:-./gpu-out}.
+# Usage: [SYMMCOMM_LATENCY_RANKS="2 4 8"] [SYMMCOMM_LATENCY_OPS="AllGather ReduceScatter"]
+#        [SYMMCOMM_LATENCY_LIMIT_S=150] scripts/gpu_latency.sh [build dir (build-nccl2)]
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
+second="${SYMMCOMM_SECOND_NCCL:-$SYMMCOMM_ROOT/.nccl-2.30.7}"
+build="${1:-$SYMMCOMM_ROOT/build-nccl2}"
+limit="${SYMMCOMM_LATENCY_LIMIT_S:-150}"
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0 NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_P2P_LL_THRESHOLD=1073741824
+export LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}"
+rc=0
+parts=()
+for n in ${SYMMCOMM_LATENCY_RANKS:-2 4 8}; do
+  for op in ${SYMMCOMM_LATENCY_OPS:-AllGather ReduceScatter}; do
+    f="$out/latency_${op}_n$n"
+    "$build/bench/symmcomm_micro_bench" --benchmark_filter="BM_Latency$op/ranks:$n/" \
+      --benchmark_repetitions=3 --benchmark_min_time=0.02s \
+      --benchmark_display_aggregates_only=true --benchmark_out="$f.json" \
+      --benchmark_out_format=json >"$f.txt" 2>"$f.err" &
+    pid=$!
+    for ((t = 0; t < limit * 10; ++t)); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "== $op at $n ranks: still running after $limit s; backtraces in $(basename "$f").bt"
+      timeout 60 cuda-gdb -batch -p "$pid" -ex "thread apply all bt" >"$f.bt" 2>&1
+      kill -9 "$pid" 2>/dev/null
+      grep -E "^#[0-9]+ " "$f.bt" | grep -vE "libc\.so|pthread" | cut -c1-150 | head -40
+      rc=1
+    fi
+    wait "$pid"; prc=$?
+    echo "== $op at $n ranks: exit $prc, $(grep -c '_mean' "$f.txt") cases; last progress: $(tail -1 "$f.err")"
+    [ "$prc" = 0 ] || { rc=1; grep -v "^\[symmcomm:debug\]" "$f.err" | tail -5; }
+    [ -s "$f.json" ] && parts+=("$f.json")
+  done
+done
+[ ${#parts[@]} -gt 0 ] || exit 1
+python3 - "$out/latency.json" "${parts[@]}" <<'PY'
+import json, sys
+merged = None
+for path in sys.argv[2:]:
+    try:
+        doc = json.load(open(path))
+    except ValueError:
+        continue  # a part stopped mid-write
+    if merged is None:
+        merged = doc
+    else:
+        merged["benchmarks"].extend(doc.get("benchmarks", []))
+json.dump(merged, open(sys.argv[1], "w"), indent=1)
+PY
+python3 "$SYMMCOMM_ROOT/bench/plot.py" --latency "$out/latency" "$out/latency.json" >/dev/null 2>&1 ||
+  echo "(no plot: python3-matplotlib missing; the table follows)"
+[ -f "$out/latency_decode_latency.md" ] && cat "$out/latency_decode_latency.md"
+exit $rc
