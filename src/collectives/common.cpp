@@ -121,9 +121,8 @@ std::vector<std::uint32_t> gather_words(CommState& comm, std::uint32_t mine, cud
       cudaMemcpyAsync(words + n, &mine, sizeof(mine), cudaMemcpyHostToDevice, stream));
   SYMMCOMM_NCCL_TRY(ncclAllGather(words + n, words, 1, ncclUint32, comm.comm, stream));
   std::vector<std::uint32_t> all(n);
-  SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(all.data(), words, n * sizeof(std::uint32_t),
-                                    cudaMemcpyDeviceToHost, stream));
-  wait_stream(comm, stream, default_wait_timeout(), "Options::agree_plan");
+  copy_to_host_after(comm, all.data(), words, n * sizeof(std::uint32_t), stream,
+                     default_wait_timeout(), "Options::agree_plan");
   return all;
 }
 }  // namespace

@@ -64,9 +64,8 @@ void agree_gpu_share(CommState& state) {
         ncclAllGather(mine_slot, device_entries, sizeof(GpuEntry), ncclUint8, state.comm, stream);
     if (r == ncclInProgress) r = wait_nonblocking(state, "probing the ranks' GPUs");
     SYMMCOMM_NCCL_TRY(r);
-    SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(all.data(), device_entries, n * sizeof(GpuEntry),
-                                      cudaMemcpyDeviceToHost, stream));
-    wait_stream(state, stream, default_wait_timeout(), "probing the ranks' GPUs");
+    copy_to_host_after(state, all.data(), device_entries, n * sizeof(GpuEntry), stream,
+                       default_wait_timeout(), "probing the ranks' GPUs");
   } catch (...) {
     SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(device_entries));
     SYMMCOMM_CUDA_LOG_ON_ERROR(cudaStreamDestroy(stream));

@@ -66,6 +66,13 @@ void wait_stream(const CommState& state, cudaStream_t stream, std::chrono::milli
       "stream", timeout, what);
 }
 
+void copy_to_host_after(const CommState& state, void* host, const void* device, std::size_t bytes,
+                        cudaStream_t stream, std::chrono::milliseconds timeout, const char* what) {
+  wait_stream(state, stream, timeout, what);
+  SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream));
+  wait_stream(state, stream, timeout, what);
+}
+
 void wait_event(const CommState& state, cudaEvent_t event, std::chrono::milliseconds timeout,
                 const char* what) {
   watched_wait(

@@ -112,11 +112,11 @@ void all_gather_words(std::vector<RankWork>& ranks) {
     for (std::size_t i = 0; i < ranks.size(); ++i) {
       auto& r = ranks[i];
       detail::DeviceGuard guard(r.comm->device());
-      SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(r.gathered.data(), scratch[i].recv, r.gathered.size() * 8,
-                                        cudaMemcpyDeviceToHost, r.stream));
-      // A peer that never joins must not hang the verifier: watch NCCL's async error state.
-      detail::wait_stream(*detail::state_of(*r.comm), r.stream, default_wait_timeout(),
-                          "verify_symmetric");
+      // A peer that never joins must not hang the verifier: watch NCCL's async error state
+      // before copying (wait_internal.hpp says why the copy comes after the wait).
+      detail::copy_to_host_after(*detail::state_of(*r.comm), r.gathered.data(), scratch[i].recv,
+                                 r.gathered.size() * 8, r.stream, default_wait_timeout(),
+                                 "verify_symmetric");
     }
   } catch (...) {
     release();
