@@ -52,13 +52,15 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
     for (std::size_t b : p.bytes) equal = equal && b == p.bytes[0];
     send_total += p.bytes[static_cast<std::size_t>(me)];
     // The LSA kernel pushes the send side to peers from here: only this rank reads it.
-    call.buffer(p.send_name, p.send, p.bytes[static_cast<std::size_t>(me)], false);
+    call.part(Slot::SendPart, static_cast<int>(&p - parts.data()), p.send_name, p.send,
+              p.bytes[static_cast<std::size_t>(me)], false);
   }
   std::vector<std::size_t> part_total;  // bytes of each part over all ranks
   for (const Part& p : parts) {
     part_total.push_back(std::accumulate(p.bytes.begin(), p.bytes.end(), std::size_t{0}));
     recv_total += part_total.back();
-    call.buffer(p.recv_name, p.recv, p.swizzle != nullptr ? p.swizzle->bytes : part_total.back());
+    call.part(Slot::RecvPart, static_cast<int>(&p - parts.data()), p.recv_name, p.recv,
+              p.swizzle != nullptr ? p.swizzle->bytes : part_total.back());
   }
   call.per_rank(send_total, equal)
       .staging_usable(!swizzled && equal &&
@@ -94,7 +96,7 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
     detail::lsa::Peers peers = detail::lsa_peers(state);
     std::vector<detail::GatherPartArgs> specs;
     for (std::size_t i = 0; i < parts.size(); ++i) {
-      const Provenance& recv_prov = call.provenance(parts.size() + i);
+      const Provenance& recv_prov = call.provenance(Slot::RecvPart, static_cast<int>(i));
       peers.window[i] = recv_prov.window;
       specs.push_back({parts[i].send, recv_prov.offset, &parts[i].bytes, parts[i].swizzle});
     }

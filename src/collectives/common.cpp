@@ -294,11 +294,22 @@ void PlannedCall::refuse_in_group(const char* why) const {
   if (in_group_) refuse_inside_group(operation_, why);
 }
 
-PlannedCall& PlannedCall::buffer(const char* name, const void* ptr, std::size_t bytes,
+PlannedCall& PlannedCall::buffer(Slot slot, const char* name, const void* ptr, std::size_t bytes,
                                  bool peer_accessed, bool nccl_accessed) {
   request_.buffers.push_back(planned_buffer(name, ptr, bytes));
-  request_.buffers.back().peer_accessed = peer_accessed;
-  request_.buffers.back().nccl_accessed = nccl_accessed;
+  PlannedBuffer& b = request_.buffers.back();
+  b.slot = slot;
+  b.peer_accessed = peer_accessed;
+  b.nccl_accessed = nccl_accessed;
+  return *this;
+}
+
+PlannedCall& PlannedCall::part(Slot side, int index, const char* name, const void* ptr,
+                               std::size_t bytes, bool peer_accessed) {
+  SYMMCOMM_EXPECTS(side == Slot::SendPart || side == Slot::RecvPart,
+                   operation_ << ": part of a slot that has no parts (a bug in symmcomm)");
+  buffer(side, name, ptr, bytes, peer_accessed);
+  request_.buffers.back().part = index;
   return *this;
 }
 
@@ -306,7 +317,7 @@ PlannedCall& PlannedCall::quantize_first(const void* staging, std::size_t bytes)
   request_.quantize_first = true;
   if (staging != nullptr) {
     // Only this rank writes it; NCCL reads it as the gather's send side.
-    buffer("Options::staging.send", staging, bytes, false, true);
+    buffer(Slot::StagingSend, "Options::staging.send", staging, bytes, false, true);
   } else {
     request_.quantized_send_bytes = bytes;
   }
@@ -321,18 +332,12 @@ const Plan& PlannedCall::decide(cudaStream_t stream) {
   return plan_;
 }
 
-const Provenance& PlannedCall::provenance(const char* name) const {
+const Provenance& PlannedCall::provenance(Slot slot, int index) const {
   for (const PlannedBuffer& b : request_.buffers) {
-    if (std::strcmp(b.name, name) == 0) return b.provenance;
+    if (b.slot == slot && b.part == index) return b.provenance;
   }
-  SYMMCOMM_FAIL(operation_ << ": no planned buffer named " << name << " (a bug in symmcomm)");
-}
-
-const Provenance& PlannedCall::provenance(std::size_t index) const {
-  SYMMCOMM_EXPECTS(index < request_.buffers.size(), operation_ << ": planned buffer " << index
-                                                               << " of " << request_.buffers.size()
-                                                               << " (a bug in symmcomm)");
-  return request_.buffers[index].provenance;
+  SYMMCOMM_FAIL(operation_ << ": no planned buffer in slot " << static_cast<int>(slot) << " part "
+                           << index << " (a bug in symmcomm)");
 }
 
 void PlannedCall::before_enqueue(cudaStream_t stream) const {

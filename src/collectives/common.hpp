@@ -72,10 +72,14 @@ class PlannedCall {
   /// symmcomm has an LSA kernel for this call (lsa_kernel_usable() is checked as well, and no
   /// LSA kernel runs in a Group).
   PlannedCall& lsa_kernel(bool exists);
-  /// A buffer the call touches (LogicError naming it for a null pointer with bytes);
-  /// `peer_accessed` false for a side only this rank touches (see PlannedBuffer).
-  PlannedCall& buffer(const char* name, const void* ptr, std::size_t bytes,
+  /// A buffer the call touches, in `slot`, named `name` in messages (LogicError naming it for
+  /// a null pointer with bytes); `peer_accessed` false for a side only this rank touches (see
+  /// PlannedBuffer).
+  PlannedCall& buffer(Slot slot, const char* name, const void* ptr, std::size_t bytes,
                       bool peer_accessed = true, bool nccl_accessed = true);
+  /// Part `index` of a gather's send (Slot::SendPart) or receive (Slot::RecvPart) side.
+  PlannedCall& part(Slot side, int index, const char* name, const void* ptr, std::size_t bytes,
+                    bool peer_accessed = true);
   /// A fused quantize + all-gather whose NCCL path gathers a quantized copy of `bytes`: in
   /// `staging` (planned as "Options::staging.send") when not null, else in the workspace.
   PlannedCall& quantize_first(const void* staging, std::size_t bytes);
@@ -83,10 +87,9 @@ class PlannedCall {
   /// Resolves provenance and plans; once per call. @throws LogicError as plan_call does.
   const Plan& decide(cudaStream_t stream);
   const Plan& plan() const { return plan_; }
-  /// The provenance of the buffer added as `name` (LogicError if none: a bug in symmcomm).
-  const Provenance& provenance(const char* name) const;
-  /// The provenance of the `index`-th buffer added.
-  const Provenance& provenance(std::size_t index) const;
+  /// The provenance of the buffer in `slot` (part `index` of a Part slot); LogicError if none
+  /// was added there (a bug in symmcomm).
+  const Provenance& provenance(Slot slot, int index = -1) const;
   const std::vector<PlannedBuffer>& buffers() const { return request_.buffers; }
 
   /// Whether the call runs inside a symmcomm::Group: decided once, at construction, and the

@@ -5,6 +5,7 @@
 /// capabilities, sizes, options) returning the path a collective takes and why.
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "symmcomm/collectives/options.hpp"
@@ -12,9 +13,26 @@
 
 namespace symmcomm {
 
+/// @brief Which buffer of a call a PlannedBuffer is: what the collectives look buffers up by
+/// (their names are for messages only). A gather's parts are Part slots with an index.
+enum class Slot : std::uint8_t {
+  SendData,
+  SendBlockScales,
+  SendScale,  ///< NVFP4 global scale or FP8 scale of the send side
+  RecvData,
+  RecvBlockScales,
+  RecvScale,    ///< one per rank for gathers
+  Input,        ///< the bf16 input of a fused quantize + all-gather
+  StagingSend,  ///< Options::staging.send holding that call's quantized copy
+  SendPart,     ///< part `part` of a gather's send side (all_gather's byte-range parts)
+  RecvPart,     ///< part `part` of a gather's receive side
+};
+
 /// @brief A buffer a collective touches, with its provenance already looked up.
 struct PlannedBuffer {
-  const char* name = "";
+  const char* name = "";  ///< as messages and plans name it ("recv.block_scales", ...)
+  Slot slot = Slot::SendData;
+  int part = -1;  ///< SendPart / RecvPart: the part's index
   const void* ptr = nullptr;
   std::size_t bytes = 0;
   Provenance provenance{};

@@ -134,19 +134,19 @@ Plan fused_quantize_gather(const Communicator& comm, ConstBf16Span input, Recv r
       .per_rank(payload_bytes<Recv>(input.count))
       .lsa_kernel(true)
       .quantize_first(staging, need)
-      .buffer("input", input.data, input.data_bytes(), false, false)  // read by this rank only
-      .buffer("recv.data", recv.data, recv.data_bytes());
+      .buffer(Slot::Input, "input", input.data, input.data_bytes(), false,
+              false)  // read by this rank only
+      .buffer(Slot::RecvData, "recv.data", recv.data, recv.data_bytes());
   if constexpr (is_nvfp4<Recv>()) {
-    call.buffer("recv.block_scales", recv.block_scales,
+    call.buffer(Slot::RecvBlockScales, "recv.block_scales", recv.block_scales,
                 swizzle ? swizzle->bytes : recv.scale_bytes());
   }
-  call.buffer(scale_name<Recv>(), recv_scale(recv), n * sizeof(float));
+  call.buffer(Slot::RecvScale, scale_name<Recv>(), recv_scale(recv), n * sizeof(float));
   Plan const plan = call.decide(stream);
   if (plan.path != Path::LsaKernel) {
     // Quantize, then all_gather, which plans the gather of the quantized copy itself (the plan
     // returned is that gather's).
-    bool const into_staging =
-        staging != nullptr && call.provenance("Options::staging.send").symmetric();
+    bool const into_staging = staging != nullptr && call.provenance(Slot::StagingSend).symmetric();
     return quantize_then_gather(state, comm, input, recv, scale, stream, options,
                                 into_staging ? staging : nullptr);
   }
@@ -159,13 +159,13 @@ Plan fused_quantize_gather(const Communicator& comm, ConstBf16Span input, Recv r
     scale_ptr = slot;
   }
   detail::lsa::Peers peers = detail::lsa_peers(state);
-  const Provenance& data = call.provenance("recv.data");
-  const Provenance& globals = call.provenance(scale_name<Recv>());
+  const Provenance& data = call.provenance(Slot::RecvData);
+  const Provenance& globals = call.provenance(Slot::RecvScale);
   detail::QuantizedBases base;
   peers.window[0] = data.window;
   base.data = data.offset;
   if constexpr (is_nvfp4<Recv>()) {
-    const Provenance& scales = call.provenance("recv.block_scales");
+    const Provenance& scales = call.provenance(Slot::RecvBlockScales);
     peers.window[1] = scales.window;
     base.block_scales = scales.offset;
   }

@@ -43,8 +43,8 @@ Plan native_reduce_scatter(const Communicator& comm, Span<const T> send, Span<T>
       .per_rank(recv.data_bytes(), counts == nullptr)
       .staging_usable(counts == nullptr &&
                       detail::staging_usable(state, options, send.data_bytes(), recv.data_bytes()))
-      .buffer("send.data", send.data, send.data_bytes())
-      .buffer("recv.data", recv.data, recv.data_bytes());
+      .buffer(Slot::SendData, "send.data", send.data, send.data_bytes())
+      .buffer(Slot::RecvData, "recv.data", recv.data, recv.data_bytes());
   Plan const plan = call.decide(stream);  // no LSA kernel for native sums: NCCL's own paths
   detail::DeviceGuard guard(state.device);
   call.before_enqueue(stream);
@@ -165,13 +165,13 @@ void lsa_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
   }
   detail::DeviceGuard guard(state.device);
   detail::lsa::Peers peers = detail::lsa_peers(state);
-  const Provenance& data = call.provenance("send.data");
-  const Provenance& scale = call.provenance(send_scale_name(in));
+  const Provenance& data = call.provenance(Slot::SendData);
+  const Provenance& scale = call.provenance(Slot::SendScale);
   detail::QuantizedBases base;
   peers.window[0] = data.window;
   base.data = data.offset;
   if (in.nvfp4()) {
-    const Provenance& scales = call.provenance("send.block_scales");
+    const Provenance& scales = call.provenance(Slot::SendBlockScales);
     peers.window[1] = scales.window;
     base.block_scales = scales.offset;
   }
@@ -277,10 +277,14 @@ Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in
   call.types(in.type, out.type)
       .per_rank(in.data_bytes(out.count), counts == nullptr)
       .lsa_kernel(true)
-      .buffer("send.data", in.data, in.data_bytes(in.count));
-  if (in.nvfp4()) call.buffer("send.block_scales", in.block_scales, in.count / kNvfp4BlockSize);
-  call.buffer(send_scale_name(in), in.scale, sizeof(float))
-      .buffer("recv.data", out.data, out_data_bytes, false);  // written by this rank only
+      .buffer(Slot::SendData, "send.data", in.data, in.data_bytes(in.count));
+  if (in.nvfp4()) {
+    call.buffer(Slot::SendBlockScales, "send.block_scales", in.block_scales,
+                in.count / kNvfp4BlockSize);
+  }
+  call.buffer(Slot::SendScale, send_scale_name(in), in.scale, sizeof(float))
+      .buffer(Slot::RecvData, "recv.data", out.data, out_data_bytes,
+              false);  // written by this rank only
   Plan const plan = call.decide(stream);
   auto const displ = detail::displacements(shard_counts);
   call.before_enqueue(stream);
