@@ -654,6 +654,15 @@ def _counts_arg(counts, size, quantized):
     return n, (ctypes.c_size_t * size)(*n)
 
 
+def _check_v_counts(mine, whole, n, rank):
+    """A v-collective's sizes: `mine` (name, tensor) holds counts[rank] elements, `whole` their
+    sum."""
+    if mine[1].count != n[rank]:
+        _fail("%s holds %d elements, not counts[%d] = %d" % (mine[0], mine[1].count, rank, n[rank]))
+    if whole[1].count != sum(n):
+        _fail("%s holds %d elements, not sum(counts) = %d" % (whole[0], whole[1].count, sum(n)))
+
+
 def all_gatherv(comm, send, recv, counts, stream=None, path="auto", row_elements=None):
     """Gathers counts[r] elements from every rank r into `recv` (rank r's part after ranks
     0..r-1): bf16 tensors, Fp8Tensor or Nvfp4Tensor (counts multiples of 16; gathered scales:
@@ -666,23 +675,24 @@ def all_gatherv(comm, send, recv, counts, stream=None, path="auto", row_elements
     o = _path_arg(path)
     s = _stream_arg(stream, _first_tensor(send))
     a, b = _gather_views(send, recv, device, size, row_elements)
-    if a.count != n[rank]:
-        _fail("send holds %d elements, not counts[%d] = %d" % (a.count, rank, n[rank]))
-    if b.count != sum(n):
-        _fail("recv holds %d elements, not sum(counts) = %d" % (b.count, sum(n)))
+    _check_v_counts(("send", a), ("recv", b), n, rank)
     return _call(_lib.symmcomm_all_gatherv, comm, ctypes.byref(a), ctypes.byref(b), arr,
                  stream=s, options=o)
+
+
+def _reduce_send(send, device):
+    """The send tensor of a reduce-scatter: NVFP4, FP8 (one scale) or bf16."""
+    if isinstance(send, Nvfp4Tensor):
+        return _nvfp4(send, "send", device, 1)
+    if isinstance(send, Fp8Tensor):
+        return _fp8(send, "send", device, 1)
+    return _plain(send, "send", _BF16, device)
 
 
 def _reduce_views(send, recv, device):
     """The send and recv tensors of a reduce-scatter, their combination checked."""
     quantized = isinstance(send, (Nvfp4Tensor, Fp8Tensor))
-    if isinstance(send, Nvfp4Tensor):
-        a = _nvfp4(send, "send", device, 1)
-    elif isinstance(send, Fp8Tensor):
-        a = _fp8(send, "send", device, 1)
-    else:
-        a = _plain(send, "send", _BF16, device)
+    a = _reduce_send(send, device)
     if isinstance(recv, (Nvfp4Tensor, Fp8Tensor)):
         if type(recv) is not type(send):
             _fail("recv is a %s: a re-quantized output needs send of the same format, got %s"
@@ -725,17 +735,9 @@ def reduce_scatterv(comm, send, recv, counts, stream=None, path="auto"):
     s = _stream_arg(stream, _first_tensor(send))
     if isinstance(recv, (Nvfp4Tensor, Fp8Tensor)):
         _fail("reduce_scatterv: recv must be a bf16 tensor, got %s" % type(recv).__name__)
-    if isinstance(send, Nvfp4Tensor):
-        a = _nvfp4(send, "send", device, 1)
-    elif isinstance(send, Fp8Tensor):
-        a = _fp8(send, "send", device, 1)
-    else:
-        a = _plain(send, "send", _BF16, device)
+    a = _reduce_send(send, device)
     b = _plain(recv, "recv", _BF16, device)
-    if b.count != n[rank]:
-        _fail("recv holds %d elements, not counts[%d] = %d" % (b.count, rank, n[rank]))
-    if a.count != sum(n):
-        _fail("send holds %d elements, not sum(counts) = %d" % (a.count, sum(n)))
+    _check_v_counts(("recv", b), ("send", a), n, rank)
     return _call(_lib.symmcomm_reduce_scatterv, comm, ctypes.byref(a), ctypes.byref(b), arr,
                  stream=s, options=o)
 

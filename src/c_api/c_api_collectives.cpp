@@ -155,6 +155,23 @@ void require_linear(const Tensor& t, const char* what) {
                    what << " needs " << t.name << "'s block scales linear, not swizzled128x4");
 }
 
+// What every collective entry point reads first, in this order (so argument errors come before
+// the communicator's): its two tensors, its options and its plan out-parameter.
+struct CollectiveArgs {
+  Tensor a, b;
+  Options o;
+  const Communicator& c;
+};
+CollectiveArgs collective_args(symmcomm_comm_t comm, const symmcomm_tensor_t* first,
+                               const char* first_name, const symmcomm_tensor_t* recv,
+                               const symmcomm_options_t* options, const symmcomm_plan_t* plan) {
+  Tensor a = tensor_of(first, first_name);
+  Tensor b = tensor_of(recv, "recv");
+  Options o = options_of(options);
+  check_plan_out(plan);
+  return CollectiveArgs{a, b, o, comm_of(comm)};
+}
+
 }  // namespace symmcomm::c_api
 
 using namespace symmcomm::c_api;
@@ -234,15 +251,14 @@ symmcomm_status_t symmcomm_quantize(const symmcomm_tensor_t* src, const symmcomm
                      "src holds " << a.t->count << " elements, dst " << b.t->count);
     auto const mode =
         compute_scale != 0 ? symmcomm::ScaleMode::Compute : symmcomm::ScaleMode::Given;
-    auto const s = stream;
     if (a.dtype == DataType::Bf16 && b.dtype == DataType::Nvfp4) {
-      symmcomm::quantize_nvfp4(bf16_of(a).data, nvfp4_of(b), mode, s);
+      symmcomm::quantize_nvfp4(bf16_of(a).data, nvfp4_of(b), mode, stream);
     } else if (a.dtype == DataType::Fp32 && b.dtype == DataType::Nvfp4) {
-      symmcomm::quantize_nvfp4(fp32_of(a).data, nvfp4_of(b), mode, s);
+      symmcomm::quantize_nvfp4(fp32_of(a).data, nvfp4_of(b), mode, stream);
     } else if (a.dtype == DataType::Bf16 && is_fp8(b.dtype)) {
-      symmcomm::quantize_fp8(bf16_of(a).data, fp8_of(b), mode, s);
+      symmcomm::quantize_fp8(bf16_of(a).data, fp8_of(b), mode, stream);
     } else if (a.dtype == DataType::Fp32 && is_fp8(b.dtype)) {
-      symmcomm::quantize_fp8(fp32_of(a).data, fp8_of(b), mode, s);
+      symmcomm::quantize_fp8(fp32_of(a).data, fp8_of(b), mode, stream);
     } else {
       unsupported("quantize", a, b);
     }
@@ -256,15 +272,14 @@ symmcomm_status_t symmcomm_dequantize(const symmcomm_tensor_t* src, const symmco
     require_linear(a, "dequantize");
     SYMMCOMM_EXPECTS(a.t->count == b.t->count,
                      "src holds " << a.t->count << " elements, dst " << b.t->count);
-    auto const s = stream;
     if (a.dtype == DataType::Nvfp4 && b.dtype == DataType::Bf16) {
-      symmcomm::dequantize_nvfp4(nvfp4_of(a), bf16_of(b).data, s);
+      symmcomm::dequantize_nvfp4(nvfp4_of(a), bf16_of(b).data, stream);
     } else if (a.dtype == DataType::Nvfp4 && b.dtype == DataType::Fp32) {
-      symmcomm::dequantize_nvfp4(nvfp4_of(a), fp32_of(b).data, s);
+      symmcomm::dequantize_nvfp4(nvfp4_of(a), fp32_of(b).data, stream);
     } else if (is_fp8(a.dtype) && b.dtype == DataType::Bf16) {
-      symmcomm::dequantize_fp8(fp8_of(a), bf16_of(b).data, s);
+      symmcomm::dequantize_fp8(fp8_of(a), bf16_of(b).data, stream);
     } else if (is_fp8(a.dtype) && b.dtype == DataType::Fp32) {
-      symmcomm::dequantize_fp8(fp8_of(a), fp32_of(b).data, s);
+      symmcomm::dequantize_fp8(fp8_of(a), fp32_of(b).data, stream);
     } else {
       unsupported("dequantize", a, b);
     }
@@ -276,20 +291,16 @@ symmcomm_status_t symmcomm_all_gather(symmcomm_comm_t comm, const symmcomm_tenso
                                       const symmcomm_options_t* options, symmcomm_stream_t stream,
                                       symmcomm_plan_t* plan) {
   return guarded([&] {
-    Tensor const a = tensor_of(send, "send"), b = tensor_of(recv, "recv");
-    symmcomm::Options const o = options_of(options);
-    check_plan_out(plan);
-    auto const& c = comm_of(comm);
+    auto const [a, b, o, c] = collective_args(comm, send, "send", recv, options, plan);
     require_linear(a, "all_gather");
     SYMMCOMM_EXPECTS(a.dtype == b.dtype, "all_gather: send is " << to_string(a.dtype) << ", recv "
                                                                 << to_string(b.dtype));
-    auto const s = stream;
     if (a.dtype == DataType::Bf16) {
-      report(symmcomm::all_gather(c, bf16_of(a), bf16_of(b), s, o), plan);
+      report(symmcomm::all_gather(c, bf16_of(a), bf16_of(b), stream, o), plan);
     } else if (is_fp8(a.dtype)) {
-      report(symmcomm::all_gather(c, fp8_of(a), fp8_of(b), s, o), plan);
+      report(symmcomm::all_gather(c, fp8_of(a), fp8_of(b), stream, o), plan);
     } else if (a.dtype == DataType::Nvfp4) {
-      report(symmcomm::all_gather(c, nvfp4_of(a), nvfp4_of(b), s, o), plan);
+      report(symmcomm::all_gather(c, nvfp4_of(a), nvfp4_of(b), stream, o), plan);
     } else {
       unsupported("all_gather", a, b);
     }
@@ -301,21 +312,17 @@ symmcomm_status_t symmcomm_all_gatherv(symmcomm_comm_t comm, const symmcomm_tens
                                        const symmcomm_options_t* options, symmcomm_stream_t stream,
                                        symmcomm_plan_t* plan) {
   return guarded([&] {
-    Tensor const a = tensor_of(send, "send"), b = tensor_of(recv, "recv");
-    symmcomm::Options const o = options_of(options);
-    check_plan_out(plan);
-    auto const& c = comm_of(comm);
+    auto const [a, b, o, c] = collective_args(comm, send, "send", recv, options, plan);
     std::vector<std::size_t> const n = counts_of(c, counts);
     require_linear(a, "all_gatherv");
     SYMMCOMM_EXPECTS(a.dtype == b.dtype, "all_gatherv: send is " << to_string(a.dtype) << ", recv "
                                                                  << to_string(b.dtype));
-    auto const s = stream;
     if (a.dtype == DataType::Bf16) {
-      report(symmcomm::all_gatherv(c, bf16_of(a), bf16_of(b), n, s, o), plan);
+      report(symmcomm::all_gatherv(c, bf16_of(a), bf16_of(b), n, stream, o), plan);
     } else if (is_fp8(a.dtype)) {
-      report(symmcomm::all_gatherv(c, fp8_of(a), fp8_of(b), n, s, o), plan);
+      report(symmcomm::all_gatherv(c, fp8_of(a), fp8_of(b), n, stream, o), plan);
     } else if (a.dtype == DataType::Nvfp4) {
-      report(symmcomm::all_gatherv(c, nvfp4_of(a), nvfp4_of(b), n, s, o), plan);
+      report(symmcomm::all_gatherv(c, nvfp4_of(a), nvfp4_of(b), n, stream, o), plan);
     } else {
       unsupported("all_gatherv", a, b);
     }
@@ -327,30 +334,26 @@ symmcomm_status_t symmcomm_reduce_scatter(symmcomm_comm_t comm, const symmcomm_t
                                           const symmcomm_options_t* options,
                                           symmcomm_stream_t stream, symmcomm_plan_t* plan) {
   return guarded([&] {
-    Tensor const a = tensor_of(send, "send"), b = tensor_of(recv, "recv");
-    symmcomm::Options const o = options_of(options);
-    check_plan_out(plan);
-    auto const& c = comm_of(comm);
+    auto const [a, b, o, c] = collective_args(comm, send, "send", recv, options, plan);
     require_linear(a, "reduce_scatter");
     require_linear(b, "reduce_scatter");
-    auto const s = stream;
     DataType const x = a.dtype, y = b.dtype;
     if (x == DataType::Bf16 && y == DataType::Bf16) {
-      report(symmcomm::reduce_scatter(c, bf16_of(a), bf16_of(b), s, o), plan);
+      report(symmcomm::reduce_scatter(c, bf16_of(a), bf16_of(b), stream, o), plan);
     } else if (x == DataType::Fp32 && y == DataType::Fp32) {
-      report(symmcomm::reduce_scatter(c, fp32_of(a), fp32_of(b), s, o), plan);
+      report(symmcomm::reduce_scatter(c, fp32_of(a), fp32_of(b), stream, o), plan);
     } else if (x == DataType::Nvfp4 && y == DataType::Bf16) {
-      report(symmcomm::reduce_scatter(c, nvfp4_of(a), bf16_of(b), s, o), plan);
+      report(symmcomm::reduce_scatter(c, nvfp4_of(a), bf16_of(b), stream, o), plan);
     } else if (x == DataType::Nvfp4 && y == DataType::Fp32) {
-      report(symmcomm::reduce_scatter(c, nvfp4_of(a), fp32_of(b), s, o), plan);
+      report(symmcomm::reduce_scatter(c, nvfp4_of(a), fp32_of(b), stream, o), plan);
     } else if (x == DataType::Nvfp4 && y == DataType::Nvfp4) {
-      report(symmcomm::reduce_scatter(c, nvfp4_of(a), nvfp4_of(b), s, o), plan);
+      report(symmcomm::reduce_scatter(c, nvfp4_of(a), nvfp4_of(b), stream, o), plan);
     } else if (is_fp8(x) && y == DataType::Bf16) {
-      report(symmcomm::reduce_scatter(c, fp8_of(a), bf16_of(b), s, o), plan);
+      report(symmcomm::reduce_scatter(c, fp8_of(a), bf16_of(b), stream, o), plan);
     } else if (is_fp8(x) && y == DataType::Fp32) {
-      report(symmcomm::reduce_scatter(c, fp8_of(a), fp32_of(b), s, o), plan);
+      report(symmcomm::reduce_scatter(c, fp8_of(a), fp32_of(b), stream, o), plan);
     } else if (is_fp8(x) && x == y) {
-      report(symmcomm::reduce_scatter(c, fp8_of(a), fp8_of(b), s, o), plan);
+      report(symmcomm::reduce_scatter(c, fp8_of(a), fp8_of(b), stream, o), plan);
     } else {
       unsupported("reduce_scatter", a, b);
     }
@@ -362,19 +365,15 @@ symmcomm_status_t symmcomm_reduce_scatterv(symmcomm_comm_t comm, const symmcomm_
                                            const symmcomm_options_t* options,
                                            symmcomm_stream_t stream, symmcomm_plan_t* plan) {
   return guarded([&] {
-    Tensor const a = tensor_of(send, "send"), b = tensor_of(recv, "recv");
-    symmcomm::Options const o = options_of(options);
-    check_plan_out(plan);
-    auto const& c = comm_of(comm);
+    auto const [a, b, o, c] = collective_args(comm, send, "send", recv, options, plan);
     std::vector<std::size_t> const n = counts_of(c, counts);
     require_linear(a, "reduce_scatterv");
-    auto const s = stream;
     if (a.dtype == DataType::Bf16 && b.dtype == DataType::Bf16) {
-      report(symmcomm::reduce_scatterv(c, bf16_of(a), bf16_of(b), n, s, o), plan);
+      report(symmcomm::reduce_scatterv(c, bf16_of(a), bf16_of(b), n, stream, o), plan);
     } else if (a.dtype == DataType::Nvfp4 && b.dtype == DataType::Bf16) {
-      report(symmcomm::reduce_scatterv(c, nvfp4_of(a), bf16_of(b), n, s, o), plan);
+      report(symmcomm::reduce_scatterv(c, nvfp4_of(a), bf16_of(b), n, stream, o), plan);
     } else if (is_fp8(a.dtype) && b.dtype == DataType::Bf16) {
-      report(symmcomm::reduce_scatterv(c, fp8_of(a), bf16_of(b), n, s, o), plan);
+      report(symmcomm::reduce_scatterv(c, fp8_of(a), bf16_of(b), n, stream, o), plan);
     } else {
       unsupported("reduce_scatterv", a, b);
     }
@@ -386,15 +385,11 @@ symmcomm_status_t symmcomm_quantize_all_gather(symmcomm_comm_t comm, const symmc
                                                const symmcomm_options_t* options,
                                                symmcomm_stream_t stream, symmcomm_plan_t* plan) {
   return guarded([&] {
-    Tensor const a = tensor_of(input, "input"), b = tensor_of(recv, "recv");
-    symmcomm::Options const o = options_of(options);
-    check_plan_out(plan);
-    auto const& c = comm_of(comm);
-    auto const s = stream;
+    auto const [a, b, o, c] = collective_args(comm, input, "input", recv, options, plan);
     if (a.dtype == DataType::Bf16 && b.dtype == DataType::Nvfp4) {
-      report(symmcomm::quantize_all_gather(c, bf16_of(a), nvfp4_of(b), scale, s, o), plan);
+      report(symmcomm::quantize_all_gather(c, bf16_of(a), nvfp4_of(b), scale, stream, o), plan);
     } else if (a.dtype == DataType::Bf16 && is_fp8(b.dtype)) {
-      report(symmcomm::quantize_all_gather(c, bf16_of(a), fp8_of(b), scale, s, o), plan);
+      report(symmcomm::quantize_all_gather(c, bf16_of(a), fp8_of(b), scale, stream, o), plan);
     } else {
       unsupported("quantize_all_gather", a, b);
     }
