@@ -1,0 +1,373 @@
+"""symmcomm's collectives and codecs as PyTorch operators (torch.ops.<namespace>.*), so that
+torch.compile traces them without graph breaks and CUDA graphs capture them.
+
+    import symmcomm, symmcomm.ops
+    symmcomm.ops.register_communicator("tp", comm)   # a name, as process groups have
+    ops = symmcomm.ops.register_ops()                # torch.ops.symmcomm (or your namespace)
+    y = ops.all_gather(x, "tp")                      # [world * x.shape[0], *x.shape[1:]]
+    data, scales, globals_ = ops.quantize_all_gather_nvfp4(x, None, "tp", None)
+
+Conventions (engines' tensors are [tokens, hidden]):
+- Gathers concatenate along dim 0; all_gatherv's `counts` are rows (dim-0 entries) per rank.
+  Reduce-scatters split dim 0 into comm-size shards (dim 0 divisible by the size); the v form
+  keeps `counts[rank]` rows.
+- NVFP4 tensors are three tensors: data (uint8 or float4_e2m1fn_x2, [rows, hidden / 2]),
+  block scales (float8_e4m3fn or uint8, [rows, hidden / 16]; swizzled, a flat byte tensor of
+  symmcomm.swizzled_scale_bytes(rows, hidden / 16)) and global scales (float32, one per rank
+  the tensor holds). FP8 tensors are data (float8_e4m3fn / float8_e5m2) and scales (float32).
+- The communicator is named by a string registered with register_communicator, so operators
+  carry no Python objects; each operator runs on the current CUDA stream.
+- Functional operators return new tensors; `*_out` operators write into given tensors and
+  declare them mutated.
+
+Every operator has a fake implementation computing its output shapes from its inputs' shapes
+(symmcomm.shapes' arithmetic), so torch.compile sizes outputs without running anything. The
+CUDA implementations call the package's functions (symmcomm.all_gather, ...), which check
+every argument and name it in their errors.
+"""
+import threading
+
+import torch
+
+import symmcomm
+import symmcomm.shapes
+
+__all__ = ["register_communicator", "unregister_communicator", "communicator", "register_ops",
+           "OPS"]
+
+_comms = {}
+_comms_lock = threading.Lock()
+
+
+def register_communicator(name, comm):
+    """Makes `comm` (a symmcomm.Communicator) reachable from the operators as `name`."""
+    if not isinstance(name, str) or not name:
+        raise symmcomm.LogicError("name must be a non-empty str, got %r" % (name,))
+    if not isinstance(comm, symmcomm.Communicator):
+        raise symmcomm.LogicError("comm must be a symmcomm.Communicator, got %s"
+                                  % type(comm).__name__)
+    rank, size, device, _ = comm.info()
+    with _comms_lock:
+        _comms[name] = (comm, rank, size, device)
+
+
+def unregister_communicator(name):
+    """Forgets `name` (the communicator itself is left as it is)."""
+    with _comms_lock:
+        _comms.pop(name, None)
+
+
+def _entry(group):
+    with _comms_lock:
+        entry = _comms.get(group)
+    if entry is None:
+        raise symmcomm.LogicError("no communicator registered as %r (register_communicator); "
+                                  "registered: %s" % (group, ", ".join(sorted(_comms)) or "none"))
+    return entry
+
+
+def communicator(group):
+    """The communicator registered as `group`."""
+    return _entry(group)[0]
+
+
+def _size(group):
+    return _entry(group)[2]
+
+
+def _rank(group):
+    return _entry(group)[1]
+
+
+def _rows_scaled(t, factor):
+    return (t.shape[0] * factor,) + tuple(t.shape[1:])
+
+
+def _row_elements_of(t):
+    """Elements per dim-0 row of `t` (its numel / rows; 1 for a 1-D tensor)."""
+    n = 1
+    for d in t.shape[1:]:
+        n *= d
+    return n
+
+
+def _gathered_scales(bs, rows_total, elements_total, row_elements):
+    """The receive tensor for gathered block scales: linear [rows_total, *bs.shape[1:]], or
+    (row_elements not None) the flat swizzled layout of rows of `row_elements` elements."""
+    if row_elements is not None:
+        return bs.new_empty((symmcomm.shapes.swizzled_scale_bytes(
+            elements_total // row_elements, row_elements // symmcomm.NVFP4_BLOCK),))
+    return bs.new_empty((rows_total,) + tuple(bs.shape[1:]))
+
+
+# ---- implementations (CUDA) and fakes --------------------------------------------------------
+# Each entry: schema, CUDA implementation, fake. Implementations of functional operators
+# allocate their outputs and call the package; fakes allocate the same shapes and dtypes.
+
+def _all_gather(x, group):
+    out = x.new_empty(_rows_scaled(x, _size(group)))
+    symmcomm.all_gather(communicator(group), x.contiguous(), out)
+    return out
+
+
+def _all_gather_fake(x, group):
+    return x.new_empty(_rows_scaled(x, _size(group)))
+
+
+def _all_gather_out(x, out, group):
+    symmcomm.all_gather(communicator(group), x.contiguous(), out)
+
+
+def _nvfp4_gather_outputs(data, bs, gs, size, rows_total, row_elements):
+    """Gathered NVFP4 parts of `rows_total` data rows (each 2 x its bytes elements)."""
+    elements_total = rows_total * _row_elements_of(data) * 2
+    return (data.new_empty((rows_total,) + tuple(data.shape[1:])),
+            _gathered_scales(bs, rows_total, elements_total, row_elements),
+            gs.new_empty((size,)))
+
+
+def _all_gather_nvfp4(data, bs, gs, group, row_elements):
+    size = _size(group)
+    outs = _nvfp4_gather_outputs(data, bs, gs, size, data.shape[0] * size, row_elements)
+    symmcomm.all_gather(communicator(group),
+                        symmcomm.Nvfp4Tensor(data.contiguous(), bs.contiguous(), gs),
+                        symmcomm.Nvfp4Tensor(*outs), row_elements=row_elements)
+    return outs
+
+
+def _all_gather_nvfp4_fake(data, bs, gs, group, row_elements):
+    size = _size(group)
+    return _nvfp4_gather_outputs(data, bs, gs, size, data.shape[0] * size, row_elements)
+
+
+def _all_gather_nvfp4_out(data, bs, gs, out_data, out_bs, out_gs, group, row_elements):
+    symmcomm.all_gather(communicator(group),
+                        symmcomm.Nvfp4Tensor(data.contiguous(), bs.contiguous(), gs),
+                        symmcomm.Nvfp4Tensor(out_data, out_bs, out_gs), row_elements=row_elements)
+
+
+def _all_gather_fp8(data, scale, group):
+    size = _size(group)
+    out = (data.new_empty(_rows_scaled(data, size)), scale.new_empty((size,)))
+    symmcomm.all_gather(communicator(group), symmcomm.Fp8Tensor(data.contiguous(), scale),
+                        symmcomm.Fp8Tensor(*out))
+    return out
+
+
+def _all_gather_fp8_fake(data, scale, group):
+    size = _size(group)
+    return data.new_empty(_rows_scaled(data, size)), scale.new_empty((size,))
+
+
+def _counts_elements(t, counts):
+    per_row = _row_elements_of(t)
+    return [int(c) * per_row for c in counts]
+
+
+def _all_gatherv(x, counts, group):
+    out = x.new_empty((sum(counts),) + tuple(x.shape[1:]))
+    symmcomm.all_gatherv(communicator(group), x.contiguous(), out, _counts_elements(x, counts))
+    return out
+
+
+def _all_gatherv_fake(x, counts, group):
+    return x.new_empty((sum(counts),) + tuple(x.shape[1:]))
+
+
+def _all_gatherv_nvfp4(data, bs, gs, counts, group, row_elements):
+    size = _size(group)
+    outs = _nvfp4_gather_outputs(data, bs, gs, size, sum(counts), row_elements)
+    elements = [int(c) * _row_elements_of(data) * 2 for c in counts]
+    symmcomm.all_gatherv(communicator(group),
+                         symmcomm.Nvfp4Tensor(data.contiguous(), bs.contiguous(), gs),
+                         symmcomm.Nvfp4Tensor(*outs), elements, row_elements=row_elements)
+    return outs
+
+
+def _all_gatherv_nvfp4_fake(data, bs, gs, counts, group, row_elements):
+    return _nvfp4_gather_outputs(data, bs, gs, _size(group), sum(counts), row_elements)
+
+
+def _shard_shape(t, group):
+    size = _size(group)
+    torch._check(t.shape[0] % size == 0,
+                 lambda: "dim 0 (%s) is not divisible by the communicator's size %d"
+                 % (t.shape[0], size))
+    return (t.shape[0] // size,) + tuple(t.shape[1:])
+
+
+def _reduce_scatter(x, group):
+    out = x.new_empty(_shard_shape(x, group))
+    symmcomm.reduce_scatter(communicator(group), x.contiguous(), out)
+    return out
+
+
+def _reduce_scatter_fake(x, group):
+    return x.new_empty(_shard_shape(x, group))
+
+
+def _reduce_scatter_out(x, out, group):
+    symmcomm.reduce_scatter(communicator(group), x.contiguous(), out)
+
+
+def _nvfp4_sum_shape(data, group):
+    """The shard of the logical [rows, hidden] tensor whose data is [rows, hidden / 2] (1-D
+    data: n / 2 bytes, n elements)."""
+    size = _size(group)
+    torch._check(data.shape[0] % size == 0,
+                 lambda: "data's dim 0 (%s) is not divisible by the communicator's size %d"
+                 % (data.shape[0], size))
+    if data.dim() == 1:
+        return (data.shape[0] * 2 // size,)
+    return (data.shape[0] // size,) + tuple(data.shape[1:-1]) + (data.shape[-1] * 2,)
+
+
+def _reduce_scatter_nvfp4(data, bs, gs, group, out_dtype):
+    out = data.new_empty(_nvfp4_sum_shape(data, group), dtype=out_dtype)
+    symmcomm.reduce_scatter(communicator(group),
+                            symmcomm.Nvfp4Tensor(data.contiguous(), bs.contiguous(), gs), out)
+    return out
+
+
+def _reduce_scatter_nvfp4_fake(data, bs, gs, group, out_dtype):
+    return data.new_empty(_nvfp4_sum_shape(data, group), dtype=out_dtype)
+
+
+def _reduce_scatter_fp8(data, scale, group, out_dtype):
+    out = data.new_empty(_shard_shape(data, group), dtype=out_dtype)
+    symmcomm.reduce_scatter(communicator(group), symmcomm.Fp8Tensor(data.contiguous(), scale),
+                            out)
+    return out
+
+
+def _reduce_scatter_fp8_fake(data, scale, group, out_dtype):
+    return data.new_empty(_shard_shape(data, group), dtype=out_dtype)
+
+
+def _v_shard_shape(x, counts, group):
+    return (int(counts[_rank(group)]),) + tuple(x.shape[1:])
+
+
+def _reduce_scatterv(x, counts, group):
+    out = x.new_empty(_v_shard_shape(x, counts, group))
+    symmcomm.reduce_scatterv(communicator(group), x.contiguous(), out, _counts_elements(x, counts))
+    return out
+
+
+def _reduce_scatterv_fake(x, counts, group):
+    return x.new_empty(_v_shard_shape(x, counts, group))
+
+
+def _quantize_nvfp4_shapes(x):
+    if x.dim() > 1:
+        return ((tuple(x.shape[:-1]) + (x.shape[-1] // 2,)),
+                (tuple(x.shape[:-1]) + (x.shape[-1] // symmcomm.NVFP4_BLOCK,)))
+    return (x.shape[0] // 2,), (x.shape[0] // symmcomm.NVFP4_BLOCK,)
+
+
+def _quantize_nvfp4_fake(x, global_scale):
+    d, s = _quantize_nvfp4_shapes(x)
+    return (x.new_empty(d, dtype=torch.uint8), x.new_empty(s, dtype=torch.float8_e4m3fn),
+            x.new_empty((1,), dtype=torch.float32))
+
+
+def _quantize_nvfp4(x, global_scale):
+    data, bs, gs = _quantize_nvfp4_fake(x, global_scale)
+    if global_scale is not None:
+        gs.copy_(global_scale.reshape(1))
+    symmcomm.quantize_nvfp4(x.contiguous(), symmcomm.Nvfp4Tensor(data, bs, gs),
+                            compute_scale=global_scale is None)
+    return data, bs, gs
+
+
+def _quantize_all_gather_nvfp4_fake(x, scale, group, row_elements):
+    size = _size(group)
+    d, s = _quantize_nvfp4_shapes(x)
+    data = x.new_empty((d[0] * size,) + tuple(d[1:]), dtype=torch.uint8)
+    if row_elements is None:
+        bs = x.new_empty((s[0] * size,) + tuple(s[1:]), dtype=torch.float8_e4m3fn)
+    else:
+        bs = x.new_empty((symmcomm.shapes.swizzled_scale_bytes(
+            x.numel() * size // row_elements, row_elements // symmcomm.NVFP4_BLOCK),),
+            dtype=torch.uint8)
+    return data, bs, x.new_empty((size,), dtype=torch.float32)
+
+
+def _quantize_all_gather_nvfp4(x, scale, group, row_elements):
+    outs = _quantize_all_gather_nvfp4_fake(x, scale, group, row_elements)
+    symmcomm.quantize_all_gather(communicator(group), x.contiguous(), symmcomm.Nvfp4Tensor(*outs),
+                                 scale=scale, row_elements=row_elements)
+    return outs
+
+
+def _dequantize_nvfp4_fake(data, bs, gs):
+    if data.dim() > 1:
+        return data.new_empty(tuple(data.shape[:-1]) + (data.shape[-1] * 2,),
+                              dtype=torch.bfloat16)
+    return data.new_empty((data.shape[0] * 2,), dtype=torch.bfloat16)
+
+
+def _dequantize_nvfp4(data, bs, gs):
+    out = _dequantize_nvfp4_fake(data, bs, gs)
+    symmcomm.dequantize_nvfp4(symmcomm.Nvfp4Tensor(data.contiguous(), bs.contiguous(), gs), out)
+    return out
+
+
+#: name -> (schema after the name, CUDA implementation, fake, mutated argument names)
+OPS = {
+    "all_gather": ("(Tensor x, str group) -> Tensor", _all_gather, _all_gather_fake, ()),
+    "all_gather_out": ("(Tensor x, Tensor(a!) out, str group) -> ()", _all_gather_out,
+                       lambda x, out, group: None, ("out",)),
+    "all_gather_nvfp4": ("(Tensor data, Tensor block_scales, Tensor global_scale, str group, "
+                         "int? row_elements=None) -> (Tensor, Tensor, Tensor)",
+                         _all_gather_nvfp4, _all_gather_nvfp4_fake, ()),
+    "all_gather_nvfp4_out": ("(Tensor data, Tensor block_scales, Tensor global_scale, "
+                             "Tensor(a!) out_data, Tensor(b!) out_block_scales, "
+                             "Tensor(c!) out_global_scale, str group, int? row_elements=None) "
+                             "-> ()", _all_gather_nvfp4_out,
+                             lambda *a: None,
+                             ("out_data", "out_block_scales", "out_global_scale")),
+    "all_gather_fp8": ("(Tensor data, Tensor scale, str group) -> (Tensor, Tensor)",
+                       _all_gather_fp8, _all_gather_fp8_fake, ()),
+    "all_gatherv": ("(Tensor x, int[] counts, str group) -> Tensor", _all_gatherv,
+                    _all_gatherv_fake, ()),
+    "all_gatherv_nvfp4": ("(Tensor data, Tensor block_scales, Tensor global_scale, int[] counts, "
+                          "str group, int? row_elements=None) -> (Tensor, Tensor, Tensor)",
+                          _all_gatherv_nvfp4, _all_gatherv_nvfp4_fake, ()),
+    "reduce_scatter": ("(Tensor x, str group) -> Tensor", _reduce_scatter, _reduce_scatter_fake,
+                       ()),
+    "reduce_scatter_out": ("(Tensor x, Tensor(a!) out, str group) -> ()", _reduce_scatter_out,
+                           lambda x, out, group: None, ("out",)),
+    "reduce_scatter_nvfp4": ("(Tensor data, Tensor block_scales, Tensor global_scale, str group, "
+                             "ScalarType out_dtype) -> Tensor", _reduce_scatter_nvfp4,
+                             _reduce_scatter_nvfp4_fake, ()),
+    "reduce_scatter_fp8": ("(Tensor data, Tensor scale, str group, ScalarType out_dtype) -> "
+                           "Tensor", _reduce_scatter_fp8, _reduce_scatter_fp8_fake, ()),
+    "reduce_scatterv": ("(Tensor x, int[] counts, str group) -> Tensor", _reduce_scatterv,
+                        _reduce_scatterv_fake, ()),
+    "quantize_all_gather_nvfp4": ("(Tensor x, Tensor? scale, str group, int? row_elements=None) "
+                                  "-> (Tensor, Tensor, Tensor)", _quantize_all_gather_nvfp4,
+                                  _quantize_all_gather_nvfp4_fake, ()),
+    "quantize_nvfp4": ("(Tensor x, Tensor? global_scale) -> (Tensor, Tensor, Tensor)",
+                       _quantize_nvfp4, _quantize_nvfp4_fake, ()),
+    "dequantize_nvfp4": ("(Tensor data, Tensor block_scales, Tensor global_scale) -> Tensor",
+                         _dequantize_nvfp4, _dequantize_nvfp4_fake, ()),
+}
+
+_libraries = {}
+_libraries_lock = threading.Lock()
+
+
+def register_ops(namespace="symmcomm"):
+    """Defines every operator of OPS in `namespace` (once per namespace; later calls return the
+    same) and returns torch.ops.<namespace>. Implementations are on the CUDA dispatch key (the
+    low-overhead route vLLM takes) with a fake for each."""
+    with _libraries_lock:
+        if namespace not in _libraries:
+            lib = torch.library.Library(namespace, "FRAGMENT")
+            for name, (schema, impl, fake, _) in OPS.items():
+                lib.define(name + schema)
+                lib.impl(name, impl, "CUDA")
+                torch.library.register_fake("%s::%s" % (namespace, name), fake, lib=lib)
+            _libraries[namespace] = lib
+    return getattr(torch.ops, namespace)
