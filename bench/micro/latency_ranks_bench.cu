@@ -36,7 +36,8 @@
 namespace symmcomm::bench {
 namespace {
 
-constexpr int kCalls = 20;  // calls per rank per timed iteration (and per captured graph)
+constexpr int kCalls = 20;       // calls per rank per timed iteration (and per captured graph)
+constexpr int kIterations = 25;  // timed iterations per repetition (kCalls calls each)
 
 // One allocation per rank: from the rank's pool (a window) or cudaMalloc.
 class RankBuffers {
@@ -268,7 +269,11 @@ void latency_args(benchmark::internal::Benchmark* b) {
       }
     }
   }
+  // A fixed iteration count: Google Benchmark's own search for one re-runs the whole case (the
+  // ranks' buffers, warm-up, a graph's capture) several times, which made a case cost ~4.5 s on
+  // the H200 (session 12) and a sweep longer than a device session.
   b->ArgNames({"ranks", "bytes", "variant", "graph"})
+      ->Iterations(kIterations)
       ->UseManualTime()
       ->Unit(benchmark::kMicrosecond);
 }
