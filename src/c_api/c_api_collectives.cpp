@@ -37,8 +37,7 @@ static_assert(static_cast<int>(DataType::Nvfp4) == SYMMCOMM_DTYPE_NVFP4 &&
               static_cast<int>(DataType::Fp8E5M2) == SYMMCOMM_DTYPE_FP8_E5M2 &&
               static_cast<int>(DataType::Bf16) == SYMMCOMM_DTYPE_BF16 &&
               static_cast<int>(DataType::Fp32) == SYMMCOMM_DTYPE_FP32);
-static_assert(static_cast<int>(PlanReason::QuantizedSendInWorkspace) ==
-              SYMMCOMM_REASON_QUANTIZED_SEND_IN_WORKSPACE);
+static_assert(static_cast<int>(PlanReason::DeviceCounts) == SYMMCOMM_REASON_DEVICE_COUNTS);
 static_assert(static_cast<int>(Path::NcclSymmetric) == SYMMCOMM_TOOK_NCCL_SYMMETRIC &&
               static_cast<int>(Path::LsaKernel) == SYMMCOMM_TOOK_LSA_KERNEL &&
               static_cast<int>(Path::Fallback) == SYMMCOMM_TOOK_FALLBACK);
@@ -213,11 +212,11 @@ const char* symmcomm_enum_name(symmcomm_enum_t kind, int value) {
       "no-symmetric-support", "buffer-not-symmetric",   "variable-counts",
       "scaled-reduction",     "lsa-kernel-unavailable", "staged",
       "fused-quantize",       "nccl-faster-here",       "forced",
-      "nccl-cannot",          "lsa-kernel-fuses",       "quantized-send-in-workspace"};
+      "nccl-cannot",          "lsa-kernel-fuses",       "quantized-send-in-workspace",
+      "device-counts"};
   static_assert(sizeof kStatus / sizeof *kStatus == SYMMCOMM_ERROR_TIMEOUT + 1);
   static_assert(sizeof kTaken / sizeof *kTaken == SYMMCOMM_TOOK_FALLBACK + 1);
-  static_assert(sizeof kReason / sizeof *kReason ==
-                SYMMCOMM_REASON_QUANTIZED_SEND_IN_WORKSPACE + 1);
+  static_assert(sizeof kReason / sizeof *kReason == SYMMCOMM_REASON_DEVICE_COUNTS + 1);
   auto const pick = [value](const auto& table) -> const char* {
     auto const n = static_cast<int>(sizeof table / sizeof *table);
     return value >= 0 && value < n ? table[value] : nullptr;

@@ -313,6 +313,11 @@ PlannedCall& PlannedCall::part(Slot side, int index, const char* name, const voi
   return *this;
 }
 
+PlannedCall& PlannedCall::device_counts() {
+  request_.device_counts = true;
+  return *this;
+}
+
 PlannedCall& PlannedCall::quantize_first(const void* staging, std::size_t bytes) {
   request_.quantize_first = true;
   if (staging != nullptr) {

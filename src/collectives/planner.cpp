@@ -62,6 +62,11 @@ void describe(std::ostream& os, PlanReason why, const Plan& p) {
             "Options::staging.send, "
          << p.buffer_bytes << " bytes or more in a symmetric window of this communicator";
       break;
+    case PlanReason::DeviceCounts:
+      os << "the counts are on the device: every rank's count, then its rows at capacity ("
+         << p.buffer_bytes << " bytes per rank, whatever the counts), are gathered by NCCL and "
+         << "compacted on the device in one more pass";
+      break;
     case PlanReason::NcclCannot:
       os << "NCCL's symmetric kernels cannot run this call (";
       describe(os, p.nccl_blocker, p);
@@ -182,6 +187,16 @@ Blocker lsa_blocker(const PlanRequest& r) {
 
 Plan plan_collective(const PlanRequest& r) {
   SYMMCOMM_EXPECTS(r.capabilities != nullptr, "plan_collective: capabilities is null");
+  if (r.device_counts) {
+    SYMMCOMM_EXPECTS(r.choice == PathChoice::Auto || r.choice == PathChoice::Fallback,
+                     "Options::path " << to_string(r.choice)
+                                      << ": a gather with counts on the device runs on the "
+                                         "fallback path only (NCCL's calls with every rank's rows "
+                                         "at capacity, then compaction on the device)");
+    Plan p = make(Path::Fallback, PlanReason::DeviceCounts);
+    p.buffer_bytes = r.bytes_per_rank;
+    return p;
+  }
   switch (r.choice) {
     case PathChoice::Fallback:
       return make(Path::Fallback, PlanReason::ForcedFallback);

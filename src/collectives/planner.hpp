@@ -64,6 +64,9 @@ struct PlanRequest {
   /// `quantized_send_bytes` is non-zero, in symmcomm's workspace (never in a window).
   bool quantize_first = false;
   std::size_t quantized_send_bytes = 0;  ///< the workspace bytes of that copy (0: in a buffer)
+  /// A gather whose counts are on the device (ragged.hpp): only the fallback runs it in this
+  /// version (gathered at capacity, then compacted), `bytes_per_rank` at capacity.
+  bool device_counts = false;
 };
 
 /// @brief True when NCCL itself can run this reduction (a plain sum without per-rank scales).

@@ -69,6 +69,7 @@ enum class PlanReason : std::uint8_t {
   NcclCannot,                ///< NCCL cannot run it symmetrically (nccl_blocker says why): LSA does
   LsaKernelFuses,            ///< symmcomm's LSA kernel quantizes and gathers in one pass
   QuantizedSendInWorkspace,  ///< NCCL 2.28 would need the quantized copy in a window
+  DeviceCounts,              ///< counts on the device: rows gathered at capacity, then compacted
 };
 
 /// @brief The path a call took and why.

@@ -207,7 +207,7 @@ TEST(CApi, PlanDescribeAndEnumNames) {
   EXPECT_EQ(names(SYMMCOMM_ENUM_STATUS).size(), SYMMCOMM_ERROR_TIMEOUT + 1u);
   EXPECT_EQ(names(SYMMCOMM_ENUM_STATUS)[SYMMCOMM_ERROR_INVALID_ARGUMENT], "invalid-argument");
   EXPECT_EQ(names(SYMMCOMM_ENUM_PLAN_REASON).size(),
-            SYMMCOMM_REASON_QUANTIZED_SEND_IN_WORKSPACE + 1u);
+            SYMMCOMM_REASON_DEVICE_COUNTS + 1u);
   // The names the C++ API prints for the same values.
   for (int v = 0; v <= SYMMCOMM_DTYPE_FP32; ++v) {
     EXPECT_STREQ(symmcomm_enum_name(SYMMCOMM_ENUM_DTYPE, v),

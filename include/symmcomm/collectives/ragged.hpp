@@ -1,0 +1,65 @@
+#pragma once
+/// @file ragged.hpp
+/// @brief All-gathers whose per-rank counts are on the device: DP attention's ragged token
+/// counts without padding and without host synchronisation, so one captured CUDA graph serves
+/// every step whatever each rank's count.
+///
+/// Each rank's send holds room for `capacity` rows (fixed when the graph is captured) and the
+/// first `*count` of them are its rows, `*count` read from device memory when the call runs.
+/// Every rank's rows land compactly in recv: rank r's at row offsets[r] = counts[0] + ... +
+/// counts[r-1]; the call writes every rank's count and that prefix to device arrays the caller
+/// reads in stream order (to size its next kernels). recv holds room for comm.size() x
+/// capacity rows; rows past the total are left as they were.
+///
+/// A count outside 0..capacity is never a silent overflow: the rows taken are clamped to
+/// 0..capacity and `overflow` is set to 1 on the device (never cleared by a call): check it
+/// with overflowed() where a host synchronisation is acceptable.
+///
+/// Path: this version runs the fallback only (NCCL gathers every rank's count, then every
+/// rank's rows at capacity into the communicator's workspace, then one kernel compacts them);
+/// the plan's reason says how many bytes per rank that moves. Collective, stream-ordered and
+/// capturable like every symmcomm collective (all_gather.hpp); not inside a symmcomm::Group
+/// (the compaction must follow NCCL's work). The workspace (ranks x capacity rows) is grown
+/// outside capture: make one call, or pass Options::workspace, before capturing.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "symmcomm/collectives/options.hpp"
+#include "symmcomm/formats/views.hpp"
+
+namespace symmcomm {
+
+/// @brief The device-side counts of a ragged gather (all device pointers).
+struct DeviceCounts {
+  const std::int32_t* count = nullptr;  ///< this rank's rows, read when the call runs
+  std::size_t capacity = 0;             ///< rows every rank's send has room for
+  std::int32_t* counts = nullptr;       ///< [comm.size()]: written with every rank's count
+  std::int32_t* offsets = nullptr;      ///< [comm.size()]: written with the exclusive prefix
+  std::int32_t* overflow = nullptr;     ///< set to 1 when a count is outside 0..capacity
+};
+
+/// @brief BF16 rows of `row_elements` elements: send.count == capacity x row_elements,
+/// recv.count == comm.size() x capacity x row_elements.
+Plan all_gatherv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
+                 std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
+                 const Options& options = {});
+/// @brief FP8 rows (codes) and each rank's scale (recv.scale: comm.size() floats).
+Plan all_gatherv(const Communicator& comm, ConstFp8View send, Fp8View recv,
+                 std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
+                 const Options& options = {});
+/// @brief NVFP4 rows (row_elements a multiple of 16: data and linear block scales move by
+/// rows) and each rank's global scale (recv.global_scale: comm.size() floats).
+Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
+                 std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
+                 const Options& options = {});
+
+/// @brief Whether a call on `comm` saw a count outside 0..capacity since the flag was last
+/// cleared: reads counts.overflow after the work queued on `stream` (a host wait for it,
+/// bounded and watched as symmcomm::wait is) and clears it when `clear`.
+bool overflowed(const Communicator& comm, const DeviceCounts& counts, cudaStream_t stream,
+                bool clear = true);
+
+}  // namespace symmcomm

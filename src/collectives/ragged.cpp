@@ -1,0 +1,187 @@
+// All-gathers with counts on the device (symmcomm/collectives/ragged.hpp): every rank's count
+// and its rows at capacity gathered by NCCL, then compacted by one kernel (kernels/compact.hpp).
+
+#include "symmcomm/collectives/ragged.hpp"
+
+#include <nccl.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/wait_internal.hpp"
+#include "common.hpp"
+#include "core/cuda_utils.hpp"
+#include "kernels/compact.hpp"
+#include "symmcomm/comm/wait.hpp"
+#include "symmcomm/error.hpp"
+#include "symmcomm/formats/nvfp4.hpp"
+
+namespace symmcomm {
+namespace {
+
+// One tensor that moves by rows: `row_bytes` per row, capacity rows at `send`.
+struct RowPart {
+  const char* name;
+  const void* send;
+  void* recv;
+  std::size_t row_bytes;
+};
+
+// One float per rank gathered as it is (FP8 scale, NVFP4 global scale); null send: none.
+struct ScalePart {
+  const char* name;
+  const float* send;
+  float* recv;
+};
+
+void check_counts(const DeviceCounts& c, int ranks, const char* operation) {
+  SYMMCOMM_EXPECTS(c.count != nullptr, operation << ": counts.count is null (this rank's count, "
+                                                    "a device int32)");
+  SYMMCOMM_EXPECTS(c.counts != nullptr && c.offsets != nullptr,
+                   operation << ": counts.counts and counts.offsets must be device arrays of "
+                             << ranks << " int32 (they are written)");
+  SYMMCOMM_EXPECTS(c.overflow != nullptr,
+                   operation << ": counts.overflow is null (a device int32 the call sets when a "
+                                "count is outside 0..capacity)");
+  SYMMCOMM_EXPECTS(c.capacity <= static_cast<std::size_t>(INT32_MAX),
+                   operation << ": counts.capacity " << c.capacity << " exceeds int32 rows");
+  SYMMCOMM_EXPECTS(ranks <= detail::compact::kMaxRanks,
+                   operation << ": " << ranks << " ranks exceed the " << detail::compact::kMaxRanks
+                             << " one compaction handles");
+}
+
+void check_rows(std::size_t send_count, std::size_t recv_count, std::size_t row_elements,
+                const DeviceCounts& c, int ranks, const char* operation) {
+  SYMMCOMM_EXPECTS(row_elements > 0, operation << ": row_elements is 0");
+  SYMMCOMM_EXPECTS(send_count == c.capacity * row_elements,
+                   operation << ": send.count " << send_count << " is not counts.capacity "
+                             << c.capacity << " x row_elements " << row_elements);
+  SYMMCOMM_EXPECTS(recv_count == static_cast<std::size_t>(ranks) * c.capacity * row_elements,
+                   operation << ": recv.count " << recv_count << " is not comm.size() " << ranks
+                             << " x counts.capacity " << c.capacity << " x row_elements "
+                             << row_elements);
+}
+
+Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count,
+                   const std::vector<RowPart>& rows, const ScalePart& scale,
+                   const DeviceCounts& counts, cudaStream_t stream, const Options& options) {
+  const char* const operation = "all_gatherv (device counts)";
+  detail::CommState& state = detail::usable_state(comm, operation);
+  auto const n = static_cast<std::size_t>(state.size);
+  std::size_t row_bytes = 0;
+  for (const RowPart& p : rows) row_bytes += p.row_bytes;
+  std::size_t const per_rank = counts.capacity * row_bytes;
+  detail::PlannedCall call(state, Operation::AllGather, options, operation);
+  call.per_rank(per_rank, false).lsa_kernel(false);
+  int index = 0;
+  for (const RowPart& p : rows) {
+    call.part(Slot::SendPart, index, p.name, p.send, counts.capacity * p.row_bytes, false);
+    call.part(Slot::RecvPart, index++, p.name, p.recv, n * counts.capacity * p.row_bytes);
+  }
+  call.device_counts();
+  Plan const plan = call.decide(stream);
+  call.refuse_in_group("counts on the device: compaction after NCCL's gathers");
+
+  detail::DeviceGuard guard(state.device);
+  // The rows at capacity land in the workspace, rank after rank, part after part.
+  std::vector<std::size_t> at;
+  std::size_t need = 0;
+  for (const RowPart& p : rows) {
+    at.push_back(need);
+    need += detail::align256(n * counts.capacity * p.row_bytes);
+  }
+  auto* ws = static_cast<std::uint8_t*>(
+      detail::acquire_workspace(state, options, need > 0 ? need : 256, stream));
+  call.before_enqueue(stream);
+  SYMMCOMM_NCCL_TRY(ncclGroupStart());
+  ncclResult_t r = ncclAllGather(counts.count, counts.counts, 1, ncclInt32, state.comm, stream);
+  for (std::size_t i = 0; i < rows.size() && r == ncclSuccess; ++i) {
+    r = ncclAllGather(rows[i].send, ws + at[i], counts.capacity * rows[i].row_bytes, ncclUint8,
+                      state.comm, stream);
+  }
+  if (r == ncclSuccess && scale.send != nullptr) {
+    r = ncclAllGather(scale.send, scale.recv, 1, ncclFloat32, state.comm, stream);
+  }
+  ncclResult_t const end = ncclGroupEnd();
+  SYMMCOMM_NCCL_TRY(r);
+  SYMMCOMM_NCCL_TRY(end);
+  detail::compact::Args a;
+  a.parts = static_cast<int>(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    a.part[i] = detail::compact::Part{ws + at[i], static_cast<std::uint8_t*>(rows[i].recv),
+                                      rows[i].row_bytes};
+  }
+  a.counts = counts.counts;
+  a.ranks = state.size;
+  a.capacity = counts.capacity;
+  a.offsets = counts.offsets;
+  a.overflow = counts.overflow;
+  detail::compact::compact_rows(a, stream);
+  call.record(stream, type, count);
+  return plan;
+}
+
+}  // namespace
+
+Plan all_gatherv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
+                 std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
+                 const Options& options) {
+  const char* const operation = "all_gatherv (device counts)";
+  validate(send, "send", 1);
+  validate(recv, "recv", 1);
+  check_counts(counts, comm.size(), operation);
+  check_rows(send.count, recv.count, row_elements, counts, comm.size(), operation);
+  return ragged_gather(comm, "bf16", send.count,
+                       {RowPart{"send.data", send.data, recv.data, row_elements * sizeof(bf16)}},
+                       ScalePart{"", nullptr, nullptr}, counts, stream, options);
+}
+
+Plan all_gatherv(const Communicator& comm, ConstFp8View send, Fp8View recv,
+                 std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
+                 const Options& options) {
+  const char* const operation = "all_gatherv (device counts)";
+  validate(send, "send", 1);
+  validate(recv, "recv", 1);
+  SYMMCOMM_EXPECTS(send.format == recv.format, operation << ": send and recv FP8 formats differ");
+  check_counts(counts, comm.size(), operation);
+  check_rows(send.count, recv.count, row_elements, counts, comm.size(), operation);
+  return ragged_gather(comm, to_string(send.dtype()), send.count,
+                       {RowPart{"send.data", send.data, recv.data, row_elements}},
+                       ScalePart{"send.scale", send.scale, recv.scale}, counts, stream, options);
+}
+
+Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
+                 std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
+                 const Options& options) {
+  const char* const operation = "all_gatherv (device counts)";
+  validate(send, "send", 1);
+  validate(recv, "recv", 1);
+  SYMMCOMM_EXPECTS(row_elements % kNvfp4BlockSize == 0,
+                   operation << ": row_elements " << row_elements << " is not a multiple of "
+                             << kNvfp4BlockSize << " (NVFP4 rows are whole blocks)");
+  check_counts(counts, comm.size(), operation);
+  check_rows(send.count, recv.count, row_elements, counts, comm.size(), operation);
+  return ragged_gather(comm, "nvfp4", send.count,
+                       {RowPart{"send.data", send.data, recv.data, row_elements / 2},
+                        RowPart{"send.block_scales", send.block_scales, recv.block_scales,
+                                row_elements / kNvfp4BlockSize}},
+                       ScalePart{"send.global_scale", send.global_scale, recv.global_scale}, counts,
+                       stream, options);
+}
+
+bool overflowed(const Communicator& comm, const DeviceCounts& counts, cudaStream_t stream,
+                bool clear) {
+  SYMMCOMM_EXPECTS(counts.overflow != nullptr, "overflowed: counts.overflow is null");
+  detail::CommState& state = detail::usable_state(comm, "overflowed");
+  detail::DeviceGuard guard(state.device);
+  std::int32_t flag = 0;
+  detail::copy_to_host_after(state, &flag, counts.overflow, sizeof flag, stream,
+                             default_wait_timeout(), "overflowed");
+  if (clear && flag != 0) {
+    SYMMCOMM_CUDA_TRY(cudaMemsetAsync(counts.overflow, 0, sizeof flag, stream));
+  }
+  return flag != 0;
+}
+
+}  // namespace symmcomm

@@ -1,0 +1,206 @@
+// All-gathers with counts on the device (symmcomm/collectives/ragged.hpp) across real ranks:
+// every rank's first count rows land compactly after the rows of the ranks before it, the
+// gathered counts and their prefix are written, rows past the total stay as they were; the same
+// captured CUDA graph replayed with other counts (0 on some ranks, capacity on others) gives
+// exact results; a count above capacity raises the overflow flag and is clamped. NVFP4 (data,
+// block scales, global scales) and BF16, against host references every rank computes.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "multi_rank/checks.hpp"
+#include "multi_rank/world.hpp"
+#include "support/gpu_test.hpp"
+#include "support/tensors.hpp"
+#include "symmcomm/collectives/ragged.hpp"
+#include "symmcomm/formats/bf16.hpp"
+
+namespace symmcomm::test {
+namespace {
+
+constexpr std::size_t kRow = 256;  // elements per row: 128 data bytes, 16 block-scale bytes
+constexpr std::size_t kCapacity = 40;
+
+// Rank q's count in round k: every value from 0 to capacity appears across ranks and rounds.
+std::int32_t count_of(int q, int round, int ranks) {
+  if (round == 1) return q == 0 ? static_cast<std::int32_t>(kCapacity) : (q == 1 ? 0 : 3 * q);
+  return static_cast<std::int32_t>((7 * round + 13 * q + ranks) % (kCapacity + 1));
+}
+
+struct Ragged {
+  int n = world().size, me = world().rank;
+  PoolArray<std::uint8_t> data{kCapacity * kRow / 2}, scales{kCapacity * kRow / 16};
+  PoolArray<float> global{1};
+  PoolArray<std::uint8_t> rdata{static_cast<std::size_t>(n) * kCapacity * kRow / 2};
+  PoolArray<std::uint8_t> rscales{static_cast<std::size_t>(n) * kCapacity * kRow / 16};
+  PoolArray<float> rglobal{static_cast<std::size_t>(n)};
+  PoolArray<std::int32_t> count{1}, counts{static_cast<std::size_t>(n)},
+      offsets{static_cast<std::size_t>(n)}, overflow{1};
+
+  Ragged() {
+    data.upload(content(me, 0, data.count()));
+    scales.upload(content(me, 1, scales.count()));
+    global.upload({1.5f + static_cast<float>(me)});
+    overflow.upload({0});
+  }
+  static std::vector<std::uint8_t> content(int rank, int part, std::size_t bytes) {
+    return random_bytes(bytes, seed_of(rank, 300 + part));
+  }
+  DeviceCounts device_counts() const {
+    return DeviceCounts{count.get(), kCapacity, counts.get(), offsets.get(), overflow.get()};
+  }
+  Nvfp4View send() const {
+    return Nvfp4View{data.get(), scales.get(), global.get(), kCapacity * kRow};
+  }
+  Nvfp4View recv() const {
+    return Nvfp4View{rdata.get(), rscales.get(), rglobal.get(),
+                     static_cast<std::size_t>(n) * kCapacity * kRow};
+  }
+  void poison() {
+    rdata.poison();
+    rscales.poison();
+    counts.poison();
+    offsets.poison();
+  }
+  // Checks the compact rows, counts and prefix of a call with `wanted` counts (clamped).
+  void expect(const std::vector<std::int32_t>& wanted, const std::string& at) const {
+    std::vector<std::uint8_t> want_data, want_scales;
+    std::vector<std::int32_t> want_offsets;
+    std::int32_t sum = 0;
+    for (int q = 0; q < n; ++q) {
+      std::int32_t const c = std::min<std::int32_t>(std::max(wanted[q], 0), kCapacity);
+      want_offsets.push_back(sum);
+      sum += c;
+      auto const d = content(q, 0, kCapacity * kRow / 2);
+      auto const s = content(q, 1, kCapacity * kRow / 16);
+      want_data.insert(want_data.end(), d.begin(), d.begin() + c * kRow / 2);
+      want_scales.insert(want_scales.end(), s.begin(), s.begin() + c * kRow / 16);
+    }
+    auto const got_data = rdata.download();
+    auto const got_scales = rscales.download();
+    std::size_t const total = static_cast<std::size_t>(sum);
+    EXPECT_SAME_VECTORS(
+        std::vector<std::uint8_t>(got_data.begin(), got_data.begin() + total * kRow / 2), want_data,
+        at + ": data");
+    EXPECT_SAME_VECTORS(
+        std::vector<std::uint8_t>(got_scales.begin(), got_scales.begin() + total * kRow / 16),
+        want_scales, at + ": block scales");
+    // Rows past the total are left as they were (poisoned with 0xAB).
+    for (std::size_t i = total * kRow / 2; i < got_data.size(); ++i) {
+      ASSERT_EQ(got_data[i], 0xAB) << at << ": data byte " << i << " past the total";
+    }
+    EXPECT_SAME_VECTORS(counts.download(), wanted, at + ": counts");
+    EXPECT_SAME_VECTORS(offsets.download(), want_offsets, at + ": offsets");
+    std::vector<float> want_global;
+    for (int q = 0; q < n; ++q) want_global.push_back(1.5f + static_cast<float>(q));
+    EXPECT_SAME_VECTORS(rglobal.download(), want_global, at + ": global scales");
+  }
+};
+
+std::vector<std::int32_t> round_counts(int round, int n) {
+  std::vector<std::int32_t> c;
+  for (int q = 0; q < n; ++q) c.push_back(count_of(q, round, n));
+  return c;
+}
+
+TEST(MultiRankRagged, Nvfp4DeviceCountsEagerAndReplayedFromOneGraph) {
+  World& w = world();
+  Ragged t;
+  // Eager, three rounds of different counts.
+  for (int round = 0; round < 3; ++round) {
+    auto const c = round_counts(round, t.n);
+    t.count.upload({c[static_cast<std::size_t>(t.me)]});
+    t.poison();
+    Plan const plan = all_gatherv(w.comm, t.send(), t.recv(), kRow, t.device_counts(), w.stream);
+    sync();
+    EXPECT_EQ(plan.path, Path::Fallback);
+    EXPECT_EQ(plan.why, PlanReason::DeviceCounts) << plan.reason();
+    t.expect(c, "eager round " + std::to_string(round));
+  }
+  EXPECT_FALSE(overflowed(w.comm, t.device_counts(), w.stream));
+  // One graph, captured once, replayed with new counts each time.
+  cudaGraph_t graph = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(w.stream, cudaStreamCaptureModeThreadLocal));
+  all_gatherv(w.comm, t.send(), t.recv(), kRow, t.device_counts(), w.stream);
+  SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(w.stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
+  for (int round = 3; round < 7; ++round) {
+    auto const c = round_counts(round == 6 ? 1 : round, t.n);
+    t.count.upload({c[static_cast<std::size_t>(t.me)]});
+    t.poison();
+    SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, w.stream));
+    sync();
+    t.expect(c, "graph replay " + std::to_string(round));
+  }
+  // A count above capacity on rank 0: every rank raises the flag; rank 0's rows are clamped.
+  auto c = round_counts(0, t.n);
+  c[0] = static_cast<std::int32_t>(kCapacity) + 5;
+  t.count.upload({c[static_cast<std::size_t>(t.me)]});
+  t.poison();
+  SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, w.stream));
+  sync();
+  t.expect(c, "count above capacity");
+  EXPECT_TRUE(overflowed(w.comm, t.device_counts(), w.stream));
+  EXPECT_FALSE(overflowed(w.comm, t.device_counts(), w.stream));  // cleared by the first read
+  SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(exec));
+  SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
+}
+
+TEST(MultiRankRagged, Bf16DeviceCountsAndArgumentErrors) {
+  World& w = world();
+  int const n = w.size, me = w.rank;
+  std::size_t const row = 24, cap = 9;
+  PoolArray<std::uint16_t> send(cap * row), recv(static_cast<std::size_t>(n) * cap * row);
+  PoolArray<std::int32_t> count(1), counts(static_cast<std::size_t>(n)),
+      offsets(static_cast<std::size_t>(n)), overflow(1);
+  auto const mine = to_bf16_bits(random_floats(cap * row, seed_of(me, 310), 3.0f));
+  send.upload(mine);
+  overflow.upload({0});
+  std::int32_t const c_me = (me * 5 + 2) % static_cast<std::int32_t>(cap + 1);
+  count.upload({c_me});
+  recv.poison();
+  DeviceCounts const dc{count.get(), cap, counts.get(), offsets.get(), overflow.get()};
+  all_gatherv(
+      w.comm, Bf16Span{reinterpret_cast<bf16*>(send.get()), cap * row},
+      Bf16Span{reinterpret_cast<bf16*>(recv.get()), static_cast<std::size_t>(n) * cap * row}, row,
+      dc, w.stream);
+  sync();
+  std::vector<std::uint16_t> want;
+  for (int q = 0; q < n; ++q) {
+    auto const theirs = to_bf16_bits(random_floats(cap * row, seed_of(q, 310), 3.0f));
+    std::int32_t const c = (q * 5 + 2) % static_cast<std::int32_t>(cap + 1);
+    want.insert(want.end(), theirs.begin(), theirs.begin() + c * static_cast<std::int32_t>(row));
+  }
+  auto const got = recv.download();
+  EXPECT_SAME_VECTORS(std::vector<std::uint16_t>(got.begin(), got.begin() + want.size()), want,
+                      "bf16 device counts");
+  // Sizes that do not match the capacity are named (before anything is enqueued).
+  try {
+    all_gatherv(
+        w.comm, Bf16Span{reinterpret_cast<bf16*>(send.get()), cap * row - 1},
+        Bf16Span{reinterpret_cast<bf16*>(recv.get()), static_cast<std::size_t>(n) * cap * row}, row,
+        dc, w.stream);
+    ADD_FAILURE() << "a send smaller than the capacity was accepted";
+  } catch (const LogicError& e) {
+    EXPECT_NE(std::string(e.what()).find("is not counts.capacity 9 x row_elements 24"),
+              std::string::npos)
+        << e.what();
+  }
+  Options forced;
+  forced.path = PathChoice::NcclSymmetric;
+  try {
+    all_gatherv(
+        w.comm, Bf16Span{reinterpret_cast<bf16*>(send.get()), cap * row},
+        Bf16Span{reinterpret_cast<bf16*>(recv.get()), static_cast<std::size_t>(n) * cap * row}, row,
+        dc, w.stream, forced);
+    ADD_FAILURE() << "a forced symmetric path was accepted";
+  } catch (const LogicError& e) {
+    EXPECT_NE(std::string(e.what()).find("runs on the fallback path only"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace symmcomm::test

@@ -1,0 +1,102 @@
+// All-gathers with counts on the device, without a GPU: every argument error is named before
+// anything runs (an empty communicator is never reached), and the planner runs them on the
+// fallback only, saying what moves.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "collectives/planner.hpp"
+#include "symmcomm/collectives/ragged.hpp"
+#include "symmcomm/error.hpp"
+
+namespace {
+
+using namespace symmcomm;
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const LogicError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+auto* const kDev = reinterpret_cast<std::int32_t*>(std::uintptr_t{1} << 20);
+auto* const kBf16 = reinterpret_cast<bf16*>(std::uintptr_t{1} << 21);
+
+DeviceCounts good(std::size_t capacity) {
+  return DeviceCounts{kDev, capacity, kDev + 16, kDev + 32, kDev + 48};
+}
+
+TEST(RaggedArgs, DeviceCountsAreNamed) {
+  Communicator const none;
+  Bf16Span const send{kBf16, 4 * 8}, recv{kBf16, 64};
+  DeviceCounts c = good(4);
+  c.count = nullptr;
+  EXPECT_NE(error_of([&] {
+              all_gatherv(none, send, recv, 8, c, nullptr);
+            }).find("counts.count is null (this rank's count, a device int32)"),
+            std::string::npos);
+  c = good(4);
+  c.offsets = nullptr;
+  EXPECT_NE(error_of([&] {
+              all_gatherv(none, send, recv, 8, c, nullptr);
+            }).find("counts.counts and counts.offsets must be device arrays"),
+            std::string::npos);
+  c = good(4);
+  c.overflow = nullptr;
+  EXPECT_NE(error_of([&] {
+              all_gatherv(none, send, recv, 8, c, nullptr);
+            }).find("counts.overflow is null"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              all_gatherv(none, Bf16Span{kBf16, 31}, recv, 8, good(4), nullptr);
+            }).find("send.count 31 is not counts.capacity 4 x row_elements 8"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              all_gatherv(none, send, recv, 0, good(4), nullptr);
+            }).find("row_elements is 0"),
+            std::string::npos);
+  auto* bytes = reinterpret_cast<std::uint8_t*>(kDev);
+  auto* f = reinterpret_cast<float*>(kDev);
+  Nvfp4View const q{bytes, bytes, f, 4 * 24};
+  EXPECT_NE(error_of([&] {
+              all_gatherv(none, q, q, 24, good(4), nullptr);
+            }).find("row_elements 24 is not a multiple of 16 (NVFP4 rows are whole blocks)"),
+            std::string::npos);
+  // Arguments pass, then the empty communicator is named.
+  EXPECT_NE(error_of([&] {
+              all_gatherv(none, send, Bf16Span{kBf16, 0}, 8, good(4), nullptr);
+            }).find("comm is empty"),
+            std::string::npos);
+}
+
+TEST(RaggedArgs, PlannedOnTheFallbackOnlySayingWhatMoves) {
+  Capabilities c;
+  c.probed = true;
+  c.symmetric_memory = true;
+  c.lsa_team_size = 8;
+  PlanRequest r;
+  r.capabilities = &c;
+  r.comm_size = 8;
+  r.device_counts = true;
+  r.bytes_per_rank = 40 * 144;
+  Plan const p = plan_collective(r);
+  EXPECT_EQ(p.path, Path::Fallback);
+  EXPECT_EQ(p.why, PlanReason::DeviceCounts);
+  EXPECT_NE(p.reason().find("5760 bytes per rank, whatever the counts"), std::string::npos)
+      << p.reason();
+  r.choice = PathChoice::LsaKernel;
+  EXPECT_NE(error_of([&] { plan_collective(r); })
+                .find("Options::path lsa-kernel: a gather with counts on the device runs on the "
+                      "fallback path only"),
+            std::string::npos);
+  r.choice = PathChoice::Fallback;
+  EXPECT_EQ(plan_collective(r).why, PlanReason::DeviceCounts);
+}
+
+}  // namespace
