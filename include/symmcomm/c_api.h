@@ -204,6 +204,18 @@ typedef struct {
     }                                                                                      \
   }
 
+/** The device-side counts of a ragged gather (symmcomm::DeviceCounts, ragged.hpp; all device
+ *  pointers): this rank's row count (int32, read when the call runs), the rows every rank's
+ *  send has room for, and arrays of comm size int32 the call writes with every rank's count and
+ *  their exclusive prefix; `overflow` is set to 1 when a count is outside 0..capacity. */
+typedef struct {
+  const int32_t* count;
+  size_t capacity;
+  int32_t* counts;
+  int32_t* offsets;
+  int32_t* overflow;
+} symmcomm_device_counts_t;
+
 /** Enumerations whose names the library exports (symmcomm_enum_name). */
 typedef enum {
   SYMMCOMM_ENUM_STATUS = 0,       /* symmcomm_status_t: "success", "invalid-argument", ... */
@@ -343,6 +355,24 @@ symmcomm_status_t symmcomm_quantize_all_gather(symmcomm_comm_t comm, const symmc
                                                const float* scale, const symmcomm_tensor_t* recv,
                                                const symmcomm_options_t* options,
                                                symmcomm_stream_t stream, symmcomm_plan_t* plan);
+
+/** All-gather of rows whose counts are on the device (DP attention without padding, one CUDA
+ *  graph for every count; symmcomm/collectives/ragged.hpp): send holds capacity rows of
+ *  `row_elements` elements (the first *count are this rank's), recv room for comm size x
+ *  capacity rows; rank r's rows land compactly at row offsets[r]. BF16, FP8 or NVFP4 (linear
+ *  scales; row_elements a multiple of 16); scales one per rank in recv. Runs on the fallback
+ *  path (rows gathered at capacity, then compacted on the device). */
+symmcomm_status_t symmcomm_all_gatherv_device(symmcomm_comm_t comm, const symmcomm_tensor_t* send,
+                                              const symmcomm_tensor_t* recv, size_t row_elements,
+                                              const symmcomm_device_counts_t* counts,
+                                              const symmcomm_options_t* options,
+                                              symmcomm_stream_t stream, symmcomm_plan_t* plan);
+/** Whether a ragged gather saw a count outside 0..capacity since counts->overflow was last
+ *  cleared (a bounded host wait for `stream`); clears it when clear != 0. */
+symmcomm_status_t symmcomm_device_counts_overflowed(symmcomm_comm_t comm,
+                                                    const symmcomm_device_counts_t* counts,
+                                                    symmcomm_stream_t stream, int clear,
+                                                    int* overflowed);
 
 /* ---- PyTorch pluggable allocator ----------------------------------------------------------- */
 

@@ -27,7 +27,8 @@ __all__ = [
     "TimeoutError", "InternalError", "version", "abi_version", "library_path", "unique_id",
     "Communicator", "Pool", "Plan", "Nvfp4Tensor", "Fp8Tensor", "provenance", "is_symmetric",
     "verify", "torch_mem_pool", "all_gather", "all_gatherv", "reduce_scatter",
-    "quantize_all_gather", "reduce_scatterv", "nccl_version", "share_gpus_if_needed", "rank_part",
+    "quantize_all_gather", "reduce_scatterv", "nccl_version", "DeviceCounts",
+    "all_gatherv_device", "device_counts_overflowed", "share_gpus_if_needed", "rank_part",
     "swizzled_scale_bytes",
     "quantize_nvfp4", "dequantize_nvfp4", "quantize_fp8", "dequantize_fp8", "shared_unique_id",
 ]
@@ -771,6 +772,66 @@ def quantize_all_gather(comm, input, recv, scale=None, stream=None, path="auto",
         _fail("recv holds %d elements, not input's %d x comm.size %d" % (b.count, a.count, size))
     return _call(_lib.symmcomm_quantize_all_gather, comm, ctypes.byref(a), ctypes.c_void_p(s_ptr),
                  ctypes.byref(b), stream=st, options=o)
+
+
+#: The device-side counts of a ragged gather (int32 CUDA tensors): `count` this rank's rows
+#: (1 element, read when the call runs), `counts` and `offsets` comm.size elements the call
+#: writes (every rank's count, their exclusive prefix), `overflow` 1 element set to 1 when a
+#: count is outside 0..capacity.
+DeviceCounts = collections.namedtuple("DeviceCounts", ["count", "counts", "offsets", "overflow"])
+
+_I32 = ("int32",)
+
+
+def _device_counts(counts, size, device, capacity):
+    if not isinstance(counts, DeviceCounts):
+        _fail("counts must be a symmcomm.DeviceCounts(count, counts, offsets, overflow), got %s"
+              % type(counts).__name__)
+    ptrs = []
+    for name, want in (("count", 1), ("counts", size), ("offsets", size), ("overflow", 1)):
+        p, k = _tensor(getattr(counts, name), "counts." + name, _I32, device)
+        if k != want:
+            _fail("counts.%s has %d elements; expected %d" % (name, k, want))
+        ptrs.append(p)
+    return _capi.DeviceCountsC(ptrs[0], capacity, ptrs[1], ptrs[2], ptrs[3])
+
+
+def all_gatherv_device(comm, send, recv, counts, row_elements, stream=None, path="auto"):
+    """Gathers rows whose counts are on the device (DP attention without padding; one CUDA graph
+    serves every count): `send` (bf16 tensor, Fp8Tensor or Nvfp4Tensor) holds capacity rows of
+    `row_elements` elements, the first counts.count of them this rank's; `recv` has room for
+    comm.size x capacity rows; rank r's rows land at row counts.offsets[r]. A count outside
+    0..capacity is clamped and raises counts.overflow (device_counts_overflowed). Returns the
+    Plan (the fallback: rows gathered at capacity, then compacted on the device)."""
+    rank, size, device, _ = comm.info()
+    row = _int_arg(row_elements, "row_elements", 1)
+    o = _path_arg(path)
+    s = _stream_arg(stream, _first_tensor(send))
+    if isinstance(send, Nvfp4Tensor):
+        a, b = _nvfp4(send, "send", device, 1), _nvfp4(recv, "recv", device, size)
+    else:
+        a, b = _gather_views(send, recv, device, size, None)
+    if a.count % row:
+        _fail("send holds %d elements, not whole rows of row_elements %d" % (a.count, row))
+    capacity = a.count // row
+    if b.count != size * a.count:
+        _fail("recv holds %d elements, not comm.size %d x send's %d (capacity rows)"
+              % (b.count, size, a.count))
+    dc = _device_counts(counts, size, device, capacity)
+    return _call(_lib.symmcomm_all_gatherv_device, comm, ctypes.byref(a), ctypes.byref(b), row,
+                 ctypes.byref(dc), stream=s, options=o)
+
+
+def device_counts_overflowed(comm, counts, stream=None, clear=True):
+    """Whether a ragged gather saw a count outside 0..capacity since counts.overflow was last
+    cleared (a bounded host wait for `stream`); clears it when `clear`."""
+    rank, size, device, _ = comm.info()
+    dc = _device_counts(counts, size, device, 0)
+    flag = ctypes.c_int(0)
+    _check(_lib.symmcomm_device_counts_overflowed(
+        comm._h(), ctypes.byref(dc), ctypes.c_void_p(_stream_arg(stream, counts.overflow)),
+        1 if clear else 0, ctypes.byref(flag)))
+    return bool(flag.value)
 
 
 def _quantize(view_of, src, dst, compute_scale, stream):

@@ -40,6 +40,13 @@ class PlanC(ctypes.Structure):
                 ("staged", ctypes.c_int), ("private_data", ctypes.c_uint64 * 24)]
 
 
+class DeviceCountsC(ctypes.Structure):
+    """symmcomm_device_counts_t"""
+    _fields_ = [("count", ctypes.c_void_p), ("capacity", ctypes.c_size_t),
+                ("counts", ctypes.c_void_p), ("offsets", ctypes.c_void_p),
+                ("overflow", ctypes.c_void_p)]
+
+
 def options(path):
     """symmcomm_options_t with `path` (a symmcomm_path_t value), defaults otherwise."""
     return Options(ctypes.sizeof(Options), path, 0, 1, 0, None, 0, None, 0, None, 0)
@@ -164,6 +171,11 @@ def _declare(lib):
                                               c.POINTER(PlanC)]),
         "symmcomm_quantize_all_gather": (status, [ptr, c.POINTER(Tensor), ptr, c.POINTER(Tensor),
                                                   c.POINTER(Options), ptr, c.POINTER(PlanC)]),
+        "symmcomm_all_gatherv_device": (status, [ptr, c.POINTER(Tensor), c.POINTER(Tensor),
+                                                 c.c_size_t, c.POINTER(DeviceCountsC),
+                                                 c.POINTER(Options), ptr, c.POINTER(PlanC)]),
+        "symmcomm_device_counts_overflowed": (status, [ptr, c.POINTER(DeviceCountsC), ptr, c.c_int,
+                                                       c.POINTER(c.c_int)]),
         "symmcomm_torch_set_pool": (status, [ptr]),
     }
     for name, (restype, argtypes) in protos.items():

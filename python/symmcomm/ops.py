@@ -8,7 +8,10 @@ torch.compile traces them without graph breaks and CUDA graphs capture them.
     data, scales, globals_ = ops.quantize_all_gather_nvfp4(x, None, "tp", None)
 
 Conventions (engines' tensors are [tokens, hidden]):
-- Gathers concatenate along dim 0; all_gatherv's `counts` are rows (dim-0 entries) per rank.
+- Gathers concatenate along dim 0; all_gatherv's `counts` are rows (dim-0 entries) per rank;
+  all_gatherv_device* take this rank's row count as a device int32 tensor, x with capacity rows,
+  and write every rank's count, their prefix and an overflow flag into given int32 tensors
+  (symmcomm.all_gatherv_device), so one captured graph serves every count.
   Reduce-scatters split dim 0 into comm-size shards (dim 0 divisible by the size); the v form
   keeps `counts[rank]` rows.
 - NVFP4 tensors are three tensors: data (uint8 or float4_e2m1fn_x2, [rows, hidden / 2]),
@@ -313,6 +316,38 @@ def _dequantize_nvfp4(data, bs, gs):
     return out
 
 
+def _device_counts_t(count, counts, offsets, overflow):
+    return symmcomm.DeviceCounts(count, counts, offsets, overflow)
+
+
+def _all_gatherv_device_fake(x, count, counts, offsets, overflow, group):
+    return x.new_empty(_rows_scaled(x, _size(group)))
+
+
+def _all_gatherv_device(x, count, counts, offsets, overflow, group):
+    out = _all_gatherv_device_fake(x, count, counts, offsets, overflow, group)
+    symmcomm.all_gatherv_device(communicator(group), x.contiguous(), out,
+                                _device_counts_t(count, counts, offsets, overflow),
+                                max(1, _row_elements_of(x)))
+    return out
+
+
+def _all_gatherv_device_nvfp4_fake(data, bs, gs, count, counts, offsets, overflow, group):
+    size = _size(group)
+    return (data.new_empty(_rows_scaled(data, size)), bs.new_empty(_rows_scaled(bs, size)),
+            gs.new_empty((size,)))
+
+
+def _all_gatherv_device_nvfp4(data, bs, gs, count, counts, offsets, overflow, group):
+    outs = _all_gatherv_device_nvfp4_fake(data, bs, gs, count, counts, offsets, overflow, group)
+    symmcomm.all_gatherv_device(communicator(group),
+                                symmcomm.Nvfp4Tensor(data.contiguous(), bs.contiguous(), gs),
+                                symmcomm.Nvfp4Tensor(*outs),
+                                _device_counts_t(count, counts, offsets, overflow),
+                                _row_elements_of(data) * 2)
+    return outs
+
+
 #: name -> (schema after the name, CUDA implementation, fake, mutated argument names)
 OPS = {
     "all_gather": ("(Tensor x, str group) -> Tensor", _all_gather, _all_gather_fake, ()),
@@ -334,6 +369,14 @@ OPS = {
     "all_gatherv_nvfp4": ("(Tensor data, Tensor block_scales, Tensor global_scale, int[] counts, "
                           "str group, int? row_elements=None) -> (Tensor, Tensor, Tensor)",
                           _all_gatherv_nvfp4, _all_gatherv_nvfp4_fake, ()),
+    "all_gatherv_device": ("(Tensor x, Tensor count, Tensor(a!) counts, Tensor(b!) offsets, "
+                           "Tensor(c!) overflow, str group) -> Tensor", _all_gatherv_device,
+                           _all_gatherv_device_fake, ("counts", "offsets", "overflow")),
+    "all_gatherv_device_nvfp4": ("(Tensor data, Tensor block_scales, Tensor global_scale, "
+                                 "Tensor count, Tensor(a!) counts, Tensor(b!) offsets, "
+                                 "Tensor(c!) overflow, str group) -> (Tensor, Tensor, Tensor)",
+                                 _all_gatherv_device_nvfp4, _all_gatherv_device_nvfp4_fake,
+                                 ("counts", "offsets", "overflow")),
     "reduce_scatter": ("(Tensor x, str group) -> Tensor", _reduce_scatter, _reduce_scatter_fake,
                        ()),
     "reduce_scatter_out": ("(Tensor x, Tensor(a!) out, str group) -> ()", _reduce_scatter_out,

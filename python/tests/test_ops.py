@@ -35,7 +35,11 @@ def cases(ops):
     data, bs, gs = ops.quantize_nvfp4(x, None)
     f8 = x.to(torch.float8_e4m3fn)
     one = torch.ones(1, device="cuda", dtype=torch.float32)
+    i32 = lambda v: torch.tensor(v, device="cuda", dtype=torch.int32)  # noqa: E731
+    dev = (i32([20]), i32([0]), i32([0]), i32([0]))
     return [
+        (ops.all_gatherv_device, (x, *dev, GROUP)),
+        (ops.all_gatherv_device_nvfp4, (data, bs, gs, *dev, GROUP)),
         (ops.all_gather, (x, GROUP)),
         (ops.all_gather_out, (x, torch.empty_like(x), GROUP)),
         (ops.all_gather_nvfp4, (data, bs, gs, GROUP, None)),

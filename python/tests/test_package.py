@@ -466,3 +466,28 @@ def test_a_plan_no_collective_wrote_has_no_reason():
     with pytest.raises(symmcomm.LogicError) as e:
         plan.reason  # noqa: B018 (formatted on read)
     assert "plan->struct_size" not in str(e.value)
+
+
+def test_device_count_gathers_check_their_arguments():
+    comm = FakeComm(size=2)
+    i32 = lambda n: FakeTensor("int32", n)  # noqa: E731
+    dc = symmcomm.DeviceCounts(i32(1), i32(2), i32(2), i32(1))
+    bf = lambda n: FakeTensor("bfloat16", n)  # noqa: E731
+    m = logic_error(lambda: symmcomm.all_gatherv_device(comm, bf(64), bf(128), dc, 24))
+    assert "send holds 64 elements, not whole rows of row_elements 24" in m
+    m = logic_error(lambda: symmcomm.all_gatherv_device(comm, bf(64), bf(64), dc, 16))
+    assert "recv holds 64 elements, not comm.size 2 x send's 64 (capacity rows)" in m
+    m = logic_error(lambda: symmcomm.all_gatherv_device(comm, bf(64), bf(128), (1, 2), 16))
+    assert "counts must be a symmcomm.DeviceCounts" in m
+    bad = symmcomm.DeviceCounts(i32(1), i32(3), i32(2), i32(1))
+    m = logic_error(lambda: symmcomm.all_gatherv_device(comm, bf(64), bf(128), bad, 16))
+    assert "counts.counts has 3 elements; expected 2" in m
+    wrong = symmcomm.DeviceCounts(FakeTensor("int64", 1), i32(2), i32(2), i32(1))
+    m = logic_error(lambda: symmcomm.all_gatherv_device(comm, bf(64), bf(128), wrong, 16))
+    assert "counts.count has dtype int64; expected int32" in m
+    # Well formed: the arguments cross ctypes and the library names the NULL communicator.
+    m = logic_error(lambda: symmcomm.all_gatherv_device(NullComm(size=2), nvfp4(64),
+                                                        nvfp4(128, globals_=2), dc, 16))
+    assert "comm is NULL" in m
+    m = logic_error(lambda: symmcomm.device_counts_overflowed(NullComm(size=2), dc))
+    assert "comm is NULL" in m

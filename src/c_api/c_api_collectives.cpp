@@ -14,6 +14,7 @@
 #include "c_api_internal.hpp"
 #include "symmcomm/c_api.h"
 #include "symmcomm/collectives/all_gather.hpp"
+#include "symmcomm/collectives/ragged.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/formats/codecs.hpp"
 
@@ -57,6 +58,12 @@ bool is_quantized(DataType d) {
 }
 
 }  // namespace
+
+symmcomm::DeviceCounts device_counts_of(const symmcomm_device_counts_t* counts) {
+  SYMMCOMM_EXPECTS(counts != nullptr, "counts is NULL");
+  return symmcomm::DeviceCounts{counts->count, counts->capacity, counts->counts, counts->offsets,
+                                counts->overflow};
+}
 
 Options options_of(const symmcomm_options_t* options) {
   Options o;
@@ -392,6 +399,42 @@ symmcomm_status_t symmcomm_quantize_all_gather(symmcomm_comm_t comm, const symmc
     } else {
       unsupported("quantize_all_gather", a, b);
     }
+  });
+}
+
+symmcomm_status_t symmcomm_all_gatherv_device(symmcomm_comm_t comm, const symmcomm_tensor_t* send,
+                                              const symmcomm_tensor_t* recv, size_t row_elements,
+                                              const symmcomm_device_counts_t* counts,
+                                              const symmcomm_options_t* options,
+                                              symmcomm_stream_t stream, symmcomm_plan_t* plan) {
+  return guarded([&] {
+    symmcomm::DeviceCounts const dc = device_counts_of(counts);
+    auto const [a, b, o, c] = collective_args(comm, send, "send", recv, options, plan);
+    require_linear(a, "all_gatherv (device counts)");
+    require_linear(b, "all_gatherv (device counts)");
+    SYMMCOMM_EXPECTS(a.dtype == b.dtype, "all_gatherv (device counts): send is "
+                                             << to_string(a.dtype) << ", recv "
+                                             << to_string(b.dtype));
+    if (a.dtype == DataType::Bf16) {
+      report(symmcomm::all_gatherv(c, bf16_of(a), bf16_of(b), row_elements, dc, stream, o), plan);
+    } else if (is_fp8(a.dtype)) {
+      report(symmcomm::all_gatherv(c, fp8_of(a), fp8_of(b), row_elements, dc, stream, o), plan);
+    } else if (a.dtype == DataType::Nvfp4) {
+      report(symmcomm::all_gatherv(c, nvfp4_of(a), nvfp4_of(b), row_elements, dc, stream, o), plan);
+    } else {
+      unsupported("all_gatherv (device counts)", a, b);
+    }
+  });
+}
+
+symmcomm_status_t symmcomm_device_counts_overflowed(symmcomm_comm_t comm,
+                                                    const symmcomm_device_counts_t* counts,
+                                                    symmcomm_stream_t stream, int clear,
+                                                    int* overflowed) {
+  return guarded([&] {
+    symmcomm::DeviceCounts const dc = device_counts_of(counts);
+    SYMMCOMM_EXPECTS(overflowed != nullptr, "overflowed is NULL");
+    *overflowed = symmcomm::overflowed(comm_of(comm), dc, stream, clear != 0) ? 1 : 0;
   });
 }
 

@@ -11,6 +11,7 @@
 
 #include "symmcomm/c_api.h"
 #include "symmcomm/collectives/options.hpp"
+#include "symmcomm/collectives/ragged.hpp"
 #include "symmcomm/comm/communicator.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/traits.hpp"
@@ -87,6 +88,9 @@ int enum_value(const E& e, int last, const char* name, const char* type) {
 
 // symmcomm::Options from a size-versioned symmcomm_options_t (NULL: defaults).
 symmcomm::Options options_of(const symmcomm_options_t* options);
+
+// The C++ DeviceCounts of a ragged gather (LogicError for NULL).
+symmcomm::DeviceCounts device_counts_of(const symmcomm_device_counts_t* counts);
 
 // Checks a plan out-parameter before anything runs (so a bad one never leaves a call enqueued
 // with an error returned); NULL is allowed.

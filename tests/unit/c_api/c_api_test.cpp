@@ -87,6 +87,26 @@ TEST(CApi, NullArgumentsAreInvalidArguments) {
   EXPECT_EQ(symmcomm_quantize_all_gather(nullptr, nullptr, nullptr, &q, nullptr, nullptr, &plan),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(last_error_has("input is NULL"));
+  // Ragged gathers with counts on the device: the counts struct and the output are named.
+  std::int32_t* dev = reinterpret_cast<std::int32_t*>(std::uintptr_t{1} << 20);
+  symmcomm_device_counts_t const dc{dev, 1, dev + 16, dev + 32, dev + 48};
+  EXPECT_EQ(symmcomm_all_gatherv_device(nullptr, &bf, &bf, 16, nullptr, nullptr, nullptr, &plan),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("counts is NULL"));
+  EXPECT_EQ(symmcomm_all_gatherv_device(nullptr, &bf, &bf, 16, &dc, nullptr, nullptr, &plan),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("comm is NULL"));
+  EXPECT_EQ(symmcomm_all_gatherv_device(nullptr, &bf, &q, 16, &dc, nullptr, nullptr, &plan),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("comm is NULL"));  // arguments first, then the communicator
+  int over = -1;
+  EXPECT_EQ(symmcomm_device_counts_overflowed(nullptr, &dc, nullptr, 1, nullptr),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("overflowed is NULL"));
+  EXPECT_EQ(symmcomm_device_counts_overflowed(nullptr, &dc, nullptr, 1, &over),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("comm is NULL"));
+  EXPECT_EQ(over, -1);
   EXPECT_EQ(plan.path, SYMMCOMM_TOOK_FALLBACK);  // untouched on failure
   EXPECT_EQ(plan.reason, SYMMCOMM_REASON_FORCED_FALLBACK);
 }
