@@ -63,6 +63,21 @@ void check_rows(std::size_t send_count, std::size_t recv_count, std::size_t row_
                              << row_elements);
 }
 
+// The caller's extra tensors, checked, after the view's own parts.
+void add_items(std::vector<RowPart>& rows, const std::vector<RowItem>& items,
+               const DeviceCounts& counts, const char* operation) {
+  SYMMCOMM_EXPECTS(items.size() <= kMaxRowItems,
+                   operation << ": " << items.size() << " items; at most " << kMaxRowItems);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const RowItem& it = items[i];
+    SYMMCOMM_EXPECTS(it.row_bytes > 0,
+                     operation << ": items[" << i << "] (" << it.name << ").row_bytes is 0");
+    SYMMCOMM_EXPECTS(counts.capacity == 0 || (it.send != nullptr && it.recv != nullptr),
+                     operation << ": items[" << i << "] (" << it.name << ") send or recv is null");
+    rows.push_back(RowPart{it.name, it.send, it.recv, it.row_bytes});
+  }
+}
+
 Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count,
                    const std::vector<RowPart>& rows, const ScalePart& scale,
                    const DeviceCounts& counts, cudaStream_t stream, const Options& options) {
@@ -127,14 +142,23 @@ Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count
 Plan all_gatherv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
                  std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
                  const Options& options) {
+  return all_gatherv(comm, send, recv, row_elements, std::vector<RowItem>{}, counts, stream,
+                     options);
+}
+
+Plan all_gatherv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
+                 std::size_t row_elements, const std::vector<RowItem>& items,
+                 const DeviceCounts& counts, cudaStream_t stream, const Options& options) {
   const char* const operation = "all_gatherv (device counts)";
   validate(send, "send", 1);
   validate(recv, "recv", 1);
   check_counts(counts, comm.size(), operation);
   check_rows(send.count, recv.count, row_elements, counts, comm.size(), operation);
-  return ragged_gather(comm, "bf16", send.count,
-                       {RowPart{"send.data", send.data, recv.data, row_elements * sizeof(bf16)}},
-                       ScalePart{"", nullptr, nullptr}, counts, stream, options);
+  std::vector<RowPart> rows{
+      RowPart{"send.data", send.data, recv.data, row_elements * sizeof(bf16)}};
+  add_items(rows, items, counts, operation);
+  return ragged_gather(comm, "bf16", send.count, rows, ScalePart{"", nullptr, nullptr}, counts,
+                       stream, options);
 }
 
 Plan all_gatherv(const Communicator& comm, ConstFp8View send, Fp8View recv,
@@ -154,6 +178,13 @@ Plan all_gatherv(const Communicator& comm, ConstFp8View send, Fp8View recv,
 Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
                  std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
                  const Options& options) {
+  return all_gatherv(comm, send, recv, row_elements, std::vector<RowItem>{}, counts, stream,
+                     options);
+}
+
+Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
+                 std::size_t row_elements, const std::vector<RowItem>& items,
+                 const DeviceCounts& counts, cudaStream_t stream, const Options& options) {
   const char* const operation = "all_gatherv (device counts)";
   validate(send, "send", 1);
   validate(recv, "recv", 1);
@@ -162,10 +193,11 @@ Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
                              << kNvfp4BlockSize << " (NVFP4 rows are whole blocks)");
   check_counts(counts, comm.size(), operation);
   check_rows(send.count, recv.count, row_elements, counts, comm.size(), operation);
-  return ragged_gather(comm, "nvfp4", send.count,
-                       {RowPart{"send.data", send.data, recv.data, row_elements / 2},
-                        RowPart{"send.block_scales", send.block_scales, recv.block_scales,
-                                row_elements / kNvfp4BlockSize}},
+  std::vector<RowPart> rows{RowPart{"send.data", send.data, recv.data, row_elements / 2},
+                            RowPart{"send.block_scales", send.block_scales, recv.block_scales,
+                                    row_elements / kNvfp4BlockSize}};
+  add_items(rows, items, counts, operation);
+  return ragged_gather(comm, "nvfp4", send.count, rows,
                        ScalePart{"send.global_scale", send.global_scale, recv.global_scale}, counts,
                        stream, options);
 }

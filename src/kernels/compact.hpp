@@ -15,7 +15,7 @@
 
 namespace symmcomm::detail::compact {
 
-inline constexpr int kMaxParts = 2;
+inline constexpr int kMaxParts = 6;  // NVFP4 data and block scales + kMaxRowItems
 inline constexpr int kMaxRanks = kMaxKernelRanks;
 
 struct Part {

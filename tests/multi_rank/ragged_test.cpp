@@ -162,11 +162,34 @@ TEST(MultiRankRagged, Bf16DeviceCountsAndArgumentErrors) {
   count.upload({c_me});
   recv.poison();
   DeviceCounts const dc{count.get(), cap, counts.get(), offsets.get(), overflow.get()};
+  // With two more tensors moved row for row (MoE dispatch's topk ids and weights: 8 per row).
+  PoolArray<std::uint8_t> ids(cap * 32), weights(cap * 32);
+  PoolArray<std::uint8_t> rids(static_cast<std::size_t>(n) * cap * 32),
+      rweights(static_cast<std::size_t>(n) * cap * 32);
+  ids.upload(random_bytes(cap * 32, seed_of(me, 320)));
+  weights.upload(random_bytes(cap * 32, seed_of(me, 321)));
+  rids.poison();
+  rweights.poison();
+  std::vector<RowItem> const items{RowItem{ids.get(), rids.get(), 32, "topk_ids"},
+                                   RowItem{weights.get(), rweights.get(), 32, "topk_weights"}};
   all_gatherv(
       w.comm, Bf16Span{reinterpret_cast<bf16*>(send.get()), cap * row},
       Bf16Span{reinterpret_cast<bf16*>(recv.get()), static_cast<std::size_t>(n) * cap * row}, row,
-      dc, w.stream);
+      items, dc, w.stream);
   sync();
+  for (int salt : {320, 321}) {
+    std::vector<std::uint8_t> want_item;
+    for (int q = 0; q < n; ++q) {
+      auto const theirs = random_bytes(cap * 32, seed_of(q, salt));
+      std::int32_t const c = (q * 5 + 2) % static_cast<std::int32_t>(cap + 1);
+      want_item.insert(want_item.end(), theirs.begin(), theirs.begin() + c * 32);
+    }
+    auto const got_item = (salt == 320 ? rids : rweights).download();
+    EXPECT_SAME_VECTORS(
+        std::vector<std::uint8_t>(got_item.begin(),
+                                  got_item.begin() + static_cast<std::ptrdiff_t>(want_item.size())),
+        want_item, salt == 320 ? "topk ids" : "topk weights");
+  }
   std::vector<std::uint16_t> want;
   for (int q = 0; q < n; ++q) {
     auto const theirs = to_bf16_bits(random_floats(cap * row, seed_of(q, 310), 3.0f));

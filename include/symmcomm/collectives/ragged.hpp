@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "symmcomm/collectives/options.hpp"
 #include "symmcomm/formats/views.hpp"
@@ -41,6 +42,19 @@ struct DeviceCounts {
   std::int32_t* overflow = nullptr;     ///< set to 1 when a count is outside 0..capacity
 };
 
+/// @brief Another tensor gathered with the same row counts in the same call (vLLM gathers
+/// topk_ids and topk_weights with the activations): `row_bytes` bytes per row, capacity rows
+/// at `send`, room for comm.size() x capacity rows at `recv`.
+struct RowItem {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  std::size_t row_bytes = 0;
+  const char* name = "item";  ///< used in error messages and plans
+};
+
+/// @brief Most RowItems one call takes beside its tensor.
+inline constexpr std::size_t kMaxRowItems = 4;
+
 /// @brief BF16 rows of `row_elements` elements: send.count == capacity x row_elements,
 /// recv.count == comm.size() x capacity x row_elements.
 Plan all_gatherv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
@@ -55,6 +69,14 @@ Plan all_gatherv(const Communicator& comm, ConstFp8View send, Fp8View recv,
 Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
                  std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
                  const Options& options = {});
+/// @brief As above, with up to kMaxRowItems more tensors moved row for row with the same counts
+/// (in the same compaction launch).
+Plan all_gatherv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
+                 std::size_t row_elements, const std::vector<RowItem>& items,
+                 const DeviceCounts& counts, cudaStream_t stream, const Options& options = {});
+Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
+                 std::size_t row_elements, const std::vector<RowItem>& items,
+                 const DeviceCounts& counts, cudaStream_t stream, const Options& options = {});
 
 /// @brief Whether a call on `comm` saw a count outside 0..capacity since the flag was last
 /// cleared: reads counts.overflow after the work queued on `stream` (a host wait for it,

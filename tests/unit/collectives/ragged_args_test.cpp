@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "collectives/planner.hpp"
 #include "symmcomm/collectives/ragged.hpp"
@@ -67,6 +68,24 @@ TEST(RaggedArgs, DeviceCountsAreNamed) {
   EXPECT_NE(error_of([&] {
               all_gatherv(none, q, q, 24, good(4), nullptr);
             }).find("row_elements 24 is not a multiple of 16 (NVFP4 rows are whole blocks)"),
+            std::string::npos);
+  // Row items: at most kMaxRowItems, each with row bytes and both pointers (recv sized for the
+  // empty communicator's 0 ranks, so the items are what is wrong).
+  Bf16Span const none_recv{kBf16, 0};
+  std::vector<RowItem> items(kMaxRowItems + 1, RowItem{kDev, kDev, 4, "ids"});
+  EXPECT_NE(error_of([&] {
+              all_gatherv(none, send, none_recv, 8, items, good(4), nullptr);
+            }).find("5 items; at most 4"),
+            std::string::npos);
+  items.assign(1, RowItem{kDev, kDev, 0, "topk_ids"});
+  EXPECT_NE(error_of([&] {
+              all_gatherv(none, send, none_recv, 8, items, good(4), nullptr);
+            }).find("items[0] (topk_ids).row_bytes is 0"),
+            std::string::npos);
+  items.assign(1, RowItem{kDev, nullptr, 4, "topk_weights"});
+  EXPECT_NE(error_of([&] {
+              all_gatherv(none, send, none_recv, 8, items, good(4), nullptr);
+            }).find("items[0] (topk_weights) send or recv is null"),
             std::string::npos);
   // Arguments pass, then the empty communicator is named.
   EXPECT_NE(error_of([&] {
