@@ -39,49 +39,6 @@ namespace {
 constexpr int kCalls = 20;       // calls per rank per timed iteration (and per captured graph)
 constexpr int kIterations = 25;  // timed iterations per repetition (kCalls calls each)
 
-// One allocation per rank: from the rank's pool (a window) or cudaMalloc.
-class RankBuffers {
- public:
-  explicit RankBuffers(RankWorld& w) : w_(w), owned_(w.ranks.size()) {}
-  RankBuffers(const RankBuffers&) = delete;
-  RankBuffers& operator=(const RankBuffers&) = delete;
-  ~RankBuffers() {
-    on_every_rank(w_.size(), [&](int r) {
-      for (auto [p, in_pool] : owned_[static_cast<std::size_t>(r)]) {
-        if (in_pool) {
-          w_.ranks[static_cast<std::size_t>(r)].pool->deallocate(p);
-        } else {
-          cudaFree(p);
-        }
-      }
-    });
-  }
-  // `bytes` on every rank; returns each rank's pointer (allocated on the rank's thread: pool
-  // growth is collective).
-  std::vector<std::uint8_t*> get(std::size_t bytes, bool in_pool) {
-    std::vector<std::uint8_t*> out(w_.ranks.size());
-    on_every_rank(w_.size(), [&](int r) {
-      auto const i = static_cast<std::size_t>(r);
-      void* p = nullptr;
-      if (in_pool) {
-        p = w_.ranks[i].pool->allocate(std::max<std::size_t>(bytes, 16));
-      } else {
-        SYMMCOMM_CUDA_TRY(cudaMalloc(&p, std::max<std::size_t>(bytes, 16)));
-      }
-      SYMMCOMM_CUDA_TRY(
-          cudaMemsetAsync(p, 0x11, std::max<std::size_t>(bytes, 16), w_.ranks[i].stream));
-      SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(w_.ranks[i].stream));
-      owned_[i].emplace_back(p, in_pool);
-      out[i] = static_cast<std::uint8_t*>(p);
-    });
-    return out;
-  }
-
- private:
-  RankWorld& w_;
-  std::vector<std::vector<std::pair<void*, bool>>> owned_;
-};
-
 Options forced(PathChoice p) {
   Options o;
   o.path = p;

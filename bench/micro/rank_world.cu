@@ -142,8 +142,8 @@ RankWorld* world_of(int n, std::string& why) {
         if (ready.load()) return;
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
-      progress(n, "the world was not ready within " + std::to_string(kWorldTimeoutS) +
-                      " s: giving up");
+      progress(
+          n, "the world was not ready within " + std::to_string(kWorldTimeoutS) + " s: giving up");
       std::fflush(stderr);
       std::_Exit(3);
     });
@@ -235,6 +235,37 @@ std::vector<std::unique_ptr<PoolNvfp4>> quantized_per_rank(RankWorld& w, std::si
 
 void free_on_ranks(RankWorld& w, std::vector<std::unique_ptr<PoolNvfp4>>& t) {
   on_every_rank(w.size(), [&](int r) { t[static_cast<std::size_t>(r)].reset(); });
+}
+
+RankBuffers::~RankBuffers() {
+  on_every_rank(w_.size(), [&](int r) {
+    for (auto [p, in_pool] : owned_[static_cast<std::size_t>(r)]) {
+      if (in_pool) {
+        w_.ranks[static_cast<std::size_t>(r)].pool->deallocate(p);
+      } else {
+        cudaFree(p);
+      }
+    }
+  });
+}
+
+std::vector<std::uint8_t*> RankBuffers::get(std::size_t bytes, bool in_pool) {
+  std::vector<std::uint8_t*> out(w_.ranks.size());
+  on_every_rank(w_.size(), [&](int r) {
+    auto const i = static_cast<std::size_t>(r);
+    std::size_t const n = std::max<std::size_t>(bytes, 16);
+    void* p = nullptr;
+    if (in_pool) {
+      p = w_.ranks[i].pool->allocate(n);
+    } else {
+      SYMMCOMM_CUDA_TRY(cudaMalloc(&p, n));
+    }
+    SYMMCOMM_CUDA_TRY(cudaMemsetAsync(p, 0x11, n, w_.ranks[i].stream));
+    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(w_.ranks[i].stream));
+    owned_[i].emplace_back(p, in_pool);
+    out[i] = static_cast<std::uint8_t*>(p);
+  });
+  return out;
 }
 
 void release_rank_worlds() {

@@ -7,10 +7,12 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/ordered_copy.hpp"
@@ -100,6 +102,22 @@ struct PoolNvfp4 {
 /// Every rank's NVFP4 tensor of `count` elements in its pool, rank r quantized from the test
 /// data shifted by r * 4096 elements (so ranks differ).
 std::vector<std::unique_ptr<PoolNvfp4>> quantized_per_rank(RankWorld& w, std::size_t count);
+
+/// One allocation per rank (each on its rank's thread: a pool's growth is collective), from the
+/// rank's pool (a window) or cudaMalloc, filled with 0x11; all freed with the object.
+class RankBuffers {
+ public:
+  explicit RankBuffers(RankWorld& w) : w_(w), owned_(w.ranks.size()) {}
+  RankBuffers(const RankBuffers&) = delete;
+  RankBuffers& operator=(const RankBuffers&) = delete;
+  ~RankBuffers();
+  /// `bytes` on every rank; each rank's pointer.
+  std::vector<std::uint8_t*> get(std::size_t bytes, bool in_pool);
+
+ private:
+  RankWorld& w_;
+  std::vector<std::vector<std::pair<void*, bool>>> owned_;
+};
 
 /// Frees pool tensors on their ranks' threads.
 void free_on_ranks(RankWorld& w, std::vector<std::unique_ptr<PoolNvfp4>>& t);
