@@ -296,8 +296,18 @@ class Pool:
         return self._handle
 
     def reserve(self, nbytes):
-        """Adds an arena of `nbytes`. Collective."""
-        _check(_lib.symmcomm_pool_reserve(self._h(), _int_arg(nbytes, "nbytes", 1)))
+        """Adds an arena of `nbytes`: the explicit way to grow a pool. Collective (every rank,
+        in the same order). Refused while PyTorch captures a CUDA graph on the current stream:
+        registering a window there is illegal, and a rank that grows while serving and one that
+        does not would wait for each other in NCCL's registration (SGLang issue 36943);
+        reserve before capturing."""
+        _int_arg(nbytes, "nbytes", 1)
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available() and \
+                torch.cuda.is_current_stream_capturing():
+            _fail("Pool.reserve(%d) during CUDA graph capture is refused: registering a window "
+                  "is illegal under capture; reserve before capturing" % nbytes)
+        _check(_lib.symmcomm_pool_reserve(self._h(), nbytes))
 
     def allocate(self, nbytes, alignment=0, stream=0):
         """A device pointer (int) to `nbytes` of symmetric memory, for use on `stream`."""

@@ -4,6 +4,7 @@ reached with them). GPU and PyTorch tests: test_torch.py."""
 import builtins
 import ctypes
 import os
+import sys
 
 import pytest
 
@@ -491,3 +492,23 @@ def test_device_count_gathers_check_their_arguments():
     assert "comm is NULL" in m
     m = logic_error(lambda: symmcomm.device_counts_overflowed(NullComm(size=2), dc))
     assert "comm is NULL" in m
+
+
+def test_pool_reserve_is_refused_during_capture(monkeypatch):
+    class Cuda:
+        @staticmethod
+        def is_available():
+            return True
+
+        @staticmethod
+        def is_current_stream_capturing():
+            return True
+
+    class Torch:
+        cuda = Cuda()
+
+    monkeypatch.setitem(sys.modules, "torch", Torch())
+    pool = symmcomm.Pool.__new__(symmcomm.Pool)  # no communicator needed: refused before use
+    pool._handle = ctypes.c_void_p(1)
+    m = logic_error(lambda: pool.reserve(1 << 20))
+    assert "Pool.reserve(1048576) during CUDA graph capture is refused" in m
