@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "common.hpp"
 #include "core/cuda_utils.hpp"
 #include "kernels/compact.hpp"
+#include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/comm/wait.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
@@ -200,6 +202,127 @@ Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
   return ragged_gather(comm, "nvfp4", send.count, rows,
                        ScalePart{"send.global_scale", send.global_scale, recv.global_scale}, counts,
                        stream, options);
+}
+
+namespace {
+
+// send.count and recv.count of a device-count reduce-scatter: the gather's shapes mirrored.
+void check_scatter_rows(std::size_t send_count, std::size_t recv_count, std::size_t row_elements,
+                        const DeviceCounts& c, int ranks, const char* operation) {
+  SYMMCOMM_EXPECTS(row_elements > 0, operation << ": row_elements is 0");
+  SYMMCOMM_EXPECTS(send_count == static_cast<std::size_t>(ranks) * c.capacity * row_elements,
+                   operation << ": send.count " << send_count << " is not comm.size() " << ranks
+                             << " x counts.capacity " << c.capacity << " x row_elements "
+                             << row_elements);
+  SYMMCOMM_EXPECTS(recv_count == c.capacity * row_elements,
+                   operation << ": recv.count " << recv_count << " is not counts.capacity "
+                             << c.capacity << " x row_elements " << row_elements);
+}
+
+// Rows of `send` (compact, `rows` parts) laid out at capacity in `padded` (zeroed first), then
+// `scatter(padded parts)` runs the reduce-scatter over them.
+Plan ragged_scatter(
+    const Communicator& comm, const char* type, std::size_t count, const std::vector<RowPart>& rows,
+    const void* recv, std::size_t recv_bytes, std::size_t scatter_workspace,
+    const DeviceCounts& counts, cudaStream_t stream, const Options& options,
+    const std::function<void(const std::vector<std::uint8_t*>&, const Options&)>& scatter) {
+  const char* const operation = "reduce_scatterv (device counts)";
+  detail::CommState& state = detail::usable_state(comm, operation);
+  auto const n = static_cast<std::size_t>(state.size);
+  std::size_t row_bytes = 0;
+  for (const RowPart& p : rows) row_bytes += p.row_bytes;
+  detail::PlannedCall call(state, Operation::ReduceScatter, options, operation);
+  call.per_rank(counts.capacity * row_bytes, false).lsa_kernel(false).device_counts();
+  int index = 0;
+  for (const RowPart& p : rows) {
+    call.part(Slot::SendPart, index++, p.name, p.send, n * counts.capacity * p.row_bytes, false);
+  }
+  call.buffer(Slot::RecvData, "recv.data", recv, recv_bytes, false);
+  Plan const plan = call.decide(stream);
+  call.refuse_in_group("counts on the device: layout before NCCL's reduce-scatter");
+  detail::DeviceGuard guard(state.device);
+  std::vector<std::size_t> at;
+  std::size_t need = 0;
+  for (const RowPart& p : rows) {
+    at.push_back(need);
+    need += detail::align256(n * counts.capacity * p.row_bytes);
+  }
+  std::size_t const padded_bytes = need;
+  need += detail::align256(scatter_workspace);
+  auto* ws = static_cast<std::uint8_t*>(
+      detail::acquire_workspace(state, options, need > 0 ? need : 256, stream));
+  call.before_enqueue(stream);
+  SYMMCOMM_NCCL_TRY(ncclAllGather(counts.count, counts.counts, 1, ncclInt32, state.comm, stream));
+  if (padded_bytes > 0) SYMMCOMM_CUDA_TRY(cudaMemsetAsync(ws, 0, padded_bytes, stream));
+  detail::compact::Args a;
+  a.parts = static_cast<int>(rows.size());
+  std::vector<std::uint8_t*> padded;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    padded.push_back(ws + at[i]);
+    a.part[i] = detail::compact::Part{static_cast<const std::uint8_t*>(rows[i].send), ws + at[i],
+                                      rows[i].row_bytes};
+  }
+  a.counts = counts.counts;
+  a.ranks = state.size;
+  a.capacity = counts.capacity;
+  a.offsets = counts.offsets;
+  a.overflow = counts.overflow;
+  a.expand = true;
+  detail::compact::compact_rows(a, stream);
+  // The reduce-scatter of the padded rows, on the fallback (the workspace is no window), with
+  // workspace of its own after the padded rows.
+  Options inner;
+  inner.path = PathChoice::Fallback;
+  inner.pdl_fence = options.pdl_fence;
+  inner.workspace = ws + padded_bytes;
+  inner.workspace_bytes = need - padded_bytes;
+  scatter(padded, inner);
+  call.record(stream, type, count);
+  return plan;
+}
+
+}  // namespace
+
+Plan reduce_scatterv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
+                     std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
+                     const Options& options) {
+  const char* const operation = "reduce_scatterv (device counts)";
+  validate(send, "send", 1);
+  validate(recv, "recv", 1);
+  check_counts(counts, comm.size(), operation);
+  check_scatter_rows(send.count, recv.count, row_elements, counts, comm.size(), operation);
+  return ragged_scatter(
+      comm, "bf16", send.count,
+      {RowPart{"send.data", send.data, nullptr, row_elements * sizeof(bf16)}}, recv.data,
+      recv.data_bytes(), 0, counts, stream, options,
+      [&](const std::vector<std::uint8_t*>& padded, const Options& inner) {
+        reduce_scatter(comm, ConstBf16Span{reinterpret_cast<const bf16*>(padded[0]), send.count},
+                       recv, stream, inner);
+      });
+}
+
+Plan reduce_scatterv(const Communicator& comm, ConstNvfp4View send, Bf16Span recv,
+                     std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
+                     const Options& options) {
+  const char* const operation = "reduce_scatterv (device counts)";
+  validate(send, "send", 8);
+  validate(recv, "recv");
+  SYMMCOMM_EXPECTS(row_elements % kNvfp4BlockSize == 0,
+                   operation << ": row_elements " << row_elements << " is not a multiple of "
+                             << kNvfp4BlockSize << " (NVFP4 rows are whole blocks)");
+  check_counts(counts, comm.size(), operation);
+  check_scatter_rows(send.count, recv.count, row_elements, counts, comm.size(), operation);
+  std::size_t const inner_ws =
+      reduce_scatter_workspace_bytes(DataType::Nvfp4, DataType::Bf16, send.count, comm.size());
+  return ragged_scatter(
+      comm, "nvfp4", send.count,
+      {RowPart{"send.data", send.data, nullptr, row_elements / 2},
+       RowPart{"send.block_scales", send.block_scales, nullptr, row_elements / kNvfp4BlockSize}},
+      recv.data, recv.data_bytes(), inner_ws, counts, stream, options,
+      [&](const std::vector<std::uint8_t*>& padded, const Options& inner) {
+        reduce_scatter(comm, ConstNvfp4View{padded[0], padded[1], send.global_scale, send.count},
+                       recv, stream, inner);
+      });
 }
 
 bool overflowed(const Communicator& comm, const DeviceCounts& counts, cudaStream_t stream,

@@ -40,10 +40,12 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const __grid_constant
     auto const q = static_cast<int>(row / a.capacity);
     auto const r = static_cast<std::int32_t>(row % a.capacity);
     if (r >= count[q]) continue;
-    std::size_t const to = static_cast<std::size_t>(offset[q]) + static_cast<std::size_t>(r);
+    std::size_t const compact = static_cast<std::size_t>(offset[q]) + static_cast<std::size_t>(r);
+    std::size_t const from = a.expand ? compact : row;
+    std::size_t const to = a.expand ? row : compact;
     for (int p = 0; p < a.parts; ++p) {
       const Part& part = a.part[p];
-      const std::uint8_t* src = part.src + row * part.row_bytes;
+      const std::uint8_t* src = part.src + from * part.row_bytes;
       std::uint8_t* dst = part.dst + to * part.row_bytes;
       bool const wide = ((reinterpret_cast<std::uintptr_t>(src) |
                           reinterpret_cast<std::uintptr_t>(dst) | part.row_bytes) &

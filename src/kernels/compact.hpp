@@ -32,6 +32,9 @@ struct Args {
   std::size_t capacity = 0;          ///< rows per rank in the sources
   std::int32_t* offsets = nullptr;   ///< device [ranks]: written (exclusive prefix)
   std::int32_t* overflow = nullptr;  ///< device flag: set to 1 for a count outside 0..capacity
+  /// The inverse move: compact rows in the sources (rank q's at offset[q] + r) to their padded
+  /// place in the destinations (q * capacity + r), for a reduce-scatter with device counts.
+  bool expand = false;
 };
 
 void compact_rows(const Args& args, cudaStream_t stream);

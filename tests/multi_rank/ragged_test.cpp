@@ -5,6 +5,8 @@
 // exact results; a count above capacity raises the overflow flag and is clamped. NVFP4 (data,
 // block scales, global scales) and BF16, against host references every rank computes.
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,8 +14,10 @@
 #include "multi_rank/checks.hpp"
 #include "multi_rank/world.hpp"
 #include "support/gpu_test.hpp"
+#include "support/reference.hpp"
 #include "support/tensors.hpp"
 #include "symmcomm/collectives/ragged.hpp"
+#include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/formats/bf16.hpp"
 
 namespace symmcomm::test {
@@ -222,6 +226,83 @@ TEST(MultiRankRagged, Bf16DeviceCountsAndArgumentErrors) {
   } catch (const LogicError& e) {
     EXPECT_NE(std::string(e.what()).find("runs on the fallback path only"), std::string::npos)
         << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace symmcomm::test
+
+namespace symmcomm::test {
+namespace {
+
+// Reduce-scatter with shard sizes on the device: this rank's rows of the sum land at the top of
+// recv, the rest of recv is 0; equal to the host-count reduce_scatterv of the same compact send.
+TEST(MultiRankRagged, ReduceScatterWithDeviceCountsMatchesHostCounts) {
+  World& w = world();
+  int const n = w.size, me = w.rank;
+  std::size_t const row = 256, cap = 12;
+  std::vector<std::int32_t> c;
+  std::size_t total_rows = 0;
+  for (int q = 0; q < n; ++q) {
+    c.push_back((3 * q + 5) % static_cast<std::int32_t>(cap + 1));
+    total_rows += static_cast<std::size_t>(c.back());
+  }
+  std::size_t first = 0;
+  for (int q = 0; q < me; ++q) first += static_cast<std::size_t>(c[static_cast<std::size_t>(q)]);
+  std::size_t const mine = static_cast<std::size_t>(c[static_cast<std::size_t>(me)]);
+  PoolArray<std::int32_t> count(1), counts(static_cast<std::size_t>(n)),
+      offsets(static_cast<std::size_t>(n)), overflow(1);
+  count.upload({c[static_cast<std::size_t>(me)]});
+  overflow.upload({0});
+  DeviceCounts const dc{count.get(), cap, counts.get(), offsets.get(), overflow.get()};
+  // BF16: small integers, so every sum is exact whatever NCCL's order.
+  std::size_t const full = static_cast<std::size_t>(n) * cap * row;
+  std::vector<float> values(full, 0.0f);
+  for (std::size_t i = 0; i < total_rows * row; ++i) {
+    values[i] =
+        static_cast<float>(static_cast<int>((i * 7 + static_cast<std::size_t>(me) * 3) % 9) - 4);
+  }
+  PoolArray<std::uint16_t> send(full), recv(cap * row);
+  send.upload(to_bf16_bits(values));
+  recv.poison();
+  reduce_scatterv(w.comm, Bf16Span{reinterpret_cast<bf16*>(send.get()), full},
+                  Bf16Span{reinterpret_cast<bf16*>(recv.get()), cap * row}, row, dc, w.stream);
+  sync();
+  std::vector<float> want(cap * row, 0.0f);
+  for (int p = 0; p < n; ++p) {
+    for (std::size_t i = 0; i < mine * row; ++i) {
+      std::size_t const j = first * row + i;
+      want[i] +=
+          static_cast<float>(static_cast<int>((j * 7 + static_cast<std::size_t>(p) * 3) % 9) - 4);
+    }
+  }
+  EXPECT_SAME_VECTORS(recv.download(), to_bf16_bits(want), "bf16 device-count reduce-scatter");
+  // NVFP4 into bf16: bit for bit the host-count reduce_scatterv of the same compact rows.
+  std::vector<std::size_t> host_counts;
+  for (std::int32_t x : c) host_counts.push_back(static_cast<std::size_t>(x) * row);
+  PoolArray<std::uint8_t> data(full / 2), scales(full / 16);
+  PoolArray<float> global(1);
+  auto const q = HostNvfp4::quantize(random_floats(full, seed_of(me, 330), 2.0f));
+  data.upload(q.data);
+  scales.upload(q.scales);
+  global.upload({q.global_scale});
+  PoolArray<std::uint16_t> by_device(cap * row), by_host(std::max<std::size_t>(mine * row, 16));
+  by_device.poison();
+  reduce_scatterv(w.comm, Nvfp4View{data.get(), scales.get(), global.get(), full},
+                  Bf16Span{reinterpret_cast<bf16*>(by_device.get()), cap * row}, row, dc, w.stream);
+  reduce_scatterv(w.comm, Nvfp4View{data.get(), scales.get(), global.get(), total_rows * row},
+                  Bf16Span{reinterpret_cast<bf16*>(by_host.get()), mine * row}, host_counts,
+                  w.stream);
+  sync();
+  auto const got = by_device.download();
+  auto const ref = by_host.download();
+  EXPECT_SAME_VECTORS(std::vector<std::uint16_t>(
+                          got.begin(), got.begin() + static_cast<std::ptrdiff_t>(mine * row)),
+                      std::vector<std::uint16_t>(
+                          ref.begin(), ref.begin() + static_cast<std::ptrdiff_t>(mine * row)),
+                      "nvfp4 device-count reduce-scatter vs host counts");
+  for (std::size_t i = mine * row; i < got.size(); ++i) {
+    ASSERT_EQ(got[i], 0u) << "row element " << i << " past this rank's count is not 0";
   }
 }
 

@@ -78,6 +78,20 @@ Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
                  std::size_t row_elements, const std::vector<RowItem>& items,
                  const DeviceCounts& counts, cudaStream_t stream, const Options& options = {});
 
+/// @brief Reduce-scatter whose shard sizes are on the device (MoE combine after a device-count
+/// dispatch): `send` holds every rank's shard compactly (rank r's counts[r] rows at row
+/// offsets[r], counts from each rank's counts.count) in room for comm.size() x capacity rows;
+/// this rank's sum of its *count rows lands in `recv` (capacity rows of room; the rows past the
+/// count are written as 0). BF16 sums (NCCL's) and NVFP4 with per-rank global scales into BF16
+/// (fp32 accumulation, one rounding). Counts, offsets and overflow as the gathers'. Fallback
+/// path: the compact rows are laid out at capacity in the workspace, then reduce-scattered.
+Plan reduce_scatterv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
+                     std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
+                     const Options& options = {});
+Plan reduce_scatterv(const Communicator& comm, ConstNvfp4View send, Bf16Span recv,
+                     std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
+                     const Options& options = {});
+
 /// @brief Whether a call on `comm` saw a count outside 0..capacity since the flag was last
 /// cleared: reads counts.overflow after the work queued on `stream` (a host wait for it,
 /// bounded and watched as symmcomm::wait is) and clears it when `clear`.

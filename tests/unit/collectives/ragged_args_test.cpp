@@ -94,6 +94,29 @@ TEST(RaggedArgs, DeviceCountsAreNamed) {
             std::string::npos);
 }
 
+TEST(RaggedArgs, ReduceScatterShapesMirrorTheGather) {
+  Communicator const none;
+  // The full compact tensor is the send (comm.size() x capacity rows of room), the shard recv.
+  EXPECT_NE(error_of([&] {
+              reduce_scatterv(none, Bf16Span{kBf16, 0}, Bf16Span{kBf16, 31}, 8, good(4), nullptr);
+            }).find("recv.count 31 is not counts.capacity 4 x row_elements 8"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              reduce_scatterv(none, Bf16Span{kBf16, 8}, Bf16Span{kBf16, 32}, 8, good(4), nullptr);
+            }).find("send.count 8 is not comm.size() 0 x counts.capacity 4 x row_elements 8"),
+            std::string::npos);
+  auto* bytes = reinterpret_cast<std::uint8_t*>(kDev);
+  Nvfp4View const q{bytes, bytes, reinterpret_cast<float*>(kDev), 0};
+  EXPECT_NE(error_of([&] {
+              reduce_scatterv(none, q, Bf16Span{kBf16, 0}, 24, good(4), nullptr);
+            }).find("row_elements 24 is not a multiple of 16"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              reduce_scatterv(none, Bf16Span{kBf16, 0}, Bf16Span{kBf16, 32}, 8, good(4), nullptr);
+            }).find("comm is empty"),
+            std::string::npos);
+}
+
 TEST(RaggedArgs, PlannedOnTheFallbackOnlySayingWhatMoves) {
   Capabilities c;
   c.probed = true;
