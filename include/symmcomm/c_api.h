@@ -367,6 +367,15 @@ symmcomm_status_t symmcomm_all_gatherv_device(symmcomm_comm_t comm, const symmco
                                               const symmcomm_device_counts_t* counts,
                                               const symmcomm_options_t* options,
                                               symmcomm_stream_t stream, symmcomm_plan_t* plan);
+/** Reduce-scatter whose shard sizes are on the device (MoE combine after a device-count
+ *  dispatch; symmcomm::reduce_scatterv with DeviceCounts): send holds every rank's shard
+ *  compactly (rank r's counts[r] rows at offsets[r]) in room for comm size x capacity rows;
+ *  this rank's sum of its *count rows lands in the BF16 recv (capacity rows; the rest 0).
+ *  BF16 -> BF16 or NVFP4 -> BF16. Fallback path. */
+symmcomm_status_t symmcomm_reduce_scatterv_device(
+    symmcomm_comm_t comm, const symmcomm_tensor_t* send, const symmcomm_tensor_t* recv,
+    size_t row_elements, const symmcomm_device_counts_t* counts, const symmcomm_options_t* options,
+    symmcomm_stream_t stream, symmcomm_plan_t* plan);
 /** Whether a ragged gather saw a count outside 0..capacity since counts->overflow was last
  *  cleared (a bounded host wait for `stream`); clears it when clear != 0. */
 symmcomm_status_t symmcomm_device_counts_overflowed(symmcomm_comm_t comm,

@@ -28,7 +28,7 @@ __all__ = [
     "Communicator", "Pool", "Plan", "Nvfp4Tensor", "Fp8Tensor", "provenance", "is_symmetric",
     "verify", "torch_mem_pool", "all_gather", "all_gatherv", "reduce_scatter",
     "quantize_all_gather", "reduce_scatterv", "nccl_version", "DeviceCounts",
-    "all_gatherv_device", "device_counts_overflowed", "share_gpus_if_needed", "rank_part",
+    "all_gatherv_device", "reduce_scatterv_device", "device_counts_overflowed", "share_gpus_if_needed", "rank_part",
     "swizzled_scale_bytes",
     "quantize_nvfp4", "dequantize_nvfp4", "quantize_fp8", "dequantize_fp8", "shared_unique_id",
 ]
@@ -829,6 +829,34 @@ def all_gatherv_device(comm, send, recv, counts, row_elements, stream=None, path
               % (b.count, size, a.count))
     dc = _device_counts(counts, size, device, capacity)
     return _call(_lib.symmcomm_all_gatherv_device, comm, ctypes.byref(a), ctypes.byref(b), row,
+                 ctypes.byref(dc), stream=s, options=o)
+
+
+def reduce_scatterv_device(comm, send, recv, counts, row_elements, stream=None, path="auto"):
+    """Sums `send` over the ranks and leaves this rank's counts.count rows of it in `recv`, the
+    shard sizes on the device (MoE combine after all_gatherv_device): `send` (bf16 tensor or
+    Nvfp4Tensor with per-rank global scales) holds every rank's shard compactly (rank r's rows
+    at counts.offsets[r]) in room for comm.size x capacity rows of `row_elements`; `recv` (bf16)
+    holds capacity rows, the ones past this rank's count written as 0. Returns the Plan."""
+    rank, size, device, _ = comm.info()
+    row = _int_arg(row_elements, "row_elements", 1)
+    o = _path_arg(path)
+    s = _stream_arg(stream, _first_tensor(send))
+    if isinstance(recv, (Nvfp4Tensor, Fp8Tensor)):
+        _fail("reduce_scatterv_device: recv must be a bf16 tensor, got %s" % type(recv).__name__)
+    if isinstance(send, Fp8Tensor):
+        _fail("reduce_scatterv_device: send must be a bf16 tensor or an Nvfp4Tensor, got "
+              "Fp8Tensor")
+    a = _reduce_send(send, device)
+    b = _plain(recv, "recv", _BF16, device)
+    if b.count % row:
+        _fail("recv holds %d elements, not whole rows of row_elements %d" % (b.count, row))
+    capacity = b.count // row
+    if a.count != size * b.count:
+        _fail("send holds %d elements, not comm.size %d x recv's %d (capacity rows)"
+              % (a.count, size, b.count))
+    dc = _device_counts(counts, size, device, capacity)
+    return _call(_lib.symmcomm_reduce_scatterv_device, comm, ctypes.byref(a), ctypes.byref(b), row,
                  ctypes.byref(dc), stream=s, options=o)
 
 

@@ -348,6 +348,31 @@ def _all_gatherv_device_nvfp4(data, bs, gs, count, counts, offsets, overflow, gr
     return outs
 
 
+def _reduce_scatterv_device_fake(x, count, counts, offsets, overflow, group):
+    return x.new_empty(_shard_shape(x, group))
+
+
+def _reduce_scatterv_device(x, count, counts, offsets, overflow, group):
+    out = _reduce_scatterv_device_fake(x, count, counts, offsets, overflow, group)
+    symmcomm.reduce_scatterv_device(communicator(group), x.contiguous(), out,
+                                    _device_counts_t(count, counts, offsets, overflow),
+                                    max(1, _row_elements_of(x)))
+    return out
+
+
+def _reduce_scatterv_device_nvfp4_fake(data, bs, gs, count, counts, offsets, overflow, group):
+    return data.new_empty(_nvfp4_sum_shape(data, group), dtype=torch.bfloat16)
+
+
+def _reduce_scatterv_device_nvfp4(data, bs, gs, count, counts, offsets, overflow, group):
+    out = _reduce_scatterv_device_nvfp4_fake(data, bs, gs, count, counts, offsets, overflow, group)
+    symmcomm.reduce_scatterv_device(communicator(group),
+                                    symmcomm.Nvfp4Tensor(data.contiguous(), bs.contiguous(), gs),
+                                    out, _device_counts_t(count, counts, offsets, overflow),
+                                    _row_elements_of(data) * 2)
+    return out
+
+
 #: name -> (schema after the name, CUDA implementation, fake, mutated argument names)
 OPS = {
     "all_gather": ("(Tensor x, str group) -> Tensor", _all_gather, _all_gather_fake, ()),
@@ -377,6 +402,16 @@ OPS = {
                                  "Tensor(c!) overflow, str group) -> (Tensor, Tensor, Tensor)",
                                  _all_gatherv_device_nvfp4, _all_gatherv_device_nvfp4_fake,
                                  ("counts", "offsets", "overflow")),
+    "reduce_scatterv_device": ("(Tensor x, Tensor count, Tensor(a!) counts, Tensor(b!) offsets, "
+                               "Tensor(c!) overflow, str group) -> Tensor",
+                               _reduce_scatterv_device, _reduce_scatterv_device_fake,
+                               ("counts", "offsets", "overflow")),
+    "reduce_scatterv_device_nvfp4": ("(Tensor data, Tensor block_scales, Tensor global_scale, "
+                                     "Tensor count, Tensor(a!) counts, Tensor(b!) offsets, "
+                                     "Tensor(c!) overflow, str group) -> Tensor",
+                                     _reduce_scatterv_device_nvfp4,
+                                     _reduce_scatterv_device_nvfp4_fake,
+                                     ("counts", "offsets", "overflow")),
     "reduce_scatter": ("(Tensor x, str group) -> Tensor", _reduce_scatter, _reduce_scatter_fake,
                        ()),
     "reduce_scatter_out": ("(Tensor x, Tensor(a!) out, str group) -> ()", _reduce_scatter_out,

@@ -40,6 +40,8 @@ def cases(ops):
     return [
         (ops.all_gatherv_device, (x, *dev, GROUP)),
         (ops.all_gatherv_device_nvfp4, (data, bs, gs, *dev, GROUP)),
+        (ops.reduce_scatterv_device, (x, *dev, GROUP)),
+        (ops.reduce_scatterv_device_nvfp4, (data, bs, gs, *dev, GROUP)),
         (ops.all_gather, (x, GROUP)),
         (ops.all_gather_out, (x, torch.empty_like(x), GROUP)),
         (ops.all_gather_nvfp4, (data, bs, gs, GROUP, None)),

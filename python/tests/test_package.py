@@ -490,6 +490,13 @@ def test_device_count_gathers_check_their_arguments():
     m = logic_error(lambda: symmcomm.all_gatherv_device(NullComm(size=2), nvfp4(64),
                                                         nvfp4(128, globals_=2), dc, 16))
     assert "comm is NULL" in m
+    m = logic_error(lambda: symmcomm.reduce_scatterv_device(comm, bf(64), bf(48), dc, 16))
+    assert "send holds 64 elements, not comm.size 2 x recv's 48 (capacity rows)" in m
+    m = logic_error(lambda: symmcomm.reduce_scatterv_device(comm, bf(64), nvfp4(32), dc, 16))
+    assert "recv must be a bf16 tensor, got Nvfp4Tensor" in m
+    m = logic_error(lambda: symmcomm.reduce_scatterv_device(NullComm(size=2), nvfp4(64), bf(32),
+                                                            dc, 16))
+    assert "comm is NULL" in m
     m = logic_error(lambda: symmcomm.device_counts_overflowed(NullComm(size=2), dc))
     assert "comm is NULL" in m
 

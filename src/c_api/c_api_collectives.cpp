@@ -427,6 +427,26 @@ symmcomm_status_t symmcomm_all_gatherv_device(symmcomm_comm_t comm, const symmco
   });
 }
 
+symmcomm_status_t symmcomm_reduce_scatterv_device(
+    symmcomm_comm_t comm, const symmcomm_tensor_t* send, const symmcomm_tensor_t* recv,
+    size_t row_elements, const symmcomm_device_counts_t* counts, const symmcomm_options_t* options,
+    symmcomm_stream_t stream, symmcomm_plan_t* plan) {
+  return guarded([&] {
+    symmcomm::DeviceCounts const dc = device_counts_of(counts);
+    auto const [a, b, o, c] = collective_args(comm, send, "send", recv, options, plan);
+    require_linear(a, "reduce_scatterv (device counts)");
+    if (a.dtype == DataType::Bf16 && b.dtype == DataType::Bf16) {
+      report(symmcomm::reduce_scatterv(c, bf16_of(a), bf16_of(b), row_elements, dc, stream, o),
+             plan);
+    } else if (a.dtype == DataType::Nvfp4 && b.dtype == DataType::Bf16) {
+      report(symmcomm::reduce_scatterv(c, nvfp4_of(a), bf16_of(b), row_elements, dc, stream, o),
+             plan);
+    } else {
+      unsupported("reduce_scatterv (device counts)", a, b);
+    }
+  });
+}
+
 symmcomm_status_t symmcomm_device_counts_overflowed(symmcomm_comm_t comm,
                                                     const symmcomm_device_counts_t* counts,
                                                     symmcomm_stream_t stream, int clear,

@@ -99,6 +99,12 @@ TEST(CApi, NullArgumentsAreInvalidArguments) {
   EXPECT_EQ(symmcomm_all_gatherv_device(nullptr, &bf, &q, 16, &dc, nullptr, nullptr, &plan),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(last_error_has("comm is NULL"));  // arguments first, then the communicator
+  EXPECT_EQ(symmcomm_reduce_scatterv_device(nullptr, &q, &bf, 16, nullptr, nullptr, nullptr, &plan),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("counts is NULL"));
+  EXPECT_EQ(symmcomm_reduce_scatterv_device(nullptr, &q, &bf, 16, &dc, nullptr, nullptr, &plan),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("comm is NULL"));
   int over = -1;
   EXPECT_EQ(symmcomm_device_counts_overflowed(nullptr, &dc, nullptr, 1, nullptr),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
@@ -226,8 +232,7 @@ TEST(CApi, PlanDescribeAndEnumNames) {
             (std::vector<std::string>{"linear", "swizzled128x4"}));
   EXPECT_EQ(names(SYMMCOMM_ENUM_STATUS).size(), SYMMCOMM_ERROR_TIMEOUT + 1u);
   EXPECT_EQ(names(SYMMCOMM_ENUM_STATUS)[SYMMCOMM_ERROR_INVALID_ARGUMENT], "invalid-argument");
-  EXPECT_EQ(names(SYMMCOMM_ENUM_PLAN_REASON).size(),
-            SYMMCOMM_REASON_DEVICE_COUNTS + 1u);
+  EXPECT_EQ(names(SYMMCOMM_ENUM_PLAN_REASON).size(), SYMMCOMM_REASON_DEVICE_COUNTS + 1u);
   // The names the C++ API prints for the same values.
   for (int v = 0; v <= SYMMCOMM_DTYPE_FP32; ++v) {
     EXPECT_STREQ(symmcomm_enum_name(SYMMCOMM_ENUM_DTYPE, v),
