@@ -80,10 +80,45 @@ void add_items(std::vector<RowPart>& rows, const std::vector<RowItem>& items,
   }
 }
 
+// send.count and recv.count of a device-count reduce-scatter: the gather's shapes mirrored.
+void check_scatter_rows(std::size_t send_count, std::size_t recv_count, std::size_t row_elements,
+                        const DeviceCounts& c, int ranks, const char* operation) {
+  SYMMCOMM_EXPECTS(row_elements > 0, operation << ": row_elements is 0");
+  SYMMCOMM_EXPECTS(send_count == static_cast<std::size_t>(ranks) * c.capacity * row_elements,
+                   operation << ": send.count " << send_count << " is not comm.size() " << ranks
+                             << " x counts.capacity " << c.capacity << " x row_elements "
+                             << row_elements);
+  SYMMCOMM_EXPECTS(recv_count == c.capacity * row_elements,
+                   operation << ": recv.count " << recv_count << " is not counts.capacity "
+                             << c.capacity << " x row_elements " << row_elements);
+}
+
+// Every device-count call's argument checks, in order: the views, NVFP4 rows of whole blocks,
+// the counts, then the shapes (a gather's send is capacity rows, a reduce-scatter's recv).
+constexpr const char* kGather = "all_gatherv (device counts)";
+constexpr const char* kScatter = "reduce_scatterv (device counts)";
+
+template <class Send, class Recv>
+void check_args(const Send& send, const Recv& recv, std::size_t row_elements,
+                const DeviceCounts& counts, int ranks, const char* operation, bool whole_blocks,
+                std::size_t send_alignment = 1, std::size_t recv_alignment = 1) {
+  validate(send, "send", send_alignment);
+  validate(recv, "recv", recv_alignment);
+  SYMMCOMM_EXPECTS(!whole_blocks || row_elements % kNvfp4BlockSize == 0,
+                   operation << ": row_elements " << row_elements << " is not a multiple of "
+                             << kNvfp4BlockSize << " (NVFP4 rows are whole blocks)");
+  check_counts(counts, ranks, operation);
+  if (operation == kGather) {
+    check_rows(send.count, recv.count, row_elements, counts, ranks, operation);
+  } else {
+    check_scatter_rows(send.count, recv.count, row_elements, counts, ranks, operation);
+  }
+}
+
 Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count,
                    const std::vector<RowPart>& rows, const ScalePart& scale,
                    const DeviceCounts& counts, cudaStream_t stream, const Options& options) {
-  const char* const operation = "all_gatherv (device counts)";
+  const char* const operation = kGather;
   detail::CommState& state = detail::usable_state(comm, operation);
   auto const n = static_cast<std::size_t>(state.size);
   std::size_t row_bytes = 0;
@@ -151,11 +186,8 @@ Plan all_gatherv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
 Plan all_gatherv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
                  std::size_t row_elements, const std::vector<RowItem>& items,
                  const DeviceCounts& counts, cudaStream_t stream, const Options& options) {
-  const char* const operation = "all_gatherv (device counts)";
-  validate(send, "send", 1);
-  validate(recv, "recv", 1);
-  check_counts(counts, comm.size(), operation);
-  check_rows(send.count, recv.count, row_elements, counts, comm.size(), operation);
+  const char* const operation = kGather;
+  check_args(send, recv, row_elements, counts, comm.size(), operation, false);
   std::vector<RowPart> rows{
       RowPart{"send.data", send.data, recv.data, row_elements * sizeof(bf16)}};
   add_items(rows, items, counts, operation);
@@ -166,12 +198,9 @@ Plan all_gatherv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
 Plan all_gatherv(const Communicator& comm, ConstFp8View send, Fp8View recv,
                  std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
                  const Options& options) {
-  const char* const operation = "all_gatherv (device counts)";
-  validate(send, "send", 1);
-  validate(recv, "recv", 1);
+  const char* const operation = kGather;
   SYMMCOMM_EXPECTS(send.format == recv.format, operation << ": send and recv FP8 formats differ");
-  check_counts(counts, comm.size(), operation);
-  check_rows(send.count, recv.count, row_elements, counts, comm.size(), operation);
+  check_args(send, recv, row_elements, counts, comm.size(), operation, false);
   return ragged_gather(comm, to_string(send.dtype()), send.count,
                        {RowPart{"send.data", send.data, recv.data, row_elements}},
                        ScalePart{"send.scale", send.scale, recv.scale}, counts, stream, options);
@@ -187,14 +216,8 @@ Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
 Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
                  std::size_t row_elements, const std::vector<RowItem>& items,
                  const DeviceCounts& counts, cudaStream_t stream, const Options& options) {
-  const char* const operation = "all_gatherv (device counts)";
-  validate(send, "send", 1);
-  validate(recv, "recv", 1);
-  SYMMCOMM_EXPECTS(row_elements % kNvfp4BlockSize == 0,
-                   operation << ": row_elements " << row_elements << " is not a multiple of "
-                             << kNvfp4BlockSize << " (NVFP4 rows are whole blocks)");
-  check_counts(counts, comm.size(), operation);
-  check_rows(send.count, recv.count, row_elements, counts, comm.size(), operation);
+  const char* const operation = kGather;
+  check_args(send, recv, row_elements, counts, comm.size(), operation, true);
   std::vector<RowPart> rows{RowPart{"send.data", send.data, recv.data, row_elements / 2},
                             RowPart{"send.block_scales", send.block_scales, recv.block_scales,
                                     row_elements / kNvfp4BlockSize}};
@@ -206,19 +229,6 @@ Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
 
 namespace {
 
-// send.count and recv.count of a device-count reduce-scatter: the gather's shapes mirrored.
-void check_scatter_rows(std::size_t send_count, std::size_t recv_count, std::size_t row_elements,
-                        const DeviceCounts& c, int ranks, const char* operation) {
-  SYMMCOMM_EXPECTS(row_elements > 0, operation << ": row_elements is 0");
-  SYMMCOMM_EXPECTS(send_count == static_cast<std::size_t>(ranks) * c.capacity * row_elements,
-                   operation << ": send.count " << send_count << " is not comm.size() " << ranks
-                             << " x counts.capacity " << c.capacity << " x row_elements "
-                             << row_elements);
-  SYMMCOMM_EXPECTS(recv_count == c.capacity * row_elements,
-                   operation << ": recv.count " << recv_count << " is not counts.capacity "
-                             << c.capacity << " x row_elements " << row_elements);
-}
-
 // Rows of `send` (compact, `rows` parts) laid out at capacity in `padded` (zeroed first), then
 // `scatter(padded parts)` runs the reduce-scatter over them.
 Plan ragged_scatter(
@@ -226,7 +236,7 @@ Plan ragged_scatter(
     const void* recv, std::size_t recv_bytes, std::size_t scatter_workspace,
     const DeviceCounts& counts, cudaStream_t stream, const Options& options,
     const std::function<void(const std::vector<std::uint8_t*>&, const Options&)>& scatter) {
-  const char* const operation = "reduce_scatterv (device counts)";
+  const char* const operation = kScatter;
   detail::CommState& state = detail::usable_state(comm, operation);
   auto const n = static_cast<std::size_t>(state.size);
   std::size_t row_bytes = 0;
@@ -286,11 +296,8 @@ Plan ragged_scatter(
 Plan reduce_scatterv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
                      std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
                      const Options& options) {
-  const char* const operation = "reduce_scatterv (device counts)";
-  validate(send, "send", 1);
-  validate(recv, "recv", 1);
-  check_counts(counts, comm.size(), operation);
-  check_scatter_rows(send.count, recv.count, row_elements, counts, comm.size(), operation);
+  const char* const operation = kScatter;
+  check_args(send, recv, row_elements, counts, comm.size(), operation, false, 1, 1);
   return ragged_scatter(
       comm, "bf16", send.count,
       {RowPart{"send.data", send.data, nullptr, row_elements * sizeof(bf16)}}, recv.data,
@@ -304,14 +311,8 @@ Plan reduce_scatterv(const Communicator& comm, ConstBf16Span send, Bf16Span recv
 Plan reduce_scatterv(const Communicator& comm, ConstNvfp4View send, Bf16Span recv,
                      std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
                      const Options& options) {
-  const char* const operation = "reduce_scatterv (device counts)";
-  validate(send, "send", 8);
-  validate(recv, "recv");
-  SYMMCOMM_EXPECTS(row_elements % kNvfp4BlockSize == 0,
-                   operation << ": row_elements " << row_elements << " is not a multiple of "
-                             << kNvfp4BlockSize << " (NVFP4 rows are whole blocks)");
-  check_counts(counts, comm.size(), operation);
-  check_scatter_rows(send.count, recv.count, row_elements, counts, comm.size(), operation);
+  const char* const operation = kScatter;
+  check_args(send, recv, row_elements, counts, comm.size(), operation, true, 8, kVectorAlignment);
   std::size_t const inner_ws =
       reduce_scatter_workspace_bytes(DataType::Nvfp4, DataType::Bf16, send.count, comm.size());
   return ragged_scatter(
