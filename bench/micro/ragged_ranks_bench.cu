@@ -139,23 +139,7 @@ void BM_RaggedGather(benchmark::State& state) {
       for (int k = 0; k < kCalls; ++k) call(r);
       SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(me.stream, &graphs[static_cast<std::size_t>(r)]));
     });
-    std::vector<cudaGraphExec_t> execs;
-    for (cudaGraph_t g : graphs) {
-      cudaGraphExec_t e = nullptr;
-      SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&e, g, 0));
-      SYMMCOMM_CUDA_TRY(cudaGraphDestroy(g));
-      execs.push_back(e);
-    }
-    time_gated(
-        state, *w,
-        [&] {
-          for (std::size_t r = 0; r < execs.size(); ++r) {
-            SYMMCOMM_CUDA_TRY(cudaGraphLaunch(execs[r], w->ranks[r].stream));
-          }
-        },
-        kCalls);
-    for (Rank& me : w->ranks) SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(me.stream));
-    for (cudaGraphExec_t e : execs) SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(e));
+    time_graphs_gated(state, *w, graphs, kCalls);
   }
   static const char* const kNames[] = {"device counts", "padded to capacity", "host counts"};
   state.SetLabel(std::to_string(n) + " ranks, " + kNames[variant] + ", " +

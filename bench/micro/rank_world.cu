@@ -208,6 +208,28 @@ void time_gated(benchmark::State& state, RankWorld& w, const std::function<void(
   }
 }
 
+void time_graphs_gated(benchmark::State& state, RankWorld& w, std::vector<cudaGraph_t>& graphs,
+                       int calls) {
+  std::vector<cudaGraphExec_t> execs;
+  for (cudaGraph_t g : graphs) {
+    cudaGraphExec_t e = nullptr;
+    SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&e, g, 0));
+    SYMMCOMM_CUDA_TRY(cudaGraphDestroy(g));
+    execs.push_back(e);
+  }
+  graphs.clear();
+  time_gated(
+      state, w,
+      [&] {
+        for (std::size_t r = 0; r < execs.size(); ++r) {
+          SYMMCOMM_CUDA_TRY(cudaGraphLaunch(execs[r], w.ranks[r].stream));
+        }
+      },
+      calls);
+  for (Rank& me : w.ranks) SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(me.stream));
+  for (cudaGraphExec_t e : execs) SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(e));
+}
+
 void time_ranks(benchmark::State& state, RankWorld& w, const std::function<void(int)>& launch) {
   time_gated(
       state, w,

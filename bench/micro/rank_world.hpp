@@ -65,6 +65,11 @@ RankWorld* world_or_skip(benchmark::State& state);
 void time_gated(benchmark::State& state, RankWorld& w, const std::function<void()>& enqueue_all,
                 int calls);
 
+/// Instantiates every rank's captured graph (destroying the graphs), then time_gated of one
+/// launch of each per iteration (each replaying `calls` calls), then destroys them.
+void time_graphs_gated(benchmark::State& state, RankWorld& w, std::vector<cudaGraph_t>& graphs,
+                       int calls);
+
 /// time_gated of one `launch(rank)` per rank.
 void time_ranks(benchmark::State& state, RankWorld& w, const std::function<void(int)>& launch);
 
