@@ -1,6 +1,7 @@
 // symmcomm-bench's moe-dp scenario: the communication of one DP-attention + expert-parallel
 // MoE layer of DeepSeek-R1 (NVFP4 dispatch all-gather with routing tensors, reduce-scatter
-// combine), per tokens-per-rank value and path.
+// combine), per tokens-per-rank value and path, and the same layer with uneven tokens whose
+// counts are on the device ("device-counts" rows: capacity = the row's tokens per rank).
 
 #include <nccl.h>
 
@@ -8,10 +9,87 @@
 
 #include "bench_support.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
+#include "symmcomm/collectives/ragged.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/comm/group.hpp"
 
 namespace symmcomm::bench {
+
+namespace {
+
+// DP attention's uneven tokens with the counts on the device (ragged.hpp): rank r holds
+// `capacity` - (r % 4) x capacity / 4 tokens (100, 75, 50, 25% of the capacity), the dispatch
+// gathers the NVFP4 activations with the routing tensors as row items, the combine
+// reduce-scatters each rank's own rows back; one captured graph would serve any counts.
+MoeResult run_moe_device_counts(const Config& c, Ranks& ranks, int capacity) {
+  int const n = ranks.world();
+  std::size_t const local = static_cast<std::size_t>(ranks.local());
+  std::size_t const hidden = static_cast<std::size_t>(c.moe_hidden);
+  std::size_t const topk = static_cast<std::size_t>(c.moe_topk);
+  auto const cap = static_cast<std::size_t>(capacity);
+  std::size_t const count = cap * hidden;  // room per rank
+  std::vector<double> dispatch(local), combine(local);
+  Barrier barrier(ranks.local(), ranks.mpi);
+  parallel(ranks, [&](int r) {
+    auto& comm = ranks.comms[static_cast<std::size_t>(r)];
+    cudaStream_t const s = ranks.streams[static_cast<std::size_t>(r)];
+    Buffers b(*ranks.pools[static_cast<std::size_t>(r)]);
+    Nvfp4View const send{b.get(count / 2, true), b.get(count / 16, true), b.get<float>(4, true),
+                         count};
+    Nvfp4View const recv{b.get(count / 2 * n, true), b.get(count / 16 * n, true),
+                         b.get<float>(4 * n, true), count * n};
+    std::size_t const route_row = topk * 4;
+    auto* ids = b.get(cap * route_row, true);
+    auto* ids_all = b.get(cap * route_row * n, true);
+    auto* weights = b.get(cap * route_row, true);
+    auto* weights_all = b.get(cap * route_row * n, true);
+    auto* ints = b.get<std::int32_t>(sizeof(std::int32_t) * (2 * n + 2), false);
+    std::int32_t const mine = capacity - (comm.rank() % 4) * capacity / 4;
+    fill(s, ints, 1, repeat(mine));
+    fill(s, ints + 1, 1, repeat(std::int32_t{0}));
+    fill(s, send.global_scale, 4, repeat(1.0f));
+    fill(s, send.block_scales, count / 16, repeat(std::uint8_t{0x38}));
+    DeviceCounts const dc{ints, cap, ints + 2, ints + 2 + n, ints + 1};
+    std::vector<RowItem> const items{RowItem{ids, ids_all, route_row, "topk_ids"},
+                                     RowItem{weights, weights_all, route_row, "topk_weights"}};
+    std::function<void()> run_dispatch = [&] {
+      all_gatherv(comm, send, recv, hidden, items, dc, s);
+    };
+    auto* combined = b.get<bf16>(count * 2, true);
+    std::function<void()> run_combine;
+    if (c.moe_combine == Dtype::Nvfp4) {
+      Nvfp4View const partial{b.get(count * n / 2, true), b.get(count * n / 16, true),
+                              b.get<float>(4, true), count * n};
+      fill(s, partial.global_scale, 4, repeat(1.0f));
+      fill(s, partial.block_scales, count * n / 16, repeat(std::uint8_t{0x38}));
+      run_combine = [&, partial] {
+        reduce_scatterv(comm, partial, Bf16Span{combined, count}, hidden, dc, s);
+      };
+    } else {
+      auto* partial = b.get<bf16>(count * n * 2, true);
+      run_combine = [&, partial] {
+        reduce_scatterv(comm, Bf16Span{partial, count * n}, Bf16Span{combined, count}, hidden, dc,
+                        s);
+      };
+    }
+    std::string const what = "moe-dp device counts, capacity " + std::to_string(capacity) +
+                             " on rank " + std::to_string(comm.rank());
+    dispatch[static_cast<std::size_t>(r)] =
+        time_iterations(s, barrier, Timing::of(c), run_dispatch, what + " (dispatch)");
+    combine[static_cast<std::size_t>(r)] =
+        time_iterations(s, barrier, Timing::of(c), run_combine, what + " (combine)");
+    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
+    barrier.wait();
+  });
+  MoeResult m;
+  m.tokens_per_rank = capacity;
+  m.path = "device-counts";
+  m.dispatch_us = combine_times(ranks, dispatch, c.average);
+  m.combine_us = combine_times(ranks, combine, c.average);
+  return m;
+}
+
+}  // namespace
 
 std::vector<MoeResult> run_moe(const Config& c, Ranks& ranks) {
   std::vector<MoeResult> results;
@@ -102,6 +180,15 @@ std::vector<MoeResult> run_moe(const Config& c, Ranks& ranks) {
       m.dispatch_us = combine_times(ranks, dispatch, c.average);
       m.combine_us = combine_times(ranks, combine, c.average);
       results.push_back(m);
+    }
+    // Uneven tokens with the counts on the device (capacity = this row's tokens per rank).
+    if (tokens >= 4) {
+      if (ranks.prints()) {
+        std::fprintf(stderr,
+                     "[symmcomm-bench] moe-dp: capacity %d tokens per rank, device counts\n",
+                     tokens);
+      }
+      results.push_back(run_moe_device_counts(c, ranks, tokens));
     }
   }
   return results;
