@@ -6,6 +6,9 @@
 #include <nccl.h>
 
 #include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "bench_support.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
@@ -16,6 +19,28 @@
 namespace symmcomm::bench {
 
 namespace {
+
+// Times one rank's dispatch and combine into its slots of `dispatch` / `combine`, then waits for
+// the other ranks.
+void time_layer(const Config& c, Barrier& barrier, cudaStream_t s,
+                const std::function<void()>& run_dispatch, const std::function<void()>& run_combine,
+                const std::string& what, double& dispatch_us, double& combine_us) {
+  dispatch_us = time_iterations(s, barrier, Timing::of(c), run_dispatch, what + " (dispatch)");
+  combine_us = time_iterations(s, barrier, Timing::of(c), run_combine, what + " (combine)");
+  SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
+  barrier.wait();
+}
+
+// The row of one layer's timings over the ranks.
+MoeResult moe_result(const Config& c, Ranks& ranks, int tokens, std::string path,
+                     const std::vector<double>& dispatch, const std::vector<double>& combine) {
+  MoeResult m;
+  m.tokens_per_rank = tokens;
+  m.path = std::move(path);
+  m.dispatch_us = combine_times(ranks, dispatch, c.average);
+  m.combine_us = combine_times(ranks, combine, c.average);
+  return m;
+}
 
 // DP attention's uneven tokens with the counts on the device (ragged.hpp): rank r holds
 // `capacity` - (r % 4) x capacity / 4 tokens (100, 75, 50, 25% of the capacity), the dispatch
@@ -74,19 +99,10 @@ MoeResult run_moe_device_counts(const Config& c, Ranks& ranks, int capacity) {
     }
     std::string const what = "moe-dp device counts, capacity " + std::to_string(capacity) +
                              " on rank " + std::to_string(comm.rank());
-    dispatch[static_cast<std::size_t>(r)] =
-        time_iterations(s, barrier, Timing::of(c), run_dispatch, what + " (dispatch)");
-    combine[static_cast<std::size_t>(r)] =
-        time_iterations(s, barrier, Timing::of(c), run_combine, what + " (combine)");
-    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
-    barrier.wait();
+    time_layer(c, barrier, s, run_dispatch, run_combine, what,
+               dispatch[static_cast<std::size_t>(r)], combine[static_cast<std::size_t>(r)]);
   });
-  MoeResult m;
-  m.tokens_per_rank = capacity;
-  m.path = "device-counts";
-  m.dispatch_us = combine_times(ranks, dispatch, c.average);
-  m.combine_us = combine_times(ranks, combine, c.average);
-  return m;
+  return moe_result(c, ranks, capacity, "device-counts", dispatch, combine);
 }
 
 }  // namespace
@@ -167,19 +183,10 @@ std::vector<MoeResult> run_moe(const Config& c, Ranks& ranks) {
         }
         std::string const what = "moe-dp " + std::to_string(tokens) + " tokens per rank on rank " +
                                  std::to_string(comm.rank());
-        dispatch[static_cast<std::size_t>(r)] =
-            time_iterations(s, barrier, Timing::of(c), run_dispatch, what + " (dispatch)");
-        combine[static_cast<std::size_t>(r)] =
-            time_iterations(s, barrier, Timing::of(c), run_combine, what + " (combine)");
-        SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
-        barrier.wait();
+        time_layer(c, barrier, s, run_dispatch, run_combine, what,
+                   dispatch[static_cast<std::size_t>(r)], combine[static_cast<std::size_t>(r)]);
       });
-      MoeResult m;
-      m.tokens_per_rank = tokens;
-      m.path = to_string(path);
-      m.dispatch_us = combine_times(ranks, dispatch, c.average);
-      m.combine_us = combine_times(ranks, combine, c.average);
-      results.push_back(m);
+      results.push_back(moe_result(c, ranks, tokens, to_string(path), dispatch, combine));
     }
     // Uneven tokens with the counts on the device (capacity = this row's tokens per rank).
     if (tokens >= 4) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collectives/planner.hpp"
+#include "support/tensors.hpp"
 #include "symmcomm/collectives/ragged.hpp"
 #include "symmcomm/error.hpp"
 
@@ -16,15 +17,7 @@ namespace {
 
 using namespace symmcomm;
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const LogicError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using test::logic_error_text;
 
 auto* const kDev = reinterpret_cast<std::int32_t*>(std::uintptr_t{1} << 20);
 auto* const kBf16 = reinterpret_cast<bf16*>(std::uintptr_t{1} << 21);
@@ -38,34 +31,34 @@ TEST(RaggedArgs, DeviceCountsAreNamed) {
   Bf16Span const send{kBf16, 4 * 8}, recv{kBf16, 64};
   DeviceCounts c = good(4);
   c.count = nullptr;
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(logic_error_text([&] {
               all_gatherv(none, send, recv, 8, c, nullptr);
             }).find("counts.count is null (this rank's count, a device int32)"),
             std::string::npos);
   c = good(4);
   c.offsets = nullptr;
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(logic_error_text([&] {
               all_gatherv(none, send, recv, 8, c, nullptr);
             }).find("counts.counts and counts.offsets must be device arrays"),
             std::string::npos);
   c = good(4);
   c.overflow = nullptr;
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(logic_error_text([&] {
               all_gatherv(none, send, recv, 8, c, nullptr);
             }).find("counts.overflow is null"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(logic_error_text([&] {
               all_gatherv(none, Bf16Span{kBf16, 31}, recv, 8, good(4), nullptr);
             }).find("send.count 31 is not counts.capacity 4 x row_elements 8"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(logic_error_text([&] {
               all_gatherv(none, send, recv, 0, good(4), nullptr);
             }).find("row_elements is 0"),
             std::string::npos);
   auto* bytes = reinterpret_cast<std::uint8_t*>(kDev);
   auto* f = reinterpret_cast<float*>(kDev);
   Nvfp4View const q{bytes, bytes, f, 4 * 24};
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(logic_error_text([&] {
               all_gatherv(none, q, q, 24, good(4), nullptr);
             }).find("row_elements 24 is not a multiple of 16 (NVFP4 rows are whole blocks)"),
             std::string::npos);
@@ -73,22 +66,22 @@ TEST(RaggedArgs, DeviceCountsAreNamed) {
   // empty communicator's 0 ranks, so the items are what is wrong).
   Bf16Span const none_recv{kBf16, 0};
   std::vector<RowItem> items(kMaxRowItems + 1, RowItem{kDev, kDev, 4, "ids"});
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(logic_error_text([&] {
               all_gatherv(none, send, none_recv, 8, items, good(4), nullptr);
             }).find("5 items; at most 4"),
             std::string::npos);
   items.assign(1, RowItem{kDev, kDev, 0, "topk_ids"});
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(logic_error_text([&] {
               all_gatherv(none, send, none_recv, 8, items, good(4), nullptr);
             }).find("items[0] (topk_ids).row_bytes is 0"),
             std::string::npos);
   items.assign(1, RowItem{kDev, nullptr, 4, "topk_weights"});
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(logic_error_text([&] {
               all_gatherv(none, send, none_recv, 8, items, good(4), nullptr);
             }).find("items[0] (topk_weights) send or recv is null"),
             std::string::npos);
   // Arguments pass, then the empty communicator is named.
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(logic_error_text([&] {
               all_gatherv(none, send, Bf16Span{kBf16, 0}, 8, good(4), nullptr);
             }).find("comm is empty"),
             std::string::npos);
@@ -97,21 +90,21 @@ TEST(RaggedArgs, DeviceCountsAreNamed) {
 TEST(RaggedArgs, ReduceScatterShapesMirrorTheGather) {
   Communicator const none;
   // The full compact tensor is the send (comm.size() x capacity rows of room), the shard recv.
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(logic_error_text([&] {
               reduce_scatterv(none, Bf16Span{kBf16, 0}, Bf16Span{kBf16, 31}, 8, good(4), nullptr);
             }).find("recv.count 31 is not counts.capacity 4 x row_elements 8"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(logic_error_text([&] {
               reduce_scatterv(none, Bf16Span{kBf16, 8}, Bf16Span{kBf16, 32}, 8, good(4), nullptr);
             }).find("send.count 8 is not comm.size() 0 x counts.capacity 4 x row_elements 8"),
             std::string::npos);
   auto* bytes = reinterpret_cast<std::uint8_t*>(kDev);
   Nvfp4View const q{bytes, bytes, reinterpret_cast<float*>(kDev), 0};
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(logic_error_text([&] {
               reduce_scatterv(none, q, Bf16Span{kBf16, 0}, 24, good(4), nullptr);
             }).find("row_elements 24 is not a multiple of 16"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(logic_error_text([&] {
               reduce_scatterv(none, Bf16Span{kBf16, 0}, Bf16Span{kBf16, 32}, 8, good(4), nullptr);
             }).find("comm is empty"),
             std::string::npos);
@@ -133,7 +126,7 @@ TEST(RaggedArgs, PlannedOnTheFallbackOnlySayingWhatMoves) {
   EXPECT_NE(p.reason().find("5760 bytes per rank, whatever the counts"), std::string::npos)
       << p.reason();
   r.choice = PathChoice::LsaKernel;
-  EXPECT_NE(error_of([&] { plan_collective(r); })
+  EXPECT_NE(logic_error_text([&] { plan_collective(r); })
                 .find("Options::path lsa-kernel: a gather with counts on the device runs on the "
                       "fallback path only"),
             std::string::npos);
