@@ -5,7 +5,8 @@
 # thread's native backtrace (cuda-gdb) beside its output, then is stopped; the parts' JSON are
 # merged into latency.json and tabulated (bench/plot.py --latency). Outputs in ${OUT:-./gpu-out}.
 # Usage: [SYMMCOMM_LATENCY_RANKS="2 4 8"] [SYMMCOMM_LATENCY_OPS="AllGather ReduceScatter"]
-#        [SYMMCOMM_LATENCY_LIMIT_S=150] scripts/gpu_latency.sh [build dir (build-nccl2)]
+#        [SYMMCOMM_LATENCY_LIMIT_S=150] [SYMMCOMM_LATENCY_BACKTRACE=0 (no cuda-gdb on overrun)]
+#        scripts/gpu_latency.sh [build dir (build-nccl2)]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
@@ -30,10 +31,12 @@ for n in ${SYMMCOMM_LATENCY_RANKS:-2 4 8}; do
       sleep 0.1
     done
     if kill -0 "$pid" 2>/dev/null; then
-      echo "== $op at $n ranks: still running after $limit s; backtraces in $(basename "$f").bt"
-      timeout 60 cuda-gdb -batch -p "$pid" -ex "thread apply all bt" >"$f.bt" 2>&1
+      echo "== $op at $n ranks: still running after $limit s; stopped (cases done: $f.txt)"
+      if [ "${SYMMCOMM_LATENCY_BACKTRACE:-1}" = 1 ]; then
+        timeout 60 cuda-gdb -batch -p "$pid" -ex "thread apply all bt" >"$f.bt" 2>&1
+        grep -E "^#[0-9]+ " "$f.bt" | grep -vE "libc\.so|pthread" | cut -c1-150 | head -40
+      fi
       kill -9 "$pid" 2>/dev/null
-      grep -E "^#[0-9]+ " "$f.bt" | grep -vE "libc\.so|pthread" | cut -c1-150 | head -40
       rc=1
     fi
     wait "$pid"; prc=$?

@@ -59,15 +59,21 @@ def main():
                                                     count, counts, offsets, overflow, GROUP)
         return gathered, combined
 
+    def progress(what):
+        print("rank %d: %s" % (rank, what), flush=True)
+
     compiled = torch.compile(step, fullgraph=True)
     x = torch.zeros(CAPACITY, HIDDEN, dtype=torch.bfloat16, device="cuda")
     partial = torch.zeros(world * CAPACITY, HIDDEN, dtype=torch.bfloat16, device="cuda")
     pd, ps, pg = ops.quantize_nvfp4(partial, None)
+    progress("compiling (torch.compile, fullgraph) and running once eagerly")
     compiled(x, pd, ps, pg)  # compile and size the workspace outside capture
     torch.cuda.synchronize()
+    progress("capturing one CUDA graph")
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         static = compiled(x, pd, ps, pg)
+    progress("replaying with new counts")
 
     ok = True
     for step_no in range(3):

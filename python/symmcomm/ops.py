@@ -21,7 +21,11 @@ Conventions (engines' tensors are [tokens, hidden]):
 - The communicator is named by a string registered with register_communicator, so operators
   carry no Python objects; each operator runs on the current CUDA stream.
 - Functional operators return new tensors; `*_out` operators write into given tensors and
-  declare them mutated.
+  declare them mutated. all_gatherv_device* leave the output rows past the total count as they
+  were (a new tensor's are unspecified, as torch.empty's): read rows below offsets[-1] +
+  counts[-1].
+- Python implementations give every argument that has a default in the schema the same
+  default: the dispatcher drops arguments equal to their default before calling them.
 
 Every operator has a fake implementation computing its output shapes from its inputs' shapes
 (symmcomm.shapes' arithmetic), so torch.compile sizes outputs without running anything. The
@@ -129,7 +133,7 @@ def _nvfp4_gather_outputs(data, bs, gs, size, rows_total, row_elements):
             gs.new_empty((size,)))
 
 
-def _all_gather_nvfp4(data, bs, gs, group, row_elements):
+def _all_gather_nvfp4(data, bs, gs, group, row_elements=None):
     size = _size(group)
     outs = _nvfp4_gather_outputs(data, bs, gs, size, data.shape[0] * size, row_elements)
     symmcomm.all_gather(communicator(group),
@@ -138,12 +142,12 @@ def _all_gather_nvfp4(data, bs, gs, group, row_elements):
     return outs
 
 
-def _all_gather_nvfp4_fake(data, bs, gs, group, row_elements):
+def _all_gather_nvfp4_fake(data, bs, gs, group, row_elements=None):
     size = _size(group)
     return _nvfp4_gather_outputs(data, bs, gs, size, data.shape[0] * size, row_elements)
 
 
-def _all_gather_nvfp4_out(data, bs, gs, out_data, out_bs, out_gs, group, row_elements):
+def _all_gather_nvfp4_out(data, bs, gs, out_data, out_bs, out_gs, group, row_elements=None):
     symmcomm.all_gather(communicator(group),
                         symmcomm.Nvfp4Tensor(data.contiguous(), bs.contiguous(), gs),
                         symmcomm.Nvfp4Tensor(out_data, out_bs, out_gs), row_elements=row_elements)
@@ -177,7 +181,7 @@ def _all_gatherv_fake(x, counts, group):
     return x.new_empty((sum(counts),) + tuple(x.shape[1:]))
 
 
-def _all_gatherv_nvfp4(data, bs, gs, counts, group, row_elements):
+def _all_gatherv_nvfp4(data, bs, gs, counts, group, row_elements=None):
     size = _size(group)
     outs = _nvfp4_gather_outputs(data, bs, gs, size, sum(counts), row_elements)
     elements = [int(c) * _row_elements_of(data) * 2 for c in counts]
@@ -187,7 +191,7 @@ def _all_gatherv_nvfp4(data, bs, gs, counts, group, row_elements):
     return outs
 
 
-def _all_gatherv_nvfp4_fake(data, bs, gs, counts, group, row_elements):
+def _all_gatherv_nvfp4_fake(data, bs, gs, counts, group, row_elements=None):
     return _nvfp4_gather_outputs(data, bs, gs, _size(group), sum(counts), row_elements)
 
 
@@ -283,7 +287,7 @@ def _quantize_nvfp4(x, global_scale):
     return data, bs, gs
 
 
-def _quantize_all_gather_nvfp4_fake(x, scale, group, row_elements):
+def _quantize_all_gather_nvfp4_fake(x, scale, group, row_elements=None):
     size = _size(group)
     d, s = _quantize_nvfp4_shapes(x)
     data = x.new_empty((d[0] * size,) + tuple(d[1:]), dtype=torch.uint8)
@@ -296,7 +300,7 @@ def _quantize_all_gather_nvfp4_fake(x, scale, group, row_elements):
     return data, bs, x.new_empty((size,), dtype=torch.float32)
 
 
-def _quantize_all_gather_nvfp4(x, scale, group, row_elements):
+def _quantize_all_gather_nvfp4(x, scale, group, row_elements=None):
     outs = _quantize_all_gather_nvfp4_fake(x, scale, group, row_elements)
     symmcomm.quantize_all_gather(communicator(group), x.contiguous(), symmcomm.Nvfp4Tensor(*outs),
                                  scale=scale, row_elements=row_elements)

@@ -36,7 +36,9 @@ def cases(ops):
     f8 = x.to(torch.float8_e4m3fn)
     one = torch.ones(1, device="cuda", dtype=torch.float32)
     i32 = lambda v: torch.tensor(v, device="cuda", dtype=torch.int32)  # noqa: E731
-    dev = (i32([20]), i32([0]), i32([0]), i32([0]))
+    # This rank's count at capacity: every output row is written, so eager and traced outputs
+    # compare equal (rows past the count are unspecified; test_device_counts_place_rows).
+    dev = (i32([32]), i32([0]), i32([0]), i32([0]))
     return [
         (ops.all_gatherv_device, (x, *dev, GROUP)),
         (ops.all_gatherv_device_nvfp4, (data, bs, gs, *dev, GROUP)),
@@ -112,6 +114,26 @@ def test_compiled_fullgraph_equals_eager_and_replays_in_a_cuda_graph(ops):
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(static_out, moe_step(ops, fresh))
+
+
+def test_device_counts_place_rows_and_write_counts(ops):
+    x = bf16(32, seed=3)
+    i32 = lambda v: torch.tensor(v, device="cuda", dtype=torch.int32)  # noqa: E731
+    count, counts, offsets, overflow = i32([20]), i32([-1]), i32([-1]), i32([7])
+    overflow.zero_()
+    got = ops.all_gatherv_device(x, count, counts, offsets, overflow, GROUP)
+    torch.cuda.synchronize()
+    assert counts.tolist() == [20] and offsets.tolist() == [0] and overflow.item() == 0
+    assert torch.equal(got[:20], x[:20])
+    # The combine keeps this rank's 20 rows and writes the rest of capacity as zero.
+    summed = ops.reduce_scatterv_device(x, count, counts, offsets, overflow, GROUP)
+    torch.cuda.synchronize()
+    assert torch.equal(summed[:20], x[:20]) and bool((summed[20:] == 0).all())
+    # A count above capacity raises the flag (the rows gathered are clamped to capacity).
+    count.fill_(33)
+    got = ops.all_gatherv_device(x, count, counts, offsets, overflow, GROUP)
+    torch.cuda.synchronize()
+    assert overflow.item() != 0 and torch.equal(got, x)
 
 
 def test_an_unknown_group_is_named(ops):
