@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Device session, short: the Python package's tests (torch operators included), the torch
+# examples, the operator-overhead table, then a latency sweep for what time is left. Builds only
+# libsymmcomm_c (both NCCL lines) and the micro benchmark (second line). Logs in ${OUT:-./gpu-out}.
+# Usage: [SYMMCOMM_PYTHON=/path/python3] scripts/gpu_python.sh
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
+second="${SYMMCOMM_SECOND_NCCL:-$SYMMCOMM_ROOT/.nccl-2.30.7}"
+py="${SYMMCOMM_PYTHON:-/opt/torch/.venv/bin/python3}"
+[ -x "$py" ] || py=python3
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0
+jobs=$(( $(nproc) / 2 ))
+build() {  # build <dir> <tag> <targets> [cmake args...]
+  local dir="$1" tag="$2" targets="$3"; shift 3
+  cmake -S "$SYMMCOMM_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSYMMCOMM_WITH_MPI=ON \
+    "$@" >"$out/build-$tag.log" 2>&1 &&
+    cmake --build "$dir" --parallel "$jobs" --target $targets >>"$out/build-$tag.log" 2>&1
+}
+build "$SYMMCOMM_ROOT/build-dev" system symmcomm_c & p1=$!
+build "$SYMMCOMM_ROOT/build-nccl2" second "symmcomm_c symmcomm_micro_bench" \
+  -DNCCL_ROOT="$second" & p2=$!
+wait $p1 || { tail -30 "$out/build-system.log"; exit 1; }
+wait $p2 || { tail -30 "$out/build-second.log"; exit 1; }
+echo "built ($(date -u +%T))"
+pytest_line() {  # pytest_line <tag> <build dir> [env...]
+  local tag="$1" dir="$2"; shift 2
+  (cd "$SYMMCOMM_ROOT/python" && env "$@" SYMMCOMM_LIBRARY="$dir/src/libsymmcomm_c.so" \
+     timeout 200 "$py" -m pytest -q -rs -p no:cacheprovider --timeout 120 tests \
+     >"$out/pytest-$tag.txt" 2>&1)
+  echo "== pytest $tag: $(tail -1 "$out/pytest-$tag.txt")"
+  grep -E "^(E|FAILED) " "$out/pytest-$tag.txt" | cut -c1-250 | head -8
+}
+l2="LD_LIBRARY_PATH=$second/lib:${LD_LIBRARY_PATH:-}"
+pytest_line nccl-2.30.7 "$SYMMCOMM_ROOT/build-nccl2" "$l2" NCCL_MULTI_RANK_GPU_ENABLE=1
+lib2="$SYMMCOMM_ROOT/build-nccl2/src/libsymmcomm_c.so"
+for ex in moe_layer_compiled moe_layer; do
+  env "$l2" SYMMCOMM_LIBRARY="$lib2" timeout -s ABRT 60 "$py" -X faulthandler \
+    "$SYMMCOMM_ROOT/examples/python/$ex.py" >"$out/example-$ex.txt" 2>&1
+  echo "== example $ex: exit $?"; tail -6 "$out/example-$ex.txt" | cut -c1-200
+done
+env "$l2" SYMMCOMM_LIBRARY="$lib2" timeout 90 "$py" "$SYMMCOMM_ROOT/bench/python/ops_overhead.py" \
+  "$out/ops-overhead" >"$out/ops-overhead.txt" 2>&1
+echo "== ops_overhead: exit $?"; tail -12 "$out/ops-overhead.txt"
+pytest_line nccl-2.28.3 "$SYMMCOMM_ROOT/build-dev"
+SYMMCOMM_LATENCY_BACKTRACE=0 "$SYMMCOMM_ROOT/scripts/gpu_latency.sh"
