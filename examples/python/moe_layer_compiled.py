@@ -11,8 +11,10 @@ Checked against eager PyTorch arithmetic on the dequantized values.
 
 Usage: python3 examples/python/moe_layer_compiled.py            (one rank)
        torchrun --nproc-per-node N examples/python/moe_layer_compiled.py
-Exit 77: no PyTorch or GPU.
+Exit 77: no PyTorch or GPU. After SYMMCOMM_EXAMPLE_TIMEOUT_S (90) seconds the Python stacks are
+printed and the run exits non-zero.
 """
+import faulthandler
 import os
 import sys
 
@@ -34,6 +36,9 @@ CAPACITY, HIDDEN, GROUP = 32, 1024, "moe"
 
 
 def main():
+    # A stuck step prints every thread's Python stack and exits non-zero instead of hanging CI.
+    faulthandler.dump_traceback_later(int(os.environ.get("SYMMCOMM_EXAMPLE_TIMEOUT_S", "90")),
+                                      exit=True)
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
     device = int(os.environ.get("LOCAL_RANK", rank)) % torch.cuda.device_count()
     symmcomm.share_gpus_if_needed(rank, int(os.environ.get("LOCAL_WORLD_SIZE", world)))
