@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Device session, short: the Python package's tests (torch operators included), the torch
-# examples, the operator-overhead table, then a latency sweep for what time is left. Builds only
+# examples, the operator-overhead table, the one-launch quantize benchmark, then a latency sweep for what time is left. Builds only
 # libsymmcomm_c (both NCCL lines) and the micro benchmark (second line). Logs in ${OUT:-./gpu-out}.
 # Usage: [SYMMCOMM_PYTHON=/path/python3] scripts/gpu_python.sh
 set -uo pipefail
@@ -44,4 +44,10 @@ env "$l2" SYMMCOMM_LIBRARY="$lib2" timeout 90 "$py" "$SYMMCOMM_ROOT/bench/python
   "$out/ops-overhead" >"$out/ops-overhead.txt" 2>&1
 echo "== ops_overhead: exit $?"; tail -12 "$out/ops-overhead.txt"
 pytest_line nccl-2.28.3 "$SYMMCOMM_ROOT/build-dev"
+# Computed-scale NVFP4 quantize: separate launches vs one cooperative launch, same run (#30).
+timeout 120 "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm_micro_bench" \
+  --benchmark_filter=BM_QuantizeNvfp4Launches --benchmark_repetitions=3 \
+  --benchmark_display_aggregates_only=true --benchmark_out="$out/quantize_launches.json" \
+  --benchmark_out_format=json >"$out/quantize_launches.txt" 2>&1
+echo "== quantize launches: exit $?"; grep "_mean" "$out/quantize_launches.txt" | cut -c1-150
 SYMMCOMM_LATENCY_BACKTRACE=0 "$SYMMCOMM_ROOT/scripts/gpu_latency.sh"

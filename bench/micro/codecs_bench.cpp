@@ -4,7 +4,9 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <string>
 
+#include "formats/codecs_internal.hpp"
 #include "micro/device_memory.hpp"
 #include "micro/device_timer.hpp"
 #include "support/ordered_copy.hpp"
@@ -36,6 +38,51 @@ void BM_QuantizeNvfp4(benchmark::State& state) {
   time_device(state, nullptr, [&] { quantize_nvfp4(src.as<bf16>(), view, mode, nullptr); });
   state.SetLabel(mode == ScaleMode::Compute ? "computed global scale (2 passes)" : "given scale");
   report_bandwidth(state, static_cast<double>(n * 2 + n / 2 + n / 16));
+}
+
+// Computed-scale NVFP4 quantize at decode sizes, separate launches (memset, amax, quantize,
+// finalise) vs one cooperative launch (detail::QuantizeLaunch), side by side: rows of 7168 bf16,
+// eager (20 calls back to back) or one CUDA graph of 20 captured calls; time per iteration (20
+// calls).
+void BM_QuantizeNvfp4Launches(benchmark::State& state) {
+  constexpr int kCalls = 20;
+  std::size_t const n = static_cast<std::size_t>(state.range(0)) * 7168;
+  auto const launch =
+      state.range(1) ? detail::QuantizeLaunch::One : detail::QuantizeLaunch::Separate;
+  bool const graph = state.range(2) != 0;
+  DeviceMemory src(n * 2), data(n / 2), scales(n / 16), global(sizeof(float));
+  fill_bf16(src, n);
+  Nvfp4View const view{data.as<std::uint8_t>(), scales.as<std::uint8_t>(), global.as<float>(), n};
+  cudaStream_t stream = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  auto const calls = [&] {
+    for (int i = 0; i < kCalls; ++i) {
+      detail::quantize_nvfp4(src.as<bf16>(), view, ScaleMode::Compute, launch, stream);
+    }
+  };
+  cudaGraphExec_t exec = nullptr;
+  if (graph) {
+    cudaGraph_t g = nullptr;
+    SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    calls();
+    SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(stream, &g));
+    SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&exec, g, 0));
+    SYMMCOMM_CUDA_TRY(cudaGraphDestroy(g));
+  }
+  time_device(state, stream, [&] {
+    if (graph) {
+      SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, stream));
+    } else {
+      calls();
+    }
+  });
+  if (exec != nullptr) SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(exec));
+  SYMMCOMM_CUDA_TRY(cudaStreamDestroy(stream));
+  state.SetLabel(std::string(launch == detail::QuantizeLaunch::One ? "one launch" : "separate") +
+                 (graph ? ", graph" : ", eager") + ", " + std::to_string(kCalls) +
+                 " calls per iteration");
+  report_bandwidth(state,
+                   static_cast<double>(kCalls) * static_cast<double>(n * 2 + n / 2 + n / 16));
 }
 
 void BM_DequantizeNvfp4(benchmark::State& state) {
@@ -83,6 +130,11 @@ BENCHMARK(BM_DeviceCopy)->Arg(kElems * 2)->UseManualTime()->Unit(benchmark::kMic
 BENCHMARK(BM_QuantizeNvfp4)
     ->Args({kElems, 0})
     ->Args({kElems, 1})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QuantizeNvfp4Launches)
+    ->ArgsProduct({{1, 8, 64, 512, 2048, 8192}, {0, 1}, {0, 1}})
+    ->ArgNames({"rows", "one_launch", "graph"})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DequantizeNvfp4)->Arg(kElems)->UseManualTime()->Unit(benchmark::kMicrosecond);

@@ -5,6 +5,10 @@
 // the shared host/device code of symmcomm/formats (or hardware conversions proven equal to it),
 // so kernels and CPU references agree bit for bit.
 
+#include <cooperative_groups.h>
+
+#include <array>
+#include <mutex>
 #include <type_traits>
 
 #include "core/cuda_utils.hpp"
@@ -57,14 +61,12 @@ __global__ void fp8_finalize_scale_kernel(float* slot, Fp8Format format) {
 
 // ---- NVFP4 --------------------------------------------------------------------------------
 
-// `scale_slot` holds the global scale (Given) or the tensor's amax (Compute).
+// Quantizes `blocks` 16-element blocks of `src` with this global scale, grid-striding.
 template <class In>
-__global__ void quantize_nvfp4_kernel(const In* __restrict__ src, std::size_t blocks,
-                                      uint2* __restrict__ data, std::uint8_t* __restrict__ scales,
-                                      const float* __restrict__ scale_slot, bool slot_is_amax) {
-  __shared__ float quant_table[256];
-  float const slot = *scale_slot;
-  float const global_scale = slot_is_amax ? nvfp4_global_scale(slot) : slot;
+__device__ __forceinline__ void quantize_nvfp4_blocks(const In* __restrict__ src,
+                                                      std::size_t blocks, uint2* __restrict__ data,
+                                                      std::uint8_t* __restrict__ scales,
+                                                      float global_scale, float* quant_table) {
   float const scale_factor = nvfp4_scale_factor(global_scale);
   fill_quant_table(quant_table, global_scale);
   std::size_t const stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
@@ -87,6 +89,57 @@ __global__ void quantize_nvfp4_kernel(const In* __restrict__ src, std::size_t bl
       }
     }
   }
+}
+
+// `scale_slot` holds the global scale (Given) or the tensor's amax (Compute).
+template <class In>
+__global__ void quantize_nvfp4_kernel(const In* __restrict__ src, std::size_t blocks,
+                                      uint2* __restrict__ data, std::uint8_t* __restrict__ scales,
+                                      const float* __restrict__ scale_slot, bool slot_is_amax) {
+  __shared__ float quant_table[256];
+  float const slot = *scale_slot;
+  quantize_nvfp4_blocks(src, blocks, data, scales, slot_is_amax ? nvfp4_global_scale(slot) : slot,
+                        quant_table);
+}
+
+// ScaleMode::Compute in one cooperative launch (QuantizeLaunch::One): every CTA takes the amax
+// of its share of `src`, the grid agrees on the tensor's amax in `slot`, then quantizes `src`
+// again - from L2 when it fits there. Three grid barriers: the slot cleared before any CTA
+// adds to it, the amax complete before any CTA reads it, every CTA's read done before CTA 0
+// stores the global scale in its place. Bit for bit the separate launches' result (the same
+// maximum, the same global scale, the same block arithmetic).
+template <class In>
+__global__ void __launch_bounds__(kThreadsPerCta)
+    quantize_nvfp4_one_launch_kernel(const In* __restrict__ src, std::size_t blocks,
+                                     uint2* __restrict__ data, std::uint8_t* __restrict__ scales,
+                                     float* __restrict__ slot) {
+  __shared__ float quant_table[256];
+  cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+  auto* const amax_bits = reinterpret_cast<unsigned*>(slot);
+  if (blockIdx.x == 0 && threadIdx.x == 0) *amax_bits = 0u;
+  std::size_t const groups = blocks * 2;  // 8-element loads
+  float m = 0.0f;
+  std::size_t const stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < groups;
+       i += stride) {
+    Vectors<In, 8> in;
+    load(src, i, in);
+    float x[8];
+    to_floats(in, x);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) m = fmaxf(m, fabsf(x[k]));
+  }
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
+  }
+  grid.sync();  // the slot is 0
+  if ((threadIdx.x & 31) == 0) atomicMax(amax_bits, __float_as_uint(m));
+  grid.sync();  // the amax is complete
+  float const global_scale = nvfp4_global_scale(__uint_as_float(__ldcg(amax_bits)));
+  grid.sync();  // every CTA has read it
+  if (blockIdx.x == 0 && threadIdx.x == 0) *slot = global_scale;
+  quantize_nvfp4_blocks(src, blocks, data, scales, global_scale, quant_table);
 }
 
 // One thread writes 16 bytes of output (8 bf16 or 4 fp32 elements): a warp's store then covers
@@ -232,13 +285,59 @@ void launch_amax(const In* src, std::size_t count, float* slot, cudaStream_t str
   SYMMCOMM_CHECK_LAUNCH();
 }
 
+// CTAs of the one-launch kernel that can all be resident on the current device at once (a
+// cooperative launch's limit), 0 where the device cannot launch cooperatively. Cached per device.
 template <class In>
-void quantize_nvfp4_impl(const In* src, Nvfp4View dst, ScaleMode mode, cudaStream_t stream) {
+unsigned one_launch_grid_limit() {
+  constexpr int kMaxDevices = 64;
+  static std::mutex mutex;
+  static std::array<int, kMaxDevices> cached{};  // 0: not asked yet; -1: cannot
+  int device = 0;
+  SYMMCOMM_CUDA_TRY(cudaGetDevice(&device));
+  SYMMCOMM_EXPECTS(device < kMaxDevices, "device " << device << " beyond " << kMaxDevices);
+  std::lock_guard lock(mutex);
+  if (cached[static_cast<std::size_t>(device)] == 0) {
+    int cooperative = 0;
+    SYMMCOMM_CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+    int per_sm = 0;
+    SYMMCOMM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, quantize_nvfp4_one_launch_kernel<In>, kThreadsPerCta, 0));
+    int const limit = per_sm * current_device_sm_count();
+    cached[static_cast<std::size_t>(device)] = cooperative != 0 && limit > 0 ? limit : -1;
+  }
+  int const limit = cached[static_cast<std::size_t>(device)];
+  return limit > 0 ? static_cast<unsigned>(limit) : 0u;
+}
+
+// The one-launch computed-scale quantize; false (nothing launched) where the device cannot.
+template <class In>
+bool quantize_nvfp4_one_launch(const In* src, Nvfp4View dst, cudaStream_t stream) {
+  unsigned const limit = one_launch_grid_limit<In>();
+  if (limit == 0) return false;
+  std::size_t blocks = dst.count / kNvfp4BlockSize;
+  unsigned grid = grid_for(blocks * 2, 4);  // the amax pass's shape: 8 elements per thread
+  if (grid > limit) grid = limit;
+  auto* data = reinterpret_cast<uint2*>(dst.data);
+  std::uint8_t* scales = dst.block_scales;
+  float* slot = dst.global_scale;
+  void* args[] = {&src, &blocks, &data, &scales, &slot};
+  SYMMCOMM_CUDA_TRY(cudaLaunchCooperativeKernel(
+      reinterpret_cast<const void*>(quantize_nvfp4_one_launch_kernel<In>), dim3(grid),
+      dim3(kThreadsPerCta), args, 0, stream));
+  return true;
+}
+
+template <class In>
+void quantize_nvfp4_impl(const In* src, Nvfp4View dst, ScaleMode mode, QuantizeLaunch launch,
+                         cudaStream_t stream) {
   validate(dst, "dst");
   check_device_pointer(src, dst.count, "src");
   if (dst.count == 0) return;
   require_cuda_device("codec");  // after the argument checks
   bool const compute = mode == ScaleMode::Compute;
+  if (compute && launch == QuantizeLaunch::One && quantize_nvfp4_one_launch(src, dst, stream)) {
+    return;
+  }
   if (compute) launch_amax(src, dst.count, dst.global_scale, stream);
   std::size_t const blocks = dst.count / kNvfp4BlockSize;
   quantize_nvfp4_kernel<In><<<grid_for(blocks), kThreadsPerCta, 0, stream>>>(
@@ -317,13 +416,18 @@ void scale_from_amax(const bf16* src, std::size_t count, float* slot, DataType t
   SYMMCOMM_CHECK_LAUNCH();
 }
 
+void quantize_nvfp4(const bf16* src, Nvfp4View dst, ScaleMode mode, QuantizeLaunch launch,
+                    cudaStream_t stream) {
+  quantize_nvfp4_impl(src, dst, mode, launch, stream);
+}
+
 }  // namespace detail
 
 void quantize_nvfp4(const bf16* src, Nvfp4View dst, ScaleMode mode, cudaStream_t stream) {
-  detail::quantize_nvfp4_impl(src, dst, mode, stream);
+  detail::quantize_nvfp4_impl(src, dst, mode, detail::QuantizeLaunch::Separate, stream);
 }
 void quantize_nvfp4(const float* src, Nvfp4View dst, ScaleMode mode, cudaStream_t stream) {
-  detail::quantize_nvfp4_impl(src, dst, mode, stream);
+  detail::quantize_nvfp4_impl(src, dst, mode, detail::QuantizeLaunch::Separate, stream);
 }
 void dequantize_nvfp4(ConstNvfp4View src, bf16* dst, cudaStream_t stream) {
   detail::dequantize_nvfp4_impl(src, dst, stream);

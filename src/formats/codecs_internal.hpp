@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/formats/views.hpp"
 
 namespace symmcomm::detail {
@@ -14,5 +15,17 @@ namespace symmcomm::detail {
 /// multiple of 8). Two kernels on `stream`: an amax reduction and a one-thread finalisation.
 void scale_from_amax(const bf16* src, std::size_t count, float* slot, DataType type,
                      cudaStream_t stream);
+
+/// How ScaleMode::Compute quantizes. Separate: the amax reduction, the quantize and a
+/// one-thread finalisation, three launches (and a memset of the slot). One: a single
+/// cooperative launch (grid-wide amax, three grid barriers, then the quantize, rereading the
+/// input from L2 where it fits); Separate where the device cannot launch cooperatively. Both give
+/// the same bytes. The public quantize_nvfp4 uses Separate until the one-launch kernel is
+/// measured against it on the H200 (BM_QuantizeNvfp4Launches).
+enum class QuantizeLaunch { Separate, One };
+
+/// quantize_nvfp4 (symmcomm/formats/codecs.hpp) with the launch shape chosen.
+void quantize_nvfp4(const bf16* src, Nvfp4View dst, ScaleMode mode, QuantizeLaunch launch,
+                    cudaStream_t stream);
 
 }  // namespace symmcomm::detail

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "formats/codecs_internal.hpp"
 #include "support/gpu_test.hpp"
 #include "symmcomm/formats/codecs.hpp"
 
@@ -81,13 +82,21 @@ TEST_P(Nvfp4Kernels, QuantizeAndDequantizeMatchCpuBitForBit) {
     auto const x = specials ? with_specials(plain) : plain;
     DeviceArray<std::uint16_t> src(n);
     src.upload(x);
-    for (ScaleMode mode : {ScaleMode::Given, ScaleMode::Compute}) {
+    // Given; Compute in separate launches; Compute in one cooperative launch.
+    for (int shape = 0; shape < 3; ++shape) {
+      ScaleMode const mode = shape == 0 ? ScaleMode::Given : ScaleMode::Compute;
+      auto const launch =
+          shape == 2 ? detail::QuantizeLaunch::One : detail::QuantizeLaunch::Separate;
       SCOPED_TRACE(std::string(specials ? "with NaN/inf/-0" : "finite") + ", " +
-                   (mode == ScaleMode::Given ? "given scale" : "computed scale"));
+                   (shape == 0   ? "given scale"
+                    : shape == 1 ? "computed scale, separate launches"
+                                 : "computed scale, one launch"));
       Nvfp4Device q(n);
       float const given = 123.5f;
-      if (mode == ScaleMode::Given) q.global.upload({given});
-      quantize_nvfp4(reinterpret_cast<const bf16*>(src.get()), q.view(), mode, nullptr);
+      // Compute must not depend on what the slot held: a NaN there first.
+      q.global.upload({mode == ScaleMode::Given ? given : std::nanf("")});
+      detail::quantize_nvfp4(reinterpret_cast<const bf16*>(src.get()), q.view(), mode, launch,
+                             nullptr);
       SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
       float const g = mode == ScaleMode::Given ? given : nvfp4_global_scale(host_amax(x));
       ASSERT_EQ(q.global.download()[0], g);
@@ -115,6 +124,40 @@ TEST_P(Nvfp4Kernels, QuantizeAndDequantizeMatchCpuBitForBit) {
       }
     }
   }
+}
+
+// The one-launch computed-scale quantize captured in a CUDA graph (engines replay decode steps)
+// and replayed on new inputs: each replay's bytes equal the separate launches' on that input.
+TEST(CodecKernels, OneLaunchComputedScaleQuantizeReplaysFromAGraph) {
+  SYMMCOMM_REQUIRE_GPU();
+  std::size_t const n = 7168 * 64;
+  DeviceArray<std::uint16_t> src(n);
+  Nvfp4Device graph_out(n), reference(n);
+  cudaStream_t stream = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  detail::quantize_nvfp4(reinterpret_cast<const bf16*>(src.get()), graph_out.view(),
+                         ScaleMode::Compute, detail::QuantizeLaunch::One, stream);
+  SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
+  for (std::uint32_t round = 0; round < 3; ++round) {
+    SCOPED_TRACE("replay " + std::to_string(round));
+    auto const x = random_bf16(n, 1000 + round);
+    src.upload(x, stream);  // ordered with the stream that reads it
+    SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, stream));
+    detail::quantize_nvfp4(reinterpret_cast<const bf16*>(src.get()), reference.view(),
+                           ScaleMode::Compute, detail::QuantizeLaunch::Separate, stream);
+    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+    ASSERT_EQ(graph_out.global.download(), reference.global.download());
+    ASSERT_EQ(graph_out.global.download()[0], nvfp4_global_scale(host_amax(x)));
+    ASSERT_EQ(graph_out.scales.download(), reference.scales.download());
+    ASSERT_EQ(graph_out.data.download(), reference.data.download());
+  }
+  SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(exec));
+  SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
+  SYMMCOMM_CUDA_TRY(cudaStreamDestroy(stream));
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, Nvfp4Kernels,
