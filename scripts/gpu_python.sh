@@ -43,6 +43,12 @@ done
 env "$l2" SYMMCOMM_LIBRARY="$lib2" timeout 90 "$py" "$SYMMCOMM_ROOT/bench/python/ops_overhead.py" \
   "$out/ops-overhead" >"$out/ops-overhead.txt" 2>&1
 echo "== ops_overhead: exit $?"; tail -12 "$out/ops-overhead.txt"
+# What PyTorch's NCCL symmetric memory exposes (docs/engine-integration.md section 10): two
+# ranks sharing the GPU, PyTorch made to load NCCL 2.30.7.
+env "$l2" LD_PRELOAD="$second/lib/libnccl.so.2" NCCL_MULTI_RANK_GPU_ENABLE=1 \
+  SYMMCOMM_LIBRARY="$lib2" timeout 120 "$py" -m torch.distributed.run --nproc-per-node 2 \
+  "$SYMMCOMM_ROOT/scripts/probe_torch_symm.py" "$out" >"$out/probe_torch_symm.txt" 2>&1
+echo "== probe_torch_symm: exit $?"; tail -40 "$out/probe_torch_symm.txt" | cut -c1-200
 pytest_line nccl-2.28.3 "$SYMMCOMM_ROOT/build-dev"
 # Computed-scale NVFP4 quantize: separate launches vs one cooperative launch, same run (#30).
 timeout 120 "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm_micro_bench" \
