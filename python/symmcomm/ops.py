@@ -20,6 +20,9 @@ Conventions (engines' tensors are [tokens, hidden]):
   the tensor holds). FP8 tensors are data (float8_e4m3fn / float8_e5m2) and scales (float32).
 - The communicator is named by a string registered with register_communicator, so operators
   carry no Python objects; each operator runs on the current CUDA stream.
+- reduce_scatter_nvfp4 / _fp8 sum into bf16 or fp32 (out_dtype); reduce_scatter_nvfp4_q /
+  _fp8_q re-quantize the sum into the input's own format (NVFP4: data, linear block scales and
+  one global scale computed from the sum; FP8: data and its one scale).
 - Functional operators return new tensors; `*_out` operators write into given tensors and
   declare them mutated. all_gatherv_device* leave the output rows past the total count as they
   were (a new tensor's are unspecified, as torch.empty's): read rows below offsets[-1] +
@@ -251,6 +254,30 @@ def _reduce_scatter_fp8_fake(data, scale, group, out_dtype):
     return data.new_empty(_shard_shape(data, group), dtype=out_dtype)
 
 
+def _reduce_scatter_nvfp4_q(data, bs, gs, group):
+    outs = _reduce_scatter_nvfp4_q_fake(data, bs, gs, group)
+    symmcomm.reduce_scatter(communicator(group),
+                            symmcomm.Nvfp4Tensor(data.contiguous(), bs.contiguous(), gs),
+                            symmcomm.Nvfp4Tensor(*outs))
+    return outs
+
+
+def _reduce_scatter_nvfp4_q_fake(data, bs, gs, group):
+    return (data.new_empty(_shard_shape(data, group)), bs.new_empty(_shard_shape(bs, group)),
+            gs.new_empty((1,)))
+
+
+def _reduce_scatter_fp8_q(data, scale, group):
+    outs = _reduce_scatter_fp8_q_fake(data, scale, group)
+    symmcomm.reduce_scatter(communicator(group), symmcomm.Fp8Tensor(data.contiguous(), scale),
+                            symmcomm.Fp8Tensor(*outs))
+    return outs
+
+
+def _reduce_scatter_fp8_q_fake(data, scale, group):
+    return data.new_empty(_shard_shape(data, group)), scale.new_empty((1,))
+
+
 def _v_shard_shape(x, counts, group):
     return (int(counts[_rank(group)]),) + tuple(x.shape[1:])
 
@@ -425,6 +452,11 @@ OPS = {
                              _reduce_scatter_nvfp4_fake, ()),
     "reduce_scatter_fp8": ("(Tensor data, Tensor scale, str group, ScalarType out_dtype) -> "
                            "Tensor", _reduce_scatter_fp8, _reduce_scatter_fp8_fake, ()),
+    "reduce_scatter_nvfp4_q": ("(Tensor data, Tensor block_scales, Tensor global_scale, "
+                               "str group) -> (Tensor, Tensor, Tensor)",
+                               _reduce_scatter_nvfp4_q, _reduce_scatter_nvfp4_q_fake, ()),
+    "reduce_scatter_fp8_q": ("(Tensor data, Tensor scale, str group) -> (Tensor, Tensor)",
+                             _reduce_scatter_fp8_q, _reduce_scatter_fp8_q_fake, ()),
     "reduce_scatterv": ("(Tensor x, int[] counts, str group) -> Tensor", _reduce_scatterv,
                         _reduce_scatterv_fake, ()),
     "quantize_all_gather_nvfp4": ("(Tensor x, Tensor? scale, str group, int? row_elements=None) "

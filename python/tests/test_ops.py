@@ -58,6 +58,8 @@ def cases(ops):
         (ops.reduce_scatter_nvfp4, (data, bs, gs, GROUP, torch.bfloat16)),
         (ops.reduce_scatter_nvfp4, (data, bs, gs, GROUP, torch.float32)),
         (ops.reduce_scatter_fp8, (f8, one, GROUP, torch.bfloat16)),
+        (ops.reduce_scatter_nvfp4_q, (data, bs, gs, GROUP)),
+        (ops.reduce_scatter_fp8_q, (f8, one, GROUP)),
         (ops.reduce_scatterv, (x, [32], GROUP)),
         (ops.quantize_all_gather_nvfp4, (x, None, GROUP, None)),
         (ops.quantize_all_gather_nvfp4, (x, None, GROUP, 256)),
@@ -74,6 +76,8 @@ def has_fp8(args):
 
 
 def test_opcheck_passes_for_every_operator(ops):
+    checked = {op._qualified_op_name.split("::")[1] for op, _ in cases(ops)}
+    assert checked == set(symmcomm.ops.OPS), set(symmcomm.ops.OPS) ^ checked
     for op, args in cases(ops):
         if has_fp8(args):
             # opcheck's schema and AOT checks compare float8 tensors with arithmetic CUDA does
@@ -93,8 +97,10 @@ def test_fp8_operators_compile_to_eagers_bytes(ops):
 
     def fp8_step(data, scale):
         gathered, scales = ops.all_gather_fp8(data, scale, GROUP)
-        return gathered.view(torch.uint8), scales, ops.reduce_scatter_fp8(
-            data, scale, GROUP, torch.bfloat16)
+        summed, summed_scale = ops.reduce_scatter_fp8_q(data, scale, GROUP)
+        return (gathered.view(torch.uint8), scales,
+                ops.reduce_scatter_fp8(data, scale, GROUP, torch.bfloat16),
+                summed.view(torch.uint8), summed_scale)
 
     eager = fp8_step(f8, one)
     got = torch.compile(fp8_step, fullgraph=True)(f8, one)
