@@ -30,9 +30,10 @@ constexpr int kUnroll = 2;
 
 // ---- absolute maximum (ScaleMode::Compute) --------------------------------------------------
 
+// The absolute maximum of this warp's share of `groups` 8-element groups of `src` (grid-stride),
+// in every lane.
 template <class In>
-__global__ void amax_kernel(const In* __restrict__ src, std::size_t groups,
-                            unsigned* __restrict__ amax_bits) {
+__device__ __forceinline__ float warp_amax(const In* __restrict__ src, std::size_t groups) {
   float m = 0.0f;
   std::size_t const stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < groups;
@@ -48,6 +49,13 @@ __global__ void amax_kernel(const In* __restrict__ src, std::size_t groups,
   for (int offset = 16; offset > 0; offset >>= 1) {
     m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
   }
+  return m;
+}
+
+template <class In>
+__global__ void amax_kernel(const In* __restrict__ src, std::size_t groups,
+                            unsigned* __restrict__ amax_bits) {
+  float const m = warp_amax(src, groups);
   // Non-negative floats order like their bit patterns.
   if ((threadIdx.x & 31) == 0) atomicMax(amax_bits, __float_as_uint(m));
 }
@@ -112,27 +120,13 @@ template <class In>
 __global__ void __launch_bounds__(kThreadsPerCta)
     quantize_nvfp4_one_launch_kernel(const In* __restrict__ src, std::size_t blocks,
                                      uint2* __restrict__ data, std::uint8_t* __restrict__ scales,
-                                     float* __restrict__ slot) {
+                                     float* slot) {
   __shared__ float quant_table[256];
   cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   auto* const amax_bits = reinterpret_cast<unsigned*>(slot);
   if (blockIdx.x == 0 && threadIdx.x == 0) *amax_bits = 0u;
   std::size_t const groups = blocks * 2;  // 8-element loads
-  float m = 0.0f;
-  std::size_t const stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < groups;
-       i += stride) {
-    Vectors<In, 8> in;
-    load(src, i, in);
-    float x[8];
-    to_floats(in, x);
-#pragma unroll
-    for (int k = 0; k < 8; ++k) m = fmaxf(m, fabsf(x[k]));
-  }
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
-  }
+  float const m = warp_amax(src, groups);
   grid.sync();  // the slot is 0
   if ((threadIdx.x & 31) == 0) atomicMax(amax_bits, __float_as_uint(m));
   grid.sync();  // the amax is complete
