@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Device session, short: the Python package's tests (torch operators included), the torch
-# examples, the operator-overhead table, the one-launch quantize benchmark, then a latency sweep for what time is left. Builds only
-# libsymmcomm_c (both NCCL lines) and the micro benchmark (second line). Logs in ${OUT:-./gpu-out}.
+# examples, the operator-overhead table, PyTorch's symmetric-memory probe and the one-launch
+# quantize benchmark. Builds only libsymmcomm_c (both NCCL lines) and the micro benchmark (second
+# line), which a next call on the warm machine can use: scripts/gpu_latency.sh. Logs in
+# ${OUT:-./gpu-out}.
 # Usage: [SYMMCOMM_PYTHON=/path/python3] scripts/gpu_python.sh
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -56,4 +58,3 @@ timeout 120 "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm_micro_bench" \
   --benchmark_display_aggregates_only=true --benchmark_out="$out/quantize_launches.json" \
   --benchmark_out_format=json >"$out/quantize_launches.txt" 2>&1
 echo "== quantize launches: exit $?"; grep "_mean" "$out/quantize_launches.txt" | cut -c1-150
-SYMMCOMM_LATENCY_BACKTRACE=0 "$SYMMCOMM_ROOT/scripts/gpu_latency.sh"
