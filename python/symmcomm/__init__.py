@@ -806,19 +806,27 @@ def _device_counts(counts, size, device, capacity):
     return _capi.DeviceCountsC(ptrs[0], capacity, ptrs[1], ptrs[2], ptrs[3])
 
 
-def all_gatherv_device(comm, send, recv, counts, row_elements, stream=None, path="auto"):
+def all_gatherv_device(comm, send, recv, counts, row_elements, stream=None, path="auto",
+                       swizzled_scales=False):
     """Gathers rows whose counts are on the device (DP attention without padding; one CUDA graph
     serves every count): `send` (bf16 tensor, Fp8Tensor or Nvfp4Tensor) holds capacity rows of
     `row_elements` elements, the first counts.count of them this rank's; `recv` has room for
     comm.size x capacity rows; rank r's rows land at row counts.offsets[r]. A count outside
-    0..capacity is clamped and raises counts.overflow (device_counts_overflowed). Returns the
-    Plan (the fallback: rows gathered at capacity, then compacted on the device)."""
+    0..capacity is clamped and raises counts.overflow (device_counts_overflowed).
+    `swizzled_scales` (NVFP4): recv.block_scales is the 128 x 4 layout NVFP4 GEMMs read for
+    comm.size x capacity rows (symmcomm.swizzled_scale_bytes); the rows past the total count are
+    written as 0 there. Returns the Plan (the fallback: rows gathered at capacity, then compacted
+    on the device)."""
     rank, size, device, _ = comm.info()
     row = _int_arg(row_elements, "row_elements", 1)
     o = _path_arg(path)
     s = _stream_arg(stream, _first_tensor(send))
+    if swizzled_scales and not isinstance(send, Nvfp4Tensor):
+        _fail("all_gatherv_device: swizzled_scales applies to NVFP4 only, got %s"
+              % type(send).__name__)
     if isinstance(send, Nvfp4Tensor):
-        a, b = _nvfp4(send, "send", device, 1), _nvfp4(recv, "recv", device, size)
+        a = _nvfp4(send, "send", device, 1)
+        b = _nvfp4(recv, "recv", device, size, row if swizzled_scales else None)
     else:
         a, b = _gather_views(send, recv, device, size, None)
     if a.count % row:

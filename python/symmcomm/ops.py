@@ -363,19 +363,25 @@ def _all_gatherv_device(x, count, counts, offsets, overflow, group):
     return out
 
 
-def _all_gatherv_device_nvfp4_fake(data, bs, gs, count, counts, offsets, overflow, group):
+def _all_gatherv_device_nvfp4_fake(data, bs, gs, count, counts, offsets, overflow, group,
+                                   swizzled_scales=False):
     size = _size(group)
-    return (data.new_empty(_rows_scaled(data, size)), bs.new_empty(_rows_scaled(bs, size)),
-            gs.new_empty((size,)))
+    rows = data.shape[0] * size
+    row_elements = _row_elements_of(data) * 2
+    scales = (_gathered_scales(bs, rows, rows * row_elements, row_elements) if swizzled_scales
+              else bs.new_empty(_rows_scaled(bs, size)))
+    return data.new_empty(_rows_scaled(data, size)), scales, gs.new_empty((size,))
 
 
-def _all_gatherv_device_nvfp4(data, bs, gs, count, counts, offsets, overflow, group):
-    outs = _all_gatherv_device_nvfp4_fake(data, bs, gs, count, counts, offsets, overflow, group)
+def _all_gatherv_device_nvfp4(data, bs, gs, count, counts, offsets, overflow, group,
+                              swizzled_scales=False):
+    outs = _all_gatherv_device_nvfp4_fake(data, bs, gs, count, counts, offsets, overflow, group,
+                                          swizzled_scales)
     symmcomm.all_gatherv_device(communicator(group),
                                 symmcomm.Nvfp4Tensor(data.contiguous(), bs.contiguous(), gs),
                                 symmcomm.Nvfp4Tensor(*outs),
                                 _device_counts_t(count, counts, offsets, overflow),
-                                _row_elements_of(data) * 2)
+                                _row_elements_of(data) * 2, swizzled_scales=swizzled_scales)
     return outs
 
 
@@ -430,7 +436,8 @@ OPS = {
                            _all_gatherv_device_fake, ("counts", "offsets", "overflow")),
     "all_gatherv_device_nvfp4": ("(Tensor data, Tensor block_scales, Tensor global_scale, "
                                  "Tensor count, Tensor(a!) counts, Tensor(b!) offsets, "
-                                 "Tensor(c!) overflow, str group) -> (Tensor, Tensor, Tensor)",
+                                 "Tensor(c!) overflow, str group, bool swizzled_scales=False) "
+                                 "-> (Tensor, Tensor, Tensor)",
                                  _all_gatherv_device_nvfp4, _all_gatherv_device_nvfp4_fake,
                                  ("counts", "offsets", "overflow")),
     "reduce_scatterv_device": ("(Tensor x, Tensor count, Tensor(a!) counts, Tensor(b!) offsets, "

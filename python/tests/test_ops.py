@@ -42,6 +42,7 @@ def cases(ops):
     return [
         (ops.all_gatherv_device, (x, *dev, GROUP)),
         (ops.all_gatherv_device_nvfp4, (data, bs, gs, *dev, GROUP)),
+        (ops.all_gatherv_device_nvfp4, (data, bs, gs, *dev, GROUP, True)),
         (ops.reduce_scatterv_device, (x, *dev, GROUP)),
         (ops.reduce_scatterv_device_nvfp4, (data, bs, gs, *dev, GROUP)),
         (ops.all_gather, (x, GROUP)),

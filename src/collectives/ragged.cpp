@@ -18,6 +18,7 @@
 #include "symmcomm/comm/wait.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
+#include "symmcomm/formats/scale_layout.hpp"
 
 namespace symmcomm {
 namespace {
@@ -28,6 +29,7 @@ struct RowPart {
   const void* send;
   void* recv;
   std::size_t row_bytes;
+  bool swizzled = false;  // NVFP4 block scales into the 128 x 4 layout (compact.hpp)
 };
 
 // One float per rank gathered as it is (FP8 scale, NVFP4 global scale); null send: none.
@@ -98,12 +100,21 @@ void check_scatter_rows(std::size_t send_count, std::size_t recv_count, std::siz
 constexpr const char* kGather = "all_gatherv (device counts)";
 constexpr const char* kScatter = "reduce_scatterv (device counts)";
 
+// A gather's NVFP4 recv may hold swizzled block scales; every other view is checked as usual.
+template <class View>
+void validate_recv(const View& recv, std::size_t alignment) {
+  validate(recv, "recv", alignment);
+}
+void validate_recv(const Nvfp4View& recv, std::size_t alignment) {
+  validate_gather_recv(recv, "recv", alignment);
+}
+
 template <class Send, class Recv>
 void check_args(const Send& send, const Recv& recv, std::size_t row_elements,
                 const DeviceCounts& counts, int ranks, const char* operation, bool whole_blocks,
                 std::size_t send_alignment = 1, std::size_t recv_alignment = 1) {
   validate(send, "send", send_alignment);
-  validate(recv, "recv", recv_alignment);
+  validate_recv(recv, recv_alignment);
   SYMMCOMM_EXPECTS(!whole_blocks || row_elements % kNvfp4BlockSize == 0,
                    operation << ": row_elements " << row_elements << " is not a multiple of "
                              << kNvfp4BlockSize << " (NVFP4 rows are whole blocks)");
@@ -129,7 +140,9 @@ Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count
   int index = 0;
   for (const RowPart& p : rows) {
     call.part(Slot::SendPart, index, p.name, p.send, counts.capacity * p.row_bytes, false);
-    call.part(Slot::RecvPart, index++, p.name, p.recv, n * counts.capacity * p.row_bytes);
+    call.part(Slot::RecvPart, index++, p.name, p.recv,
+              p.swizzled ? swizzled_scale_bytes(n * counts.capacity, p.row_bytes)
+                         : n * counts.capacity * p.row_bytes);
   }
   call.device_counts();
   Plan const plan = call.decide(stream);
@@ -162,7 +175,7 @@ Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count
   a.parts = static_cast<int>(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     a.part[i] = detail::compact::Part{ws + at[i], static_cast<std::uint8_t*>(rows[i].recv),
-                                      rows[i].row_bytes};
+                                      rows[i].row_bytes, rows[i].swizzled};
   }
   a.counts = counts.counts;
   a.ranks = state.size;
@@ -218,9 +231,14 @@ Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
                  const DeviceCounts& counts, cudaStream_t stream, const Options& options) {
   const char* const operation = kGather;
   check_args(send, recv, row_elements, counts, comm.size(), operation, true);
+  bool const swizzled = recv.scale_layout == ScaleLayout::Swizzled128x4;
+  SYMMCOMM_EXPECTS(!swizzled || recv.row_elements == row_elements,
+                   operation << ": recv.row_elements " << recv.row_elements
+                             << " is not row_elements " << row_elements
+                             << " (swizzled block scales are laid out by rows)");
   std::vector<RowPart> rows{RowPart{"send.data", send.data, recv.data, row_elements / 2},
                             RowPart{"send.block_scales", send.block_scales, recv.block_scales,
-                                    row_elements / kNvfp4BlockSize}};
+                                    row_elements / kNvfp4BlockSize, swizzled}};
   add_items(rows, items, counts, operation);
   return ragged_gather(comm, "nvfp4", send.count, rows,
                        ScalePart{"send.global_scale", send.global_scale, recv.global_scale}, counts,

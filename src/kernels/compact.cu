@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "symmcomm/error.hpp"
+#include "symmcomm/formats/scale_layout.hpp"
 
 namespace symmcomm::detail::compact {
 namespace {
@@ -45,6 +46,16 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const __grid_constant
     std::size_t const to = a.expand ? row : compact;
     for (int p = 0; p < a.parts; ++p) {
       const Part& part = a.part[p];
+      if (part.swizzled) {
+        const std::uint8_t* src = part.src + from * part.row_bytes;
+        // Padding columns (to a multiple of 4) are written as 0.
+        for (std::size_t c = threadIdx.x; c < round_up_to(part.row_bytes, kScaleTileCols);
+             c += blockDim.x) {
+          part.dst[swizzled_scale_offset(to, c, part.row_bytes)] =
+              c < part.row_bytes ? src[c] : std::uint8_t{0};
+        }
+        continue;
+      }
       const std::uint8_t* src = part.src + from * part.row_bytes;
       std::uint8_t* dst = part.dst + to * part.row_bytes;
       bool const wide = ((reinterpret_cast<std::uintptr_t>(src) |
@@ -59,6 +70,20 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const __grid_constant
       }
     }
   }
+  // Swizzled scales: the rows past the total count, to the matrix's padded end, are 0.
+  std::size_t const total =
+      static_cast<std::size_t>(offset[a.ranks - 1]) + static_cast<std::size_t>(count[a.ranks - 1]);
+  std::size_t const padded = round_up_to(rows, kScaleTileRows);
+  for (int p = 0; p < a.parts; ++p) {
+    const Part& part = a.part[p];
+    if (!part.swizzled) continue;
+    for (std::size_t row = total + blockIdx.x; row < padded; row += gridDim.x) {
+      for (std::size_t c = threadIdx.x; c < round_up_to(part.row_bytes, kScaleTileCols);
+           c += blockDim.x) {
+        part.dst[swizzled_scale_offset(row, c, part.row_bytes)] = 0;
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -68,6 +93,10 @@ void compact_rows(const Args& a, cudaStream_t stream) {
                    "compact: " << a.ranks << " ranks, outside 1.." << kMaxRanks);
   SYMMCOMM_EXPECTS(a.parts >= 1 && a.parts <= kMaxParts, "compact: " << a.parts << " parts");
   SYMMCOMM_EXPECTS(a.counts != nullptr && a.offsets != nullptr, "compact: counts or offsets null");
+  for (int p = 0; p < a.parts; ++p) {
+    SYMMCOMM_EXPECTS(!(a.expand && a.part[p].swizzled),
+                     "compact: part " << p << " is swizzled; only gathers write swizzled scales");
+  }
   std::size_t const rows = static_cast<std::size_t>(a.ranks) * a.capacity;
   auto const grid =
       static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(rows, kMaxGrid)));

@@ -22,6 +22,12 @@ struct Part {
   const std::uint8_t* src = nullptr;  ///< ranks x capacity rows
   std::uint8_t* dst = nullptr;        ///< compact rows
   std::size_t row_bytes = 0;
+  /// NVFP4 block scales into the 128 x 4 swizzled layout (symmcomm/formats/scale_layout.hpp):
+  /// `dst` is the swizzled matrix of ranks x capacity rows (padding included) of row_bytes
+  /// scale columns; compact row t's byte c lands at swizzled_scale_offset(t, c, row_bytes), and
+  /// the rows from the total count to the padded end are written as 0 (a GEMM reads them).
+  /// Gathers only (not with `expand`).
+  bool swizzled = false;
 };
 
 struct Args {

@@ -3,7 +3,8 @@
 // gathered counts and their prefix are written, rows past the total stay as they were; the same
 // captured CUDA graph replayed with other counts (0 on some ranks, capacity on others) gives
 // exact results; a count above capacity raises the overflow flag and is clamped. NVFP4 (data,
-// block scales, global scales) and BF16, against host references every rank computes.
+// block scales - linear or swizzled -, global scales) and BF16, against host references every
+// rank computes.
 
 #include <algorithm>
 #include <cstddef>
@@ -19,6 +20,7 @@
 #include "symmcomm/collectives/ragged.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/formats/bf16.hpp"
+#include "symmcomm/formats/scale_layout.hpp"
 
 namespace symmcomm::test {
 namespace {
@@ -148,6 +150,59 @@ TEST(MultiRankRagged, Nvfp4DeviceCountsEagerAndReplayedFromOneGraph) {
   t.expect(c, "count above capacity");
   EXPECT_TRUE(overflowed(w.comm, t.device_counts(), w.stream));
   EXPECT_FALSE(overflowed(w.comm, t.device_counts(), w.stream));  // cleared by the first read
+  SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(exec));
+  SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
+}
+
+// Block scales gathered straight into the 128 x 4 layout NVFP4 GEMMs read: the compact rows'
+// scales at their swizzled places, every byte from the total count to the padded end 0 (the
+// buffer is poisoned first), eager and from one graph replayed with new counts.
+TEST(MultiRankRagged, Nvfp4DeviceCountsIntoSwizzledScales) {
+  World& w = world();
+  Ragged t;
+  std::size_t const rows = static_cast<std::size_t>(t.n) * kCapacity, cols = kRow / 16;
+  PoolArray<std::uint8_t> swizzled{swizzled_scale_bytes(rows, cols)};
+  Nvfp4View const recv =
+      Nvfp4View{t.rdata.get(), swizzled.get(), t.rglobal.get(), rows * kRow}.with_swizzled_scales(
+          kRow);
+  auto const expect = [&](const std::vector<std::int32_t>& wanted, const std::string& at) {
+    std::vector<std::uint8_t> linear(rows * cols, 0);
+    std::size_t at_row = 0;
+    for (int q = 0; q < t.n; ++q) {
+      auto const c = static_cast<std::size_t>(
+          std::min<std::int32_t>(std::max(wanted[static_cast<std::size_t>(q)], 0), kCapacity));
+      auto const s = Ragged::content(q, 1, kCapacity * cols);
+      std::copy(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(c * cols),
+                linear.begin() + static_cast<std::ptrdiff_t>(at_row * cols));
+      at_row += c;
+    }
+    std::vector<std::uint8_t> want(swizzled_scale_bytes(rows, cols));
+    swizzle_scales_host(linear.data(), rows, cols, want.data());
+    EXPECT_SAME_VECTORS(swizzled.download(), want, at + ": swizzled block scales");
+    EXPECT_SAME_VECTORS(t.counts.download(), wanted, at + ": counts");
+  };
+  for (int round = 0; round < 2; ++round) {
+    auto const c = round_counts(round, t.n);
+    t.count.upload({c[static_cast<std::size_t>(t.me)]});
+    swizzled.poison();
+    all_gatherv(w.comm, t.send(), recv, kRow, t.device_counts(), w.stream);
+    sync();
+    expect(c, "eager round " + std::to_string(round));
+  }
+  cudaGraph_t graph = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(w.stream, cudaStreamCaptureModeThreadLocal));
+  all_gatherv(w.comm, t.send(), recv, kRow, t.device_counts(), w.stream);
+  SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(w.stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
+  for (int round = 2; round < 5; ++round) {
+    auto const c = round_counts(round, t.n);
+    t.count.upload({c[static_cast<std::size_t>(t.me)]});
+    swizzled.poison();
+    SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, w.stream));
+    sync();
+    expect(c, "graph replay " + std::to_string(round));
+  }
   SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(exec));
   SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
 }

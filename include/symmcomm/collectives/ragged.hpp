@@ -65,7 +65,10 @@ Plan all_gatherv(const Communicator& comm, ConstFp8View send, Fp8View recv,
                  std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
                  const Options& options = {});
 /// @brief NVFP4 rows (row_elements a multiple of 16: data and linear block scales move by
-/// rows) and each rank's global scale (recv.global_scale: comm.size() floats).
+/// rows) and each rank's global scale (recv.global_scale: comm.size() floats). recv's block
+/// scales may be swizzled (`recv.with_swizzled_scales(row_elements)`: the 128 x 4 layout NVFP4
+/// GEMMs read, for comm.size() x capacity rows): the compact rows' scales land at their
+/// swizzled places and the rows past the total count, to the padded end, are written as 0.
 Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
                  std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
                  const Options& options = {});

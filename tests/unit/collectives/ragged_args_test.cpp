@@ -87,6 +87,32 @@ TEST(RaggedArgs, DeviceCountsAreNamed) {
             std::string::npos);
 }
 
+TEST(RaggedArgs, SwizzledScalesInTheGathersRecvAreLaidOutByRows) {
+  Communicator const none;
+  auto* bytes = reinterpret_cast<std::uint8_t*>(kDev);
+  auto* f = reinterpret_cast<float*>(kDev);
+  Nvfp4View const send{bytes, bytes, f, 4 * 16};
+  // recv sized for the empty communicator's 0 ranks.
+  Nvfp4View const recv = Nvfp4View{bytes, bytes, f, 0}.with_swizzled_scales(32);
+  EXPECT_NE(logic_error_text([&] { all_gatherv(none, send, recv, 16, good(4), nullptr); })
+                .find("recv.row_elements 32 is not row_elements 16 (swizzled block scales are "
+                      "laid out by rows)"),
+            std::string::npos);
+  // Swizzled scales are accepted in the gather's recv: the arguments pass, then the empty
+  // communicator is named.
+  EXPECT_NE(logic_error_text([&] {
+              all_gatherv(none, send, Nvfp4View{bytes, bytes, f, 0}.with_swizzled_scales(16), 16,
+                          good(4), nullptr);
+            }).find("comm is empty"),
+            std::string::npos);
+  // Never in a send.
+  EXPECT_NE(logic_error_text([&] {
+              all_gatherv(none, send.with_swizzled_scales(16), Nvfp4View{bytes, bytes, f, 0}, 16,
+                          good(4), nullptr);
+            }).find("send"),
+            std::string::npos);
+}
+
 TEST(RaggedArgs, ReduceScatterShapesMirrorTheGather) {
   Communicator const none;
   // The full compact tensor is the send (comm.size() x capacity rows of room), the shard recv.
