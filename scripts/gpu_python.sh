@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Device session, short: the Python package's tests (torch operators included), the torch
-# examples, the operator-overhead table, PyTorch's symmetric-memory probe and the one-launch
-# quantize benchmark. Builds only libsymmcomm_c (both NCCL lines) and the micro benchmark (second
-# line), which a next call on the warm machine can use: scripts/gpu_latency.sh. Logs in
-# ${OUT:-./gpu-out}.
+# examples, the operator-overhead table, PyTorch's symmetric-memory probe, the newest GPU code's
+# tests and the one-launch quantize benchmark. Builds only libsymmcomm_c (both NCCL lines), the
+# micro benchmark and two test binaries (second line); a next call on the warm machine can use
+# them: scripts/gpu_latency.sh. Logs in ${OUT:-./gpu-out}.
 # Usage: [SYMMCOMM_PYTHON=/path/python3] scripts/gpu_python.sh
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -21,7 +21,8 @@ build() {  # build <dir> <tag> <targets> [cmake args...]
     cmake --build "$dir" --parallel "$jobs" --target $targets >>"$out/build-$tag.log" 2>&1
 }
 build "$SYMMCOMM_ROOT/build-dev" system symmcomm_c & p1=$!
-build "$SYMMCOMM_ROOT/build-nccl2" second "symmcomm_c symmcomm_micro_bench" \
+build "$SYMMCOMM_ROOT/build-nccl2" second \
+  "symmcomm_c symmcomm_micro_bench symmcomm_gpu_tests symmcomm_multi_rank_tests" \
   -DNCCL_ROOT="$second" & p2=$!
 wait $p1 || { tail -30 "$out/build-system.log"; exit 1; }
 wait $p2 || { tail -30 "$out/build-second.log"; exit 1; }
@@ -52,6 +53,18 @@ env "$l2" LD_PRELOAD="$second/lib/libnccl.so.2" NCCL_MULTI_RANK_GPU_ENABLE=1 \
   "$SYMMCOMM_ROOT/scripts/probe_torch_symm.py" "$out" >"$out/probe_torch_symm.txt" 2>&1
 echo "== probe_torch_symm: exit $?"; tail -40 "$out/probe_torch_symm.txt" | cut -c1-200
 pytest_line nccl-2.28.3 "$SYMMCOMM_ROOT/build-dev"
+# The newest GPU code's tests (one-launch quantize; device-count gathers, swizzled scales
+# included, at 2 and 8 ranks sharing the GPU).
+env "$l2" timeout 120 "$SYMMCOMM_ROOT/build-nccl2/tests/symmcomm_gpu_tests" \
+  --gtest_filter='Sizes/Nvfp4Kernels.*:CodecKernels.OneLaunch*' >"$out/gpu-tests-new.txt" 2>&1
+echo "== new codec tests: exit $?"; grep -E "PASSED|FAILED|Failure" "$out/gpu-tests-new.txt" | head -8
+for n in 2 8; do
+  env "$l2" NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_P2P_LL_THRESHOLD=1073741824 SYMMCOMM_EXPECT_SYMMETRIC=1 \
+    timeout 120 mpiexec --allow-run-as-root --oversubscribe --bind-to none -n "$n" \
+    "$SYMMCOMM_ROOT/build-nccl2/tests/symmcomm_multi_rank_tests" --gtest_filter='MultiRankRagged.*' \
+    >"$out/ragged-n$n.txt" 2>&1
+  echo "== MultiRankRagged at $n ranks: exit $?"; grep -E "PASSED|FAILED" "$out/ragged-n$n.txt" | head -6
+done
 # Computed-scale NVFP4 quantize: separate launches vs one cooperative launch, same run (#30).
 timeout 120 "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm_micro_bench" \
   --benchmark_filter=BM_QuantizeNvfp4Launches --benchmark_repetitions=3 \
