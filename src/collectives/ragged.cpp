@@ -126,6 +126,30 @@ void check_args(const Send& send, const Recv& recv, std::size_t row_elements,
   }
 }
 
+// Each part's rows at capacity (`rows_total` = ranks x capacity of them) in the workspace, part
+// after part, 256-byte aligned: their offsets into `at`; returns the bytes they take.
+std::size_t padded_layout(const std::vector<RowPart>& rows, std::size_t rows_total,
+                          std::vector<std::size_t>& at) {
+  std::size_t bytes = 0;
+  for (const RowPart& p : rows) {
+    at.push_back(bytes);
+    bytes += detail::align256(rows_total * p.row_bytes);
+  }
+  return bytes;
+}
+
+// The compaction's arguments for these counts; the caller fills its `parts` parts.
+detail::compact::Args compact_args(const DeviceCounts& counts, int ranks, std::size_t parts) {
+  detail::compact::Args a;
+  a.parts = static_cast<int>(parts);
+  a.counts = counts.counts;
+  a.ranks = ranks;
+  a.capacity = counts.capacity;
+  a.offsets = counts.offsets;
+  a.overflow = counts.overflow;
+  return a;
+}
+
 Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count,
                    const std::vector<RowPart>& rows, const ScalePart& scale,
                    const DeviceCounts& counts, cudaStream_t stream, const Options& options) {
@@ -151,11 +175,7 @@ Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count
   detail::DeviceGuard guard(state.device);
   // The rows at capacity land in the workspace, rank after rank, part after part.
   std::vector<std::size_t> at;
-  std::size_t need = 0;
-  for (const RowPart& p : rows) {
-    at.push_back(need);
-    need += detail::align256(n * counts.capacity * p.row_bytes);
-  }
+  std::size_t const need = padded_layout(rows, n * counts.capacity, at);
   auto* ws = static_cast<std::uint8_t*>(
       detail::acquire_workspace(state, options, need > 0 ? need : 256, stream));
   call.before_enqueue(stream);
@@ -171,17 +191,11 @@ Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count
   ncclResult_t const end = ncclGroupEnd();
   SYMMCOMM_NCCL_TRY(r);
   SYMMCOMM_NCCL_TRY(end);
-  detail::compact::Args a;
-  a.parts = static_cast<int>(rows.size());
+  detail::compact::Args a = compact_args(counts, state.size, rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     a.part[i] = detail::compact::Part{ws + at[i], static_cast<std::uint8_t*>(rows[i].recv),
                                       rows[i].row_bytes, rows[i].swizzled};
   }
-  a.counts = counts.counts;
-  a.ranks = state.size;
-  a.capacity = counts.capacity;
-  a.offsets = counts.offsets;
-  a.overflow = counts.overflow;
   detail::compact::compact_rows(a, stream);
   call.record(stream, type, count);
   return plan;
@@ -270,31 +284,20 @@ Plan ragged_scatter(
   call.refuse_in_group("counts on the device: layout before NCCL's reduce-scatter");
   detail::DeviceGuard guard(state.device);
   std::vector<std::size_t> at;
-  std::size_t need = 0;
-  for (const RowPart& p : rows) {
-    at.push_back(need);
-    need += detail::align256(n * counts.capacity * p.row_bytes);
-  }
-  std::size_t const padded_bytes = need;
-  need += detail::align256(scatter_workspace);
+  std::size_t const padded_bytes = padded_layout(rows, n * counts.capacity, at);
+  std::size_t const need = padded_bytes + detail::align256(scatter_workspace);
   auto* ws = static_cast<std::uint8_t*>(
       detail::acquire_workspace(state, options, need > 0 ? need : 256, stream));
   call.before_enqueue(stream);
   SYMMCOMM_NCCL_TRY(ncclAllGather(counts.count, counts.counts, 1, ncclInt32, state.comm, stream));
   if (padded_bytes > 0) SYMMCOMM_CUDA_TRY(cudaMemsetAsync(ws, 0, padded_bytes, stream));
-  detail::compact::Args a;
-  a.parts = static_cast<int>(rows.size());
+  detail::compact::Args a = compact_args(counts, state.size, rows.size());
   std::vector<std::uint8_t*> padded;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     padded.push_back(ws + at[i]);
     a.part[i] = detail::compact::Part{static_cast<const std::uint8_t*>(rows[i].send), ws + at[i],
                                       rows[i].row_bytes};
   }
-  a.counts = counts.counts;
-  a.ranks = state.size;
-  a.capacity = counts.capacity;
-  a.offsets = counts.offsets;
-  a.overflow = counts.overflow;
   a.expand = true;
   detail::compact::compact_rows(a, stream);
   // The reduce-scatter of the padded rows, on the fallback (the workspace is no window), with

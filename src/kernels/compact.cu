@@ -46,8 +46,8 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const __grid_constant
     std::size_t const to = a.expand ? row : compact;
     for (int p = 0; p < a.parts; ++p) {
       const Part& part = a.part[p];
+      const std::uint8_t* src = part.src + from * part.row_bytes;
       if (part.swizzled) {
-        const std::uint8_t* src = part.src + from * part.row_bytes;
         // Padding columns (to a multiple of 4) are written as 0.
         for (std::size_t c = threadIdx.x; c < round_up_to(part.row_bytes, kScaleTileCols);
              c += blockDim.x) {
@@ -56,7 +56,6 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const __grid_constant
         }
         continue;
       }
-      const std::uint8_t* src = part.src + from * part.row_bytes;
       std::uint8_t* dst = part.dst + to * part.row_bytes;
       bool const wide = ((reinterpret_cast<std::uintptr_t>(src) |
                           reinterpret_cast<std::uintptr_t>(dst) | part.row_bytes) &
