@@ -12,6 +12,7 @@ second="${SYMMCOMM_SECOND_NCCL:-$SYMMCOMM_ROOT/.nccl-2.30.7}"
 py="${SYMMCOMM_PYTHON:-/opt/torch/.venv/bin/python3}"
 [ -x "$py" ] || py=python3
 mkdir -p "$out"
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; date -u; git -C "$SYMMCOMM_ROOT" log -1 --format=%h 2>/dev/null; } >"$out/machine.txt" 2>&1
 export NCCL_NVLS_ENABLE=0
 jobs=$(( $(nproc) / 2 ))
 build() {  # build <dir> <tag> <targets> [cmake args...]
@@ -37,21 +38,6 @@ pytest_line() {  # pytest_line <tag> <build dir> [env...]
 }
 l2="LD_LIBRARY_PATH=$second/lib:${LD_LIBRARY_PATH:-}"
 pytest_line nccl-2.30.7 "$SYMMCOMM_ROOT/build-nccl2" "$l2" NCCL_MULTI_RANK_GPU_ENABLE=1
-lib2="$SYMMCOMM_ROOT/build-nccl2/src/libsymmcomm_c.so"
-for ex in moe_layer_compiled moe_layer; do
-  env "$l2" SYMMCOMM_LIBRARY="$lib2" timeout -s ABRT 60 "$py" -X faulthandler \
-    "$SYMMCOMM_ROOT/examples/python/$ex.py" >"$out/example-$ex.txt" 2>&1
-  echo "== example $ex: exit $?"; tail -6 "$out/example-$ex.txt" | cut -c1-200
-done
-env "$l2" SYMMCOMM_LIBRARY="$lib2" timeout 90 "$py" "$SYMMCOMM_ROOT/bench/python/ops_overhead.py" \
-  "$out/ops-overhead" >"$out/ops-overhead.txt" 2>&1
-echo "== ops_overhead: exit $?"; tail -12 "$out/ops-overhead.txt"
-# What PyTorch's NCCL symmetric memory exposes (docs/engine-integration.md section 10): two
-# ranks sharing the GPU, PyTorch made to load NCCL 2.30.7.
-env "$l2" LD_PRELOAD="$second/lib/libnccl.so.2" NCCL_MULTI_RANK_GPU_ENABLE=1 \
-  SYMMCOMM_LIBRARY="$lib2" timeout 120 "$py" -m torch.distributed.run --nproc-per-node 2 \
-  "$SYMMCOMM_ROOT/scripts/probe_torch_symm.py" "$out" >"$out/probe_torch_symm.txt" 2>&1
-echo "== probe_torch_symm: exit $?"; tail -40 "$out/probe_torch_symm.txt" | cut -c1-200
 pytest_line nccl-2.28.3 "$SYMMCOMM_ROOT/build-dev"
 # The newest GPU code's tests (one-launch quantize; device-count gathers, swizzled scales
 # included, at 2 and 8 ranks sharing the GPU).
@@ -71,3 +57,18 @@ timeout 120 "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm_micro_bench" \
   --benchmark_display_aggregates_only=true --benchmark_out="$out/quantize_launches.json" \
   --benchmark_out_format=json >"$out/quantize_launches.txt" 2>&1
 echo "== quantize launches: exit $?"; grep "_mean" "$out/quantize_launches.txt" | cut -c1-150
+lib2="$SYMMCOMM_ROOT/build-nccl2/src/libsymmcomm_c.so"
+for ex in moe_layer moe_layer_compiled; do
+  env "$l2" SYMMCOMM_LIBRARY="$lib2" timeout -s ABRT 60 "$py" -X faulthandler \
+    "$SYMMCOMM_ROOT/examples/python/$ex.py" >"$out/example-$ex.txt" 2>&1
+  echo "== example $ex: exit $?"; tail -6 "$out/example-$ex.txt" | cut -c1-200
+done
+env "$l2" SYMMCOMM_LIBRARY="$lib2" timeout 90 "$py" "$SYMMCOMM_ROOT/bench/python/ops_overhead.py" \
+  "$out/ops-overhead" >"$out/ops-overhead.txt" 2>&1
+echo "== ops_overhead: exit $?"; tail -12 "$out/ops-overhead.txt"
+# What PyTorch's NCCL symmetric memory exposes (docs/engine-integration.md section 10): two
+# ranks sharing the GPU, PyTorch made to load NCCL 2.30.7.
+env "$l2" LD_PRELOAD="$second/lib/libnccl.so.2" NCCL_MULTI_RANK_GPU_ENABLE=1 \
+  SYMMCOMM_LIBRARY="$lib2" timeout 120 "$py" -m torch.distributed.run --nproc-per-node 2 \
+  "$SYMMCOMM_ROOT/scripts/probe_torch_symm.py" "$out" >"$out/probe_torch_symm.txt" 2>&1
+echo "== probe_torch_symm: exit $?"; tail -40 "$out/probe_torch_symm.txt" | cut -c1-200
