@@ -4,7 +4,8 @@
 # tests and the one-launch quantize benchmark. Builds only libsymmcomm_c (both NCCL lines), the
 # micro benchmark and two test binaries (second line); a next call on the warm machine can use
 # them: scripts/gpu_latency.sh. Logs in ${OUT:-./gpu-out}.
-# Usage: [SYMMCOMM_PYTHON=/path/python3] scripts/gpu_python.sh
+# Usage: [SYMMCOMM_PYTHON=/path/python3] [SYMMCOMM_SKIP="quantize probe ..."] scripts/gpu_python.sh
+# (steps: tests ragged quantize examples overhead probe)
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
@@ -12,6 +13,7 @@ second="${SYMMCOMM_SECOND_NCCL:-$SYMMCOMM_ROOT/.nccl-2.30.7}"
 py="${SYMMCOMM_PYTHON:-/opt/torch/.venv/bin/python3}"
 [ -x "$py" ] || py=python3
 mkdir -p "$out"
+want() { [[ " ${SYMMCOMM_SKIP:-} " != *" $1 "* ]]; }
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; date -u; git -C "$SYMMCOMM_ROOT" log -1 --format=%h 2>/dev/null; } >"$out/machine.txt" 2>&1
 export NCCL_NVLS_ENABLE=0
 jobs=$(( $(nproc) / 2 ))
@@ -21,7 +23,7 @@ build() {  # build <dir> <tag> <targets> [cmake args...]
     "$@" >"$out/build-$tag.log" 2>&1 &&
     cmake --build "$dir" --parallel "$jobs" --target $targets >>"$out/build-$tag.log" 2>&1
 }
-build "$SYMMCOMM_ROOT/build-dev" system symmcomm_c & p1=$!
+build "$SYMMCOMM_ROOT/build-dev" system "symmcomm_c symmcomm_gpu_tests" & p1=$!
 build "$SYMMCOMM_ROOT/build-nccl2" second \
   "symmcomm_c symmcomm_micro_bench symmcomm_gpu_tests symmcomm_multi_rank_tests" \
   -DNCCL_ROOT="$second" & p2=$!
@@ -31,20 +33,28 @@ echo "built ($(date -u +%T))"
 pytest_line() {  # pytest_line <tag> <build dir> [env...]
   local tag="$1" dir="$2"; shift 2
   (cd "$SYMMCOMM_ROOT/python" && env "$@" SYMMCOMM_LIBRARY="$dir/src/libsymmcomm_c.so" \
-     timeout 200 "$py" -m pytest -q -rs -p no:cacheprovider --timeout 120 tests \
+     timeout 200 "$py" -m pytest -q -rfs -p no:cacheprovider --timeout 120 tests \
      >"$out/pytest-$tag.txt" 2>&1)
   echo "== pytest $tag: $(tail -1 "$out/pytest-$tag.txt")"
   grep -E "^(E|FAILED) " "$out/pytest-$tag.txt" | cut -c1-250 | head -8
 }
 l2="LD_LIBRARY_PATH=$second/lib:${LD_LIBRARY_PATH:-}"
-pytest_line nccl-2.30.7 "$SYMMCOMM_ROOT/build-nccl2" "$l2" NCCL_MULTI_RANK_GPU_ENABLE=1
+# A torch process has NCCL loaded before symmcomm (torch links the nvidia-nccl wheel's, 2.28.9
+# with torch 2.11): symmcomm then runs on that one. Preloading 2.30.7 makes both use it.
+pre2="LD_PRELOAD=$second/lib/libnccl.so.2"
+pytest_line nccl-2.30.7 "$SYMMCOMM_ROOT/build-nccl2" "$l2" "$pre2" NCCL_MULTI_RANK_GPU_ENABLE=1
 pytest_line nccl-2.28.3 "$SYMMCOMM_ROOT/build-dev"
 # The newest GPU code's tests (one-launch quantize; device-count gathers, swizzled scales
 # included, at 2 and 8 ranks sharing the GPU).
-env "$l2" timeout 120 "$SYMMCOMM_ROOT/build-nccl2/tests/symmcomm_gpu_tests" \
-  --gtest_filter='Sizes/Nvfp4Kernels.*:CodecKernels.OneLaunch*' >"$out/gpu-tests-new.txt" 2>&1
-echo "== new codec tests: exit $?"; grep -E "PASSED|FAILED|Failure" "$out/gpu-tests-new.txt" | head -8
-for n in 2 8; do
+new_tests='Sizes/Nvfp4Kernels.*:CodecKernels.OneLaunch*:Collectives.Graphs*'
+want tests && for line in nccl-2.30.7 nccl-2.28.3; do
+  if [ $line = nccl-2.30.7 ]; then bin=build-nccl2; e=("$l2"); else bin=build-dev; e=(); fi
+  env "${e[@]}" timeout 120 "$SYMMCOMM_ROOT/$bin/tests/symmcomm_gpu_tests" --gtest_filter="$new_tests" \
+    >"$out/gpu-tests-new-$line.txt" 2>&1
+  echo "== new GPU tests ($line): exit $?"
+  grep -E "PASSED|FAILED|Failure" "$out/gpu-tests-new-$line.txt" | head -8
+done
+want ragged && for n in 2 8; do
   env "$l2" NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_P2P_LL_THRESHOLD=1073741824 SYMMCOMM_EXPECT_SYMMETRIC=1 \
     timeout 120 mpiexec --allow-run-as-root --oversubscribe --bind-to none -n "$n" \
     "$SYMMCOMM_ROOT/build-nccl2/tests/symmcomm_multi_rank_tests" --gtest_filter='MultiRankRagged.*' \
@@ -52,23 +62,51 @@ for n in 2 8; do
   echo "== MultiRankRagged at $n ranks: exit $?"; grep -E "PASSED|FAILED" "$out/ragged-n$n.txt" | head -6
 done
 # Computed-scale NVFP4 quantize: separate launches vs one cooperative launch, same run (#30).
-timeout 120 "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm_micro_bench" \
-  --benchmark_filter=BM_QuantizeNvfp4Launches --benchmark_repetitions=3 \
-  --benchmark_display_aggregates_only=true --benchmark_out="$out/quantize_launches.json" \
-  --benchmark_out_format=json >"$out/quantize_launches.txt" 2>&1
-echo "== quantize launches: exit $?"; grep "_mean" "$out/quantize_launches.txt" | cut -c1-150
+if want quantize; then
+  timeout 120 "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm_micro_bench" \
+    --benchmark_filter=BM_QuantizeNvfp4Launches --benchmark_repetitions=3 \
+    --benchmark_display_aggregates_only=true --benchmark_out="$out/quantize_launches.json" \
+    --benchmark_out_format=json >"$out/quantize_launches.txt" 2>&1
+  echo "== quantize launches: exit $?"; grep "_mean" "$out/quantize_launches.txt" | cut -c1-150
+fi
 lib2="$SYMMCOMM_ROOT/build-nccl2/src/libsymmcomm_c.so"
-for ex in moe_layer moe_layer_compiled; do
-  env "$l2" SYMMCOMM_LIBRARY="$lib2" timeout -s ABRT 60 "$py" -X faulthandler \
+want examples && for ex in moe_layer moe_layer_compiled; do
+  env "$l2" "$pre2" SYMMCOMM_LIBRARY="$lib2" timeout -s ABRT 90 "$py" -X faulthandler \
     "$SYMMCOMM_ROOT/examples/python/$ex.py" >"$out/example-$ex.txt" 2>&1
   echo "== example $ex: exit $?"; tail -6 "$out/example-$ex.txt" | cut -c1-200
 done
-env "$l2" SYMMCOMM_LIBRARY="$lib2" timeout 90 "$py" "$SYMMCOMM_ROOT/bench/python/ops_overhead.py" \
-  "$out/ops-overhead" >"$out/ops-overhead.txt" 2>&1
-echo "== ops_overhead: exit $?"; tail -12 "$out/ops-overhead.txt"
+if want overhead; then
+  env "$l2" "$pre2" SYMMCOMM_LIBRARY="$lib2" timeout 90 "$py" \
+    "$SYMMCOMM_ROOT/bench/python/ops_overhead.py" "$out/ops-overhead" >"$out/ops-overhead.txt" 2>&1
+  echo "== ops_overhead: exit $?"; tail -12 "$out/ops-overhead.txt"
+fi
 # What PyTorch's NCCL symmetric memory exposes (docs/engine-integration.md section 10): two
 # ranks sharing the GPU, PyTorch made to load NCCL 2.30.7.
-env "$l2" LD_PRELOAD="$second/lib/libnccl.so.2" NCCL_MULTI_RANK_GPU_ENABLE=1 \
-  SYMMCOMM_LIBRARY="$lib2" timeout 120 "$py" -m torch.distributed.run --nproc-per-node 2 \
-  "$SYMMCOMM_ROOT/scripts/probe_torch_symm.py" "$out" >"$out/probe_torch_symm.txt" 2>&1
-echo "== probe_torch_symm: exit $?"; tail -40 "$out/probe_torch_symm.txt" | cut -c1-200
+if want probe; then
+  env "$l2" "$pre2" NCCL_MULTI_RANK_GPU_ENABLE=1 SYMMCOMM_LIBRARY="$lib2" timeout 120 "$py" \
+    -m torch.distributed.run --nproc-per-node 2 "$SYMMCOMM_ROOT/scripts/probe_torch_symm.py" \
+    "$out" >"$out/probe_torch_symm.txt" 2>&1
+  echo "== probe_torch_symm: exit $?"; tail -40 "$out/probe_torch_symm.txt" | cut -c1-200
+fi
+# Device-count gather benchmark (#32), threaded ranks sharing the GPU; an overrun gets every
+# thread's backtrace (cuda-gdb) beside its output.
+if want ragged_bench; then
+  f="$out/ragged_gather"
+  env "$l2" NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_P2P_LL_THRESHOLD=1073741824 \
+    "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm_micro_bench" --benchmark_filter=BM_RaggedGather \
+    --benchmark_out="$f.json" --benchmark_out_format=json >"$f.txt" 2>"$f.err" &
+  pid=$!
+  for ((t = 0; t < ${SYMMCOMM_RAGGED_LIMIT_S:-90} * 10; ++t)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "== ragged gather bench: overran; backtraces in $f.bt"
+    timeout 60 cuda-gdb -batch -p "$pid" -ex "thread apply all bt" >"$f.bt" 2>&1
+    grep -E "^#[0-9]+ |^Thread" "$f.bt" | grep -vE "libc\.so|pthread" | cut -c1-160 | head -60
+    kill -9 "$pid"
+  fi
+  wait "$pid"
+  echo "== ragged gather bench: exit $?, $(grep -c manual_time "$f.txt") cases"
+  grep manual_time "$f.txt" | cut -c1-200
+fi

@@ -110,6 +110,11 @@ def main():
         print("rank %d step %d: %d tokens (counts %s), gathered rows %s, combine zero-padded %s"
               % (rank, step_no, mine, got_counts, torch.equal(own, want),
                  bool((combined[mine:] == 0).all())))
+    # The graph first: NCCL keeps a communicator until every graph that captured its work is
+    # destroyed (symmcomm refuses to wait for that and leaks the communicator instead, with a
+    # warning).
+    del graph, static, gdata, gscales, gglobal, combined
+    torch.cuda.synchronize()
     symmcomm.ops.unregister_communicator(GROUP)
     comm.release()
     print("moe_layer_compiled.py rank %d: %s" % (rank, "OK" if ok else "WRONG RESULT"))

@@ -262,7 +262,9 @@ class Communicator:
         return self.info()[3]
 
     def release(self):
-        """Releases the handle (an owned communicator is destroyed once its pools are gone)."""
+        """Releases the handle (an owned communicator is destroyed once its pools are gone).
+        Destroy CUDA graphs that captured its collectives first: NCCL keeps a communicator
+        while such a graph lives (symmcomm then warns and leaks it rather than wait)."""
         if self._handle is not None:
             _check(_lib.symmcomm_comm_release(self._handle))
             self._handle = None

@@ -14,10 +14,18 @@ NVFP4_BLOCK = 16
 _KINDS = ("bf16", "fp32", "fp8", "nvfp4")
 
 
+def _symbolic(value):
+    """True for a symbolic size (torch.SymInt under torch.compile's dynamic shapes): its value
+    is unknown while tracing; the real call checks it."""
+    return type(value).__name__ == "SymInt"
+
+
 def _positive(value, name, multiple=1):
+    if _symbolic(value):
+        return value
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError("%s must be a non-negative int, got %r" % (name, value))
-    if value % multiple:
+    if multiple > 1 and value % multiple:
         raise ValueError("%s %d is not a multiple of %d" % (name, value, multiple))
     return value
 
@@ -52,7 +60,8 @@ def tensor_parts(kind, count, ranks=1, row_elements=None):
         scales = count // NVFP4_BLOCK
     else:
         _positive(row_elements, "row_elements", NVFP4_BLOCK)
-        if row_elements == 0 or count % row_elements:
+        if not (_symbolic(count) or _symbolic(row_elements)) and (
+                row_elements == 0 or count % row_elements):
             raise ValueError("count %d is not whole rows of row_elements %d" % (count, row_elements))
         scales = swizzled_scale_bytes(count // row_elements, row_elements // NVFP4_BLOCK)
     return {"data": ((count // 2,), "uint8"), "block_scales": ((scales,), "float8_e4m3fn"),

@@ -125,6 +125,18 @@ def test_fakes_give_the_real_shapes_and_dtypes(ops):
             assert tuple(r.shape) == tuple(f.shape) and r.dtype == f.dtype, (op, r.shape, f.shape)
 
 
+def assert_same(got, want, what):
+    """Bitwise equality, with where and by how much they differ when they do not."""
+    if torch.equal(got, want):
+        return
+    diff = (got.float() - want.float()).abs()
+    bad = (got != want).nonzero()
+    raise AssertionError("%s: %d of %d elements differ (first at %s: %s vs %s; max |diff| %g)"
+                         % (what, bad.shape[0], got.numel(), bad[0].tolist(),
+                            got[tuple(bad[0])].item(), want[tuple(bad[0])].item(),
+                            diff.max().item()))
+
+
 def moe_step(ops, x):
     """Dispatch (fused quantize + gather), a stand-in expert, combine (NVFP4 reduce-scatter)."""
     data, bs, gs = ops.quantize_all_gather_nvfp4(x, None, GROUP, None)
@@ -139,7 +151,7 @@ def test_compiled_fullgraph_equals_eager_and_replays_in_a_cuda_graph(ops):
     compiled = torch.compile(lambda t: moe_step(ops, t), fullgraph=True)
     got = compiled(x)
     torch.cuda.synchronize()
-    assert torch.equal(got, eager)
+    assert_same(got, eager, "compiled vs eager")
     # Captured once, replayed on new data: the replay equals eager on that data.
     static_x = x.clone()
     compiled(static_x)  # warm-up outside capture
@@ -151,7 +163,7 @@ def test_compiled_fullgraph_equals_eager_and_replays_in_a_cuda_graph(ops):
     static_x.copy_(fresh)
     graph.replay()
     torch.cuda.synchronize()
-    assert torch.equal(static_out, moe_step(ops, fresh))
+    assert_same(static_out, moe_step(ops, fresh), "graph replay vs eager")
 
 
 def test_device_counts_place_rows_and_write_counts(ops):

@@ -63,3 +63,42 @@ def test_codecs_and_bad_kinds():
         shapes.all_gather("int8", 16, 2)
     with pytest.raises(ValueError, match="count_per_rank must be a non-negative int, got -1"):
         shapes.all_gather("bf16", -1, 2)
+
+
+class SymInt:
+    """Stands for torch.SymInt (matched by type name, as shapes does without importing torch):
+    arithmetic gives another symbol; asking its value (a guard under torch.compile, which would
+    specialise the graph on it) fails the test."""
+
+    def __init__(self, expr):
+        self.expr = expr
+
+    def _op(self, other, fmt):
+        return SymInt(fmt % (self.expr, getattr(other, "expr", other)))
+
+    def __floordiv__(self, other):
+        return self._op(other, "(%s//%s)")
+
+    def __mul__(self, other):
+        return self._op(other, "(%s*%s)")
+
+    def __neg__(self):
+        return SymInt("-%s" % self.expr)
+
+    def _guard(self, *_):
+        raise AssertionError("guarded on a symbolic size: %s" % self.expr)
+
+    __bool__ = __eq__ = __lt__ = __mod__ = __rmod__ = __int__ = __index__ = _guard
+
+
+def test_symbolic_sizes_pass_through_without_guards():
+    # opcheck's dynamic-shape pass traces the fakes with symbolic row counts (found on the H200:
+    # "rows must be a non-negative int, got ((s26*s49)//256)").
+    rows = SymInt("s0")
+    got = shapes.swizzled_scale_bytes(rows, 448)
+    assert isinstance(got, SymInt) and "s0" in got.expr
+    nv = shapes.tensor_parts("nvfp4", SymInt("n"), 1, row_elements=7168)
+    assert isinstance(nv["block_scales"][0][0], SymInt)
+    # Concrete values are still checked.
+    with pytest.raises(ValueError, match="rows must be a non-negative int, got -1"):
+        shapes.swizzled_scale_bytes(-1, 4)

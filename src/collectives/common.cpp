@@ -178,6 +178,7 @@ void before_enqueue(CommState& comm, const Options& options, const Plan& plan,
 void record_plan(CommState& comm, const Plan& plan, const std::vector<PlannedBuffer>& buffers,
                  cudaStream_t stream, const char* operation, const char* type, std::size_t count) {
   if (touches_window(plan, buffers)) mark_use(comm, stream);
+  note_graph_use(comm, stream);
   comm.stats.calls[static_cast<std::size_t>(plan.path)].fetch_add(1, std::memory_order_relaxed);
   SYMMCOMM_LOG_DEBUG(operation << " " << type << " count " << count << " on rank " << comm.rank
                                << "/" << comm.size << " -> " << plan.reason());
@@ -192,26 +193,22 @@ void* acquire_workspace(CommState& comm, const Options& options, std::size_t byt
     return options.workspace;
   }
   bool const capturing = capture_in_progress(stream);
-  if (comm.workspace_bytes >= bytes) {
-    if (capturing) comm.workspace_captured = true;
-    return comm.workspace;
-  }
+  if (comm.workspace_bytes >= bytes) return comm.workspace;
   SYMMCOMM_EXPECTS(!capturing, "this call needs "
                                    << bytes << " bytes of workspace, the communicator holds "
                                    << comm.workspace_bytes
                                    << ", and it cannot grow during graph capture: run the call "
                                       "once before capturing, or pass Options::workspace");
   DeviceGuard guard(comm.device);
+  // The outgrown workspace is kept until the communicator goes, not freed here: cudaFree
+  // synchronises the whole device, and a peer rank sharing it (threads or processes driving
+  // several ranks of one GPU) may have launched a collective that waits for this rank's next
+  // launch, which would then never come.
+  // Earlier calls, and graphs that captured it, may also still read it. Growth at least doubles,
+  // so the kept ones total less than the live one.
   if (comm.workspace != nullptr) {
-    // Earlier calls may still read it; a watched wait cannot hang on a dead peer.
-    if (comm.workspace_captured) {
-      // A graph replays into it: keep it until the communicator goes.
-      comm.retired_workspaces.push_back(comm.workspace);
-      comm.workspace_captured = false;
-    } else {
-      wait_stream(comm, stream, default_wait_timeout(), "workspace growth");
-      SYMMCOMM_CUDA_TRY(cudaFree(comm.workspace));
-    }
+    bytes = std::max(bytes, 2 * comm.workspace_bytes);
+    comm.retired_workspaces.push_back(comm.workspace);
     comm.workspace = nullptr;
     comm.workspace_bytes = 0;
   }

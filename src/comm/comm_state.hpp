@@ -68,13 +68,19 @@ struct CommState {
   /// Order of symmcomm's windowed work across streams (src/comm/launch_order.hpp); made on
   /// first use, under `mutex`.
   std::unique_ptr<detail::LaunchOrder, detail::LaunchOrderDeleter> launch_order;
+  /// CUDA graphs that captured a collective of this communicator and are not destroyed yet
+  /// (src/comm/launch_order.hpp, note_graph_use). Shared with the graphs' destructor callbacks,
+  /// which may run after the state is gone. NCCL's ncclCommDestroy waits, without a bound, for
+  /// every such graph to be destroyed: the teardown refuses to call it while any lives.
+  std::shared_ptr<std::atomic<int>> live_graphs = std::make_shared<std::atomic<int>>(0);
+  unsigned long long last_noted_capture = 0;  ///< under `mutex`
 
-  // Scratch for collectives that need it (quantized reduce-scatter fallback); grown outside
-  // graph capture, freed with the state. A workspace a graph captured stays allocated until the
-  // state goes (`retired_workspaces`): growing it must not free memory a graph will replay into.
+  // Scratch for collectives that need it (quantized reduce-scatter fallback, device-count
+  // gathers); grown outside graph capture (at least doubling), freed with the state. An
+  // outgrown workspace is kept until then (`retired_workspaces`): freeing it would synchronise
+  // the device, and earlier calls or captured graphs may still use it.
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
-  bool workspace_captured = false;
   std::vector<void*> retired_workspaces;
   /// Device scratch of Options::agree_plan (one word per rank), made on first use.
   void* agreement = nullptr;

@@ -152,10 +152,28 @@ CommState::~CommState() {
   }
   try {
     DeviceGuard guard(device);
+    int const graphs = live_graphs->load(std::memory_order_acquire);
+    bool const aborted_now = aborted.load(std::memory_order_acquire);
+    if (graphs > 0 && !aborted_now) {
+      // ncclCommDestroy would wait for those graphs forever (NCCL keeps a communicator until
+      // every graph that captured its work is destroyed), and a replay would write into the
+      // workspace: leave both allocated, so that the graphs stay valid, instead of hanging.
+      SYMMCOMM_LOG_WARN("communicator "
+                        << id << " (rank " << rank << "/" << size << ") released while " << graphs
+                        << " CUDA graph(s) that captured its collectives still exist: "
+                        << (owned ? "NCCL's destroy would wait for them without end, so the "
+                                    "NCCL communicator and symmcomm's scratch are left "
+                                    "allocated (leaked)"
+                                  : "symmcomm's scratch is left allocated (leaked)")
+                        << ". Destroy the graphs first (e.g. `del graph` for a "
+                           "torch.cuda.CUDAGraph), then release the communicator");
+      forget_dev_comm(*this);
+      return;
+    }
     if (workspace != nullptr) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(workspace));
     for (void* retired : retired_workspaces) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(retired));
     if (agreement != nullptr) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(agreement));
-    if (aborted.load(std::memory_order_acquire)) {
+    if (aborted_now) {
       forget_dev_comm(*this);  // ncclCommAbort freed NCCL's side already
     } else if (detached.load(std::memory_order_acquire)) {
       // The engine's communicator may be destroyed already: no NCCL call on it (NCCL frees the

@@ -63,6 +63,44 @@ void mark_use(CommState& state, cudaStream_t stream) {
   order.recorded = true;
 }
 
+namespace {
+// Runs on a CUDA-internal thread when a graph holding the count is destroyed: no CUDA call.
+void release_graph_count(void* user) {
+  auto* count = static_cast<std::shared_ptr<std::atomic<int>>*>(user);
+  (*count)->fetch_sub(1, std::memory_order_acq_rel);
+  delete count;
+}
+}  // namespace
+
+void note_graph_use(CommState& state, cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  unsigned long long id = 0;
+  cudaGraph_t graph = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaStreamGetCaptureInfo(stream, &status, &id, &graph));
+  if (status != cudaStreamCaptureStatusActive || graph == nullptr) return;
+  {
+    std::lock_guard lock(state.mutex);
+    if (state.last_noted_capture == id) return;  // this graph holds a count already
+    state.last_noted_capture = id;
+  }
+  auto* count = new std::shared_ptr<std::atomic<int>>(state.live_graphs);
+  cudaUserObject_t object = nullptr;
+  cudaError_t e =
+      cudaUserObjectCreate(&object, count, release_graph_count, 1, cudaUserObjectNoDestructorSync);
+  if (e != cudaSuccess) {
+    delete count;
+    SYMMCOMM_CUDA_TRY(e);
+  }
+  (*count)->fetch_add(1, std::memory_order_acq_rel);
+  // Moves our reference into the graph: CUDA calls release_graph_count when the graph (and
+  // every executable instantiated from it) is destroyed.
+  e = cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove);
+  if (e != cudaSuccess) {
+    SYMMCOMM_CUDA_LOG_ON_ERROR(cudaUserObjectRelease(object, 1));  // runs the callback
+    SYMMCOMM_CUDA_TRY(e);
+  }
+}
+
 bool wait_last_use(const CommState& state, const char* what) noexcept {
   try {
     LaunchOrder* order = nullptr;

@@ -26,6 +26,10 @@ void order_after_last_use(CommState& state, cudaStream_t stream);
 /// After enqueueing work on `stream` that touches symmetric windows of `state`.
 void mark_use(CommState& state, cudaStream_t stream);
 
+/// After enqueueing any collective of `state` on `stream`: when `stream` is capturing, ties a
+/// count of `state.live_graphs` to the graph being captured (released when CUDA destroys it).
+void note_graph_use(CommState& state, cudaStream_t stream);
+
 /// Waits (watched, default_wait_timeout) until the last work marked on `state` outside graph
 /// capture has completed. Returns false, having logged why, when it did not (timeout, error,
 /// aborted communicator); never throws.

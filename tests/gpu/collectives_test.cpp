@@ -4,12 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "comm/comm_state.hpp"
 #include "support/comm_fixture.hpp"
 #include "support/reference.hpp"
 #include "support/tensors.hpp"
@@ -455,5 +458,73 @@ TEST_P(LoopbackReduce, Nvfp4AndFp8ShardsMatchCpuReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(VirtualRanks, LoopbackReduce, ::testing::Values(2, 3, 4, 8));
+
+// Polls `done` for up to five seconds (CUDA may run a user object's destructor on its own
+// thread after cudaGraphDestroy returns).
+template <typename F>
+bool eventually(F done) {
+  for (int i = 0; i < 500 && !done(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+TEST(Collectives, GraphsThatCapturedACommunicatorAreCountedAndItsReleaseDoesNotHang) {
+  SYMMCOMM_REQUIRE_GPU();
+  // An owned communicator of its own: the second half leaks it on purpose.
+  auto comms = create_local_communicators({0});
+  Communicator comm = std::move(comms.at(0));
+  auto const graphs = detail::state_of(comm)->live_graphs;
+  std::size_t const n = 4096;
+  DeviceArray<std::uint16_t> send(n), recv(n);
+  send.upload(to_bf16_bits(random_floats(n, 7)));
+  cudaStream_t stream;
+  SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  auto gather = [&] {
+    all_gather(comm, ConstBf16Span{reinterpret_cast<const bf16*>(send.get()), n},
+               Bf16Span{reinterpret_cast<bf16*>(recv.get()), n}, stream);
+  };
+  auto capture = [&] {
+    cudaGraph_t graph = nullptr;
+    SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    gather();
+    gather();  // two collectives, one graph: one count
+    SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(stream, &graph));
+    return graph;
+  };
+  gather();  // eager: no count
+  SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+  EXPECT_EQ(graphs->load(), 0);
+  cudaGraph_t first = capture();
+  cudaGraph_t second = capture();
+  EXPECT_EQ(graphs->load(), 2);
+  cudaGraphExec_t exec;
+  SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&exec, first, 0));
+  SYMMCOMM_CUDA_TRY(cudaGraphDestroy(first));  // the executable still holds it
+  SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, stream));
+  SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+  EXPECT_EQ(graphs->load(), 2);
+  SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(exec));
+  EXPECT_TRUE(eventually([&] { return graphs->load() == 1; })) << graphs->load();
+  // Released while `second` lives: NCCL's destroy would wait for it forever; the release logs
+  // why and returns (the NCCL communicator is leaked), and the graph stays valid.
+  std::vector<std::string> warnings;
+  LogSink previous = set_log_sink([&](LogLevel level, const std::string& text) {
+    if (level == LogLevel::Warn) warnings.push_back(text);
+  });
+  { Communicator gone = std::move(comm); }  // the last reference: the release
+  set_log_sink(previous);
+  bool said = false;
+  for (const std::string& w : warnings) said = said || w.find("CUDA graph(s)") != std::string::npos;
+  EXPECT_TRUE(said) << "no warning naming the live graph";
+  SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&exec, second, 0));
+  SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, stream));
+  SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+  EXPECT_EQ(recv.download(), send.download());
+  SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(exec));
+  SYMMCOMM_CUDA_TRY(cudaGraphDestroy(second));
+  EXPECT_TRUE(eventually([&] { return graphs->load() == 0; })) << graphs->load();
+  SYMMCOMM_CUDA_TRY(cudaStreamDestroy(stream));
+}
 
 }  // namespace

@@ -64,6 +64,13 @@ struct CommAccess;
 /// registered through it are gone (they share its state), so teardown is always
 /// deregister -> free -> destroy. `borrow()` never destroys it; releasing the wrapper while
 /// buffers still live logs an error and makes those buffers refuse further use.
+///
+/// CUDA graphs: NCCL keeps a communicator until every CUDA graph that captured its work is
+/// destroyed, and its ncclCommDestroy waits for that without a bound. symmcomm counts the graphs
+/// that captured its collectives; when an owned communicator's last reference goes while any
+/// still exists, it logs a warning and leaves the NCCL communicator (and its own scratch)
+/// allocated, so the graphs stay valid, rather than hang. Destroy graphs before the
+/// communicator.
 class Communicator {
  public:
   /// @brief Whether wrapping probes capabilities. Probing is **collective** (it creates and keeps
