@@ -62,14 +62,35 @@ void on_every_rank(int n, const std::function<void(int)>& f) {
   }
 }
 
+namespace {
+// CTAs per NCCL kernel for n ranks of one process sharing the GPU: their kernels run at once
+// and spin until every rank's has started, so together they must fit on the GPU (NCCL's docs:
+// up to 2 ranks per GPU with default settings, NCCL_MAX_CTAS to fit more; measured on the H200:
+// 4 threaded ranks' device-count gathers never finished with the defaults). 0: NCCL's default
+// (2 ranks or fewer, or NCCL_MAX_CTAS set by the user).
+int max_ctas_for(int n) {
+  if (n <= 2 || std::getenv("NCCL_MAX_CTAS") != nullptr) return 0;
+  int sms = 0;
+  SYMMCOMM_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  return std::max(1, std::min(32, sms / (n + 1)));  // a share left for symmcomm's kernels
+}
+}  // namespace
+
 RankWorld::RankWorld(int n) : ranks(static_cast<std::size_t>(n)) {
   ncclUniqueId id;
   SYMMCOMM_NCCL_TRY(ncclGetUniqueId(&id));
+  int const max_ctas = max_ctas_for(n);
+  if (max_ctas > 0) progress(n, "NCCL kernels capped at " + std::to_string(max_ctas) + " CTAs");
   on_every_rank(n, [&](int r) {
     Rank& me = ranks[static_cast<std::size_t>(r)];
     ncclComm_t c = nullptr;
     // Each step said per rank: where a world that never becomes ready stopped.
-    SYMMCOMM_NCCL_TRY(ncclCommInitRank(&c, n, id, r));
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    if (max_ctas > 0) {
+      config.minCTAs = 1;
+      config.maxCTAs = max_ctas;
+    }
+    SYMMCOMM_NCCL_TRY(ncclCommInitRankConfig(&c, n, id, r, &config));
     progress(n, "rank " + std::to_string(r) + ": ncclCommInitRank done; probing");
     me.comm = Communicator::own(c);
     progress(n, "rank " + std::to_string(r) + ": probed (" + me.comm.capabilities().reason + ")");
