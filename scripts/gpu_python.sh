@@ -86,7 +86,10 @@ if want probe; then
   env "$l2" "$pre2" NCCL_MULTI_RANK_GPU_ENABLE=1 SYMMCOMM_LIBRARY="$lib2" timeout 120 "$py" \
     -m torch.distributed.run --nproc-per-node 2 "$SYMMCOMM_ROOT/scripts/probe_torch_symm.py" \
     "$out" >"$out/probe_torch_symm.txt" 2>&1
-  echo "== probe_torch_symm: exit $?"; tail -40 "$out/probe_torch_symm.txt" | cut -c1-200
+  echo "== probe_torch_symm: exit $?"; tail -5 "$out/probe_torch_symm.txt" | cut -c1-200
+  # The whole record, compact (a call's output keeps only its tail).
+  python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' \
+    "$out/probe_torch_symm.json" 2>&1 | cut -c1-6000
 fi
 # Device-count gather benchmark (#32), threaded ranks sharing the GPU; an overrun gets every
 # thread's backtrace (cuda-gdb) beside its output.

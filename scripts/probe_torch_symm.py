@@ -72,7 +72,8 @@ def main():
             t.fill_(rank + 1)
 
             def gather():
-                plan = symmcomm.all_gather(comm, t, dst)
+                # The bytes as bf16 (the package's plain gathers take bf16/fp32 tensors).
+                plan = symmcomm.all_gather(comm, t.view(torch.bfloat16), dst.view(torch.bfloat16))
                 torch.cuda.synchronize()
                 got = dst.view(world, n)[:, 0].tolist()
                 return {"path": plan.path, "why": plan.why, "first_bytes": got}

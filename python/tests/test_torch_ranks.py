@@ -1,7 +1,7 @@
 """The package at two ranks (two processes, sharing the GPU where there is one): every collective
 on PyTorch's borrowed NCCL communicator and on one symmcomm creates, against PyTorch's
-references (ranks_worker.py), and the MoE example under the same launch. Skips (saying why)
-without PyTorch or a GPU."""
+references (ranks_worker.py), and the MoE examples (eager; compiled and replayed from a CUDA
+graph) under the same launch. Skips (saying why) without PyTorch or a GPU."""
 import os
 import socket
 import subprocess
@@ -15,7 +15,8 @@ if not torch.cuda.is_available():
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE_ROOT = os.path.dirname(HERE)
-EXAMPLE = os.path.join(PACKAGE_ROOT, "..", "examples", "python", "moe_layer.py")
+EXAMPLES = os.path.join(PACKAGE_ROOT, "..", "examples", "python")
+EXAMPLE = os.path.join(EXAMPLES, "moe_layer.py")
 WORLD = 2
 TIMEOUT_S = int(os.environ.get("SYMMCOMM_RANKS_TIMEOUT_S", "240"))
 
@@ -65,3 +66,12 @@ def test_the_moe_example_at_two_ranks():
     outputs = run_ranks(EXAMPLE)
     for out in outputs:
         assert "moe_layer.py: OK" in out, out
+
+
+def test_the_compiled_moe_example_replays_its_graph_at_two_ranks():
+    # torch.compile(fullgraph=True) of the device-count ops, captured in one CUDA graph per rank
+    # and replayed with new counts each step; every rank checks its rows against eager math.
+    outputs = run_ranks(os.path.join(EXAMPLES, "moe_layer_compiled.py"))
+    for rank, out in enumerate(outputs):
+        assert "moe_layer_compiled.py rank %d: OK" % rank in out, out
+        assert "replaying with new counts" in out, out
