@@ -43,13 +43,15 @@ void BM_QuantizeNvfp4(benchmark::State& state) {
 // Computed-scale NVFP4 quantize at decode sizes, separate launches (memset, amax, quantize,
 // finalise) vs one cooperative launch (detail::QuantizeLaunch), side by side: rows of 7168 bf16,
 // eager (20 calls back to back) or one CUDA graph of 20 captured calls; time per iteration (20
-// calls).
+// calls). scale_only:1 times the scale alone (detail::scale_from_amax: what the fused quantize +
+// gather computes before its LSA kernel; memset, amax, finalise vs one launch).
 void BM_QuantizeNvfp4Launches(benchmark::State& state) {
   constexpr int kCalls = 20;
   std::size_t const n = static_cast<std::size_t>(state.range(0)) * 7168;
   auto const launch =
       state.range(1) ? detail::QuantizeLaunch::One : detail::QuantizeLaunch::Separate;
   bool const graph = state.range(2) != 0;
+  bool const scale_only = state.range(3) != 0;
   DeviceMemory src(n * 2), data(n / 2), scales(n / 16), global(sizeof(float));
   fill_bf16(src, n);
   Nvfp4View const view{data.as<std::uint8_t>(), scales.as<std::uint8_t>(), global.as<float>(), n};
@@ -57,7 +59,12 @@ void BM_QuantizeNvfp4Launches(benchmark::State& state) {
   SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   auto const calls = [&] {
     for (int i = 0; i < kCalls; ++i) {
-      detail::quantize_nvfp4(src.as<bf16>(), view, ScaleMode::Compute, launch, stream);
+      if (scale_only) {
+        detail::scale_from_amax(src.as<bf16>(), n, global.as<float>(), DataType::Nvfp4, launch,
+                                stream);
+      } else {
+        detail::quantize_nvfp4(src.as<bf16>(), view, ScaleMode::Compute, launch, stream);
+      }
     }
   };
   cudaGraphExec_t exec = nullptr;
@@ -78,11 +85,12 @@ void BM_QuantizeNvfp4Launches(benchmark::State& state) {
   });
   if (exec != nullptr) SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(exec));
   SYMMCOMM_CUDA_TRY(cudaStreamDestroy(stream));
-  state.SetLabel(std::string(launch == detail::QuantizeLaunch::One ? "one launch" : "separate") +
+  state.SetLabel(std::string(scale_only ? "scale only, " : "") +
+                 (launch == detail::QuantizeLaunch::One ? "one launch" : "separate") +
                  (graph ? ", graph" : ", eager") + ", " + std::to_string(kCalls) +
                  " calls per iteration");
-  report_bandwidth(state,
-                   static_cast<double>(kCalls) * static_cast<double>(n * 2 + n / 2 + n / 16));
+  std::size_t const bytes = scale_only ? n * 2 : n * 2 + n / 2 + n / 16;
+  report_bandwidth(state, static_cast<double>(kCalls) * static_cast<double>(bytes));
 }
 
 void BM_DequantizeNvfp4(benchmark::State& state) {
@@ -133,8 +141,8 @@ BENCHMARK(BM_QuantizeNvfp4)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeNvfp4Launches)
-    ->ArgsProduct({{1, 8, 64, 512, 2048, 8192}, {0, 1}, {0, 1}})
-    ->ArgNames({"rows", "one_launch", "graph"})
+    ->ArgsProduct({{1, 8, 64, 512, 2048, 8192}, {0, 1}, {0, 1}, {0, 1}})
+    ->ArgNames({"rows", "one_launch", "graph", "scale_only"})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DequantizeNvfp4)->Arg(kElems)->UseManualTime()->Unit(benchmark::kMicrosecond);

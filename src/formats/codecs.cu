@@ -7,9 +7,10 @@
 
 #include <cooperative_groups.h>
 
-#include <array>
+#include <map>
 #include <mutex>
 #include <type_traits>
+#include <utility>
 
 #include "core/cuda_utils.hpp"
 #include "core/launch.cuh"
@@ -65,6 +66,27 @@ __global__ void nvfp4_finalize_global_scale_kernel(float* slot) {
 }
 __global__ void fp8_finalize_scale_kernel(float* slot, Fp8Format format) {
   *slot = fp8_scale_from_amax(*slot, format);
+}
+
+// scale_from_amax in one cooperative launch (QuantizeLaunch::One): the amax as amax_kernel
+// takes it, then CTA 0 finalises it as the one-thread kernels do (`nvfp4`: the NVFP4 global
+// scale, else the FP8 scale of `format`). Two grid barriers: the slot cleared before any CTA adds
+// to it, the amax complete before it is read. The separate launches' bytes.
+template <class In>
+__global__ void __launch_bounds__(kThreadsPerCta)
+    scale_one_launch_kernel(const In* __restrict__ src, std::size_t groups, float* slot, bool nvfp4,
+                            Fp8Format format) {
+  cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+  auto* const amax_bits = reinterpret_cast<unsigned*>(slot);
+  if (blockIdx.x == 0 && threadIdx.x == 0) *amax_bits = 0u;
+  float const m = warp_amax(src, groups);
+  grid.sync();  // the slot is 0
+  if ((threadIdx.x & 31) == 0) atomicMax(amax_bits, __float_as_uint(m));
+  grid.sync();  // the amax is complete
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    float const amax = __uint_as_float(__ldcg(amax_bits));
+    *slot = nvfp4 ? nvfp4_global_scale(amax) : fp8_scale_from_amax(amax, format);
+  }
 }
 
 // ---- NVFP4 --------------------------------------------------------------------------------
@@ -279,46 +301,51 @@ void launch_amax(const In* src, std::size_t count, float* slot, cudaStream_t str
   SYMMCOMM_CHECK_LAUNCH();
 }
 
-// CTAs of the one-launch kernel that can all be resident on the current device at once (a
-// cooperative launch's limit), 0 where the device cannot launch cooperatively. Cached per device.
-template <class In>
-unsigned one_launch_grid_limit() {
-  constexpr int kMaxDevices = 64;
+// CTAs of `kernel` (kThreadsPerCta threads, no dynamic shared memory) that can all be resident on
+// the current device at once - a cooperative launch's limit -, 0 where the device cannot launch
+// cooperatively. Cached per kernel and device.
+unsigned cooperative_grid_limit(const void* kernel) {
   static std::mutex mutex;
-  static std::array<int, kMaxDevices> cached{};  // 0: not asked yet; -1: cannot
+  static std::map<std::pair<const void*, int>, unsigned> cached;
   int device = 0;
   SYMMCOMM_CUDA_TRY(cudaGetDevice(&device));
-  SYMMCOMM_EXPECTS(device < kMaxDevices, "device " << device << " beyond " << kMaxDevices);
   std::lock_guard lock(mutex);
-  if (cached[static_cast<std::size_t>(device)] == 0) {
-    int cooperative = 0;
-    SYMMCOMM_CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
-    int per_sm = 0;
-    SYMMCOMM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, quantize_nvfp4_one_launch_kernel<In>, kThreadsPerCta, 0));
-    int const limit = per_sm * current_device_sm_count();
-    cached[static_cast<std::size_t>(device)] = cooperative != 0 && limit > 0 ? limit : -1;
-  }
-  int const limit = cached[static_cast<std::size_t>(device)];
-  return limit > 0 ? static_cast<unsigned>(limit) : 0u;
+  auto const key = std::make_pair(kernel, device);
+  auto const found = cached.find(key);
+  if (found != cached.end()) return found->second;
+  int cooperative = 0;
+  SYMMCOMM_CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+  int per_sm = 0;
+  SYMMCOMM_CUDA_TRY(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreadsPerCta, 0));
+  int const limit = per_sm * current_device_sm_count();
+  unsigned const result = cooperative != 0 && limit > 0 ? static_cast<unsigned>(limit) : 0u;
+  cached.emplace(key, result);
+  return result;
+}
+
+// Launches `kernel` cooperatively with the amax pass's grid for `groups` 8-element groups, capped
+// at what can be resident; false (nothing launched) where the device cannot.
+bool launch_cooperative(const void* kernel, std::size_t groups, void** args, cudaStream_t stream) {
+  unsigned const limit = cooperative_grid_limit(kernel);
+  if (limit == 0) return false;
+  unsigned grid = grid_for(groups, 4);
+  if (grid > limit) grid = limit;
+  SYMMCOMM_CUDA_TRY(
+      cudaLaunchCooperativeKernel(kernel, dim3(grid), dim3(kThreadsPerCta), args, 0, stream));
+  return true;
 }
 
 // The one-launch computed-scale quantize; false (nothing launched) where the device cannot.
 template <class In>
 bool quantize_nvfp4_one_launch(const In* src, Nvfp4View dst, cudaStream_t stream) {
-  unsigned const limit = one_launch_grid_limit<In>();
-  if (limit == 0) return false;
   std::size_t blocks = dst.count / kNvfp4BlockSize;
-  unsigned grid = grid_for(blocks * 2, 4);  // the amax pass's shape: 8 elements per thread
-  if (grid > limit) grid = limit;
   auto* data = reinterpret_cast<uint2*>(dst.data);
   std::uint8_t* scales = dst.block_scales;
   float* slot = dst.global_scale;
   void* args[] = {&src, &blocks, &data, &scales, &slot};
-  SYMMCOMM_CUDA_TRY(cudaLaunchCooperativeKernel(
-      reinterpret_cast<const void*>(quantize_nvfp4_one_launch_kernel<In>), dim3(grid),
-      dim3(kThreadsPerCta), args, 0, stream));
-  return true;
+  return launch_cooperative(reinterpret_cast<const void*>(quantize_nvfp4_one_launch_kernel<In>),
+                            blocks * 2, args, stream);
 }
 
 template <class In>
@@ -393,21 +420,36 @@ void dequantize_fp8_impl(ConstFp8View src, Out* dst, cudaStream_t stream) {
 }  // namespace
 
 void scale_from_amax(const bf16* src, std::size_t count, float* slot, DataType type,
-                     cudaStream_t stream) {
+                     QuantizeLaunch launch, cudaStream_t stream) {
   check_device_pointer(src, count, "src");
   SYMMCOMM_EXPECTS(slot != nullptr, "scale slot is null");
+  bool nvfp4 = type == DataType::Nvfp4;
+  Fp8Format format = nvfp4 ? Fp8Format::E4M3 : fp8_format_of(type);
+  if (count > 0 && launch == QuantizeLaunch::One) {
+    std::size_t groups = count / 8;
+    void* args[] = {&src, &groups, &slot, &nvfp4, &format};
+    if (launch_cooperative(reinterpret_cast<const void*>(scale_one_launch_kernel<bf16>), groups,
+                           args, stream)) {
+      return;
+    }
+  }
   if (count == 0) {
     // An empty tensor quantizes with the scale of an all-zero one.
     SYMMCOMM_CUDA_TRY(cudaMemsetAsync(slot, 0, sizeof(float), stream));
   } else {
     launch_amax(src, count, slot, stream);
   }
-  if (type == DataType::Nvfp4) {
+  if (nvfp4) {
     nvfp4_finalize_global_scale_kernel<<<1, 1, 0, stream>>>(slot);
   } else {
-    fp8_finalize_scale_kernel<<<1, 1, 0, stream>>>(slot, fp8_format_of(type));
+    fp8_finalize_scale_kernel<<<1, 1, 0, stream>>>(slot, format);
   }
   SYMMCOMM_CHECK_LAUNCH();
+}
+
+void scale_from_amax(const bf16* src, std::size_t count, float* slot, DataType type,
+                     cudaStream_t stream) {
+  scale_from_amax(src, count, slot, type, default_quantize_launch(count), stream);
 }
 
 void quantize_nvfp4(const bf16* src, Nvfp4View dst, ScaleMode mode, QuantizeLaunch launch,
@@ -418,10 +460,10 @@ void quantize_nvfp4(const bf16* src, Nvfp4View dst, ScaleMode mode, QuantizeLaun
 }  // namespace detail
 
 void quantize_nvfp4(const bf16* src, Nvfp4View dst, ScaleMode mode, cudaStream_t stream) {
-  detail::quantize_nvfp4_impl(src, dst, mode, detail::QuantizeLaunch::Separate, stream);
+  detail::quantize_nvfp4_impl(src, dst, mode, detail::default_quantize_launch(dst.count), stream);
 }
 void quantize_nvfp4(const float* src, Nvfp4View dst, ScaleMode mode, cudaStream_t stream) {
-  detail::quantize_nvfp4_impl(src, dst, mode, detail::QuantizeLaunch::Separate, stream);
+  detail::quantize_nvfp4_impl(src, dst, mode, detail::default_quantize_launch(dst.count), stream);
 }
 void dequantize_nvfp4(ConstNvfp4View src, bf16* dst, cudaStream_t stream) {
   detail::dequantize_nvfp4_impl(src, dst, stream);

@@ -10,19 +10,33 @@
 
 namespace symmcomm::detail {
 
-/// Writes to the device float `slot` the scale of `type` (the NVFP4 global scale, or the FP8
-/// scale of an FP8 type) that ScaleMode::Compute would choose for `count` bf16 elements at `src` (a
-/// multiple of 8). Two kernels on `stream`: an amax reduction and a one-thread finalisation.
-void scale_from_amax(const bf16* src, std::size_t count, float* slot, DataType type,
-                     cudaStream_t stream);
-
 /// How ScaleMode::Compute quantizes. Separate: the amax reduction, the quantize and a
 /// one-thread finalisation, three launches (and a memset of the slot). One: a single
 /// cooperative launch (grid-wide amax, three grid barriers, then the quantize, rereading the
 /// input from L2 where it fits); Separate where the device cannot launch cooperatively. Both give
-/// the same bytes. The public quantize_nvfp4 uses Separate until the one-launch kernel is
-/// measured against it on the H200 (BM_QuantizeNvfp4Launches).
+/// the same bytes.
 enum class QuantizeLaunch { Separate, One };
+
+/// Largest input (elements) quantized in one launch by default. Measured on the H200
+/// (BM_QuantizeNvfp4Launches, rows of 7168, bench/results/2026-12-04-h200x1-session14): per call
+/// eager 13.8 -> 5.8 us at 1 row and 12.8 -> 8.2 us at 64 rows, graphs 6.4 -> 5.5 us at 1 row,
+/// equal at 512-2048 rows (3.7-14.7 M elements), one launch 1-3% slower at 8192 rows (59 M).
+inline constexpr std::size_t kOneLaunchMaxElements = std::size_t{16} << 20;
+
+/// The launch shape ScaleMode::Compute takes for `count` elements by default.
+inline constexpr QuantizeLaunch default_quantize_launch(std::size_t count) {
+  return count <= kOneLaunchMaxElements ? QuantizeLaunch::One : QuantizeLaunch::Separate;
+}
+
+/// Writes to the device float `slot` the scale of `type` (the NVFP4 global scale, or the FP8
+/// scale of an FP8 type) that ScaleMode::Compute would choose for `count` bf16 elements at `src` (a
+/// multiple of 8): an amax reduction and a finalisation, separate launches (memset, amax,
+/// one-thread finalise) or one cooperative launch; the same bytes either way.
+void scale_from_amax(const bf16* src, std::size_t count, float* slot, DataType type,
+                     QuantizeLaunch launch, cudaStream_t stream);
+/// scale_from_amax with default_quantize_launch(count).
+void scale_from_amax(const bf16* src, std::size_t count, float* slot, DataType type,
+                     cudaStream_t stream);
 
 /// quantize_nvfp4 (symmcomm/formats/codecs.hpp) with the launch shape chosen.
 void quantize_nvfp4(const bf16* src, Nvfp4View dst, ScaleMode mode, QuantizeLaunch launch,

@@ -160,6 +160,48 @@ TEST(CodecKernels, OneLaunchComputedScaleQuantizeReplaysFromAGraph) {
   SYMMCOMM_CUDA_TRY(cudaStreamDestroy(stream));
 }
 
+// The scale alone (what the fused quantize + gather computes first), one cooperative launch vs
+// the separate launches: the same float for NVFP4 and both FP8 formats, eager and replayed from
+// a graph, across sizes on both sides of kOneLaunchMaxElements.
+TEST(CodecKernels, OneLaunchScaleEqualsSeparateLaunchesAndTheHost) {
+  SYMMCOMM_REQUIRE_GPU();
+  cudaStream_t stream = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  DeviceArray<float> one(1), separate(1), replayed(1);
+  for (std::size_t n : {std::size_t{8}, std::size_t{7168}, std::size_t{7168 * 64},
+                        detail::kOneLaunchMaxElements + 8}) {
+    DeviceArray<std::uint16_t> src(n);
+    auto const* in = reinterpret_cast<const bf16*>(src.get());
+    for (DataType type : {DataType::Nvfp4, DataType::Fp8E4M3, DataType::Fp8E5M2}) {
+      SCOPED_TRACE(std::to_string(n) + " elements, type " + std::to_string(static_cast<int>(type)));
+      cudaGraph_t graph = nullptr;
+      SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      detail::scale_from_amax(in, n, replayed.get(), type, detail::QuantizeLaunch::One, stream);
+      SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(stream, &graph));
+      cudaGraphExec_t exec = nullptr;
+      SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
+      for (std::uint32_t round = 0; round < 2; ++round) {
+        auto const x = random_bf16(n, 77 + round);
+        src.upload(x, stream);  // ordered with the stream that reads it
+        detail::scale_from_amax(in, n, one.get(), type, detail::QuantizeLaunch::One, stream);
+        detail::scale_from_amax(in, n, separate.get(), type, detail::QuantizeLaunch::Separate,
+                                stream);
+        SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, stream));
+        SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+        float const want = type == DataType::Nvfp4
+                               ? nvfp4_global_scale(host_amax(x))
+                               : fp8_scale_from_amax(host_amax(x), fp8_format_of(type));
+        ASSERT_EQ(separate.download()[0], want);
+        ASSERT_EQ(one.download()[0], want);
+        ASSERT_EQ(replayed.download()[0], want);
+      }
+      SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(exec));
+      SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
+    }
+  }
+  SYMMCOMM_CUDA_TRY(cudaStreamDestroy(stream));
+}
+
 INSTANTIATE_TEST_SUITE_P(Sizes, Nvfp4Kernels,
                          ::testing::Values(16, 16 * 3, 7168, 16 * 100003, std::size_t{1} << 24));
 
