@@ -156,6 +156,7 @@ class Communicator:
 
     def __init__(self, handle):
         self._handle = handle
+        self._info = None  # fixed for the communicator's life: asked once
 
     @classmethod
     def init(cls, nranks, uid, rank, device):
@@ -235,11 +236,15 @@ class Communicator:
         return self._handle
 
     def info(self):
-        """(rank, size, device, symmetric) as the library sees them."""
-        r, s, d, sym = (ctypes.c_int() for _ in range(4))
-        _check(_lib.symmcomm_comm_info(self._h(), ctypes.byref(r), ctypes.byref(s),
-                                       ctypes.byref(d), ctypes.byref(sym)))
-        return r.value, s.value, d.value, bool(sym.value)
+        """(rank, size, device, symmetric) as the library sees them (fixed when the communicator
+        is made: asked of the library once)."""
+        h = self._h()
+        if self._info is None:
+            r, s, d, sym = (ctypes.c_int() for _ in range(4))
+            _check(_lib.symmcomm_comm_info(h, ctypes.byref(r), ctypes.byref(s), ctypes.byref(d),
+                                           ctypes.byref(sym)))
+            self._info = (r.value, s.value, d.value, bool(sym.value))
+        return self._info
 
     @property
     def rank(self):
@@ -484,8 +489,15 @@ def _is_tensor(x):
     return all(hasattr(x, a) for a in ("data_ptr", "numel", "dtype", "is_contiguous"))
 
 
+_DTYPE_NAMES = {}
+
+
 def _dtype_name(t):
-    return str(t.dtype).replace("torch.", "")
+    dt = t.dtype
+    name = _DTYPE_NAMES.get(dt)
+    if name is None:
+        name = _DTYPE_NAMES[dt] = str(dt).replace("torch.", "")
+    return name
 
 
 def _tensor(t, name, dtypes, device=None):
@@ -507,6 +519,9 @@ def _tensor(t, name, dtypes, device=None):
 
 
 def _device_index(t):
+    get_device = getattr(t, "get_device", None)  # an int, without making a torch.device
+    if get_device is not None:
+        return get_device()
     d = getattr(t, "device", None)
     return getattr(d, "index", None)
 
@@ -600,6 +615,9 @@ def _stream_arg(stream, tensor=None):
     if stream is None:
         torch = sys.modules.get("torch")
         if torch is not None and tensor is not None and getattr(tensor, "is_cuda", False):
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            if raw is not None:  # the address alone, without a torch.cuda.Stream object
+                return raw(_device_index(tensor))
             return torch.cuda.current_stream(tensor.device).cuda_stream
         return 0
     if hasattr(stream, "cuda_stream"):
