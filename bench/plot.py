@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/ usr / bin / python3
 """Turns symmcomm-bench JSON files into PNG plots: bus bandwidth and latency vs size, one line
 per (op, dtype, path), with the plain-NCCL baseline measured in the same run dashed.
 
@@ -10,13 +10,16 @@ Reads the BM_Latency* results of symmcomm_micro_bench (Google Benchmark JSON, wi
 --benchmark_repetitions) and writes OUT_PREFIX_decode_latency.png (time per call vs bytes per
 rank, a panel per op and rank count, eager solid, CUDA graph dashed) and
 OUT_PREFIX_decode_latency.md (per size: each variant's mean time and ours / NCCL symmetric,
-mean and min-max over the repetitions).
+mean and min-max over the repetitions; with variant 3 runs, the lsa-kernel launched with
+programmatic dependent launch, a column and a ratio of its own).
 """
 import json
 import re
 import sys
 
-VARIANTS = {0: "symmcomm lsa-kernel", 1: "NCCL symmetric", 2: "plain NCCL"}
+VARIANTS = {0: "symmcomm lsa-kernel", 1: "NCCL symmetric", 2: "plain NCCL",
+            3: "symmcomm lsa-kernel + PDL"}
+PDL = 3
 _NAME = re.compile(r"BM_Latency(\w+)/ranks:(\d+)/bytes:(\d+)/variant:(\d)/graph:(\d)")
 
 
@@ -37,30 +40,43 @@ def latency_runs(doc):
     return runs
 
 
+def _ratio(by_variant, ours, reference):
+    """(mean, min, max) of ours / reference paired repetition by repetition; None where either
+    is missing."""
+    if ours not in by_variant or reference not in by_variant:
+        return None
+    pairs = [a / b for a, b in zip(by_variant[ours], by_variant[reference])]
+    return (sum(pairs) / len(pairs), min(pairs), max(pairs))
+
+
 def latency_table(runs):
-    """Rows (op, ranks, bytes, graph, {variant: mean us}, (ratio mean, min, max)) where the
-    ratio is ours / NCCL symmetric, paired repetition by repetition; None where either is
-    missing."""
+    """Rows (op, ranks, bytes, graph, {variant: mean us}, ratio, pdl ratio) where ratio is
+    ours / NCCL symmetric and pdl ratio ours with PDL / NCCL symmetric, each (mean, min, max)
+    paired repetition by repetition, None where either side is missing."""
     rows = []
     for (op, ranks, size, graph), by_variant in sorted(runs.items()):
         means = {v: sum(t) / len(t) for v, t in by_variant.items()}
-        ratio = None
-        if 0 in by_variant and 1 in by_variant:
-            pairs = [a / b for a, b in zip(by_variant[0], by_variant[1])]
-            ratio = (sum(pairs) / len(pairs), min(pairs), max(pairs))
-        rows.append((op, ranks, size, graph, means, ratio))
+        rows.append((op, ranks, size, graph, means, _ratio(by_variant, 0, 1),
+                     _ratio(by_variant, PDL, 1)))
     return rows
 
 
 def latency_markdown(rows, context):
-    out = [f"# Decode-size latency: {context}", "",
-           "| op | ranks | bytes/rank | launch | " + " | ".join(VARIANTS.values()) +
-           " | ours / NCCL symmetric (min-max) |", "|---|---|---|---|---|---|---|---|"]
-    for op, ranks, size, graph, means, ratio in rows:
-        cells = [f"{means[v]:.2f} us" if v in means else "-" for v in VARIANTS]
-        r = f"{ratio[0]:.2f} ({ratio[1]:.2f}-{ratio[2]:.2f})" if ratio else "-"
+    pdl = any(PDL in r[4] for r in rows)
+    variants = [v for v in VARIANTS if v != PDL or pdl]
+    ratios = ["ours / NCCL symmetric (min-max)"] + (["ours + PDL / NCCL symmetric"] if pdl else [])
+    header = ["op", "ranks", "bytes/rank", "launch"] + [VARIANTS[v] for v in variants] + ratios
+    out = [f"# Decode-size latency: {context}", "", "| " + " | ".join(header) + " |",
+           "|" + "---|" * len(header)]
+
+    def fmt(r):
+        return f"{r[0]:.2f} ({r[1]:.2f}-{r[2]:.2f})" if r else "-"
+
+    for op, ranks, size, graph, means, ratio, pdl_ratio in rows:
+        cells = [f"{means[v]:.2f} us" if v in means else "-" for v in variants]
+        cells += [fmt(ratio)] + ([fmt(pdl_ratio)] if pdl else [])
         out.append(f"| {op} | {ranks} | {size} | {'graph' if graph else 'eager'} | " +
-                   " | ".join(cells) + f" | {r} |")
+                   " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
 
@@ -129,7 +145,7 @@ def main():
     prefix, files = sys.argv[1], sys.argv[2:]
     series, meta = load(files)
     title = f'{meta["gpu_count"]} x {meta["gpu"]}, NCCL {meta["nccl"]}, {meta["date"]}'
-    # One rank has no bus traffic (busbw = algbw * 0): plot the algorithm bandwidth instead.
+#One rank has no bus traffic(busbw = algbw * 0) : plot the algorithm bandwidth instead.
     bandwidth = ("busbw_GBps", "bus bandwidth (GB/s)") if meta["gpu_count"] > 1 else \
         ("algbw_GBps", "algorithm bandwidth (GB/s), one rank")
     for metric, ylabel, name in ((bandwidth[0], bandwidth[1], "bandwidth"),

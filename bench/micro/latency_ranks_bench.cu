@@ -8,11 +8,15 @@
 //      one launch), c elements per rank with c/2 + c/16 bytes ~ the size;
 //   1  the same bytes (c/2 + c/16 + 4 per rank, one tensor) through NCCL's symmetric all-gather
 //      on the same kind of windows (symmcomm forced to nccl-symmetric, so the path is checked);
-//   2  the same bytes through plain NCCL on cudaMalloc buffers.
+//   2  the same bytes through plain NCCL on cudaMalloc buffers;
+//   3  variant 0 with the LSA kernels launched with programmatic dependent launch
+//      (detail::lsa::set_programmatic_launch), so a kernel's launch overlaps the previous one's
+//      end: the fixed cost PDL removes, beside the plain launch in the same run.
 // BM_LatencyReduceScatter, variant:
 //   0  symmcomm's NVFP4 reduce-scatter into bf16 (lsa-kernel), shard = size / 2 elements;
 //   1  NCCL's symmetric bf16 reduce-scatter of the same element count (the reference);
-//   2  plain NCCL bf16 reduce-scatter on cudaMalloc buffers.
+//   2  plain NCCL bf16 reduce-scatter on cudaMalloc buffers;
+//   3  variant 0 launched with programmatic dependent launch (as above).
 // Every rank's calls are enqueued behind a gate (rank_world.hpp: host launch cost is not
 // timed); the time is the slowest rank's for 20 back-to-back calls, divided by 20. Results are
 // compared with the other tiers' checks (tests/multi_rank): this benchmark times only.
@@ -27,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/lsa.hpp"
 #include "micro/rank_world.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
@@ -38,6 +43,20 @@ namespace {
 
 constexpr int kCalls = 20;       // calls per rank per timed iteration (and per captured graph)
 constexpr int kIterations = 25;  // timed iterations per repetition (kCalls calls each)
+
+// Programmatic dependent launch of the LSA kernels for one case (variant 3), restored after.
+class ProgrammaticLaunch {
+ public:
+  explicit ProgrammaticLaunch(bool on) : previous_(detail::lsa::programmatic_launch()) {
+    detail::lsa::set_programmatic_launch(on);
+  }
+  ~ProgrammaticLaunch() { detail::lsa::set_programmatic_launch(previous_); }
+  ProgrammaticLaunch(const ProgrammaticLaunch&) = delete;
+  ProgrammaticLaunch& operator=(const ProgrammaticLaunch&) = delete;
+
+ private:
+  bool previous_;
+};
 
 Options forced(PathChoice p) {
   Options o;
@@ -80,9 +99,10 @@ void time_variant(benchmark::State& state, RankWorld& w, bool nccl_calls, bool g
     }
     time_graphs_gated(state, w, graphs, kCalls);
   }
-  static const char* const kNames[] = {"symmcomm lsa-kernel", "NCCL symmetric", "plain NCCL"};
+  static const char* const kNames[] = {"symmcomm lsa-kernel", "NCCL symmetric", "plain NCCL",
+                                       "symmcomm lsa-kernel + PDL"};
   state.SetLabel(std::to_string(w.size()) + " ranks, " +
-                 kNames[std::min<std::int64_t>(state.range(2), 2)] +
+                 kNames[std::min<std::int64_t>(state.range(2), 3)] +
                  (graph ? ", graph" : ", eager"));
   if (taken != expected) {
     state.SkipWithError(
@@ -114,7 +134,8 @@ void BM_LatencyAllGather(benchmark::State& state) {
       std::max<std::size_t>(lc.bytes * 16 / 9 / 16 * 16, 16);  // elements per rank
   std::size_t const part = c / 2 + c / 16 + sizeof(float);
   RankBuffers b(*w);
-  if (lc.variant == 0) {
+  ProgrammaticLaunch const pdl(lc.variant == 3);
+  if (lc.variant == 0 || lc.variant == 3) {
     auto const data = b.get(c / 2, true), scales = b.get(c / 16, true), global = b.get(4, true);
     auto const rdata = b.get(c / 2 * n, true), rscales = b.get(c / 16 * n, true),
                rglobal = b.get(4 * n, true);
@@ -159,7 +180,8 @@ void BM_LatencyReduceScatter(benchmark::State& state) {
   std::size_t const shard = std::max<std::size_t>(lc.bytes / 2 / 16 * 16, 16);  // bf16 elements out
   std::size_t const total = shard * n;
   RankBuffers b(*w);
-  if (lc.variant == 0) {
+  ProgrammaticLaunch const pdl(lc.variant == 3);
+  if (lc.variant == 0 || lc.variant == 3) {
     auto const data = b.get(total / 2, true), scales = b.get(total / 16, true);
     auto const global = b.get(4, true), out = b.get(shard * 2, true);
     // A global scale of 1 and small block scales: any finite data will do for timing.
@@ -206,7 +228,7 @@ void latency_args(benchmark::internal::Benchmark* b) {
   for (int n : {2, 4, 8}) {
     for (std::int64_t bytes = 1 << 10; bytes <= (4 << 20); bytes *= 4) {
       for (int graph : {0, 1}) {
-        for (int variant : {0, 1, 2}) b->Args({n, bytes, variant, graph});
+        for (int variant : {0, 1, 2, 3}) b->Args({n, bytes, variant, graph});
       }
     }
   }

@@ -7,7 +7,10 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -40,6 +43,7 @@ struct GatherLaunch {
 template <class P>
 __global__ void __launch_bounds__(kThreads)
     gather_kernel(const __grid_constant__ P peers, const __grid_constant__ GatherLaunch g) {
+  programmatic_wait(peers);
   __shared__ char* dst[kMaxRanks];
   int const n = peers.size();
   int const me = peers.rank();
@@ -79,6 +83,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   peers.barrier();
+  programmatic_release(peers);
 }
 
 // ---- fused quantize + all-gather ------------------------------------------------------------
@@ -87,13 +92,16 @@ template <class P>
 __global__ void __launch_bounds__(kThreads)
     quantize_gather_nvfp4_kernel(const __grid_constant__ P peers,
                                  const __grid_constant__ QuantizeGatherArgs a) {
+  programmatic_wait(peers);
   quantize_gather_nvfp4_body<kStreamingStores>(peers, a);
+  programmatic_release(peers);
 }
 
 template <class P>
 __global__ void __launch_bounds__(kThreads)
     quantize_gather_fp8_kernel(const __grid_constant__ P peers,
                                const __grid_constant__ QuantizeGatherArgs a) {
+  programmatic_wait(peers);
   __shared__ uint2* data_dst[kMaxRanks];
   int const n = peers.size();
   int const me = peers.rank();
@@ -131,6 +139,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   peers.barrier();
+  programmatic_release(peers);
 }
 
 // ---- host side ------------------------------------------------------------------------------
@@ -216,11 +225,40 @@ void check_ref(const Peers& peers, SymRef ref, const char* name) {
 }
 
 // Runs `launch(policy)` with the policy `peers` describes.
+// Programmatic dependent launch of the LSA kernels (lsa.hpp): off unless SYMMCOMM_LSA_PDL=1 or
+// set_programmatic_launch(true).
+std::atomic<bool>& programmatic_setting() {
+  static std::atomic<bool> on{[] {
+    const char* v = std::getenv("SYMMCOMM_LSA_PDL");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }()};
+  return on;
+}
+
+// Launches `kernel` over `grid` CTAs with the policy `p` first among `args`, with programmatic
+// stream serialisation when the policy was made for it.
+template <class P, class... Params, class... Args>
+void launch(void (*kernel)(Params...), unsigned grid, cudaStream_t stream, const P& p,
+            Args&&... args) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = p.programmatic ? 1 : 0;
+  SYMMCOMM_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, p, std::forward<Args>(args)...));
+}
+
 template <class Launch>
 void with_policy(const Peers& peers, Launch&& launch) {
   check_peers(peers);
   if (peers.loopback) {
     LoopbackPolicy p{};
+    p.programmatic = programmatic_launch();
     p.my_rank = peers.rank;
     p.my_size = peers.size;
     for (int s = 0; s < kSlots; ++s) {
@@ -232,6 +270,7 @@ void with_policy(const Peers& peers, Launch&& launch) {
   }
 #if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
   LsaPolicy p{};
+  p.programmatic = programmatic_launch();
   p.comm = *static_cast<const ncclDevComm*>(peers.dev_comm);
   for (int s = 0; s < kSlots; ++s) p.window[s] = peers.window[s];
   launch(p);
@@ -245,22 +284,29 @@ void with_policy(const Peers& peers, Launch&& launch) {
 template <class P, class Out>
 void launch_reduce(const P& p, int peers, const ReduceArgs& a, bool wide, unsigned grid,
                    int sm_share, cudaStream_t s) {
-  auto const launch = [&](auto kernel) {
+  auto const go = [&](auto kernel) {
     unsigned const g = resident_grid(reinterpret_cast<const void*>(kernel), sm_share, grid);
-    kernel<<<g, kThreads, 0, s>>>(p, a);
+    launch(kernel, g, s, p, a);
   };
   if (a.nvfp4() && peers == kUnrolledNvfp4Peers) {
-    launch(reduce_kernel<P, Out, true, 8, kUnrolledNvfp4Peers>);
+    go(reduce_kernel<P, Out, true, 8, kUnrolledNvfp4Peers>);
   } else if (a.nvfp4()) {
-    launch(reduce_kernel<P, Out, true, 8>);
+    go(reduce_kernel<P, Out, true, 8>);
   } else if (wide) {
-    launch(reduce_kernel<P, Out, false, 16>);
+    go(reduce_kernel<P, Out, false, 16>);
   } else {
-    launch(reduce_kernel<P, Out, false, 8>);
+    go(reduce_kernel<P, Out, false, 8>);
   }
 }
 
 }  // namespace
+
+void set_programmatic_launch(bool on) noexcept {
+  programmatic_setting().store(on, std::memory_order_relaxed);
+}
+bool programmatic_launch() noexcept {
+  return programmatic_setting().load(std::memory_order_relaxed);
+}
 
 bool production_available() noexcept {
 #if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
@@ -297,9 +343,8 @@ void gather(const Peers& peers, const GatherArgs& args, cudaStream_t stream) {
   unsigned const grid = grid_for_units(args.grid_bytes / 64);
   with_policy(peers, [&](const auto& p) {
     auto* kernel = gather_kernel<std::decay_t<decltype(p)>>;
-    kernel<<<resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid), kThreads,
-             0, stream>>>(p, g);
-    SYMMCOMM_CHECK_LAUNCH();
+    launch(kernel, resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid),
+           stream, p, g);
   });
 }
 
@@ -347,7 +392,8 @@ void reduce_shards(const ShardTable& shards, DataType type, std::size_t count, v
   for (int r = 0; r < shards.ranks; ++r) bits |= reinterpret_cast<std::uintptr_t>(shards.data[r]);
   bool const wide = bits % 16 == 0;
   unsigned const grid = grid_for_units(count / 16, reduce_grid_cap(nvfp4));
-  ShardTablePolicy p{shards};
+  ShardTablePolicy p;
+  p.table = shards;
   if (out_fp32) {
     launch_reduce<ShardTablePolicy, float>(p, shards.ranks, a, wide, grid, 0, stream);
   } else {
@@ -381,9 +427,8 @@ void quantize_gather(const Peers& peers, const QuantizeGatherArgs& a, cudaStream
   with_policy(peers, [&](const auto& p) {
     using P = std::decay_t<decltype(p)>;
     auto* kernel = a.nvfp4() ? quantize_gather_nvfp4_kernel<P> : quantize_gather_fp8_kernel<P>;
-    kernel<<<resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid), kThreads,
-             0, stream>>>(p, a);
-    SYMMCOMM_CHECK_LAUNCH();
+    launch(kernel, resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid),
+           stream, p, a);
   });
 }
 

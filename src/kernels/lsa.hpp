@@ -156,6 +156,14 @@ static_assert(ShardTable::kMaxRanks == kMaxRanks);
 void reduce_shards(const ShardTable& shards, DataType type, std::size_t count, void* out,
                    bool out_fp32, cudaStream_t stream);
 
+/// Programmatic dependent launch (PDL) of the LSA kernels: with it a kernel may start while the
+/// previous kernel on its stream finishes (it waits for that kernel's completion before reading
+/// input or meeting peers) and lets the next one launch after its closing barrier, hiding launch
+/// latency between back-to-back kernels. Off by default until measured against plain launches
+/// (bench/micro/latency_ranks_bench.cu, variant 3); SYMMCOMM_LSA_PDL=1 turns it on. Process-wide.
+void set_programmatic_launch(bool on) noexcept;
+bool programmatic_launch() noexcept;
+
 /// True when this build carries the production policy (NCCL's device API headers).
 bool production_available() noexcept;
 

@@ -21,6 +21,7 @@ namespace symmcomm::detail::lsa {
 // the barriers have nothing to wait for: the previous rank's kernel has completed.
 struct LoopbackPolicy {
   static constexpr bool kHeavyBarrier = false;  // (register budget, see ReduceShape)
+  bool programmatic = false;  // launched with programmatic dependent launch (lsa.hpp)
   int my_rank;
   int my_size;
   char* base[kSlots][kMaxLoopbackRanks];
@@ -36,6 +37,7 @@ struct LoopbackPolicy {
 struct ShardTablePolicy {
   static constexpr bool kHeavyBarrier = false;
   ShardTable table;
+  bool programmatic = false;  // never: a plain launch
   __device__ int size() const { return table.ranks; }
   __device__ char* ptr(SymRef ref, int peer) const {
     const void* base = ref.slot == 0   ? static_cast<const void*>(table.data[peer])
@@ -50,6 +52,7 @@ struct ShardTablePolicy {
 // Production: peers of the LSA team through NCCL windows; CTA i meets CTA i of every peer.
 struct LsaPolicy {
   static constexpr bool kHeavyBarrier = true;  // an NCCL LSA barrier session, many registers
+  bool programmatic = false;  // launched with programmatic dependent launch (lsa.hpp)
   ncclDevComm comm;
   ncclWindow_t window[kSlots];
   __device__ int rank() const { return comm.lsaRank; }
@@ -63,6 +66,28 @@ struct LsaPolicy {
   }
 };
 #endif
+
+// ---- programmatic dependent launch (lsa.hpp, set_programmatic_launch) ------------------------
+
+// First statement of every LSA kernel: with PDL the kernel may start while the previous kernel
+// on its stream still runs; it waits here for that kernel's completion (and memory) before it
+// reads any input or meets its peers, so the opening barrier keeps its meaning (every rank's
+// earlier work is done). A no-op for a plain launch.
+template <class P>
+__device__ __forceinline__ void programmatic_wait(const P& peers) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (peers.programmatic) asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Last statement, after the closing barrier: lets the next kernel on the stream launch while
+// this grid's CTAs leave (it still waits for this grid's completion before reading anything).
+template <class P>
+__device__ __forceinline__ void programmatic_release(const P& peers) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (peers.programmatic) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 
 __device__ __forceinline__ std::size_t global_thread() {
   return blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;

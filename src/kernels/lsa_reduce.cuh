@@ -188,8 +188,10 @@ template <class P, class Out, bool kNvfp4, int kBytes, int kPeers = 0>
 __global__ void __launch_bounds__(kThreads,
                                   ReduceShape<kNvfp4, kPeers, P::kHeavyBarrier>::kMinCtasPerSm)
     reduce_kernel(const __grid_constant__ P peers, const __grid_constant__ ReduceArgs a) {
+  programmatic_wait(peers);
   reduce_body<P, Out, kNvfp4, kBytes, ReduceShape<kNvfp4, kPeers, P::kHeavyBarrier>::kBatch,
               kPeers>(peers, a);
+  programmatic_release(peers);
 }
 
 // CTAs of the reduce grid: rank-independent constants (CTA i meets CTA i on every peer, so no

@@ -11,8 +11,10 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "kernels/lsa.hpp"
 #include "support/gpu_test.hpp"
 #include "support/guarded.hpp"
 #include "support/reference.hpp"
@@ -37,10 +39,21 @@ std::size_t sum(const std::vector<std::size_t>& v) {
   return std::accumulate(v.begin(), v.end(), std::size_t{0});
 }
 
-class LsaLoopback : public ::testing::TestWithParam<int> {
+// Virtual ranks, and whether the kernels launch with programmatic dependent launch (each
+// virtual rank's kernel may then start while the previous one ends; it must still see that
+// rank's writes: detail::lsa::set_programmatic_launch).
+class LsaLoopback : public ::testing::TestWithParam<std::tuple<int, bool>> {
  protected:
-  void SetUp() override { SYMMCOMM_REQUIRE_GPU(); }
-  int ranks() const { return GetParam(); }
+  void SetUp() override {
+    SYMMCOMM_REQUIRE_GPU();
+    previous_ = detail::lsa::programmatic_launch();
+    detail::lsa::set_programmatic_launch(std::get<1>(GetParam()));
+  }
+  void TearDown() override { detail::lsa::set_programmatic_launch(previous_); }
+  int ranks() const { return std::get<0>(GetParam()); }
+
+ private:
+  bool previous_ = false;
 };
 
 // ---- all-gather ---------------------------------------------------------------------------
@@ -358,7 +371,8 @@ TEST_P(LsaLoopback, FusedQuantizeAllGatherEqualsHostQuantizationOfEveryRank) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(VirtualRanks, LsaLoopback, ::testing::Values(2, 3, 4, 8));
+INSTANTIATE_TEST_SUITE_P(VirtualRanks, LsaLoopback,
+                         ::testing::Combine(::testing::Values(2, 3, 4, 8), ::testing::Bool()));
 
 // ---- argument checking ----------------------------------------------------------------------
 

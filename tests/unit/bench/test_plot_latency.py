@@ -36,13 +36,14 @@ class LatencyTable(unittest.TestCase):
 
     def test_ratio_is_ours_over_nccl_symmetric_paired_by_repetition(self):
         rows = plot.latency_table(plot.latency_runs(DOC))
-        op, ranks, size, graph, means, ratio = rows[0]
+        op, ranks, size, graph, means, ratio, pdl_ratio = rows[0]
         self.assertEqual((op, ranks, size, graph), ("AllGather", 2, 1024, 0))
         self.assertAlmostEqual(means[0], 13.0)
         self.assertAlmostEqual(means[1], 7.5)
         self.assertAlmostEqual(ratio[0], (2.0 + 1.5) / 2)
         self.assertAlmostEqual(ratio[1], 1.5)
         self.assertAlmostEqual(ratio[2], 2.0)
+        self.assertIsNone(pdl_ratio)  # no PDL run: no ratio
         self.assertIsNone(rows[1][5])  # no NCCL symmetric run: no ratio
 
     def test_markdown_has_a_row_per_case(self):
@@ -50,6 +51,20 @@ class LatencyTable(unittest.TestCase):
         self.assertIn("| AllGather | 2 | 1024 | eager | 13.00 us | 7.50 us | 9.00 us | 1.75 (1.50-2.00) |",
                       text)
         self.assertIn("| ReduceScatter | 8 | 4096 | graph | 5.00 us | - | - | - |", text)
+        self.assertNotIn("PDL", text)  # no variant 3 runs: no PDL column
+
+    def test_pdl_runs_get_a_column_and_a_ratio_of_their_own(self):
+        doc = {"benchmarks": DOC["benchmarks"] + [
+            run("BM_LatencyAllGather/ranks:2/bytes:1024/variant:3/graph:0/manual_time", 7.0),
+            run("BM_LatencyAllGather/ranks:2/bytes:1024/variant:3/graph:0/manual_time", 6.0)]}
+        rows = plot.latency_table(plot.latency_runs(doc))
+        self.assertAlmostEqual(rows[0][6][0], (1.0 + 0.75) / 2)
+        text = plot.latency_markdown(rows, "H200")
+        self.assertIn("| symmcomm lsa-kernel + PDL | ours / NCCL symmetric (min-max) | "
+                      "ours + PDL / NCCL symmetric |", text)
+        self.assertIn("| AllGather | 2 | 1024 | eager | 13.00 us | 7.50 us | 9.00 us | 6.50 us | "
+                      "1.75 (1.50-2.00) | 0.88 (0.75-1.00) |", text)
+        self.assertIn("| ReduceScatter | 8 | 4096 | graph | 5.00 us | - | - | - | - | - |", text)
 
 
 if __name__ == "__main__":
