@@ -46,7 +46,7 @@ pytest_line nccl-2.30.7 "$SYMMCOMM_ROOT/build-nccl2" "$l2" "$pre2" NCCL_MULTI_RA
 pytest_line nccl-2.28.3 "$SYMMCOMM_ROOT/build-dev"
 # The newest GPU code's tests (one-launch quantize; device-count gathers, swizzled scales
 # included, at 2 and 8 ranks sharing the GPU).
-new_tests='Sizes/Nvfp4Kernels.*:CodecKernels.OneLaunch*:Collectives.Graphs*'
+new_tests='Sizes/Nvfp4Kernels.*:CodecKernels.OneLaunch*:Collectives.Graphs*:LsaLoopbackCounted.*:VirtualRanks/LsaLoopback.*'
 want tests && for line in nccl-2.30.7 nccl-2.28.3; do
   if [ $line = nccl-2.30.7 ]; then bin=build-nccl2; e=("$l2"); else bin=build-dev; e=(); fi
   env "${e[@]}" timeout 120 "$SYMMCOMM_ROOT/$bin/tests/symmcomm_gpu_tests" --gtest_filter="$new_tests" \

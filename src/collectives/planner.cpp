@@ -188,11 +188,24 @@ Blocker lsa_blocker(const PlanRequest& r) {
 Plan plan_collective(const PlanRequest& r) {
   SYMMCOMM_EXPECTS(r.capabilities != nullptr, "plan_collective: capabilities is null");
   if (r.device_counts) {
+    // symmcomm's one-launch LSA gather (counts exchanged through the window, then the rows
+    // that count) runs when asked for, until measured against the fallback on the H200.
+    if (r.choice == PathChoice::LsaKernel && r.operation == Operation::AllGather) {
+      if (Blocker const b = lsa_blocker(r)) refuse(r, b);
+      Plan p = make(Path::LsaKernel, PlanReason::Forced);
+      p.buffer_bytes = r.bytes_per_rank;
+      return p;
+    }
     SYMMCOMM_EXPECTS(r.choice == PathChoice::Auto || r.choice == PathChoice::Fallback,
-                     "Options::path " << to_string(r.choice)
-                                      << ": a gather with counts on the device runs on the "
-                                         "fallback path only (NCCL's calls with every rank's rows "
-                                         "at capacity, then compaction on the device)");
+                     "Options::path " << to_string(r.choice) << ": "
+                                      << (r.operation == Operation::AllGather
+                                              ? "a gather with counts on the device runs on "
+                                                "the fallback path (NCCL's calls with every "
+                                                "rank's rows at capacity, then compaction on the "
+                                                "device) or, when asked, symmcomm's LSA kernel"
+                                              : "a reduce-scatter with counts on the device runs "
+                                                "on the fallback path only (its rows laid out "
+                                                "at capacity, then NCCL's reduce-scatter)"));
     Plan p = make(Path::Fallback, PlanReason::DeviceCounts);
     p.buffer_bytes = r.bytes_per_rank;
     return p;

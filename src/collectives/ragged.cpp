@@ -14,6 +14,7 @@
 #include "common.hpp"
 #include "core/cuda_utils.hpp"
 #include "kernels/compact.hpp"
+#include "kernels/lsa.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/comm/wait.hpp"
 #include "symmcomm/error.hpp"
@@ -160,7 +161,10 @@ Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count
   for (const RowPart& p : rows) row_bytes += p.row_bytes;
   std::size_t const per_rank = counts.capacity * row_bytes;
   detail::PlannedCall call(state, Operation::AllGather, options, operation);
-  call.per_rank(per_rank, false).lsa_kernel(false);
+  // The LSA kernel addresses on peers every receive part, the counts array and the scale floats:
+  // one window slot each.
+  std::size_t const slots = rows.size() + 1 + (scale.send != nullptr ? 1 : 0);
+  call.per_rank(per_rank, false).lsa_kernel(slots <= detail::lsa::kSlots);
   int index = 0;
   for (const RowPart& p : rows) {
     call.part(Slot::SendPart, index, p.name, p.send, counts.capacity * p.row_bytes, false);
@@ -168,11 +172,47 @@ Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count
               p.swizzled ? swizzled_scale_bytes(n * counts.capacity, p.row_bytes)
                          : n * counts.capacity * p.row_bytes);
   }
+  int const counts_part = index;
+  call.part(Slot::RecvPart, counts_part, "counts.counts", counts.counts, n * sizeof(std::int32_t));
+  if (scale.send != nullptr)
+    call.buffer(Slot::RecvScale, scale.name, scale.recv, n * sizeof(float));
   call.device_counts();
   Plan const plan = call.decide(stream);
-  call.refuse_in_group("counts on the device: compaction after NCCL's gathers");
 
   detail::DeviceGuard guard(state.device);
+  if (plan.path == Path::LsaKernel) {
+    // One launch: counts through the window, one barrier, then only the rows that count.
+    call.before_enqueue(stream);
+    detail::lsa::Peers peers = detail::lsa_peers(state);
+    detail::lsa::CountedGatherArgs a;
+    int slot = 0;
+    for (std::size_t i = 0; i < rows.size(); ++i, ++slot) {
+      const Provenance& recv = call.provenance(Slot::RecvPart, static_cast<int>(i));
+      peers.window[slot] = recv.window;
+      a.part[i] =
+          detail::lsa::CountedGatherArgs::Part{rows[i].send, detail::lsa::SymRef{slot, recv.offset},
+                                               rows[i].row_bytes, rows[i].swizzled};
+    }
+    a.parts = static_cast<int>(rows.size());
+    const Provenance& all = call.provenance(Slot::RecvPart, counts_part);
+    peers.window[slot] = all.window;
+    a.counts = detail::lsa::SymRef{slot++, all.offset};
+    if (scale.send != nullptr) {
+      const Provenance& floats = call.provenance(Slot::RecvScale);
+      peers.window[slot] = floats.window;
+      a.scale_src = scale.send;
+      a.scale_dst = detail::lsa::SymRef{slot, floats.offset};
+    }
+    a.count = counts.count;
+    a.offsets = counts.offsets;
+    a.overflow = counts.overflow;
+    a.capacity = counts.capacity;
+    a.grid_bytes = counts.capacity * row_bytes;
+    detail::lsa::counted_gather(peers, a, stream);
+    call.record(stream, type, count);
+    return plan;
+  }
+  call.refuse_in_group("counts on the device: compaction after NCCL's gathers");
   // The rows at capacity land in the workspace, rank after rank, part after part.
   std::vector<std::size_t> at;
   std::size_t const need = padded_layout(rows, n * counts.capacity, at);

@@ -40,6 +40,44 @@ struct GatherLaunch {
   int width[kSlots];  // vector width in bytes of each segment (16, 8, 4, 2 or 1)
 };
 
+// One segment of a gather to every peer with `width`-byte stores (GatherSegment); `dst` is the
+// CTA's shared table of peer pointers.
+template <class P>
+__device__ __forceinline__ void gather_segment(const P& peers, const GatherSegment& seg, int width,
+                                               char** dst, int me, int n) {
+  __syncthreads();  // the previous segment's table is no longer read
+  for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
+    dst[p] = peers.ptr(seg.dst, p);
+  }
+  __syncthreads();
+  if (seg.scale_cols > 0) {
+    if (width == 16) {
+      swizzle_scales_to_peers<kStreamingStores, true>(seg, dst, me, n);
+    } else {
+      swizzle_scales_to_peers<kStreamingStores, false>(seg, dst, me, n);
+    }
+    return;
+  }
+  std::size_t const units = seg.bytes / static_cast<std::size_t>(width);
+  switch (width) {
+    case 16:
+      copy_to_peers<uint4, kGatherUnroll, kStreamingStores>(seg.src, dst, units, me, n);
+      break;
+    case 8:
+      copy_to_peers<uint2, kGatherUnroll, kStreamingStores>(seg.src, dst, units, me, n);
+      break;
+    case 4:
+      copy_to_peers<std::uint32_t, kGatherUnroll, kStreamingStores>(seg.src, dst, units, me, n);
+      break;
+    case 2:
+      copy_to_peers<std::uint16_t, kGatherUnroll, kStreamingStores>(seg.src, dst, units, me, n);
+      break;
+    default:
+      copy_to_peers<std::uint8_t, kGatherUnroll, kStreamingStores>(seg.src, dst, units, me, n);
+      break;
+  }
+}
+
 template <class P>
 __global__ void __launch_bounds__(kThreads)
     gather_kernel(const __grid_constant__ P peers, const __grid_constant__ GatherLaunch g) {
@@ -49,37 +87,96 @@ __global__ void __launch_bounds__(kThreads)
   int const me = peers.rank();
   peers.barrier();
   for (int s = 0; s < g.args.segments; ++s) {
-    const GatherSegment& seg = g.args.segment[s];
-    __syncthreads();  // the previous segment's table is no longer read
+    gather_segment(peers, g.args.segment[s], g.width[s], dst, me, n);
+  }
+  peers.barrier();
+  programmatic_release(peers);
+}
+
+// ---- all-gather with counts on the device ---------------------------------------------------
+
+// The widest store every peer's destination of `seg` (and its source and size) allows; for a
+// swizzle segment, 16 (whole chunks) or 4 - as the host decides for a gather's segments.
+template <class P>
+__device__ __forceinline__ int segment_width(const P& peers, const GatherSegment& seg, int n) {
+  std::uintptr_t bits = 0;
+  for (int p = 0; p < n; ++p) bits |= reinterpret_cast<std::uintptr_t>(peers.ptr(seg.dst, p));
+  if (seg.scale_cols > 0) return bits % 16 == 0 ? 16 : 4;
+  bits |= reinterpret_cast<std::uintptr_t>(seg.src) | seg.bytes;
+  int w = 16;
+  while (w > 1 && bits % static_cast<std::uintptr_t>(w) != 0) w /= 2;
+  return w;
+}
+
+template <class P>
+__global__ void __launch_bounds__(kThreads)
+    counted_gather_kernel(const __grid_constant__ P peers,
+                          const __grid_constant__ CountedGatherArgs a) {
+  programmatic_wait(peers);
+  __shared__ char* dst[kMaxRanks];
+  __shared__ std::int32_t first, mine, total;
+  int const n = peers.size();
+  int const me = peers.rank();
+  peers.barrier();
+  if (a.phase != 2) {
+    // Every CTA stores the count: CTA i of a peer reads it after meeting CTA i of this rank.
+    std::int32_t const raw = *a.count;
     for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
-      dst[p] = peers.ptr(seg.dst, p);
+      reinterpret_cast<std::int32_t*>(peers.ptr(a.counts, p))[me] = raw;
     }
-    __syncthreads();
-    if (seg.scale_cols > 0) {
-      if (g.width[s] == 16) {
-        swizzle_scales_to_peers<kStreamingStores, true>(seg, dst, me, n);
-      } else {
-        swizzle_scales_to_peers<kStreamingStores, false>(seg, dst, me, n);
+    if (a.phase == 1) {
+      peers.barrier();
+      programmatic_release(peers);
+      return;
+    }
+    peers.barrier();  // every rank's count is in every rank's array
+  }
+  if (threadIdx.x == 0) {
+    const volatile std::int32_t* counts =
+        reinterpret_cast<const std::int32_t*>(peers.ptr(a.counts, me));
+    auto const cap = static_cast<std::int32_t>(a.capacity);
+    std::int32_t sum = 0;
+    bool over = false;
+    for (int q = 0; q < n; ++q) {
+      std::int32_t c = counts[q];
+      if (c < 0 || c > cap) {
+        over = true;
+        c = c < 0 ? 0 : cap;
       }
-      continue;
+      if (blockIdx.x == 0) a.offsets[q] = sum;
+      if (q == me) {
+        first = sum;
+        mine = c;
+      }
+      sum += c;
     }
-    std::size_t const units = seg.bytes / static_cast<std::size_t>(g.width[s]);
-    switch (g.width[s]) {
-      case 16:
-        copy_to_peers<uint4, kGatherUnroll, kStreamingStores>(seg.src, dst, units, me, n);
-        break;
-      case 8:
-        copy_to_peers<uint2, kGatherUnroll, kStreamingStores>(seg.src, dst, units, me, n);
-        break;
-      case 4:
-        copy_to_peers<std::uint32_t, kGatherUnroll, kStreamingStores>(seg.src, dst, units, me, n);
-        break;
-      case 2:
-        copy_to_peers<std::uint16_t, kGatherUnroll, kStreamingStores>(seg.src, dst, units, me, n);
-        break;
-      default:
-        copy_to_peers<std::uint8_t, kGatherUnroll, kStreamingStores>(seg.src, dst, units, me, n);
-        break;
+    total = sum;
+    if (blockIdx.x == 0 && over) *a.overflow = 1;
+  }
+  __syncthreads();
+  for (int i = 0; i < a.parts; ++i) {
+    const CountedGatherArgs::Part& part = a.part[i];
+    GatherSegment seg;
+    seg.src = part.src;
+    seg.bytes = static_cast<std::size_t>(mine) * part.row_bytes;
+    if (part.swizzled) {
+      seg.dst = part.dst;
+      seg.scale_cols = part.row_bytes;
+      seg.first_row = static_cast<std::size_t>(first);
+      if (me == n - 1) {
+        seg.zero_from = static_cast<std::size_t>(total);
+        seg.zero_to = round_up_to(static_cast<std::size_t>(n) * a.capacity, kScaleTileRows);
+      }
+    } else {
+      seg.dst =
+          SymRef{part.dst.slot, part.dst.offset + static_cast<std::size_t>(first) * part.row_bytes};
+    }
+    gather_segment(peers, seg, segment_width(peers, seg, n), dst, me, n);
+  }
+  if (a.scale_src != nullptr && blockIdx.x == 0) {
+    float const s = *a.scale_src;
+    for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
+      reinterpret_cast<float*>(peers.ptr(a.scale_dst, p))[me] = s;
     }
   }
   peers.barrier();
@@ -427,6 +524,42 @@ void quantize_gather(const Peers& peers, const QuantizeGatherArgs& a, cudaStream
   with_policy(peers, [&](const auto& p) {
     using P = std::decay_t<decltype(p)>;
     auto* kernel = a.nvfp4() ? quantize_gather_nvfp4_kernel<P> : quantize_gather_fp8_kernel<P>;
+    launch(kernel, resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid),
+           stream, p, a);
+  });
+}
+
+void counted_gather(const Peers& peers, const CountedGatherArgs& a, cudaStream_t stream) {
+  SYMMCOMM_EXPECTS(a.parts >= 1 && a.parts <= kSlots,
+                   "lsa counted gather: " << a.parts << " parts, outside 1.." << kSlots);
+  SYMMCOMM_EXPECTS(a.count != nullptr && a.offsets != nullptr && a.overflow != nullptr,
+                   "lsa counted gather: count, offsets and overflow must be device pointers");
+  SYMMCOMM_EXPECTS(a.phase >= 0 && a.phase <= 2,
+                   "lsa counted gather: phase " << a.phase << " outside 0..2");
+  SYMMCOMM_EXPECTS(a.capacity <= static_cast<std::size_t>(INT32_MAX),
+                   "lsa counted gather: capacity " << a.capacity << " exceeds int32 rows");
+  check_ref(peers, a.counts, "counts.counts");
+  SYMMCOMM_EXPECTS(address_bits(peers, a.counts) % 4 == 0,
+                   "lsa counted gather: counts.counts at offset " << a.counts.offset
+                                                                  << " is not 4-byte aligned");
+  for (int i = 0; i < a.parts; ++i) {
+    const CountedGatherArgs::Part& part = a.part[i];
+    check_ref(peers, part.dst, "counted gather part");
+    SYMMCOMM_EXPECTS(part.row_bytes > 0 && (a.capacity == 0 || part.src != nullptr),
+                     "lsa counted gather: part " << i << " has no rows or no source");
+    SYMMCOMM_EXPECTS(!part.swizzled || address_bits(peers, part.dst) % 4 == 0,
+                     "lsa counted gather: swizzled scales at offset " << part.dst.offset
+                                                                      << " are not 4-byte aligned");
+  }
+  if (a.scale_src != nullptr) {
+    check_ref(peers, a.scale_dst, "recv scale");
+    SYMMCOMM_EXPECTS(address_bits(peers, a.scale_dst) % 4 == 0,
+                     "lsa counted gather: recv scale at offset " << a.scale_dst.offset
+                                                                 << " is not 4-byte aligned");
+  }
+  unsigned const grid = grid_for_units(a.grid_bytes / 64);
+  with_policy(peers, [&](const auto& p) {
+    auto* kernel = counted_gather_kernel<std::decay_t<decltype(p)>>;
     launch(kernel, resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid),
            stream, p, a);
   });

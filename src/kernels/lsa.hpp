@@ -140,10 +140,44 @@ struct QuantizeGatherArgs {
   std::size_t zero_from = 0, zero_to = 0;
 };
 
+/// An all-gather with this rank's row count on the device (ragged.hpp), in one launch: after
+/// the opening barrier every rank stores its count (int32, read from local `count`) into slot
+/// `counts` of every peer at its rank's index, a second barrier makes them all visible, then
+/// each rank computes the prefix of the counts clamped to 0..capacity (writing `offsets` and,
+/// when one was outside, `overflow` = 1, both local) and pushes its first count rows of every
+/// part to the compact place of every peer - swizzled NVFP4 block scales at their 128 x 4
+/// places, the last rank zeroing rows from the total to the matrix's padded end - and its scale
+/// float to float `rank` of `scale_dst`. Counts equal the fallback's (NCCL's gather + compaction).
+struct CountedGatherArgs {
+  /// One tensor moved by rows: capacity rows of `row_bytes` at local `src`, the first count
+  /// of them landing at `dst` + offset x row_bytes (swizzled: into the matrix at `dst`, whose
+  /// rows are row_bytes scales each).
+  struct Part {
+    const void* src = nullptr;
+    SymRef dst{};
+    std::size_t row_bytes = 0;
+    bool swizzled = false;
+  };
+  const std::int32_t* count = nullptr;
+  SymRef counts{};
+  std::int32_t* offsets = nullptr;
+  std::int32_t* overflow = nullptr;
+  std::size_t capacity = 0;
+  Part part[kSlots];
+  int parts = 0;
+  const float* scale_src = nullptr;  ///< null: no per-rank float (BF16)
+  SymRef scale_dst{};
+  /// 0: the whole call (production). Loopback launches every virtual rank with 1 (its count
+  /// into every rank's array) before any with 2 (the rows): ranks run one after another there.
+  int phase = 0;
+  std::size_t grid_bytes = 0;  ///< rank-independent (capacity x bytes of a row): fixes the grid
+};
+
 /// Launch one kernel for the calling rank described by `peers`.
 void gather(const Peers& peers, const GatherArgs& args, cudaStream_t stream);
 void reduce(const Peers& peers, const ReduceArgs& args, cudaStream_t stream);
 void quantize_gather(const Peers& peers, const QuantizeGatherArgs& args, cudaStream_t stream);
+void counted_gather(const Peers& peers, const CountedGatherArgs& args, cudaStream_t stream);
 
 /// Local shards of a quantized tensor, one per rank (device pointers): what the fallback's local
 /// reduction sums. The public QuantizedShards itself (one type from the API to the kernels).

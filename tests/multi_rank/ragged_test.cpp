@@ -110,25 +110,32 @@ std::vector<std::int32_t> round_counts(int round, int n) {
   return c;
 }
 
-TEST(MultiRankRagged, Nvfp4DeviceCountsEagerAndReplayedFromOneGraph) {
+// The NVFP4 device-count gather on `path` (Auto: the fallback; LsaKernel: symmcomm's one-launch
+// kernel, counts exchanged through the pool's window): eager rounds, one graph replayed with
+// new counts, a count above capacity.
+void nvfp4_device_counts(PathChoice path) {
   World& w = world();
   Ragged t;
+  Options options;
+  options.path = path;
+  bool const lsa = path == PathChoice::LsaKernel;
   // Eager, three rounds of different counts.
   for (int round = 0; round < 3; ++round) {
     auto const c = round_counts(round, t.n);
     t.count.upload({c[static_cast<std::size_t>(t.me)]});
     t.poison();
-    Plan const plan = all_gatherv(w.comm, t.send(), t.recv(), kRow, t.device_counts(), w.stream);
+    Plan const plan =
+        all_gatherv(w.comm, t.send(), t.recv(), kRow, t.device_counts(), w.stream, options);
     sync();
-    EXPECT_EQ(plan.path, Path::Fallback);
-    EXPECT_EQ(plan.why, PlanReason::DeviceCounts) << plan.reason();
+    EXPECT_EQ(plan.path, lsa ? Path::LsaKernel : Path::Fallback);
+    EXPECT_EQ(plan.why, lsa ? PlanReason::Forced : PlanReason::DeviceCounts) << plan.reason();
     t.expect(c, "eager round " + std::to_string(round));
   }
   EXPECT_FALSE(overflowed(w.comm, t.device_counts(), w.stream));
   // One graph, captured once, replayed with new counts each time.
   cudaGraph_t graph = nullptr;
   SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(w.stream, cudaStreamCaptureModeThreadLocal));
-  all_gatherv(w.comm, t.send(), t.recv(), kRow, t.device_counts(), w.stream);
+  all_gatherv(w.comm, t.send(), t.recv(), kRow, t.device_counts(), w.stream, options);
   SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(w.stream, &graph));
   cudaGraphExec_t exec = nullptr;
   SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
@@ -152,6 +159,15 @@ TEST(MultiRankRagged, Nvfp4DeviceCountsEagerAndReplayedFromOneGraph) {
   EXPECT_FALSE(overflowed(w.comm, t.device_counts(), w.stream));  // cleared by the first read
   SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(exec));
   SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
+}
+
+TEST(MultiRankRagged, Nvfp4DeviceCountsEagerAndReplayedFromOneGraph) {
+  nvfp4_device_counts(PathChoice::Auto);
+}
+
+TEST(MultiRankRagged, Nvfp4DeviceCountsOnTheLsaKernelInOneLaunch) {
+  if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
+  nvfp4_device_counts(PathChoice::LsaKernel);
 }
 
 // Block scales gathered straight into the 128 x 4 layout NVFP4 GEMMs read: the compact rows'
@@ -279,7 +295,9 @@ TEST(MultiRankRagged, Bf16DeviceCountsAndArgumentErrors) {
         dc, w.stream, forced);
     ADD_FAILURE() << "a forced symmetric path was accepted";
   } catch (const LogicError& e) {
-    EXPECT_NE(std::string(e.what()).find("runs on the fallback path only"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("a gather with counts on the device runs on the "
+                                         "fallback path"),
+              std::string::npos)
         << e.what();
   }
 }

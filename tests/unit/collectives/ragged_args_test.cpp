@@ -151,13 +151,33 @@ TEST(RaggedArgs, PlannedOnTheFallbackOnlySayingWhatMoves) {
   EXPECT_EQ(p.why, PlanReason::DeviceCounts);
   EXPECT_NE(p.reason().find("5760 bytes per rank, whatever the counts"), std::string::npos)
       << p.reason();
-  r.choice = PathChoice::LsaKernel;
+  r.choice = PathChoice::NcclSymmetric;
   EXPECT_NE(logic_error_text([&] { plan_collective(r); })
-                .find("Options::path lsa-kernel: a gather with counts on the device runs on the "
-                      "fallback path only"),
+                .find("Options::path nccl-symmetric: a gather with counts on the device runs on "
+                      "the fallback path"),
             std::string::npos);
   r.choice = PathChoice::Fallback;
   EXPECT_EQ(plan_collective(r).why, PlanReason::DeviceCounts);
+  // symmcomm's LSA kernel when asked: refused, saying why, while it cannot run ...
+  r.choice = PathChoice::LsaKernel;
+  EXPECT_NE(logic_error_text([&] { plan_collective(r); })
+                .find("Options::path = lsa-kernel cannot be taken"),
+            std::string::npos);
+  // ... taken once it can (every buffer peers touch in a window of the communicator).
+  r.lsa_kernel_available = true;
+  PlannedBuffer counts;
+  counts.name = "counts.counts";
+  counts.slot = Slot::RecvPart;
+  counts.part = 0;
+  counts.provenance.status = ProvenanceStatus::Symmetric;
+  r.buffers.push_back(counts);
+  Plan const lsa = plan_collective(r);
+  EXPECT_EQ(lsa.path, Path::LsaKernel);
+  EXPECT_EQ(lsa.why, PlanReason::Forced);
+  // A reduce-scatter with device counts has no LSA kernel.
+  r.operation = Operation::ReduceScatter;
+  EXPECT_NE(logic_error_text([&] { plan_collective(r); }).find("runs on the fallback path only"),
+            std::string::npos);
 }
 
 }  // namespace
