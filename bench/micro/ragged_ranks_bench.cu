@@ -8,9 +8,11 @@
 //      the one variant a single captured graph serves for every step's counts;
 //   1  padded to capacity: all_gather of capacity rows per rank (what engines do to keep one
 //      graph), the path symmcomm picks for pool buffers;
-//   2  host counts: all_gatherv with the counts as a host vector (a graph per count pattern).
-// Fourth argument: 1 = the calls captured in one CUDA graph per rank and replayed (variants 0
-// and 1; 2 cannot replay with other counts and is eager only). Time per call, the slowest
+//   2  host counts: all_gatherv with the counts as a host vector (a graph per count pattern);
+//   3  counts on the device through symmcomm's one-launch LSA kernel (Options::path =
+//      LsaKernel; the counts arrays in the pool's windows): only the counted rows move.
+// Fourth argument: 1 = the calls captured in one CUDA graph per rank and replayed (variants 0,
+// 1 and 3; 2 cannot replay with other counts and is eager only). Time per call, the slowest
 // rank's, host launch cost excluded (rank_world.hpp); counters: rows gathered, bytes the counts
 // need, and bytes moved at capacity.
 
@@ -67,7 +69,7 @@ void BM_RaggedGather(benchmark::State& state) {
              global = b.get(4, true);
   auto const rdata = b.get(n * cap_elems / 2, true), rscales = b.get(n * cap_elems / 16, true),
              rglobal = b.get(4 * n, true);
-  auto const count = b.get(4, false), all_counts = b.get(4 * n, false),
+  auto const count = b.get(4, false), all_counts = b.get(4 * n, variant == 3),
              offsets = b.get(4 * n, false), overflow = b.get(4, false);
   std::vector<std::size_t> host_counts;
   std::size_t rows = 0;
@@ -91,15 +93,17 @@ void BM_RaggedGather(benchmark::State& state) {
     auto* g = reinterpret_cast<float*>(global[i]);
     auto* rg = reinterpret_cast<float*>(rglobal[i]);
     Path taken = Path::Fallback;
-    if (variant == 0) {
+    if (variant == 0 || variant == 3) {
+      Options options;
+      if (variant == 3) options.path = PathChoice::LsaKernel;
       DeviceCounts const dc{reinterpret_cast<std::int32_t*>(count[i]), capacity,
                             reinterpret_cast<std::int32_t*>(all_counts[i]),
                             reinterpret_cast<std::int32_t*>(offsets[i]),
                             reinterpret_cast<std::int32_t*>(overflow[i])};
-      taken =
-          all_gatherv(me.comm, Nvfp4View{data[i], scales[i], g, cap_elems},
-                      Nvfp4View{rdata[i], rscales[i], rg, n * cap_elems}, kHidden, dc, me.stream)
-              .path;
+      taken = all_gatherv(me.comm, Nvfp4View{data[i], scales[i], g, cap_elems},
+                          Nvfp4View{rdata[i], rscales[i], rg, n * cap_elems}, kHidden, dc,
+                          me.stream, options)
+                  .path;
     } else if (variant == 1) {
       taken = all_gather(me.comm, Nvfp4View{data[i], scales[i], g, cap_elems},
                          Nvfp4View{rdata[i], rscales[i], rg, n * cap_elems}, me.stream)
@@ -141,7 +145,8 @@ void BM_RaggedGather(benchmark::State& state) {
     });
     time_graphs_gated(state, *w, graphs, kCalls);
   }
-  static const char* const kNames[] = {"device counts", "padded to capacity", "host counts"};
+  static const char* const kNames[] = {"device counts", "padded to capacity", "host counts",
+                                       "device counts, one launch"};
   state.SetLabel(std::to_string(n) + " ranks, " + kNames[variant] + ", " +
                  to_string(static_cast<Path>(taken_value.load())) +
                  (graph ? ", graph" : ", eager"));
@@ -155,7 +160,7 @@ void BM_RaggedGather(benchmark::State& state) {
 void ragged_args(benchmark::internal::Benchmark* b) {
   for (int n : {2, 4, 8}) {
     for (std::int64_t mean : {64, 256, 1024}) {
-      for (int variant : {0, 1, 2}) {
+      for (int variant : {0, 1, 2, 3}) {
         for (int graph : {0, 1}) {
           if (variant == 2 && graph == 1) continue;  // host counts: a graph per count pattern
           b->Args({n, mean, variant, graph});
