@@ -95,6 +95,13 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- all-gather with counts on the device ---------------------------------------------------
 
+// The widest vector (16, 8, 4, 2 or 1 bytes) that addresses and sizes with `bits` allow.
+__host__ __device__ inline int widest_vector(std::uintptr_t bits) {
+  int w = 16;
+  while (w > 1 && bits % static_cast<std::uintptr_t>(w) != 0) w /= 2;
+  return w;
+}
+
 // The widest store every peer's destination of `seg` (and its source and size) allows; for a
 // swizzle segment, 16 (whole chunks) or 4 - as the host decides for a gather's segments.
 template <class P>
@@ -102,10 +109,7 @@ __device__ __forceinline__ int segment_width(const P& peers, const GatherSegment
   std::uintptr_t bits = 0;
   for (int p = 0; p < n; ++p) bits |= reinterpret_cast<std::uintptr_t>(peers.ptr(seg.dst, p));
   if (seg.scale_cols > 0) return bits % 16 == 0 ? 16 : 4;
-  bits |= reinterpret_cast<std::uintptr_t>(seg.src) | seg.bytes;
-  int w = 16;
-  while (w > 1 && bits % static_cast<std::uintptr_t>(w) != 0) w /= 2;
-  return w;
+  return widest_vector(bits | reinterpret_cast<std::uintptr_t>(seg.src) | seg.bytes);
 }
 
 template <class P>
@@ -288,12 +292,6 @@ std::uintptr_t address_bits(const Peers& peers, SymRef ref) {
     }
   }
   return bits;
-}
-
-int widest_vector(std::uintptr_t bits) {
-  int w = 16;
-  while (w > 1 && bits % static_cast<std::uintptr_t>(w) != 0) w /= 2;
-  return w;
 }
 
 void check_peers(const Peers& peers) {
