@@ -1,6 +1,7 @@
 // All-gathers with counts on the device, without a GPU: every argument error is named before
-// anything runs (an empty communicator is never reached), and the planner runs them on the
-// fallback only, saying what moves.
+// anything runs (an empty communicator is never reached), the planner runs them on the fallback
+// unless symmcomm's LSA kernel is asked for, saying what moves, and that kernel's launcher
+// checks its arguments before any launch.
 
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "collectives/planner.hpp"
+#include "kernels/lsa.hpp"
 #include "support/tensors.hpp"
 #include "symmcomm/collectives/ragged.hpp"
 #include "symmcomm/error.hpp"
@@ -160,8 +162,9 @@ TEST(RaggedArgs, PlannedOnTheFallbackOnlySayingWhatMoves) {
   EXPECT_EQ(plan_collective(r).why, PlanReason::DeviceCounts);
   // symmcomm's LSA kernel when asked: refused, saying why, while it cannot run ...
   r.choice = PathChoice::LsaKernel;
-  EXPECT_NE(logic_error_text([&] { plan_collective(r); })
-                .find("Options::path = lsa-kernel cannot be taken"),
+  EXPECT_NE(logic_error_text([&] {
+              plan_collective(r);
+            }).find("Options::path = lsa-kernel cannot be taken"),
             std::string::npos);
   // ... taken once it can (every buffer peers touch in a window of the communicator).
   r.lsa_kernel_available = true;
@@ -174,10 +177,61 @@ TEST(RaggedArgs, PlannedOnTheFallbackOnlySayingWhatMoves) {
   Plan const lsa = plan_collective(r);
   EXPECT_EQ(lsa.path, Path::LsaKernel);
   EXPECT_EQ(lsa.why, PlanReason::Forced);
+  // A counts array outside the communicator's windows is named.
+  r.buffers.back().provenance.status = ProvenanceStatus::NotRegistered;
+  EXPECT_NE(logic_error_text([&] { plan_collective(r); }).find("counts.counts"), std::string::npos)
+      << logic_error_text([&] { plan_collective(r); });
+  r.buffers.back().provenance.status = ProvenanceStatus::Symmetric;
   // A reduce-scatter with device counts has no LSA kernel.
   r.operation = Operation::ReduceScatter;
   EXPECT_NE(logic_error_text([&] { plan_collective(r); }).find("runs on the fallback path only"),
             std::string::npos);
+}
+
+TEST(RaggedArgs, OneLaunchKernelArgumentsAreCheckedBeforeAnyLaunch) {
+  using detail::lsa::CountedGatherArgs;
+  using detail::lsa::Peers;
+  using detail::lsa::SymRef;
+  Peers peers = Peers::loopback_of(0, 2);
+  static std::int32_t words[64];
+  for (int slot = 0; slot < detail::lsa::kSlots; ++slot) {
+    for (int r = 0; r < 2; ++r) peers.base[slot][r] = words + 16 * slot;
+  }
+  CountedGatherArgs a;
+  a.part[0] = CountedGatherArgs::Part{words, SymRef{0, 0}, 8, false};
+  a.parts = 1;
+  a.count = words;
+  a.counts = SymRef{1, 0};
+  a.offsets = words;
+  a.overflow = words;
+  a.capacity = 4;
+  auto const text = [&](const CountedGatherArgs& bad) {
+    return logic_error_text([&] { detail::lsa::counted_gather(peers, bad, nullptr); });
+  };
+  CountedGatherArgs b = a;
+  b.parts = 0;
+  EXPECT_NE(text(b).find("0 parts, outside 1..4"), std::string::npos) << text(b);
+  b = a;
+  b.offsets = nullptr;
+  EXPECT_NE(text(b).find("count, offsets and overflow must be device pointers"), std::string::npos);
+  b = a;
+  b.phase = 3;
+  EXPECT_NE(text(b).find("phase 3 outside 0..2"), std::string::npos);
+  b = a;
+  b.counts = SymRef{1, 2};
+  EXPECT_NE(text(b).find("counts.counts at offset 2 is not 4-byte aligned"), std::string::npos)
+      << text(b);
+  b = a;
+  b.part[0].swizzled = true;
+  b.part[0].dst = SymRef{0, 1};
+  EXPECT_NE(text(b).find("swizzled scales at offset 1 are not 4-byte aligned"), std::string::npos);
+  b = a;
+  b.scale_src = reinterpret_cast<const float*>(words);
+  b.scale_dst = SymRef{2, 6};
+  EXPECT_NE(text(b).find("recv scale at offset 6 is not 4-byte aligned"), std::string::npos);
+  b = a;
+  b.counts = SymRef{7, 0};
+  EXPECT_NE(text(b).find("counts.counts slot 7 outside 0..3"), std::string::npos) << text(b);
 }
 
 }  // namespace
