@@ -177,8 +177,9 @@ void before_enqueue(CommState& comm, const Options& options, const Plan& plan,
 
 void record_plan(CommState& comm, const Plan& plan, const std::vector<PlannedBuffer>& buffers,
                  cudaStream_t stream, const char* operation, const char* type, std::size_t count) {
-  if (touches_window(plan, buffers)) mark_use(comm, stream);
-  note_graph_use(comm, stream);
+  CaptureInfo const capture = capture_info(stream);
+  if (touches_window(plan, buffers)) mark_use(comm, stream, capture);
+  note_graph_use(comm, capture);
   comm.stats.calls[static_cast<std::size_t>(plan.path)].fetch_add(1, std::memory_order_relaxed);
   SYMMCOMM_LOG_DEBUG(operation << " " << type << " count " << count << " on rank " << comm.rank
                                << "/" << comm.size << " -> " << plan.reason());

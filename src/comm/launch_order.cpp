@@ -25,14 +25,15 @@ void LaunchOrderDeleter::operator()(LaunchOrder* order) const noexcept {
   delete order;
 }
 
-namespace {
-// The id of the capture `stream` takes part in, 0 when none.
-unsigned long long capture_id(cudaStream_t stream) {
+CaptureInfo capture_info(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  unsigned long long id = 0;
-  SYMMCOMM_CUDA_TRY(cudaStreamGetCaptureInfo(stream, &status, &id));
-  return status == cudaStreamCaptureStatusActive ? id : 0;
+  CaptureInfo info;
+  SYMMCOMM_CUDA_TRY(cudaStreamGetCaptureInfo(stream, &status, &info.id, &info.graph));
+  if (status != cudaStreamCaptureStatusActive) info = CaptureInfo{};
+  return info;
 }
+
+namespace {
 
 LaunchOrder& order_of(CommState& state) {
   std::lock_guard lock(state.mutex);
@@ -50,16 +51,16 @@ void order_after_last_use(CommState& state, cudaStream_t stream) {
   LaunchOrder& order = order_of(state);
   std::lock_guard lock(order.mutex);
   if (!order.recorded || order.stream == stream) return;
-  if (order.capture_id != capture_id(stream)) return;  // nothing to link (see launch_order.hpp)
+  if (order.capture_id != capture_info(stream).id) return;  // nothing to link (launch_order.hpp)
   SYMMCOMM_CUDA_TRY(cudaStreamWaitEvent(stream, order.event, 0));
 }
 
-void mark_use(CommState& state, cudaStream_t stream) {
+void mark_use(CommState& state, cudaStream_t stream, const CaptureInfo& capture) {
   LaunchOrder& order = order_of(state);
   std::lock_guard lock(order.mutex);
   SYMMCOMM_CUDA_TRY(cudaEventRecord(order.event, stream));
   order.stream = stream;
-  order.capture_id = capture_id(stream);
+  order.capture_id = capture.id;
   order.recorded = true;
 }
 
@@ -72,12 +73,10 @@ void release_graph_count(void* user) {
 }
 }  // namespace
 
-void note_graph_use(CommState& state, cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  unsigned long long id = 0;
-  cudaGraph_t graph = nullptr;
-  SYMMCOMM_CUDA_TRY(cudaStreamGetCaptureInfo(stream, &status, &id, &graph));
-  if (status != cudaStreamCaptureStatusActive || graph == nullptr) return;
+void note_graph_use(CommState& state, const CaptureInfo& capture) {
+  if (capture.id == 0 || capture.graph == nullptr) return;
+  cudaGraph_t const graph = capture.graph;
+  unsigned long long const id = capture.id;
   {
     std::lock_guard lock(state.mutex);
     if (state.last_noted_capture == id) return;  // this graph holds a count already

@@ -23,12 +23,22 @@ namespace symmcomm::detail {
 /// communicator's last windowed work if that went to another stream.
 void order_after_last_use(CommState& state, cudaStream_t stream);
 
-/// After enqueueing work on `stream` that touches symmetric windows of `state`.
-void mark_use(CommState& state, cudaStream_t stream);
+/// The capture a stream takes part in: id 0 (and no graph) when none.
+struct CaptureInfo {
+  unsigned long long id = 0;
+  cudaGraph_t graph = nullptr;
+};
+/// One query of `stream`'s capture state, for the two calls below.
+CaptureInfo capture_info(cudaStream_t stream);
 
-/// After enqueueing any collective of `state` on `stream`: when `stream` is capturing, ties a
-/// count of `state.live_graphs` to the graph being captured (released when CUDA destroys it).
-void note_graph_use(CommState& state, cudaStream_t stream);
+/// After enqueueing work on `stream` (capture state `capture`) that touches symmetric windows
+/// of `state`.
+void mark_use(CommState& state, cudaStream_t stream, const CaptureInfo& capture);
+
+/// After enqueueing any collective of `state` on a stream in capture `capture`: ties a count of
+/// `state.live_graphs` to the graph being captured (released when CUDA destroys it); nothing
+/// outside capture.
+void note_graph_use(CommState& state, const CaptureInfo& capture);
 
 /// Waits (watched, default_wait_timeout) until the last work marked on `state` outside graph
 /// capture has completed. Returns false, having logged why, when it did not (timeout, error,
