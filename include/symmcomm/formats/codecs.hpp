@@ -21,7 +21,7 @@ namespace symmcomm {
 enum class ScaleMode { Given, Compute };
 
 /// @brief BF16 -> NVFP4. With ScaleMode::Compute, writes `*dst.global_scale` =
-/// nvfp4_global_scale(amax(src)) first (one extra read of src): up to 16 Mi elements in one
+/// nvfp4_global_scale(amax(src)) first (one extra read of src): up to 1 Mi elements in one
 /// cooperative launch (grid-wide amax, then the quantize from L2), above that as separate
 /// launches (amax, quantize, a one-thread finalisation); the same bytes either way.
 void quantize_nvfp4(const bf16* src, Nvfp4View dst, ScaleMode mode, cudaStream_t stream);
