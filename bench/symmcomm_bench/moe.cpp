@@ -1,7 +1,8 @@
 // symmcomm-bench's moe-dp scenario: the communication of one DP-attention + expert-parallel
 // MoE layer of DeepSeek-R1 (NVFP4 dispatch all-gather with routing tensors, reduce-scatter
 // combine), per tokens-per-rank value and path, and the same layer with uneven tokens whose
-// counts are on the device ("device-counts" rows: capacity = the row's tokens per rank).
+// counts are on the device ("device-counts" rows: capacity = the row's tokens per rank;
+// "device-counts-lsa": the dispatch in symmcomm's one-launch LSA kernel, where it can run).
 
 #include <nccl.h>
 
@@ -46,7 +47,9 @@ MoeResult moe_result(const Config& c, Ranks& ranks, int tokens, std::string path
 // `capacity` - (r % 4) x capacity / 4 tokens (100, 75, 50, 25% of the capacity), the dispatch
 // gathers the NVFP4 activations with the routing tensors as row items, the combine
 // reduce-scatters each rank's own rows back; one captured graph would serve any counts.
-MoeResult run_moe_device_counts(const Config& c, Ranks& ranks, int capacity) {
+// `lsa`: the dispatch through symmcomm's one-launch LSA kernel (Options::path = LsaKernel; the
+// combine has no such kernel and stays on the fallback).
+MoeResult run_moe_device_counts(const Config& c, Ranks& ranks, int capacity, bool lsa) {
   int const n = ranks.world();
   std::size_t const local = static_cast<std::size_t>(ranks.local());
   std::size_t const hidden = static_cast<std::size_t>(c.moe_hidden);
@@ -68,7 +71,8 @@ MoeResult run_moe_device_counts(const Config& c, Ranks& ranks, int capacity) {
     auto* ids_all = b.get(cap * route_row * n, true);
     auto* weights = b.get(cap * route_row, true);
     auto* weights_all = b.get(cap * route_row * n, true);
-    auto* ints = b.get<std::int32_t>(sizeof(std::int32_t) * (2 * n + 2), false);
+    // The counts array is written by peers on the LSA path: in the pool's window there.
+    auto* ints = b.get<std::int32_t>(sizeof(std::int32_t) * (2 * n + 2), lsa);
     std::int32_t const mine = capacity - (comm.rank() % 4) * capacity / 4;
     fill(s, ints, 1, repeat(mine));
     fill(s, ints + 1, 1, repeat(std::int32_t{0}));
@@ -77,8 +81,10 @@ MoeResult run_moe_device_counts(const Config& c, Ranks& ranks, int capacity) {
     DeviceCounts const dc{ints, cap, ints + 2, ints + 2 + n, ints + 1};
     std::vector<RowItem> const items{RowItem{ids, ids_all, route_row, "topk_ids"},
                                      RowItem{weights, weights_all, route_row, "topk_weights"}};
+    Options dispatch_options;
+    if (lsa) dispatch_options.path = PathChoice::LsaKernel;
     std::function<void()> run_dispatch = [&] {
-      all_gatherv(comm, send, recv, hidden, items, dc, s);
+      all_gatherv(comm, send, recv, hidden, items, dc, s, dispatch_options);
     };
     auto* combined = b.get<bf16>(count * 2, true);
     std::function<void()> run_combine;
@@ -102,7 +108,8 @@ MoeResult run_moe_device_counts(const Config& c, Ranks& ranks, int capacity) {
     time_layer(c, barrier, s, run_dispatch, run_combine, what,
                dispatch[static_cast<std::size_t>(r)], combine[static_cast<std::size_t>(r)]);
   });
-  return moe_result(c, ranks, capacity, "device-counts", dispatch, combine);
+  return moe_result(c, ranks, capacity, lsa ? "device-counts-lsa" : "device-counts", dispatch,
+                    combine);
 }
 
 }  // namespace
@@ -195,7 +202,10 @@ std::vector<MoeResult> run_moe(const Config& c, Ranks& ranks) {
                      "[symmcomm-bench] moe-dp: capacity %d tokens per rank, device counts\n",
                      tokens);
       }
-      results.push_back(run_moe_device_counts(c, ranks, tokens));
+      results.push_back(run_moe_device_counts(c, ranks, tokens, false));
+      if (ranks.comms[0].capabilities().lsa_covers(n)) {
+        results.push_back(run_moe_device_counts(c, ranks, tokens, true));
+      }
     }
   }
   return results;

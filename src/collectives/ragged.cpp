@@ -161,10 +161,10 @@ Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count
   for (const RowPart& p : rows) row_bytes += p.row_bytes;
   std::size_t const per_rank = counts.capacity * row_bytes;
   detail::PlannedCall call(state, Operation::AllGather, options, operation);
-  // The LSA kernel addresses on peers every receive part, the counts array and the scale floats:
-  // one window slot each.
-  std::size_t const slots = rows.size() + 1 + (scale.send != nullptr ? 1 : 0);
-  call.per_rank(per_rank, false).lsa_kernel(slots <= detail::lsa::kSlots);
+  // The LSA kernel addresses on peers every receive part, the counts array and the scale floats,
+  // in at most kSlots distinct windows (checked once their provenance is known).
+  call.per_rank(per_rank, false)
+      .lsa_kernel(rows.size() <= detail::lsa::CountedGatherArgs::kMaxParts);
   int index = 0;
   for (const RowPart& p : rows) {
     call.part(Slot::SendPart, index, p.name, p.send, counts.capacity * p.row_bytes, false);
@@ -185,23 +185,33 @@ Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count
     call.before_enqueue(stream);
     detail::lsa::Peers peers = detail::lsa_peers(state);
     detail::lsa::CountedGatherArgs a;
-    int slot = 0;
-    for (std::size_t i = 0; i < rows.size(); ++i, ++slot) {
+    int used = 0;  // slots: one per distinct window
+    auto const slot_of = [&](const Provenance& p, const char* name) {
+      for (int s = 0; s < used; ++s) {
+        if (peers.window[s] == p.window) return s;
+      }
+      SYMMCOMM_EXPECTS(used < detail::lsa::kSlots,
+                       operation << ": " << name << " is in a " << used + 1
+                                 << "th window; the LSA kernel reaches at most "
+                                 << detail::lsa::kSlots
+                                 << " (allocate the buffers from one pool: its arena is one "
+                                    "window)");
+      peers.window[used] = p.window;
+      return used++;
+    };
+    for (std::size_t i = 0; i < rows.size(); ++i) {
       const Provenance& recv = call.provenance(Slot::RecvPart, static_cast<int>(i));
-      peers.window[slot] = recv.window;
-      a.part[i] =
-          detail::lsa::CountedGatherArgs::Part{rows[i].send, detail::lsa::SymRef{slot, recv.offset},
-                                               rows[i].row_bytes, rows[i].swizzled};
+      a.part[i] = detail::lsa::CountedGatherArgs::Part{
+          rows[i].send, detail::lsa::SymRef{slot_of(recv, rows[i].name), recv.offset},
+          rows[i].row_bytes, rows[i].swizzled};
     }
     a.parts = static_cast<int>(rows.size());
     const Provenance& all = call.provenance(Slot::RecvPart, counts_part);
-    peers.window[slot] = all.window;
-    a.counts = detail::lsa::SymRef{slot++, all.offset};
+    a.counts = detail::lsa::SymRef{slot_of(all, "counts.counts"), all.offset};
     if (scale.send != nullptr) {
       const Provenance& floats = call.provenance(Slot::RecvScale);
-      peers.window[slot] = floats.window;
       a.scale_src = scale.send;
-      a.scale_dst = detail::lsa::SymRef{slot, floats.offset};
+      a.scale_dst = detail::lsa::SymRef{slot_of(floats, scale.name), floats.offset};
     }
     a.count = counts.count;
     a.offsets = counts.offsets;

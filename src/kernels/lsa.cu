@@ -528,8 +528,9 @@ void quantize_gather(const Peers& peers, const QuantizeGatherArgs& a, cudaStream
 }
 
 void counted_gather(const Peers& peers, const CountedGatherArgs& a, cudaStream_t stream) {
-  SYMMCOMM_EXPECTS(a.parts >= 1 && a.parts <= kSlots,
-                   "lsa counted gather: " << a.parts << " parts, outside 1.." << kSlots);
+  SYMMCOMM_EXPECTS(
+      a.parts >= 1 && a.parts <= CountedGatherArgs::kMaxParts,
+      "lsa counted gather: " << a.parts << " parts, outside 1.." << CountedGatherArgs::kMaxParts);
   SYMMCOMM_EXPECTS(a.count != nullptr && a.offsets != nullptr && a.overflow != nullptr,
                    "lsa counted gather: count, offsets and overflow must be device pointers");
   SYMMCOMM_EXPECTS(a.phase >= 0 && a.phase <= 2,

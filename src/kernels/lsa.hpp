@@ -158,12 +158,15 @@ struct CountedGatherArgs {
     std::size_t row_bytes = 0;
     bool swizzled = false;
   };
+  /// Row parts one launch moves: a view's data and block scales and kMaxRowItems more tensors
+  /// (ragged.hpp). Their windows share the kSlots slots (parts in one pool arena use one).
+  static constexpr int kMaxParts = 6;
   const std::int32_t* count = nullptr;
   SymRef counts{};
   std::int32_t* offsets = nullptr;
   std::int32_t* overflow = nullptr;
   std::size_t capacity = 0;
-  Part part[kSlots];
+  Part part[kMaxParts];
   int parts = 0;
   const float* scale_src = nullptr;  ///< null: no per-rank float (BF16)
   SymRef scale_dst{};
