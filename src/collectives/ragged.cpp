@@ -182,7 +182,6 @@ Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count
   detail::DeviceGuard guard(state.device);
   if (plan.path == Path::LsaKernel) {
     // One launch: counts through the window, one barrier, then only the rows that count.
-    call.before_enqueue(stream);
     detail::lsa::Peers peers = detail::lsa_peers(state);
     detail::lsa::CountedGatherArgs a;
     int used = 0;  // slots: one per distinct window
@@ -218,6 +217,7 @@ Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count
     a.overflow = counts.overflow;
     a.capacity = counts.capacity;
     a.grid_bytes = counts.capacity * row_bytes;
+    call.before_enqueue(stream);
     detail::lsa::counted_gather(peers, a, stream);
     call.record(stream, type, count);
     return plan;
