@@ -5,7 +5,7 @@
 # micro benchmark and two test binaries (second line); a next call on the warm machine can use
 # them: scripts/gpu_latency.sh. Logs in ${OUT:-./gpu-out}.
 # Usage: [SYMMCOMM_PYTHON=/path/python3] [SYMMCOMM_SKIP="quantize probe ..."] scripts/gpu_python.sh
-# (steps: tests ragged quantize examples overhead probe)
+# (steps: tests ragged pdl quantize examples overhead probe ragged_bench)
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
@@ -61,6 +61,15 @@ want ragged && for n in 2 8; do
     >"$out/ragged-n$n.txt" 2>&1
   echo "== MultiRankRagged at $n ranks: exit $?"; grep -E "PASSED|FAILED" "$out/ragged-n$n.txt" | head -6
 done
+# The production LSA kernels launched with programmatic dependent launch (opt-in), 4 ranks.
+if want pdl; then
+  env "$l2" NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_P2P_LL_THRESHOLD=1073741824 \
+    SYMMCOMM_EXPECT_SYMMETRIC=1 SYMMCOMM_LSA_PDL=1 timeout 150 mpiexec --allow-run-as-root \
+    --oversubscribe --bind-to none -n 4 "$SYMMCOMM_ROOT/build-nccl2/tests/symmcomm_multi_rank_tests" \
+    --gtest_filter='MultiRankAllGather.*:MultiRankReduceScatter.*:MultiRankQuantizeGather.*:MultiRankRagged.*:MultiRankStreamOrder.*' \
+    >"$out/pdl-n4.txt" 2>&1
+  echo "== LSA kernels with PDL at 4 ranks: exit $?"; grep -E "PASSED|FAILED" "$out/pdl-n4.txt" | head -6
+fi
 # Computed-scale NVFP4 quantize: separate launches vs one cooperative launch, same run (#30).
 if want quantize; then
   timeout 120 "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm_micro_bench" \
