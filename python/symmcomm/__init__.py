@@ -835,8 +835,9 @@ def all_gatherv_device(comm, send, recv, counts, row_elements, stream=None, path
     0..capacity is clamped and raises counts.overflow (device_counts_overflowed).
     `swizzled_scales` (NVFP4): recv.block_scales is the 128 x 4 layout NVFP4 GEMMs read for
     comm.size x capacity rows (symmcomm.swizzled_scale_bytes); the rows past the total count are
-    written as 0 there. Returns the Plan (the fallback: rows gathered at capacity, then compacted
-    on the device)."""
+    written as 0 there. Returns the Plan: by default the fallback (rows gathered at capacity,
+    then compacted on the device); path="lsa-kernel" with recv, counts.counts and the scales in
+    a pool's windows runs symmcomm's one-launch kernel, which moves only the counted rows."""
     rank, size, device, _ = comm.info()
     row = _int_arg(row_elements, "row_elements", 1)
     o = _path_arg(path)
