@@ -4,13 +4,15 @@
 // around a mean (64, 256, 1024), capacity twice the mean.
 //
 // BM_RaggedGather, variant (third argument):
-//   0  counts on the device: all_gatherv with DeviceCounts (symmcomm/collectives/ragged.hpp);
-//      the one variant a single captured graph serves for every step's counts;
+//   0  counts on the device on NCCL's path (Options::path = Fallback: every rank's rows at
+//      capacity through NCCL, then compaction; symmcomm/collectives/ragged.hpp);
 //   1  padded to capacity: all_gather of capacity rows per rank (what engines do to keep one
 //      graph), the path symmcomm picks for pool buffers;
 //   2  host counts: all_gatherv with the counts as a host vector (a graph per count pattern);
 //   3  counts on the device through symmcomm's one-launch LSA kernel (Options::path =
-//      LsaKernel; the counts arrays in the pool's windows): only the counted rows move.
+//      LsaKernel, Auto's choice where it runs; the counts arrays in the pool's windows): only
+//      the counted rows move.
+// Variants 0 and 3 are what one captured graph serves for every step's counts.
 // Fourth argument: 1 = the calls captured in one CUDA graph per rank and replayed (variants 0,
 // 1 and 3; 2 cannot replay with other counts and is eager only). Time per call, the slowest
 // rank's, host launch cost excluded (rank_world.hpp); counters: rows gathered, bytes the counts
@@ -95,7 +97,7 @@ void BM_RaggedGather(benchmark::State& state) {
     Path taken = Path::Fallback;
     if (variant == 0 || variant == 3) {
       Options options;
-      if (variant == 3) options.path = PathChoice::LsaKernel;
+      options.path = variant == 3 ? PathChoice::LsaKernel : PathChoice::Fallback;
       DeviceCounts const dc{reinterpret_cast<std::int32_t*>(count[i]), capacity,
                             reinterpret_cast<std::int32_t*>(all_counts[i]),
                             reinterpret_cast<std::int32_t*>(offsets[i]),

@@ -1,8 +1,8 @@
 // symmcomm-bench's moe-dp scenario: the communication of one DP-attention + expert-parallel
 // MoE layer of DeepSeek-R1 (NVFP4 dispatch all-gather with routing tensors, reduce-scatter
 // combine), per tokens-per-rank value and path, and the same layer with uneven tokens whose
-// counts are on the device ("device-counts" rows: capacity = the row's tokens per rank;
-// "device-counts-lsa": the dispatch in symmcomm's one-launch LSA kernel, where it can run).
+// counts are on the device ("device-counts" rows: NCCL's path, capacity = the row's tokens per
+// rank; "device-counts-lsa": the dispatch in symmcomm's one-launch LSA kernel, where it can run).
 
 #include <nccl.h>
 
@@ -82,7 +82,7 @@ MoeResult run_moe_device_counts(const Config& c, Ranks& ranks, int capacity, boo
     std::vector<RowItem> const items{RowItem{ids, ids_all, route_row, "topk_ids"},
                                      RowItem{weights, weights_all, route_row, "topk_weights"}};
     Options dispatch_options;
-    if (lsa) dispatch_options.path = PathChoice::LsaKernel;
+    dispatch_options.path = lsa ? PathChoice::LsaKernel : PathChoice::Fallback;
     std::function<void()> run_dispatch = [&] {
       all_gatherv(comm, send, recv, hidden, items, dc, s, dispatch_options);
     };

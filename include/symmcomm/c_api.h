@@ -99,7 +99,8 @@ typedef enum {
   SYMMCOMM_REASON_NCCL_CANNOT = 12,
   SYMMCOMM_REASON_LSA_KERNEL_FUSES = 13,
   SYMMCOMM_REASON_QUANTIZED_SEND_IN_WORKSPACE = 14,
-  SYMMCOMM_REASON_DEVICE_COUNTS = 15
+  SYMMCOMM_REASON_DEVICE_COUNTS = 15,
+  SYMMCOMM_REASON_DEVICE_COUNTS_IN_ONE_LAUNCH = 16
 } symmcomm_plan_reason_t;
 
 /** One tensor of a call, tagged with its element type. Which fields a dtype uses:

@@ -609,16 +609,17 @@ def _path_arg(path):
     return _capi.options(_capi.PATHS[path])
 
 
-def _stream_arg(stream, tensor=None):
-    """The cudaStream_t (int) for `stream`: an int, a torch.cuda.Stream, or None for the
-    current PyTorch stream of the tensor's device (0 without PyTorch)."""
+def _stream_arg(stream, device=None):
+    """The cudaStream_t (int) for `stream`: an int, a torch.cuda.Stream, or None for PyTorch's
+    current stream of CUDA device `device` (an index: the communicator's, or a checked tensor's;
+    0 without PyTorch or without a device)."""
     if stream is None:
         torch = sys.modules.get("torch")
-        if torch is not None and tensor is not None and getattr(tensor, "is_cuda", False):
+        if torch is not None and device is not None and device >= 0:
             raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
             if raw is not None:  # the address alone, without a torch.cuda.Stream object
-                return raw(_device_index(tensor))
-            return torch.cuda.current_stream(tensor.device).cuda_stream
+                return raw(device)
+            return torch.cuda.current_stream(device).cuda_stream
         return 0
     if hasattr(stream, "cuda_stream"):
         return stream.cuda_stream
@@ -666,7 +667,7 @@ def all_gather(comm, send, recv, stream=None, path="auto", row_elements=None):
     rank, size, device, _ = comm.info()
     _nvfp4_only(send, row_elements, "all_gather")
     o = _path_arg(path)
-    s = _stream_arg(stream, _first_tensor(send))
+    s = _stream_arg(stream, device)
     a, b = _gather_views(send, recv, device, size, row_elements)
     if b.count != a.count * size:
         _fail("recv holds %d elements, not send's %d x comm.size %d" % (b.count, a.count, size))
@@ -704,7 +705,7 @@ def all_gatherv(comm, send, recv, counts, stream=None, path="auto", row_elements
     _nvfp4_only(send, row_elements, "all_gatherv")
     n, arr = _counts_arg(counts, size, isinstance(send, Nvfp4Tensor))
     o = _path_arg(path)
-    s = _stream_arg(stream, _first_tensor(send))
+    s = _stream_arg(stream, device)
     a, b = _gather_views(send, recv, device, size, row_elements)
     _check_v_counts(("send", a), ("recv", b), n, rank)
     return _call(_lib.symmcomm_all_gatherv, comm, ctypes.byref(a), ctypes.byref(b), arr,
@@ -746,7 +747,7 @@ def reduce_scatter(comm, send, recv, stream=None, path="auto"):
     one scale computed from the sum). Returns the Plan."""
     rank, size, device, _ = comm.info()
     o = _path_arg(path)
-    s = _stream_arg(stream, _first_tensor(send))
+    s = _stream_arg(stream, device)
     a, b = _reduce_views(send, recv, device)
     if a.count != b.count * size:
         _fail("send holds %d elements, not recv's %d x comm.size %d" % (a.count, b.count, size))
@@ -763,7 +764,7 @@ def reduce_scatterv(comm, send, recv, counts, stream=None, path="auto"):
     quantized = isinstance(send, (Nvfp4Tensor, Fp8Tensor))
     n, arr = _counts_arg(counts, size, quantized)
     o = _path_arg(path)
-    s = _stream_arg(stream, _first_tensor(send))
+    s = _stream_arg(stream, device)
     if isinstance(recv, (Nvfp4Tensor, Fp8Tensor)):
         _fail("reduce_scatterv: recv must be a bf16 tensor, got %s" % type(recv).__name__)
     a = _reduce_send(send, device)
@@ -791,7 +792,7 @@ def quantize_all_gather(comm, input, recv, scale=None, stream=None, path="auto",
         if k < 1:
             _fail("scale is empty")
     o = _path_arg(path)
-    st = _stream_arg(stream, input)
+    st = _stream_arg(stream, device)
     if isinstance(recv, Nvfp4Tensor):
         b = _nvfp4(recv, "recv", device, size, row_elements)
     elif isinstance(recv, Fp8Tensor):
@@ -835,13 +836,14 @@ def all_gatherv_device(comm, send, recv, counts, row_elements, stream=None, path
     0..capacity is clamped and raises counts.overflow (device_counts_overflowed).
     `swizzled_scales` (NVFP4): recv.block_scales is the 128 x 4 layout NVFP4 GEMMs read for
     comm.size x capacity rows (symmcomm.swizzled_scale_bytes); the rows past the total count are
-    written as 0 there. Returns the Plan: by default the fallback (rows gathered at capacity,
-    then compacted on the device); path="lsa-kernel" with recv, counts.counts and the scales in
-    a pool's windows runs symmcomm's one-launch kernel, which moves only the counted rows."""
+    written as 0 there. Returns the Plan: with recv, counts.counts and the scales in a pool's
+    windows and an LSA team spanning the ranks, symmcomm's one-launch kernel, which moves only
+    the counted rows; else the fallback (rows gathered at capacity, then compacted on the
+    device; path="fallback" forces it)."""
     rank, size, device, _ = comm.info()
     row = _int_arg(row_elements, "row_elements", 1)
     o = _path_arg(path)
-    s = _stream_arg(stream, _first_tensor(send))
+    s = _stream_arg(stream, device)
     if swizzled_scales and not isinstance(send, Nvfp4Tensor):
         _fail("all_gatherv_device: swizzled_scales applies to NVFP4 only, got %s"
               % type(send).__name__)
@@ -870,7 +872,7 @@ def reduce_scatterv_device(comm, send, recv, counts, row_elements, stream=None, 
     rank, size, device, _ = comm.info()
     row = _int_arg(row_elements, "row_elements", 1)
     o = _path_arg(path)
-    s = _stream_arg(stream, _first_tensor(send))
+    s = _stream_arg(stream, device)
     if isinstance(recv, (Nvfp4Tensor, Fp8Tensor)):
         _fail("reduce_scatterv_device: recv must be a bf16 tensor, got %s" % type(recv).__name__)
     if isinstance(send, Fp8Tensor):
@@ -896,7 +898,7 @@ def device_counts_overflowed(comm, counts, stream=None, clear=True):
     dc = _device_counts(counts, size, device, 0)
     flag = ctypes.c_int(0)
     _check(_lib.symmcomm_device_counts_overflowed(
-        comm._h(), ctypes.byref(dc), ctypes.c_void_p(_stream_arg(stream, counts.overflow)),
+        comm._h(), ctypes.byref(dc), ctypes.c_void_p(_stream_arg(stream, device)),
         1 if clear else 0, ctypes.byref(flag)))
     return bool(flag.value)
 
@@ -907,7 +909,7 @@ def _quantize(view_of, src, dst, compute_scale, stream):
     if b.count != a.count:
         _fail("dst holds %d elements, src %d" % (b.count, a.count))
     _check(_lib.symmcomm_quantize(ctypes.byref(a), ctypes.byref(b), 1 if compute_scale else 0,
-                                  ctypes.c_void_p(_stream_arg(stream, src))))
+                                  ctypes.c_void_p(_stream_arg(stream, _device_index(src)))))
 
 
 def _dequantize(view_of, src, dst, stream):
@@ -916,7 +918,7 @@ def _dequantize(view_of, src, dst, stream):
     if a.count != b.count:
         _fail("dst holds %d elements, src %d" % (b.count, a.count))
     _check(_lib.symmcomm_dequantize(ctypes.byref(a), ctypes.byref(b),
-                                    ctypes.c_void_p(_stream_arg(stream, dst))))
+                                    ctypes.c_void_p(_stream_arg(stream, _device_index(dst)))))
 
 
 def quantize_fp8(src, dst, compute_scale=True, stream=None):

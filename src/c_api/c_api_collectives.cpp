@@ -38,7 +38,8 @@ static_assert(static_cast<int>(DataType::Nvfp4) == SYMMCOMM_DTYPE_NVFP4 &&
               static_cast<int>(DataType::Fp8E5M2) == SYMMCOMM_DTYPE_FP8_E5M2 &&
               static_cast<int>(DataType::Bf16) == SYMMCOMM_DTYPE_BF16 &&
               static_cast<int>(DataType::Fp32) == SYMMCOMM_DTYPE_FP32);
-static_assert(static_cast<int>(PlanReason::DeviceCounts) == SYMMCOMM_REASON_DEVICE_COUNTS);
+static_assert(static_cast<int>(PlanReason::DeviceCountsInOneLaunch) ==
+              SYMMCOMM_REASON_DEVICE_COUNTS_IN_ONE_LAUNCH);
 static_assert(static_cast<int>(Path::NcclSymmetric) == SYMMCOMM_TOOK_NCCL_SYMMETRIC &&
               static_cast<int>(Path::LsaKernel) == SYMMCOMM_TOOK_LSA_KERNEL &&
               static_cast<int>(Path::Fallback) == SYMMCOMM_TOOK_FALLBACK);
@@ -215,15 +216,16 @@ const char* symmcomm_enum_name(symmcomm_enum_t kind, int value) {
   static const char* const kDtype[] = {"nvfp4", "fp8e4m3", "fp8e5m2", "bf16", "fp32"};
   static const char* const kLayout[] = {"linear", "swizzled128x4"};
   static const char* const kReason[] = {
-      "all-symmetric",        "lsa-kernel-faster",      "forced-fallback",
-      "no-symmetric-support", "buffer-not-symmetric",   "variable-counts",
-      "scaled-reduction",     "lsa-kernel-unavailable", "staged",
-      "fused-quantize",       "nccl-faster-here",       "forced",
-      "nccl-cannot",          "lsa-kernel-fuses",       "quantized-send-in-workspace",
-      "device-counts"};
+      "all-symmetric",        "lsa-kernel-faster",          "forced-fallback",
+      "no-symmetric-support", "buffer-not-symmetric",       "variable-counts",
+      "scaled-reduction",     "lsa-kernel-unavailable",     "staged",
+      "fused-quantize",       "nccl-faster-here",           "forced",
+      "nccl-cannot",          "lsa-kernel-fuses",           "quantized-send-in-workspace",
+      "device-counts",        "device-counts-in-one-launch"};
   static_assert(sizeof kStatus / sizeof *kStatus == SYMMCOMM_ERROR_TIMEOUT + 1);
   static_assert(sizeof kTaken / sizeof *kTaken == SYMMCOMM_TOOK_FALLBACK + 1);
-  static_assert(sizeof kReason / sizeof *kReason == SYMMCOMM_REASON_DEVICE_COUNTS + 1);
+  static_assert(sizeof kReason / sizeof *kReason ==
+                SYMMCOMM_REASON_DEVICE_COUNTS_IN_ONE_LAUNCH + 1);
   auto const pick = [value](const auto& table) -> const char* {
     auto const n = static_cast<int>(sizeof table / sizeof *table);
     return value >= 0 && value < n ? table[value] : nullptr;

@@ -67,6 +67,11 @@ void describe(std::ostream& os, PlanReason why, const Plan& p) {
          << p.buffer_bytes << " bytes per rank, whatever the counts), are gathered by NCCL and "
          << "compacted on the device in one more pass";
       break;
+    case PlanReason::DeviceCountsInOneLaunch:
+      os << "the counts are on the device: symmcomm's LSA kernel exchanges them through the "
+            "window and moves only the rows that count, in one launch (NCCL's path would move "
+         << p.buffer_bytes << " bytes per rank at capacity and compact them in one more pass)";
+      break;
     case PlanReason::NcclCannot:
       os << "NCCL's symmetric kernels cannot run this call (";
       describe(os, p.nccl_blocker, p);
@@ -189,10 +194,18 @@ Plan plan_collective(const PlanRequest& r) {
   SYMMCOMM_EXPECTS(r.capabilities != nullptr, "plan_collective: capabilities is null");
   if (r.device_counts) {
     // symmcomm's one-launch LSA gather (counts exchanged through the window, then the rows
-    // that count) runs when asked for, until measured against the fallback on the H200.
-    if (r.choice == PathChoice::LsaKernel && r.operation == Operation::AllGather) {
+    // that count) is Auto's choice wherever it can run: on the H200 (2-8 ranks sharing the
+    // GPU, means of 64-1024 rows of 7168) it took 0.17-0.68x the time of NCCL's calls at
+    // capacity plus compaction (bench/results/2026-12-04-h200x1-session15, BM_RaggedGather).
+    bool const gather = r.operation == Operation::AllGather;
+    if (gather && r.choice == PathChoice::LsaKernel) {
       if (Blocker const b = lsa_blocker(r)) refuse(r, b);
       Plan p = make(Path::LsaKernel, PlanReason::Forced);
+      p.buffer_bytes = r.bytes_per_rank;
+      return p;
+    }
+    if (gather && r.choice == PathChoice::Auto && !lsa_blocker(r)) {
+      Plan p = make(Path::LsaKernel, PlanReason::DeviceCountsInOneLaunch);
       p.buffer_bytes = r.bytes_per_rank;
       return p;
     }
@@ -200,9 +213,10 @@ Plan plan_collective(const PlanRequest& r) {
                      "Options::path " << to_string(r.choice) << ": "
                                       << (r.operation == Operation::AllGather
                                               ? "a gather with counts on the device runs on "
-                                                "the fallback path (NCCL's calls with every "
-                                                "rank's rows at capacity, then compaction on the "
-                                                "device) or, when asked, symmcomm's LSA kernel"
+                                                "symmcomm's one-launch LSA kernel (Auto's choice "
+                                                "where it can run) or on the fallback path "
+                                                "(NCCL's calls with every rank's rows at "
+                                                "capacity, then compaction on the device)"
                                               : "a reduce-scatter with counts on the device runs "
                                                 "on the fallback path only (its rows laid out "
                                                 "at capacity, then NCCL's reduce-scatter)"));

@@ -110,15 +110,17 @@ std::vector<std::int32_t> round_counts(int round, int n) {
   return c;
 }
 
-// The NVFP4 device-count gather on `path` (Auto: the fallback; LsaKernel: symmcomm's one-launch
-// kernel, counts exchanged through the pool's window): eager rounds, one graph replayed with
-// new counts, a count above capacity.
+// The NVFP4 device-count gather on `path` (Fallback: NCCL's calls at capacity, then compaction;
+// LsaKernel: symmcomm's one-launch kernel, counts exchanged through the pool's window; Auto: the
+// kernel where an LSA team spans the ranks): eager rounds, one graph replayed with new counts, a
+// count above capacity.
 void nvfp4_device_counts(PathChoice path) {
   World& w = world();
   Ragged t;
   Options options;
   options.path = path;
-  bool const lsa = path == PathChoice::LsaKernel;
+  // Auto takes the one-launch kernel wherever an LSA team spans the ranks.
+  bool const lsa = path == PathChoice::LsaKernel || (path == PathChoice::Auto && lsa_can());
   // Eager, three rounds of different counts.
   for (int round = 0; round < 3; ++round) {
     auto const c = round_counts(round, t.n);
@@ -127,8 +129,11 @@ void nvfp4_device_counts(PathChoice path) {
     Plan const plan =
         all_gatherv(w.comm, t.send(), t.recv(), kRow, t.device_counts(), w.stream, options);
     sync();
-    EXPECT_EQ(plan.path, lsa ? Path::LsaKernel : Path::Fallback);
-    EXPECT_EQ(plan.why, lsa ? PlanReason::Forced : PlanReason::DeviceCounts) << plan.reason();
+    EXPECT_EQ(plan.path, lsa ? Path::LsaKernel : Path::Fallback) << plan.reason();
+    EXPECT_EQ(plan.why, !lsa                            ? PlanReason::DeviceCounts
+                        : path == PathChoice::LsaKernel ? PlanReason::Forced
+                                                        : PlanReason::DeviceCountsInOneLaunch)
+        << plan.reason();
     t.expect(c, "eager round " + std::to_string(round));
   }
   EXPECT_FALSE(overflowed(w.comm, t.device_counts(), w.stream));
@@ -162,6 +167,10 @@ void nvfp4_device_counts(PathChoice path) {
 }
 
 TEST(MultiRankRagged, Nvfp4DeviceCountsEagerAndReplayedFromOneGraph) {
+  nvfp4_device_counts(PathChoice::Fallback);
+}
+
+TEST(MultiRankRagged, Nvfp4DeviceCountsAutoTakesTheOneLaunchKernelWhereItRuns) {
   nvfp4_device_counts(PathChoice::Auto);
 }
 
@@ -295,8 +304,8 @@ TEST(MultiRankRagged, Bf16DeviceCountsAndArgumentErrors) {
         dc, w.stream, forced);
     ADD_FAILURE() << "a forced symmetric path was accepted";
   } catch (const LogicError& e) {
-    EXPECT_NE(std::string(e.what()).find("a gather with counts on the device runs on the "
-                                         "fallback path"),
+    EXPECT_NE(std::string(e.what()).find("a gather with counts on the device runs on "
+                                         "symmcomm's one-launch LSA kernel"),
               std::string::npos)
         << e.what();
   }

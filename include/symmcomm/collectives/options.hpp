@@ -70,6 +70,7 @@ enum class PlanReason : std::uint8_t {
   LsaKernelFuses,            ///< symmcomm's LSA kernel quantizes and gathers in one pass
   QuantizedSendInWorkspace,  ///< NCCL 2.28 would need the quantized copy in a window
   DeviceCounts,              ///< counts on the device: rows gathered at capacity, then compacted
+  DeviceCountsInOneLaunch,   ///< counts on the device: symmcomm's LSA kernel moves counted rows
 };
 
 /// @brief The path a call took and why.

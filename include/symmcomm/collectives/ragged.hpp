@@ -15,11 +15,18 @@
 /// 0..capacity and `overflow` is set to 1 on the device (never cleared by a call): check it
 /// with overflowed() where a host synchronisation is acceptable.
 ///
-/// Path: this version runs the fallback only (NCCL gathers every rank's count, then every
-/// rank's rows at capacity into the communicator's workspace, then one kernel compacts them);
-/// the plan's reason says how many bytes per rank that moves. Collective, stream-ordered and
-/// capturable like every symmcomm collective (all_gather.hpp); not inside a symmcomm::Group
-/// (the compaction must follow NCCL's work). The workspace (ranks x capacity rows) is grown
+/// Path (gathers): where an LSA team spans the communicator and every receive part, `counts`
+/// and the scale floats lie in windows of it (at most 4 distinct windows: a pool's tensors
+/// share its arena's), Auto takes symmcomm's one-launch LSA kernel: each rank stores its count
+/// into every peer's `counts`, one barrier, then each pushes only its counted rows to their
+/// compact place on every peer (PlanReason::DeviceCountsInOneLaunch). Otherwise, and always for
+/// reduce_scatterv, the fallback: NCCL gathers every rank's count, then every rank's rows at
+/// capacity into the communicator's workspace, then one kernel compacts them; the plan's reason
+/// says how many bytes per rank that moves. Options::path = LsaKernel forces the kernel (refused,
+/// naming the buffer, where it cannot run), Fallback forces NCCL's path. Collective,
+/// stream-ordered and capturable like every symmcomm collective (all_gather.hpp); the fallback
+/// is refused inside a symmcomm::Group (the compaction must follow NCCL's work). Its workspace
+/// (ranks x capacity rows) is grown
 /// outside capture: make one call, or pass Options::workspace, before capturing.
 
 #include <cuda_runtime_api.h>

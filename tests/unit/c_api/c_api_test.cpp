@@ -232,7 +232,8 @@ TEST(CApi, PlanDescribeAndEnumNames) {
             (std::vector<std::string>{"linear", "swizzled128x4"}));
   EXPECT_EQ(names(SYMMCOMM_ENUM_STATUS).size(), SYMMCOMM_ERROR_TIMEOUT + 1u);
   EXPECT_EQ(names(SYMMCOMM_ENUM_STATUS)[SYMMCOMM_ERROR_INVALID_ARGUMENT], "invalid-argument");
-  EXPECT_EQ(names(SYMMCOMM_ENUM_PLAN_REASON).size(), SYMMCOMM_REASON_DEVICE_COUNTS + 1u);
+  EXPECT_EQ(names(SYMMCOMM_ENUM_PLAN_REASON).size(),
+            SYMMCOMM_REASON_DEVICE_COUNTS_IN_ONE_LAUNCH + 1u);
   // The names the C++ API prints for the same values.
   for (int v = 0; v <= SYMMCOMM_DTYPE_FP32; ++v) {
     EXPECT_STREQ(symmcomm_enum_name(SYMMCOMM_ENUM_DTYPE, v),

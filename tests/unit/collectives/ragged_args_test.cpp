@@ -138,7 +138,7 @@ TEST(RaggedArgs, ReduceScatterShapesMirrorTheGather) {
             std::string::npos);
 }
 
-TEST(RaggedArgs, PlannedOnTheFallbackOnlySayingWhatMoves) {
+TEST(RaggedArgs, PlannedOnTheOneLaunchKernelWhereItRunsElseTheFallbackSayingWhatMoves) {
   Capabilities c;
   c.probed = true;
   c.symmetric_memory = true;
@@ -156,6 +156,7 @@ TEST(RaggedArgs, PlannedOnTheFallbackOnlySayingWhatMoves) {
   r.choice = PathChoice::NcclSymmetric;
   EXPECT_NE(logic_error_text([&] { plan_collective(r); })
                 .find("Options::path nccl-symmetric: a gather with counts on the device runs on "
+                      "symmcomm's one-launch LSA kernel (Auto's choice where it can run) or on "
                       "the fallback path"),
             std::string::npos);
   r.choice = PathChoice::Fallback;
@@ -177,11 +178,27 @@ TEST(RaggedArgs, PlannedOnTheFallbackOnlySayingWhatMoves) {
   Plan const lsa = plan_collective(r);
   EXPECT_EQ(lsa.path, Path::LsaKernel);
   EXPECT_EQ(lsa.why, PlanReason::Forced);
-  // A counts array outside the communicator's windows is named.
+  // Auto takes it too, saying what NCCL's path would have moved; Fallback stays forced.
+  r.choice = PathChoice::Auto;
+  Plan const chosen = plan_collective(r);
+  EXPECT_EQ(chosen.path, Path::LsaKernel);
+  EXPECT_EQ(chosen.why, PlanReason::DeviceCountsInOneLaunch);
+  EXPECT_NE(chosen.reason().find("moves only the rows that count, in one launch (NCCL's path "
+                                 "would move 5760 bytes per rank at capacity"),
+            std::string::npos)
+      << chosen.reason();
+  r.choice = PathChoice::Fallback;
+  EXPECT_EQ(plan_collective(r).path, Path::Fallback);
+  // A counts array outside the communicator's windows is named when the kernel is forced, and
+  // sends Auto to the fallback.
   r.buffers.back().provenance.status = ProvenanceStatus::NotRegistered;
+  r.choice = PathChoice::LsaKernel;
   EXPECT_NE(logic_error_text([&] { plan_collective(r); }).find("counts.counts"), std::string::npos)
       << logic_error_text([&] { plan_collective(r); });
+  r.choice = PathChoice::Auto;
+  EXPECT_EQ(plan_collective(r).why, PlanReason::DeviceCounts);
   r.buffers.back().provenance.status = ProvenanceStatus::Symmetric;
+  r.choice = PathChoice::LsaKernel;
   // A reduce-scatter with device counts has no LSA kernel.
   r.operation = Operation::ReduceScatter;
   EXPECT_NE(logic_error_text([&] { plan_collective(r); }).find("runs on the fallback path only"),
