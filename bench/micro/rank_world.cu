@@ -14,6 +14,7 @@
 
 #include "micro/device_memory.hpp"
 #include "micro/lsa_ranks.hpp"
+#include "support/shared_gpu.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/runtime.hpp"
@@ -62,24 +63,10 @@ void on_every_rank(int n, const std::function<void(int)>& f) {
   }
 }
 
-namespace {
-// CTAs per NCCL kernel for n ranks of one process sharing the GPU: their kernels run at once
-// and spin until every rank's has started, so together they must fit on the GPU (NCCL's docs:
-// up to 2 ranks per GPU with default settings, NCCL_MAX_CTAS to fit more; measured on the H200:
-// 4 threaded ranks' device-count gathers never finished with the defaults). 0: NCCL's default
-// (2 ranks or fewer, or NCCL_MAX_CTAS set by the user).
-int max_ctas_for(int n) {
-  if (n <= 2 || std::getenv("NCCL_MAX_CTAS") != nullptr) return 0;
-  int sms = 0;
-  SYMMCOMM_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  return std::max(1, std::min(32, sms / (n + 1)));  // a share left for symmcomm's kernels
-}
-}  // namespace
-
 RankWorld::RankWorld(int n) : ranks(static_cast<std::size_t>(n)) {
   ncclUniqueId id;
   SYMMCOMM_NCCL_TRY(ncclGetUniqueId(&id));
-  int const max_ctas = max_ctas_for(n);
+  int const max_ctas = test::nccl_ctas_for_shared_gpu(n, 0);
   if (max_ctas > 0) progress(n, "NCCL kernels capped at " + std::to_string(max_ctas) + " CTAs");
   on_every_rank(n, [&](int r) {
     Rank& me = ranks[static_cast<std::size_t>(r)];
@@ -125,27 +112,12 @@ __global__ void hold_until_set(const volatile int* gate) {
   while (*gate == 0) __nanosleep(1000);
 }
 
-// Why N ranks cannot share the GPU here ("" when they can try).
-std::string why_ranks_cannot_share() {
-  NcclVersion const v = nccl_runtime_version();
-  if (v.major < 2 || (v.major == 2 && v.minor < 30)) {
-    return "NCCL " + std::to_string(v.major) + "." + std::to_string(v.minor) + "." +
-           std::to_string(v.patch) +
-           " cannot put several ranks on one GPU (NCCL_MULTI_RANK_GPU_ENABLE needs 2.30)";
-  }
-  const char* enabled = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
-  if (enabled == nullptr || std::strcmp(enabled, "1") != 0) {
-    return "set NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL >= 2.30) to run N ranks on one GPU";
-  }
-  return "";
-}
-
 // The world of the benchmark running now; one at a time (a new rank count replaces it).
 std::unique_ptr<RankWorld> current_world;
 
 // The world of n ranks, or null with `why` said.
 RankWorld* world_of(int n, std::string& why) {
-  why = why_ranks_cannot_share();
+  why = test::why_ranks_cannot_share_a_gpu();
   if (!why.empty()) return nullptr;
   if (current_world && current_world->size() != n) {
     progress(current_world->size(), "tearing down");

@@ -160,6 +160,11 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
       ->check(CLI::Range(0, 1 << 24));
   app.add_option("-g,--gpus", c.gpus, "GPUs to drive (one rank each; 0: all visible)")
       ->check(CLI::Range(0, 1024));
+  app.add_option("--ranks-per-gpu", c.ranks_per_gpu,
+                 "ranks of this process on each GPU (> 1: NCCL >= 2.30 with "
+                 "NCCL_MULTI_RANK_GPU_ENABLE=1; the ranks share the GPU's SMs and memory, so "
+                 "compare paths within one run only; not under mpirun)")
+      ->check(CLI::Range(1, 64));
   app.add_option("--json", c.json_path, "write results as JSON to this file");
   app.add_option("--csv", c.csv_path, "write results as CSV to this file");
   app.add_option("--scenario", scenario,

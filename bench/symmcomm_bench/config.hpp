@@ -42,6 +42,7 @@ struct Config {
   int timeout_s = 0;                // -T: a size's measurement gives up after this (0: never)
   bool cpu_time = false;            // -C 1: host wall-clock time instead of device time
   int gpus = 0;                     // 0: all visible
+  int ranks_per_gpu = 1;            // --ranks-per-gpu: ranks of this process on each GPU
   std::string json_path;
   std::string csv_path;
   Scenario scenario = Scenario::None;

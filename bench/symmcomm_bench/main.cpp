@@ -12,6 +12,7 @@
 
 #include "config.hpp"
 #include "runner.hpp"
+#include "support/shared_gpu.hpp"
 #include "symmcomm/runtime.hpp"
 #include "symmcomm/version.hpp"
 
@@ -98,6 +99,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   int const gpus = c.gpus == 0 ? visible : c.gpus;
+  if (c.ranks_per_gpu > 1) {
+    std::string const why = mpi.active
+                                ? std::string(
+                                      "ranks of one process; under mpirun start more processes "
+                                      "(they share the GPUs by themselves)")
+                                : symmcomm::test::why_ranks_cannot_share_a_gpu();
+    if (!why.empty()) {
+      std::fprintf(stderr, "symmcomm-bench: --ranks-per-gpu %d: %s\n", c.ranks_per_gpu,
+                   why.c_str());
+      return 1;
+    }
+  }
+  int const world = gpus * c.ranks_per_gpu;
   if (!mpi.active && gpus > visible) {
     std::fprintf(stderr, "symmcomm-bench: -g %d asks for more GPUs than the %d visible\n", gpus,
                  visible);
@@ -119,14 +133,17 @@ int main(int argc, char** argv) {
       std::size_t const per_rank =
           static_cast<std::size_t>(c.moe_max_tokens) * static_cast<std::size_t>(c.moe_hidden);
       pool =
-          std::max(pool, per_rank * static_cast<std::size_t>(gpus) * 4 + (std::size_t{64} << 20));
+          std::max(pool, per_rank * static_cast<std::size_t>(world) * 4 + (std::size_t{64} << 20));
     }
-    std::string sharing = "one GPU per rank";
+    std::string sharing = c.ranks_per_gpu > 1 ? std::to_string(c.ranks_per_gpu) +
+                                                    " ranks of this process share each GPU: "
+                                                    "NCCL_MULTI_RANK_GPU_ENABLE=1"
+                                              : std::string("one GPU per rank");
 #if defined(SYMMCOMM_WITH_MPI)
     // More ranks than GPUs on a node (a one-GPU machine): let them share (mpi.hpp).
     if (mpi.active) sharing = symmcomm::share_gpus_if_needed(MPI_COMM_WORLD);
 #endif
-    Ranks ranks = make_ranks(gpus, pool, mpi.active);
+    Ranks ranks = make_ranks(gpus, c.ranks_per_gpu, pool, mpi.active);
     meta.gpu_count = ranks.world();
     bool const prints = ranks.prints();
     if (prints)

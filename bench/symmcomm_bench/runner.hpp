@@ -1,6 +1,6 @@
 #pragma once
-// Runs symmcomm-bench's measurements on the GPUs of this process (one rank per GPU, one thread
-// per rank).
+// Runs symmcomm-bench's measurements on the GPUs of this process (one rank per GPU, or
+// --ranks-per-gpu of them sharing each; one thread per rank).
 
 #include <cuda_runtime_api.h>
 
@@ -19,7 +19,9 @@ struct Ranks {
   std::vector<Communicator> comms;
   std::vector<std::unique_ptr<SymmAllocator>> pools;
   std::vector<cudaStream_t> streams;
-  bool mpi = false;  ///< ranks live in several processes (MPI_COMM_WORLD)
+  bool mpi = false;     ///< ranks live in several processes (MPI_COMM_WORLD)
+  bool shared = false;  ///< several ranks of this process share a GPU: set up and torn down
+                        ///< by each rank's own thread (one thread cannot drive them in turn)
   /// Ranks in this process.
   int local() const { return static_cast<int>(comms.size()); }
   /// Ranks in the communicator.
@@ -28,9 +30,10 @@ struct Ranks {
   bool prints() const { return !mpi || comms[0].rank() == 0; }
 };
 
-/// Creates `gpus` ranks in this process (0: all visible), or with `mpi` one rank per MPI
-/// process on its node-local GPU, with pools of `pool_bytes` each.
-Ranks make_ranks(int gpus, std::size_t pool_bytes, bool mpi);
+/// Creates `ranks_per_gpu` ranks on each of `gpus` GPUs in this process (rank r on GPU
+/// r / ranks_per_gpu; more than one needs NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1), or
+/// with `mpi` one rank per MPI process on its node-local GPU, with pools of `pool_bytes` each.
+Ranks make_ranks(int gpus, int ranks_per_gpu, std::size_t pool_bytes, bool mpi);
 /// Releases pools (collectively), streams and communicators.
 void release_ranks(Ranks& ranks);
 

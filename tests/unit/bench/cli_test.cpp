@@ -2,12 +2,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "config.hpp"
+#include "support/shared_gpu.hpp"
+#include "symmcomm/runtime.hpp"
 #include "symmcomm/version.h"
 
 namespace {
@@ -74,6 +77,44 @@ TEST(BenchCli, BadFlagsAreUsageErrors) {
   ASSERT_TRUE(moe.config.has_value());
   EXPECT_EQ(moe.config->scenario, Scenario::MoeDp);
   EXPECT_EQ(moe.config->moe_combine, Dtype::Nvfp4);
+}
+
+TEST(BenchCli, RanksPerGpuIsParsedAndBounded) {
+  EXPECT_EQ(parse({}).config->ranks_per_gpu, 1);
+  auto r = parse({"--ranks-per-gpu", "4", "--scenario", "moe-dp"});
+  ASSERT_TRUE(r.config.has_value());
+  EXPECT_EQ(r.config->ranks_per_gpu, 4);
+  EXPECT_EQ(parse({"--ranks-per-gpu", "0"}).exit_code, 1);
+  EXPECT_EQ(parse({"--ranks-per-gpu", "65"}).exit_code, 1);
+}
+
+// Whether ranks of one process may share a GPU: said from the loaded NCCL and the variable
+// NCCL reads, before anything is created (symmcomm-bench --ranks-per-gpu, the rank world of
+// the micro-benchmarks).
+TEST(BenchCli, SharingAGpuNeedsNccl230AndTheVariable) {
+  symmcomm::NcclVersion const v = symmcomm::nccl_runtime_version();
+  const char* before = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  std::string const saved = before != nullptr ? before : "";
+  bool const new_enough = v.major > 2 || (v.major == 2 && v.minor >= 30);
+  unsetenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  std::string const unset = symmcomm::test::why_ranks_cannot_share_a_gpu();
+  setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 1);
+  std::string const set = symmcomm::test::why_ranks_cannot_share_a_gpu();
+  if (before != nullptr) {
+    setenv("NCCL_MULTI_RANK_GPU_ENABLE", saved.c_str(), 1);
+  } else {
+    unsetenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  }
+  if (new_enough) {
+    EXPECT_NE(unset.find("set NCCL_MULTI_RANK_GPU_ENABLE=1"), std::string::npos) << unset;
+    EXPECT_EQ(set, "");
+  } else {
+    std::string const version = "NCCL " + std::to_string(v.major) + "." + std::to_string(v.minor) +
+                                "." + std::to_string(v.patch) +
+                                " cannot put several ranks on one GPU";
+    EXPECT_NE(unset.find(version), std::string::npos) << unset;
+    EXPECT_NE(set.find(version), std::string::npos) << set;
+  }
 }
 
 TEST(BenchCli, SizeSweep) {
