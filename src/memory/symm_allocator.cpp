@@ -6,7 +6,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "comm/wait_internal.hpp"
 #include "memory/arena_allocator.hpp"
+#include "symmcomm/comm/wait.hpp"
 
 #include "core/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
@@ -202,7 +204,12 @@ void* SymmAllocator::Impl::allocate(std::size_t bytes, std::size_t alignment, cu
     SYMMCOMM_EXPECTS(block.has_value(), "a fresh arena could not hold the request");
   }
   if (!pending_.empty()) {
-    order_after_pending_frees_locked(block->arena, block->offset, block->bytes, stream);
+    try {
+      order_after_pending_frees_locked(block->arena, block->offset, block->bytes, stream);
+    } catch (...) {
+      book_.deallocate(block->arena, block->offset);  // nothing handed out, nothing lost
+      throw;
+    }
   }
   void* ptr = static_cast<char*>(arenas_[block->arena].data()) + block->offset;
   arena_of_ptr_.emplace(ptr, block->arena);
@@ -280,28 +287,34 @@ void SymmAllocator::Impl::order_after_pending_frees_locked(std::size_t arena, st
                                                            std::size_t bytes, cudaStream_t stream) {
   detail::DeviceGuard guard(comm_->device);
   bool const host_wait = stream == nullptr || detail::capture_in_progress(stream);
-  std::size_t kept = 0;
-  for (PendingFree& f : pending_) {
-    cudaError_t const state = cudaEventQuery(f.event);
-    bool done = state == cudaSuccess;
-    if (!done && state != cudaErrorNotReady) SYMMCOMM_CUDA_TRY(state);
+  // First the waits, which may throw (a host wait is bounded: a stream that never reaches its
+  // free, e.g. behind a collective a peer never joins, is a TimeoutError, not a hang); nothing
+  // is changed before them.
+  for (const PendingFree& f : pending_) {
     bool const overlaps =
         f.arena == arena && f.offset < offset + bytes && offset < f.offset + f.bytes;
-    if (!done && overlaps) {
-      if (host_wait) {
-        SYMMCOMM_CUDA_TRY(cudaEventSynchronize(f.event));
-        done = true;
-      } else {
-        SYMMCOMM_CUDA_TRY(cudaStreamWaitEvent(stream, f.event, 0));
-      }
-    }
-    if (done) {
-      cudaEventDestroy(f.event);
+    if (!overlaps) continue;
+    if (host_wait) {
+      detail::wait_event(*comm_, f.event, default_wait_timeout(),
+                         "SymmAllocator: reusing memory freed on a stream");
     } else {
-      pending_[kept++] = f;
+      SYMMCOMM_CUDA_TRY(cudaStreamWaitEvent(stream, f.event, 0));
     }
   }
+  // Then the frees that completed are forgotten; the list stays whole if a query fails.
+  std::size_t kept = 0;
+  cudaError_t failed = cudaSuccess;
+  for (const PendingFree& f : pending_) {
+    cudaError_t const state = cudaEventQuery(f.event);
+    if (state == cudaSuccess) {
+      cudaEventDestroy(f.event);
+      continue;
+    }
+    if (state != cudaErrorNotReady && failed == cudaSuccess) failed = state;
+    pending_[kept++] = f;
+  }
   pending_.resize(kept);
+  SYMMCOMM_CUDA_TRY(failed);
 }
 
 void SymmAllocator::Impl::drain_pending_frees_locked() noexcept {

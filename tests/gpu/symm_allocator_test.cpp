@@ -11,6 +11,7 @@
 
 #include "support/comm_fixture.hpp"
 #include "support/tensors.hpp"
+#include "symmcomm/comm/wait.hpp"
 #include "symmcomm/memory/provenance.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"
 #include "symmcomm/testing/fault_injection.hpp"
@@ -219,6 +220,49 @@ TEST(SymmAllocator, StreamOrderedFreeNeverLetsReuseOverwriteDataStillBeingRead) 
   EXPECT_EQ(cudaStreamQuery(reader), cudaSuccess);
   cudaStreamDestroy(reader);
   cudaStreamDestroy(writer);
+}
+
+// A host wait for a stream-ordered free that never completes (its stream stuck, e.g. behind a
+// collective a peer never joins) is bounded: TimeoutError after SYMMCOMM_WAIT_TIMEOUT_S, and the
+// allocation that waited hands nothing out. ctest runs it as gpu.SymmAllocatorHostWaitIsBounded
+// with SYMMCOMM_WAIT_TIMEOUT_S=1 (the timeout is read once per process).
+std::atomic<bool> hold_released{false};
+void CUDART_CB hold_until_released(void*) {
+  while (!hold_released.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+TEST(SymmAllocator, AHostWaitForAFreeThatNeverCompletesIsBoundedAndHandsNothingOut) {
+  SYMMCOMM_REQUIRE_GPU();
+  auto const timeout = default_wait_timeout();
+  if (timeout.count() == 0 || timeout > std::chrono::seconds(5)) {
+    GTEST_SKIP() << "needs SYMMCOMM_WAIT_TIMEOUT_S between 1 and 5 (ctest's "
+                    "gpu.SymmAllocatorHostWaitIsBounded sets 1)";
+  }
+  Communicator& comm = one_rank_comm();
+  SymmAllocator pool(comm, PoolOptions{1 << 20, 1 << 20, false, 0, 256});
+  cudaStream_t stuck = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&stuck, cudaStreamNonBlocking));
+  void* a = pool.allocate(4096, 0, stuck);
+  hold_released = false;
+  SYMMCOMM_CUDA_TRY(cudaLaunchHostFunc(stuck, hold_until_released, nullptr));
+  pool.deallocate(a, stuck);
+  PoolStats const before = pool.stats();
+  auto const start = std::chrono::steady_clock::now();
+  std::string const m = error_text<TimeoutError>([&] { pool.allocate(4096); });
+  auto const waited = std::chrono::steady_clock::now() - start;
+  EXPECT_NE(m.find("SymmAllocator: reusing memory freed on a stream"), std::string::npos) << m;
+  EXPECT_GE(waited, timeout);
+  EXPECT_LT(waited, timeout + std::chrono::seconds(10));
+  PoolStats const after = pool.stats();
+  EXPECT_EQ(after.in_use_bytes, before.in_use_bytes) << "the refused allocation kept its block";
+  EXPECT_EQ(after.live_allocations, before.live_allocations);
+  // Once the stream moves on, the same request gets the same block.
+  hold_released = true;
+  SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stuck));
+  void* b = pool.allocate(4096);
+  EXPECT_EQ(b, a);
+  pool.deallocate(b);
+  cudaStreamDestroy(stuck);
 }
 
 TEST(SymmAllocator, GrowthDuringCaptureIsRefusedButReservedSpaceIsHandedOut) {
