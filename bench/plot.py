@@ -11,7 +11,9 @@ Reads the BM_Latency* results of symmcomm_micro_bench (Google Benchmark JSON, wi
 rank, a panel per op and rank count, eager solid, CUDA graph dashed) and
 OUT_PREFIX_decode_latency.md (per size: each variant's mean time and ours / NCCL symmetric,
 mean and min-max over the repetitions; with variant 3 runs, the lsa-kernel launched with
-programmatic dependent launch, a column and a ratio of its own).
+programmatic dependent launch, a column and a ratio of its own; with BM_LatencyLsaBarriers
+runs, a second table splitting the smallest all-gather's time into the LSA kernels' two barriers
+and the rest, beside NCCL's symmetric call of the same bytes).
 """
 import json
 import re
@@ -21,6 +23,51 @@ VARIANTS = {0: "symmcomm lsa-kernel", 1: "NCCL symmetric", 2: "plain NCCL",
             3: "symmcomm lsa-kernel + PDL"}
 PDL = 3
 _NAME = re.compile(r"BM_Latency(\w+)/ranks:(\d+)/bytes:(\d+)/variant:(\d)/graph:(\d)")
+
+
+_BARRIERS = re.compile(r"BM_LatencyLsaBarriers/ranks:(\d+)/graph:(\d)")
+
+
+def _time_us(b):
+    return b["real_time"] * {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b.get("time_unit", "us")]
+
+
+def barrier_runs(doc):
+    """{(ranks, graph): [real_time per repetition, us]} of BM_LatencyLsaBarriers (the LSA
+    kernels' opening and closing barrier alone), aggregates and skipped runs left out."""
+    runs = {}
+    for b in doc["benchmarks"]:
+        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
+            continue
+        m = _BARRIERS.match(b["name"])
+        if m:
+            runs.setdefault((int(m.group(1)), int(m.group(2))), []).append(_time_us(b))
+    return runs
+
+
+def barrier_markdown(barriers, runs):
+    """Per rank count and launch: the barriers' mean time, the smallest all-gather's (ours and
+    NCCL symmetric) and the barriers' share of ours; "" without barrier runs."""
+    if not barriers:
+        return ""
+    out = ["", "## The fixed cost: the LSA kernels' two barriers alone vs the smallest all-gather",
+           "", "| ranks | launch | LSA barriers only | bytes/rank | symmcomm lsa-kernel | "
+           "NCCL symmetric | barriers / ours | barriers / NCCL symmetric |", "|" + "---|" * 8]
+    for (ranks, graph), times in sorted(barriers.items()):
+        sizes = sorted(size for (op, n, size, g) in runs if op == "AllGather" and n == ranks
+                       and g == graph)
+        bar = sum(times) / len(times)
+        cells = [f"{bar:.2f} us", "-", "-", "-", "-", "-"]
+        if sizes:
+            by_variant = runs[("AllGather", ranks, sizes[0], graph)]
+            mean = {v: sum(t) / len(t) for v, t in by_variant.items()}
+            cells[1] = str(sizes[0])
+            if 0 in mean:
+                cells[2], cells[4] = f"{mean[0]:.2f} us", f"{bar / mean[0]:.2f}"
+            if 1 in mean:
+                cells[3], cells[5] = f"{mean[1]:.2f} us", f"{bar / mean[1]:.2f}"
+        out.append(f"| {ranks} | {'graph' if graph else 'eager'} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
 
 
 def latency_runs(doc):
@@ -34,9 +81,8 @@ def latency_runs(doc):
         if not m:
             continue
         op, ranks, size, variant, graph = m.group(1), *map(int, m.groups()[1:])
-        scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b.get("time_unit", "us")]
         key = (op, ranks, size, graph)
-        runs.setdefault(key, {}).setdefault(variant, []).append(b["real_time"] * scale)
+        runs.setdefault(key, {}).setdefault(variant, []).append(_time_us(b))
     return runs
 
 
@@ -88,7 +134,7 @@ def plot_latency(prefix, path):
     runs = latency_runs(doc)
     rows = latency_table(runs)
     with open(f"{prefix}_decode_latency.md", "w") as f:
-        f.write(latency_markdown(rows, context))
+        f.write(latency_markdown(rows, context) + barrier_markdown(barrier_runs(doc), runs))
     print(f"wrote {prefix}_decode_latency.md")
     import matplotlib
     matplotlib.use("Agg")

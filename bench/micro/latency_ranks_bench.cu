@@ -17,6 +17,10 @@
 //   1  NCCL's symmetric bf16 reduce-scatter of the same element count (the reference);
 //   2  plain NCCL bf16 reduce-scatter on cudaMalloc buffers;
 //   3  variant 0 launched with programmatic dependent launch (as above).
+// BM_LatencyLsaBarriers: the synchronisation every LSA kernel pays, alone (the opening and the
+// closing barrier, one CTA, no data: detail::lsa::barriers_only), eager and graph, beside which
+// the all-gather's variant 0 at 1 KiB shows what the data adds and variant 1 what NCCL's whole
+// call costs: the split of our fixed cost (#30).
 // Every rank's calls are enqueued behind a gate (rank_world.hpp: host launch cost is not
 // timed); the time is the slowest rank's for 20 back-to-back calls, divided by 20. Results are
 // compared with the other tiers' checks (tests/multi_rank): this benchmark times only.
@@ -31,6 +35,8 @@
 #include <string>
 #include <vector>
 
+#include "collectives/common.hpp"
+#include "comm/comm_state.hpp"
 #include "kernels/lsa.hpp"
 #include "micro/rank_world.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
@@ -68,7 +74,7 @@ Options forced(PathChoice p) {
 // over the ranks per round: one thread drives them all), eager or as one captured graph per
 // rank of kCalls calls. Reports the path the calls took and per-call microseconds.
 void time_variant(benchmark::State& state, RankWorld& w, bool nccl_calls, bool graph,
-                  const std::function<Path(int)>& call, Path expected) {
+                  const std::function<Path(int)>& call, Path expected, const char* name) {
   Path taken = expected;
   auto const round = [&] {
     if (nccl_calls) {
@@ -99,15 +105,17 @@ void time_variant(benchmark::State& state, RankWorld& w, bool nccl_calls, bool g
     }
     time_graphs_gated(state, w, graphs, kCalls);
   }
-  static const char* const kNames[] = {"symmcomm lsa-kernel", "NCCL symmetric", "plain NCCL",
-                                       "symmcomm lsa-kernel + PDL"};
-  state.SetLabel(std::to_string(w.size()) + " ranks, " +
-                 kNames[std::min<std::int64_t>(state.range(2), 3)] +
-                 (graph ? ", graph" : ", eager"));
+  state.SetLabel(std::to_string(w.size()) + " ranks, " + name + (graph ? ", graph" : ", eager"));
   if (taken != expected) {
     state.SkipWithError(
         (std::string("took ") + to_string(taken) + ", not " + to_string(expected)).c_str());
   }
+}
+
+const char* variant_name(int variant) {
+  static const char* const kNames[] = {"symmcomm lsa-kernel", "NCCL symmetric", "plain NCCL",
+                                       "symmcomm lsa-kernel + PDL"};
+  return kNames[std::min(std::max(variant, 0), 3)];
 }
 
 // One case's arguments (ranks, bytes, variant, graph: latency_args), its world and rank count.
@@ -149,7 +157,7 @@ void BM_LatencyAllGather(benchmark::State& state) {
                             forced(PathChoice::LsaKernel))
               .path;
         },
-        Path::LsaKernel);
+        Path::LsaKernel, variant_name(lc.variant));
   } else {
     bool const windows = lc.variant == 1;
     auto const send = b.get(part, windows), recv = b.get(part * n, windows);
@@ -167,7 +175,7 @@ void BM_LatencyAllGather(benchmark::State& state) {
                                           w->ranks[i].stream));
           return Path::Fallback;
         },
-        windows ? Path::NcclSymmetric : Path::Fallback);
+        windows ? Path::NcclSymmetric : Path::Fallback, variant_name(lc.variant));
   }
   state.counters["bytes_per_rank"] = static_cast<double>(part);
 }
@@ -200,7 +208,7 @@ void BM_LatencyReduceScatter(benchmark::State& state) {
                                 w->ranks[i].stream, forced(PathChoice::LsaKernel))
               .path;
         },
-        Path::LsaKernel);
+        Path::LsaKernel, variant_name(lc.variant));
   } else {
     bool const windows = lc.variant == 1;
     auto const in = b.get(total * 2, windows), out = b.get(shard * 2, windows);
@@ -218,9 +226,24 @@ void BM_LatencyReduceScatter(benchmark::State& state) {
                                               w->ranks[i].comm.get(), w->ranks[i].stream));
           return Path::Fallback;
         },
-        windows ? Path::NcclSymmetric : Path::Fallback);
+        windows ? Path::NcclSymmetric : Path::Fallback, variant_name(lc.variant));
   }
   state.counters["shard_bytes"] = static_cast<double>(shard * 2);
+}
+
+void BM_LatencyLsaBarriers(benchmark::State& state) {
+  RankWorld* const w = world_or_skip(state);
+  if (w == nullptr) return;
+  bool const graph = state.range(1) != 0;
+  ProgrammaticLaunch const pdl(false);
+  time_variant(
+      state, *w, false, graph,
+      [&](int r) {
+        Rank& me = w->ranks[static_cast<std::size_t>(r)];
+        detail::lsa::barriers_only(detail::lsa_peers(*detail::state_of(me.comm)), me.stream);
+        return Path::LsaKernel;
+      },
+      Path::LsaKernel, "symmcomm LSA barriers only");
 }
 
 // Args: ranks, bytes per rank (1 KiB to 4 MiB, x4), variant, graph.
@@ -243,6 +266,12 @@ void latency_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_LatencyAllGather)->Apply(latency_args);
 BENCHMARK(BM_LatencyReduceScatter)->Apply(latency_args);
+BENCHMARK(BM_LatencyLsaBarriers)
+    ->ArgsProduct({{2, 4, 8}, {0, 1}})
+    ->ArgNames({"ranks", "graph"})
+    ->Iterations(kIterations)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace symmcomm::bench

@@ -243,6 +243,15 @@ __global__ void __launch_bounds__(kThreads)
   programmatic_release(peers);
 }
 
+// The opening and closing barrier of every LSA kernel, with nothing between (barriers_only).
+template <class P>
+__global__ void __launch_bounds__(kThreads) barriers_kernel(P peers) {
+  programmatic_wait(peers);
+  peers.barrier();
+  peers.barrier();
+  programmatic_release(peers);
+}
+
 // ---- host side ------------------------------------------------------------------------------
 
 // Same on every rank: a function of a rank-independent size only.
@@ -561,6 +570,12 @@ void counted_gather(const Peers& peers, const CountedGatherArgs& a, cudaStream_t
     auto* kernel = counted_gather_kernel<std::decay_t<decltype(p)>>;
     launch(kernel, resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid),
            stream, p, a);
+  });
+}
+
+void barriers_only(const Peers& peers, cudaStream_t stream) {
+  with_policy(peers, [&](const auto& p) {
+    launch(barriers_kernel<std::decay_t<decltype(p)>>, 1, stream, p);
   });
 }
 

@@ -181,6 +181,10 @@ void gather(const Peers& peers, const GatherArgs& args, cudaStream_t stream);
 void reduce(const Peers& peers, const ReduceArgs& args, cudaStream_t stream);
 void quantize_gather(const Peers& peers, const QuantizeGatherArgs& args, cudaStream_t stream);
 void counted_gather(const Peers& peers, const CountedGatherArgs& args, cudaStream_t stream);
+/// The synchronisation every LSA kernel pays, alone: the opening and the closing barrier with no
+/// data between them, one CTA, launched as the collectives' kernels are (PDL included). For the
+/// latency benchmark's split of the fixed cost (bench/micro/latency_ranks_bench.cu).
+void barriers_only(const Peers& peers, cudaStream_t stream);
 
 /// Local shards of a quantized tensor, one per rank (device pointers): what the fallback's local
 /// reduction sums. The public QuantizedShards itself (one type from the API to the kernels).
@@ -196,8 +200,9 @@ void reduce_shards(const ShardTable& shards, DataType type, std::size_t count, v
 /// Programmatic dependent launch (PDL) of the LSA kernels: with it a kernel may start while the
 /// previous kernel on its stream finishes (it waits for that kernel's completion before reading
 /// input or meeting peers) and lets the next one launch after its closing barrier, hiding launch
-/// latency between back-to-back kernels. Off by default until measured against plain launches
-/// (bench/micro/latency_ranks_bench.cu, variant 3); SYMMCOMM_LSA_PDL=1 turns it on. Process-wide.
+/// latency between back-to-back kernels. Off by default (measured against plain launches in
+/// bench/micro/latency_ranks_bench.cu, variant 3: 9-32% off eager calls, 0-9% off graph
+/// replays; docs/design-notes.md); SYMMCOMM_LSA_PDL=1 turns it on. Process-wide.
 void set_programmatic_launch(bool on) noexcept;
 bool programmatic_launch() noexcept;
 

@@ -66,6 +66,23 @@ class LatencyTable(unittest.TestCase):
                       "1.75 (1.50-2.00) | 0.88 (0.75-1.00) |", text)
         self.assertIn("| ReduceScatter | 8 | 4096 | graph | 5.00 us | - | - | - | - | - |", text)
 
+    def test_barriers_alone_are_set_beside_the_smallest_all_gather(self):
+        doc = {"benchmarks": DOC["benchmarks"] + [
+            run("BM_LatencyAllGather/ranks:2/bytes:4096/variant:0/graph:0/manual_time", 20.0),
+            run("BM_LatencyLsaBarriers/ranks:2/graph:0/manual_time", 6.0),
+            run("BM_LatencyLsaBarriers/ranks:2/graph:0/manual_time", 7.0),
+            run("BM_LatencyLsaBarriers/ranks:4/graph:1/manual_time", 3000, "ns"),
+            dict(name="BM_LatencyLsaBarriers/ranks:2/graph:0/manual_time_mean",
+                 run_type="aggregate", real_time=99.0, time_unit="us")]}
+        barriers = plot.barrier_runs(doc)
+        self.assertEqual(barriers, {(2, 0): [6.0, 7.0], (4, 1): [3.0]})
+        text = plot.barrier_markdown(barriers, plot.latency_runs(doc))
+        # Against the 1 KiB case (the smallest), not the 4 KiB one.
+        self.assertIn("| 2 | eager | 6.50 us | 1024 | 13.00 us | 7.50 us | 0.50 | 0.87 |", text)
+        self.assertIn("| 4 | graph | 3.00 us | - | - | - | - | - |", text)
+        self.assertEqual(plot.barrier_markdown({}, {}), "")
+        self.assertEqual(plot.barrier_runs(DOC), {})
+
 
 if __name__ == "__main__":
     unittest.main()
