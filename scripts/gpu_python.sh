@@ -5,7 +5,7 @@
 # micro benchmark and two test binaries (second line); a next call on the warm machine can use
 # them: scripts/gpu_latency.sh. Logs in ${OUT:-./gpu-out}.
 # Usage: [SYMMCOMM_PYTHON=/path/python3] [SYMMCOMM_SKIP="quantize probe ..."] scripts/gpu_python.sh
-# (steps: tests ragged pdl quantize examples overhead probe ragged_bench)
+# (steps: tests ragged pdl quantize examples overhead probe ragged_bench moe_dp)
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
@@ -25,7 +25,7 @@ build() {  # build <dir> <tag> <targets> [cmake args...]
 }
 build "$SYMMCOMM_ROOT/build-dev" system "symmcomm_c symmcomm_gpu_tests" & p1=$!
 build "$SYMMCOMM_ROOT/build-nccl2" second \
-  "symmcomm_c symmcomm_micro_bench symmcomm_gpu_tests symmcomm_multi_rank_tests" \
+  "symmcomm_c symmcomm_micro_bench symmcomm_gpu_tests symmcomm_multi_rank_tests symmcomm-bench" \
   -DNCCL_ROOT="$second" & p2=$!
 wait $p1 || { tail -30 "$out/build-system.log"; exit 1; }
 wait $p2 || { tail -30 "$out/build-second.log"; exit 1; }
@@ -53,6 +53,11 @@ want tests && for line in nccl-2.30.7 nccl-2.28.3; do
     >"$out/gpu-tests-new-$line.txt" 2>&1
   echo "== new GPU tests ($line): exit $?"
   grep -E "PASSED|FAILED|Failure" "$out/gpu-tests-new-$line.txt" | head -8
+  # The bounded host wait needs a short timeout (read once per process): a run of its own.
+  env "${e[@]}" SYMMCOMM_WAIT_TIMEOUT_S=1 timeout 60 "$SYMMCOMM_ROOT/$bin/tests/symmcomm_gpu_tests" \
+    --gtest_filter='SymmAllocator.AHostWait*' >"$out/gpu-tests-wait-$line.txt" 2>&1
+  echo "== bounded host wait ($line): exit $?"
+  grep -E "PASSED|FAILED|Failure|SKIPPED" "$out/gpu-tests-wait-$line.txt" | head -4
 done
 want ragged && for n in 2 8; do
   env "$l2" NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_P2P_LL_THRESHOLD=1073741824 SYMMCOMM_EXPECT_SYMMETRIC=1 \
@@ -122,3 +127,15 @@ if want ragged_bench; then
   echo "== ragged gather bench: exit $?, $(grep -c manual_time "$f.txt") cases"
   grep manual_time "$f.txt" | cut -c1-200
 fi
+# symmcomm-bench's moe-dp scenario with ranks of one process sharing the GPU (--ranks-per-gpu:
+# the ranks run concurrently, unlike MPI processes, which time-slice it): device counts on NCCL's
+# path and on the one-launch LSA kernel beside the padded layer, at 2, 4 and 8 ranks (#32).
+want moe_dp && for n in 2 4 8; do
+  f="$out/moe-dp-n$n"
+  env "$l2" NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_P2P_LL_THRESHOLD=1073741824 timeout 120 \
+    "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm-bench" --scenario moe-dp --ranks-per-gpu "$n" \
+    --moe-max-tokens 1024 --json "$f.json" >"$f.txt" 2>"$f.err"
+  echo "== moe-dp, $n ranks in one process: exit $?"
+  grep -E "^#|device-counts" "$f.txt" | head -16
+  [ -s "$f.err" ] && tail -3 "$f.err"
+done
