@@ -234,6 +234,9 @@ TEST(CApi, PlanDescribeAndEnumNames) {
   EXPECT_EQ(names(SYMMCOMM_ENUM_STATUS)[SYMMCOMM_ERROR_INVALID_ARGUMENT], "invalid-argument");
   EXPECT_EQ(names(SYMMCOMM_ENUM_PLAN_REASON).size(),
             SYMMCOMM_REASON_DEVICE_COUNTS_IN_ONE_LAUNCH + 1u);
+  EXPECT_EQ(names(SYMMCOMM_ENUM_PLAN_REASON)[SYMMCOMM_REASON_DEVICE_COUNTS], "device-counts");
+  EXPECT_EQ(names(SYMMCOMM_ENUM_PLAN_REASON)[SYMMCOMM_REASON_DEVICE_COUNTS_IN_ONE_LAUNCH],
+            "device-counts-in-one-launch");
   // The names the C++ API prints for the same values.
   for (int v = 0; v <= SYMMCOMM_DTYPE_FP32; ++v) {
     EXPECT_STREQ(symmcomm_enum_name(SYMMCOMM_ENUM_DTYPE, v),
