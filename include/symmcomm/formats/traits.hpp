@@ -3,7 +3,6 @@
 /// @brief Element formats known to symmcomm and their traits: bits per element, bytes for a
 /// count, and the NCCL datatype where NCCL has one.
 
-
 #include <cstddef>
 #include <cstdint>
 
