@@ -19,6 +19,7 @@
 #include "formats/quantize_block.cuh"
 #include "lsa.hpp"
 #include "lsa_gather.cuh"
+#include "lsa_launch.cuh"
 #include "lsa_policy.cuh"
 #include "lsa_reduce.cuh"
 #include "symmcomm/error.hpp"
@@ -253,135 +254,6 @@ __global__ void __launch_bounds__(kThreads) barriers_kernel(P peers) {
 }
 
 // ---- host side ------------------------------------------------------------------------------
-
-// Same on every rank: a function of a rank-independent size only.
-unsigned grid_for_units(std::size_t units, unsigned cap = kGridCtas) {
-  std::size_t const ctas = (units + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(ctas < 1 ? 1 : (ctas > cap ? cap : ctas));
-}
-
-// CTAs of `kernel` one SM of the current device holds at once (cached per kernel and device).
-int resident_per_sm(const void* kernel) {
-  static std::mutex mutex;
-  static std::map<std::pair<const void*, int>, int> cache;
-  int device = 0;
-  SYMMCOMM_CUDA_TRY(cudaGetDevice(&device));
-  std::lock_guard lock(mutex);
-  auto const key = std::make_pair(kernel, device);
-  auto const found = cache.find(key);
-  if (found != cache.end()) return found->second;
-  int blocks = 0;
-  SYMMCOMM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, 0));
-  cache.emplace(key, blocks);
-  return blocks;
-}
-
-// The grid of a production launch: at most what `sm_share` SMs hold at once, so that every CTA
-// of every rank can be resident together (spinning barriers across ranks need that when other
-// work shares the GPU). sm_share is agreed by all ranks and the occupancy is the same for the
-// same build on the same GPU model, which an LSA team has, so the grid stays rank-independent.
-// Loopback (sm_share 0) keeps `grid`.
-unsigned resident_grid(const void* kernel, int sm_share, unsigned grid) {
-  if (sm_share <= 0) return grid;
-  int const per_sm = std::max(1, resident_per_sm(kernel));
-  auto const cap = static_cast<unsigned>(per_sm) * static_cast<unsigned>(sm_share);
-  unsigned const g = grid < cap ? grid : cap;
-  SYMMCOMM_LOG_DEBUG("lsa launch: " << g << " CTAs (asked " << grid << ", " << per_sm
-                                    << " resident per SM x " << sm_share << " SMs)");
-  return g;
-}
-
-// Bits that may be set in the address of `ref` on any peer (loopback: the table's pointers;
-// production: the offset, windows being page-aligned).
-std::uintptr_t address_bits(const Peers& peers, SymRef ref) {
-  std::uintptr_t bits = ref.offset;
-  if (peers.loopback) {
-    for (int r = 0; r < peers.size; ++r) {
-      bits |= reinterpret_cast<std::uintptr_t>(peers.base[ref.slot][r]) + ref.offset;
-    }
-  }
-  return bits;
-}
-
-void check_peers(const Peers& peers) {
-  int const limit = peers.loopback ? kMaxLoopbackRanks : kMaxRanks;
-  SYMMCOMM_EXPECTS(peers.size >= 1 && peers.size <= limit,
-                   "lsa kernel: " << peers.size << " ranks, outside 1.." << limit
-                                  << (peers.loopback ? " (loopback)" : ""));
-  SYMMCOMM_EXPECTS(peers.rank >= 0 && peers.rank < peers.size,
-                   "lsa kernel: rank " << peers.rank << " outside 0.." << peers.size - 1);
-  if (peers.loopback) return;
-  SYMMCOMM_EXPECTS(peers.dev_comm != nullptr,
-                   "lsa kernel: the communicator has no device communicator");
-}
-
-void check_ref(const Peers& peers, SymRef ref, const char* name) {
-  SYMMCOMM_EXPECTS(ref.slot >= 0 && ref.slot < kSlots,
-                   "lsa kernel: " << name << " slot " << ref.slot << " outside 0.." << kSlots - 1);
-  if (peers.loopback) {
-    for (int r = 0; r < peers.size; ++r) {
-      SYMMCOMM_EXPECTS(peers.base[ref.slot][r] != nullptr,
-                       "lsa kernel: " << name << " of virtual rank " << r << " is null");
-    }
-  } else {
-    SYMMCOMM_EXPECTS(peers.window[ref.slot] != nullptr, "lsa kernel: " << name << " has no window");
-  }
-}
-
-// Runs `launch(policy)` with the policy `peers` describes.
-// Programmatic dependent launch of the LSA kernels (lsa.hpp): off unless SYMMCOMM_LSA_PDL=1 or
-// set_programmatic_launch(true).
-std::atomic<bool>& programmatic_setting() {
-  static std::atomic<bool> on{[] {
-    const char* v = std::getenv("SYMMCOMM_LSA_PDL");
-    return v != nullptr && std::strcmp(v, "1") == 0;
-  }()};
-  return on;
-}
-
-// Launches `kernel` over `grid` CTAs with the policy `p` first among `args`, with programmatic
-// stream serialisation when the policy was made for it.
-template <class P, class... Params, class... Args>
-void launch(void (*kernel)(Params...), unsigned grid, cudaStream_t stream, const P& p,
-            Args&&... args) {
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(grid);
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = 0;
-  config.stream = stream;
-  config.attrs = &attribute;
-  config.numAttrs = p.programmatic ? 1 : 0;
-  SYMMCOMM_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, p, std::forward<Args>(args)...));
-}
-
-template <class Launch>
-void with_policy(const Peers& peers, Launch&& launch) {
-  check_peers(peers);
-  if (peers.loopback) {
-    LoopbackPolicy p{};
-    p.programmatic = programmatic_launch();
-    p.my_rank = peers.rank;
-    p.my_size = peers.size;
-    for (int s = 0; s < kSlots; ++s) {
-      for (int r = 0; r < kMaxLoopbackRanks; ++r)
-        p.base[s][r] = static_cast<char*>(peers.base[s][r]);
-    }
-    launch(p);
-    return;
-  }
-#if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
-  LsaPolicy p{};
-  p.programmatic = programmatic_launch();
-  p.comm = *static_cast<const ncclDevComm*>(peers.dev_comm);
-  for (int s = 0; s < kSlots; ++s) p.window[s] = peers.window[s];
-  launch(p);
-#else
-  SYMMCOMM_FAIL("lsa kernel: this build has no NCCL device API (NCCL < 2.28 headers)");
-#endif
-}
 
 // NVFP4 always runs 8-byte items (see ReduceShape), in a kernel of their own for
 // kUnrolledNvfp4Peers peers; FP8 16-byte ones where `wide`. `peers`: the policy's size().
