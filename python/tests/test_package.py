@@ -87,6 +87,18 @@ def test_the_installed_package_carries_its_library():
     assert "SYMMCOMM_LIBRARY" not in os.environ
 
 
+def test_every_public_name_is_there_and_documented():
+    # The package is split by job (_core, _tensors, _collectives): what __all__ promises must be
+    # reachable from the package itself, each with its docstring.
+    for name in symmcomm.__all__:
+        assert hasattr(symmcomm, name), name
+        obj = getattr(symmcomm, name)
+        if callable(obj) and not (isinstance(obj, type) and issubclass(obj, Exception)):
+            assert obj.__doc__, name
+    assert symmcomm.NVFP4_BLOCK == 16
+    assert symmcomm.Plan.__module__ == "symmcomm._tensors"
+
+
 def test_loads_the_library_and_reports_versions():
     assert os.path.exists(symmcomm.library_path())
     assert symmcomm.version() == "0.1.0"
