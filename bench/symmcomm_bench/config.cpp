@@ -297,8 +297,9 @@ double bus_bandwidth(double algbw, int ranks) {
 std::string to_json(const Meta& meta, const std::vector<Result>& results,
                     const std::vector<MoeResult>& moe) {
   nlohmann::json doc;
-  doc["meta"] = {{"gpu", meta.gpu},   {"gpu_count", meta.gpu_count}, {"nccl", meta.nccl},
-                 {"date", meta.date}, {"command", meta.command},     {"symmcomm", meta.symmcomm}};
+  doc["meta"] = {{"gpu", meta.gpu},     {"gpu_count", meta.gpu_count}, {"nccl", meta.nccl},
+                 {"date", meta.date},   {"command", meta.command},     {"symmcomm", meta.symmcomm},
+                 {"ranks", meta.ranks}, {"sharing", meta.sharing}};
   doc["results"] = nlohmann::json::array();
   for (const auto& r : results) {
     doc["results"].push_back({{"op", r.op},

@@ -126,6 +126,8 @@ struct Meta {
   std::string date;
   std::string command;
   std::string symmcomm;
+  int ranks = 0;        ///< ranks in the communicator (gpu_count counts them as well)
+  std::string sharing;  ///< how ranks map to GPUs ("one GPU per rank", or how they share)
 };
 
 /// JSON document: {"meta": {...}, "results": [...], "moe": [...]}.

@@ -127,7 +127,9 @@ int main(int argc, char** argv) {
         std::to_string(v.major) + "." + std::to_string(v.minor) + "." + std::to_string(v.patch),
         today(),
         c.command_line,
-        symmcomm::kVersion};
+        symmcomm::kVersion,
+        0,
+        ""};
     std::size_t pool = 3 * c.max_bytes + (std::size_t{64} << 20);
     if (c.scenario == Scenario::MoeDp) {
       std::size_t const per_rank =
@@ -145,6 +147,8 @@ int main(int argc, char** argv) {
 #endif
     Ranks ranks = make_ranks(gpus, c.ranks_per_gpu, pool, mpi.active);
     meta.gpu_count = ranks.world();
+    meta.ranks = ranks.world();
+    meta.sharing = sharing;
     bool const prints = ranks.prints();
     if (prints)
       std::printf("# symmcomm-bench %s | %d x %s | NCCL %s | %s\n# %s\n", meta.symmcomm.c_str(),

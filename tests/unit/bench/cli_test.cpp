@@ -150,9 +150,20 @@ TEST(BenchCli, JsonSchemaAndTableRow) {
   r.baseline_time_us = 20.0;
   r.baseline = "nccl";
   MoeResult m{16, "auto", 5.0, 7.0};
-  Meta meta{"NVIDIA H200", 8, "2.28.3", "2026-12-02", "symmcomm-bench -b 1M", "0.1.0"};
+  Meta meta{"NVIDIA H200",
+            8,
+            "2.28.3",
+            "2026-12-02",
+            "symmcomm-bench -b 1M",
+            "0.1.0",
+            8,
+            "8 ranks of this process share each GPU: NCCL_MULTI_RANK_GPU_ENABLE=1"};
   auto const doc = nlohmann::json::parse(to_json(meta, {r}, {m}));
   EXPECT_EQ(doc["meta"]["gpu_count"], 8);
+  EXPECT_EQ(doc["meta"]["ranks"], 8);
+  EXPECT_EQ(doc["meta"]["sharing"],
+            "8 ranks of this process share each GPU: "
+            "NCCL_MULTI_RANK_GPU_ENABLE=1");
   EXPECT_EQ(doc["meta"]["nccl"], "2.28.3");
   ASSERT_EQ(doc["results"].size(), 1u);
   for (const char* key :
@@ -269,8 +280,8 @@ TEST(BenchCli, InPlaceColumnsWhereMeaningfulAndCountedInTheFooter) {
   EXPECT_NE(footer.find("# Avg bus bandwidth    : 20"), std::string::npos) << footer;  // (10+30)/2
   r.in_place_wrong = 5;
   EXPECT_NE(table_footer({r}).find(": 5 FAILED"), std::string::npos);
-  auto const doc = nlohmann::json::parse(
-      to_json(Meta{"gpu", 1, "2.28.3", "2026-12-03", "cmd", "0.1.0"}, {r}, {}));
+  auto const doc = nlohmann::json::parse(to_json(
+      Meta{"gpu", 1, "2.28.3", "2026-12-03", "cmd", "0.1.0", 1, "one GPU per rank"}, {r}, {}));
   EXPECT_EQ(doc["results"][0]["in_place_wrong"], 5);
   EXPECT_DOUBLE_EQ(doc["results"][0]["in_place_time_us"].get<double>(), 12.5);
   EXPECT_NE(to_csv({r}).find(",12.5,30,5"), std::string::npos) << to_csv({r});
