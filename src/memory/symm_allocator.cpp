@@ -355,6 +355,15 @@ std::uint64_t SymmAllocator::Impl::comm_id() const noexcept {
 
 std::size_t SymmAllocator::Impl::release_unused() {
   std::lock_guard lock(mutex_);
+  {
+    // Bounded, before anything is deregistered: a free whose stream never gets there is a
+    // TimeoutError with every arena still in place, not a hang.
+    detail::DeviceGuard guard(comm_->device);
+    for (const PendingFree& f : pending_) {
+      detail::wait_event(*comm_, f.event, default_wait_timeout(),
+                         "SymmAllocator::release_unused: memory freed on a stream");
+    }
+  }
   drain_pending_frees_locked();
   std::size_t released = 0;
   while (!arenas_.empty()) {

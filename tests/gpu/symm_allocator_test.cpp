@@ -223,9 +223,10 @@ TEST(SymmAllocator, StreamOrderedFreeNeverLetsReuseOverwriteDataStillBeingRead) 
 }
 
 // A host wait for a stream-ordered free that never completes (its stream stuck, e.g. behind a
-// collective a peer never joins) is bounded: TimeoutError after SYMMCOMM_WAIT_TIMEOUT_S, and the
-// allocation that waited hands nothing out. ctest runs it as gpu.SymmAllocatorHostWaitIsBounded
-// with SYMMCOMM_WAIT_TIMEOUT_S=1 (the timeout is read once per process).
+// collective a peer never joins) is bounded: TimeoutError after SYMMCOMM_WAIT_TIMEOUT_S; the
+// allocation that waited hands nothing out, release_unused releases nothing. ctest runs it as
+// gpu.SymmAllocatorHostWaitIsBounded with SYMMCOMM_WAIT_TIMEOUT_S=1 (the timeout is read once per
+// process).
 std::atomic<bool> hold_released{false};
 void CUDART_CB hold_until_released(void*) {
   while (!hold_released.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -256,6 +257,11 @@ TEST(SymmAllocator, AHostWaitForAFreeThatNeverCompletesIsBoundedAndHandsNothingO
   PoolStats const after = pool.stats();
   EXPECT_EQ(after.in_use_bytes, before.in_use_bytes) << "the refused allocation kept its block";
   EXPECT_EQ(after.live_allocations, before.live_allocations);
+  // Releasing unused arenas waits for the same free: bounded too, and nothing is released.
+  std::string const r = error_text<TimeoutError>([&] { pool.release_unused(); });
+  EXPECT_NE(r.find("SymmAllocator::release_unused: memory freed on a stream"), std::string::npos)
+      << r;
+  EXPECT_EQ(pool.stats().arena_count, after.arena_count);
   // Once the stream moves on, the same request gets the same block.
   hold_released = true;
   SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stuck));

@@ -120,7 +120,8 @@ class SymmAllocator final {
   /// @brief The communicator the pool serves.
   std::uint64_t comm_id() const noexcept;
   /// @brief Releases trailing arenas that hold no live allocation. **Collective.** Returns bytes
-  /// released.
+  /// released. Waits first for frees still pending on their streams, bounded like every wait
+  /// (wait.hpp): @throws TimeoutError, with nothing released, when one never completes.
   std::size_t release_unused();
 
  private:
