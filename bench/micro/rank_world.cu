@@ -72,11 +72,7 @@ RankWorld::RankWorld(int n) : ranks(static_cast<std::size_t>(n)) {
     Rank& me = ranks[static_cast<std::size_t>(r)];
     ncclComm_t c = nullptr;
     // Each step said per rank: where a world that never becomes ready stopped.
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    if (max_ctas > 0) {
-      config.minCTAs = 1;
-      config.maxCTAs = max_ctas;
-    }
+    ncclConfig_t config = test::shared_gpu_config(max_ctas);
     SYMMCOMM_NCCL_TRY(ncclCommInitRankConfig(&c, n, id, r, &config));
     progress(n, "rank " + std::to_string(r) + ": ncclCommInitRank done; probing");
     me.comm = Communicator::own(c);

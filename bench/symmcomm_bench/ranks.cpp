@@ -79,11 +79,7 @@ void make_shared_ranks(Ranks& ranks, int gpus, int per_gpu, std::size_t pool_byt
   on_rank_threads(n, "communicator and pool set-up", [&](int r) {
     auto const i = static_cast<std::size_t>(r);
     SYMMCOMM_CUDA_TRY(cudaSetDevice(r / per_gpu));
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    if (max_ctas > 0) {
-      config.minCTAs = 1;
-      config.maxCTAs = max_ctas;
-    }
+    ncclConfig_t config = test::shared_gpu_config(max_ctas);
     ncclComm_t c = nullptr;
     SYMMCOMM_NCCL_TRY(ncclCommInitRankConfig(&c, n, id, r, &config));
     ranks.comms[i] = Communicator::own(c);

@@ -177,6 +177,18 @@ def _device_counts(counts, size, device, capacity):
     return _capi.DeviceCountsC(ptrs[0], capacity, ptrs[1], ptrs[2], ptrs[3])
 
 
+def _capacity_rows(mine, whole, size, row):
+    """The capacity (rows per rank) of a device-count call: `mine` (name, view) holds whole rows
+    of `row` elements, `whole` (name, view) comm.size times as many."""
+    (mine_name, a), (whole_name, b) = mine, whole
+    if a.count % row:
+        _fail("%s holds %d elements, not whole rows of row_elements %d" % (mine_name, a.count, row))
+    if b.count != size * a.count:
+        _fail("%s holds %d elements, not comm.size %d x %s's %d (capacity rows)"
+              % (whole_name, b.count, size, mine_name, a.count))
+    return a.count // row
+
+
 def all_gatherv_device(comm, send, recv, counts, row_elements, stream=None, path="auto",
                        swizzled_scales=False):
     """Gathers rows whose counts are on the device (DP attention without padding; one CUDA graph
@@ -202,12 +214,7 @@ def all_gatherv_device(comm, send, recv, counts, row_elements, stream=None, path
         b = _nvfp4(recv, "recv", device, size, row if swizzled_scales else None)
     else:
         a, b = _gather_views(send, recv, device, size, None)
-    if a.count % row:
-        _fail("send holds %d elements, not whole rows of row_elements %d" % (a.count, row))
-    capacity = a.count // row
-    if b.count != size * a.count:
-        _fail("recv holds %d elements, not comm.size %d x send's %d (capacity rows)"
-              % (b.count, size, a.count))
+    capacity = _capacity_rows(("send", a), ("recv", b), size, row)
     dc = _device_counts(counts, size, device, capacity)
     return _call(_lib.symmcomm_all_gatherv_device, comm, ctypes.byref(a), ctypes.byref(b), row,
                  ctypes.byref(dc), stream=s, options=o)
@@ -230,12 +237,7 @@ def reduce_scatterv_device(comm, send, recv, counts, row_elements, stream=None, 
               "Fp8Tensor")
     a = _reduce_send(send, device)
     b = _plain(recv, "recv", _BF16, device)
-    if b.count % row:
-        _fail("recv holds %d elements, not whole rows of row_elements %d" % (b.count, row))
-    capacity = b.count // row
-    if a.count != size * b.count:
-        _fail("send holds %d elements, not comm.size %d x recv's %d (capacity rows)"
-              % (a.count, size, b.count))
+    capacity = _capacity_rows(("recv", b), ("send", a), size, row)
     dc = _device_counts(counts, size, device, capacity)
     return _call(_lib.symmcomm_reduce_scatterv_device, comm, ctypes.byref(a), ctypes.byref(b), row,
                  ctypes.byref(dc), stream=s, options=o)

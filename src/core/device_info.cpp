@@ -1,6 +1,9 @@
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "core/launch.cuh"
 #include "symmcomm/error.hpp"
@@ -20,6 +23,21 @@ int current_device_sm_count() {
     if (cached) cache[static_cast<std::size_t>(device)].store(n, std::memory_order_relaxed);
   }
   return n;
+}
+
+int resident_blocks_per_sm(const void* kernel, int threads) {
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, int>, int> cache;
+  int device = 0;
+  SYMMCOMM_CUDA_TRY(cudaGetDevice(&device));
+  std::lock_guard lock(mutex);
+  auto const key = std::make_tuple(kernel, threads, device);
+  auto const found = cache.find(key);
+  if (found != cache.end()) return found->second;
+  int blocks = 0;
+  SYMMCOMM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, 0));
+  cache.emplace(key, blocks);
+  return blocks;
 }
 
 }  // namespace symmcomm::detail

@@ -7,8 +7,6 @@
 
 #include <cooperative_groups.h>
 
-#include <map>
-#include <mutex>
 #include <type_traits>
 #include <utility>
 
@@ -305,23 +303,12 @@ void launch_amax(const In* src, std::size_t count, float* slot, cudaStream_t str
 // the current device at once - a cooperative launch's limit -, 0 where the device cannot launch
 // cooperatively. Cached per kernel and device.
 unsigned cooperative_grid_limit(const void* kernel) {
-  static std::mutex mutex;
-  static std::map<std::pair<const void*, int>, unsigned> cached;
   int device = 0;
   SYMMCOMM_CUDA_TRY(cudaGetDevice(&device));
-  std::lock_guard lock(mutex);
-  auto const key = std::make_pair(kernel, device);
-  auto const found = cached.find(key);
-  if (found != cached.end()) return found->second;
   int cooperative = 0;
   SYMMCOMM_CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
-  int per_sm = 0;
-  SYMMCOMM_CUDA_TRY(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreadsPerCta, 0));
-  int const limit = per_sm * current_device_sm_count();
-  unsigned const result = cooperative != 0 && limit > 0 ? static_cast<unsigned>(limit) : 0u;
-  cached.emplace(key, result);
-  return result;
+  int const limit = resident_blocks_per_sm(kernel, kThreadsPerCta) * current_device_sm_count();
+  return cooperative != 0 && limit > 0 ? static_cast<unsigned>(limit) : 0u;
 }
 
 // Launches `kernel` cooperatively with the amax pass's grid for `groups` 8-element groups, capped

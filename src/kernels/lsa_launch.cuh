@@ -10,10 +10,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <utility>
 
+#include "core/launch.cuh"
 #include "lsa.hpp"
 #include "lsa_policy.cuh"
 #include "symmcomm/error.hpp"
@@ -27,22 +26,6 @@ inline unsigned grid_for_units(std::size_t units, unsigned cap = kGridCtas) {
   return static_cast<unsigned>(ctas < 1 ? 1 : (ctas > cap ? cap : ctas));
 }
 
-// CTAs of `kernel` one SM of the current device holds at once (cached per kernel and device).
-inline int resident_per_sm(const void* kernel) {
-  static std::mutex mutex;
-  static std::map<std::pair<const void*, int>, int> cache;
-  int device = 0;
-  SYMMCOMM_CUDA_TRY(cudaGetDevice(&device));
-  std::lock_guard lock(mutex);
-  auto const key = std::make_pair(kernel, device);
-  auto const found = cache.find(key);
-  if (found != cache.end()) return found->second;
-  int blocks = 0;
-  SYMMCOMM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, 0));
-  cache.emplace(key, blocks);
-  return blocks;
-}
-
 // The grid of a production launch: at most what `sm_share` SMs hold at once, so that every CTA
 // of every rank can be resident together (spinning barriers across ranks need that when other
 // work shares the GPU). sm_share is agreed by all ranks and the occupancy is the same for the
@@ -50,7 +33,7 @@ inline int resident_per_sm(const void* kernel) {
 // Loopback (sm_share 0) keeps `grid`.
 inline unsigned resident_grid(const void* kernel, int sm_share, unsigned grid) {
   if (sm_share <= 0) return grid;
-  int const per_sm = std::max(1, resident_per_sm(kernel));
+  int const per_sm = std::max(1, resident_blocks_per_sm(kernel, kThreads));
   auto const cap = static_cast<unsigned>(per_sm) * static_cast<unsigned>(sm_share);
   unsigned const g = grid < cap ? grid : cap;
   SYMMCOMM_LOG_DEBUG("lsa launch: " << g << " CTAs (asked " << grid << ", " << per_sm

@@ -5,6 +5,7 @@
 // symmcomm-bench's --ranks-per-gpu.
 
 #include <cuda_runtime_api.h>
+#include <nccl.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -41,6 +42,17 @@ inline int nccl_ctas_for_shared_gpu(int ranks, int device) {
   int sms = 0;
   SYMMCOMM_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   return std::max(1, std::min(32, sms / (ranks + 1)));  // a share left for symmcomm's kernels
+}
+
+/// The communicator configuration of a rank sharing a GPU: NCCL's kernels capped at `max_ctas`
+/// CTAs (nccl_ctas_for_shared_gpu; 0 keeps NCCL's defaults).
+inline ncclConfig_t shared_gpu_config(int max_ctas) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  if (max_ctas > 0) {
+    config.minCTAs = 1;
+    config.maxCTAs = max_ctas;
+  }
+  return config;
 }
 
 }  // namespace symmcomm::test
