@@ -1,0 +1,158 @@
+// The one-launch device-count gather (lsa::counted_gather, ragged.hpp's LSA path) through the
+// loopback peer policy: virtual ranks on one GPU against the host, with and without PDL.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/lsa.hpp"
+#include "support/gpu_test.hpp"
+#include "support/guarded.hpp"
+#include "support/reference.hpp"
+#include "support/tensors.hpp"
+#include "symmcomm/formats/codecs.hpp"
+#include "symmcomm/testing/loopback.hpp"
+
+namespace symmcomm::test {
+namespace {
+
+// The one-launch device-count gather (lsa::counted_gather) over virtual ranks: every rank's
+// count launched first (phase 1), then every rank's rows (phase 2), as loopback runs them. One
+// NVFP4-shaped call (data rows, block-scale rows linear or swizzled, one float per rank) checked
+// against the host: the counts array as written, the prefix, the overflow flag, the compact rows,
+// the swizzled matrix with its padding rows and columns 0, and the floats.
+void counted_gather_matches_the_host(int n, bool swizzled, bool pdl) {
+  SCOPED_TRACE(std::to_string(n) + " ranks" + (swizzled ? ", swizzled" : "") +
+               (pdl ? ", PDL" : ""));
+  bool const previous = detail::lsa::programmatic_launch();
+  detail::lsa::set_programmatic_launch(pdl);
+  std::size_t const capacity = 37, row = 96;  // elements per row: 48 data bytes, 6 scales
+  std::size_t const data_bytes = row / 2, cols = row / 16;
+  auto const un = static_cast<std::size_t>(n);
+  // Counts: 0 rows, capacity, one above capacity (clamped, overflow), the rest in between.
+  std::vector<std::int32_t> raw(un);
+  for (std::size_t r = 0; r < un; ++r) {
+    raw[r] = r == 0   ? 0
+             : r == 1 ? static_cast<std::int32_t>(capacity)
+             : r == 2 ? static_cast<std::int32_t>(capacity) + 5
+                      : static_cast<std::int32_t>((r * 11) % capacity);
+  }
+  std::vector<std::int32_t> clamped(un), prefix(un);
+  std::int32_t total = 0;
+  for (std::size_t r = 0; r < un; ++r) {
+    clamped[r] = std::min<std::int32_t>(std::max<std::int32_t>(raw[r], 0),
+                                        static_cast<std::int32_t>(capacity));
+    prefix[r] = total;
+    total += clamped[r];
+  }
+  bool const over = n > 2;
+  std::size_t const scale_bytes =
+      swizzled ? swizzled_scale_bytes(un * capacity, cols) : un * capacity * cols;
+  std::vector<std::unique_ptr<DeviceArray<std::uint8_t>>> send_data, send_scales, recv_data,
+      recv_scales;
+  std::vector<std::unique_ptr<DeviceArray<float>>> send_global, recv_global;
+  std::vector<std::unique_ptr<DeviceArray<std::int32_t>>> count, counts, offsets, overflow;
+  std::vector<std::vector<std::uint8_t>> host_data(un), host_scales(un);
+  for (std::size_t r = 0; r < un; ++r) {
+    host_data[r].resize(capacity * data_bytes);
+    host_scales[r].resize(capacity * cols);
+    for (std::size_t i = 0; i < host_data[r].size(); ++i) {
+      host_data[r][i] = static_cast<std::uint8_t>(r * 31 + i * 7 + 1);
+    }
+    for (std::size_t i = 0; i < host_scales[r].size(); ++i) {
+      host_scales[r][i] = static_cast<std::uint8_t>(r * 17 + i * 3 + 2);
+    }
+    send_data.push_back(std::make_unique<DeviceArray<std::uint8_t>>(capacity * data_bytes));
+    send_scales.push_back(std::make_unique<DeviceArray<std::uint8_t>>(capacity * cols));
+    send_global.push_back(std::make_unique<DeviceArray<float>>(1));
+    recv_data.push_back(std::make_unique<DeviceArray<std::uint8_t>>(un * capacity * data_bytes));
+    recv_scales.push_back(std::make_unique<DeviceArray<std::uint8_t>>(scale_bytes));
+    recv_global.push_back(std::make_unique<DeviceArray<float>>(un));
+    count.push_back(std::make_unique<DeviceArray<std::int32_t>>(1));
+    counts.push_back(std::make_unique<DeviceArray<std::int32_t>>(un));
+    offsets.push_back(std::make_unique<DeviceArray<std::int32_t>>(un));
+    overflow.push_back(std::make_unique<DeviceArray<std::int32_t>>(1));
+    send_data[r]->upload(host_data[r]);
+    send_scales[r]->upload(host_scales[r]);
+    send_global[r]->upload({0.5f + static_cast<float>(r)});
+    count[r]->upload({raw[r]});
+    overflow[r]->upload({0});
+  }
+  for (int phase : {1, 2}) {
+    for (int r = 0; r < n; ++r) {
+      auto const i = static_cast<std::size_t>(r);
+      detail::lsa::Peers peers = detail::lsa::Peers::loopback_of(r, n);
+      for (std::size_t q = 0; q < un; ++q) {
+        peers.base[0][q] = recv_data[q]->get();
+        peers.base[1][q] = recv_scales[q]->get();
+        peers.base[2][q] = counts[q]->get();
+        peers.base[3][q] = recv_global[q]->get();
+      }
+      detail::lsa::CountedGatherArgs a;
+      a.part[0] = {send_data[i]->get(), detail::lsa::SymRef{0, 0}, data_bytes, false};
+      a.part[1] = {send_scales[i]->get(), detail::lsa::SymRef{1, 0}, cols, swizzled};
+      a.parts = 2;
+      a.count = count[i]->get();
+      a.counts = detail::lsa::SymRef{2, 0};
+      a.offsets = offsets[i]->get();
+      a.overflow = overflow[i]->get();
+      a.capacity = capacity;
+      a.scale_src = send_global[i]->get();
+      a.scale_dst = detail::lsa::SymRef{3, 0};
+      a.phase = phase;
+      a.grid_bytes = capacity * (data_bytes + cols);
+      detail::lsa::counted_gather(peers, a, nullptr);
+    }
+  }
+  SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+  detail::lsa::set_programmatic_launch(previous);
+  // The host's compact rows.
+  std::vector<std::uint8_t> want_data, want_scales;
+  for (std::size_t r = 0; r < un; ++r) {
+    auto const rows = static_cast<std::size_t>(clamped[r]);
+    want_data.insert(want_data.end(), host_data[r].begin(),
+                     host_data[r].begin() + static_cast<std::ptrdiff_t>(rows * data_bytes));
+    want_scales.insert(want_scales.end(), host_scales[r].begin(),
+                       host_scales[r].begin() + static_cast<std::ptrdiff_t>(rows * cols));
+  }
+  std::vector<std::uint8_t> want_swizzled(swizzled ? scale_bytes : 0);
+  if (swizzled) {
+    // Rows past the total are 0 up to the matrix's padded end (as the compaction leaves them).
+    swizzle_scales_host(want_scales.data(), static_cast<std::size_t>(total), cols,
+                        want_swizzled.data());
+  }
+  for (std::size_t r = 0; r < un; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(counts[r]->download(), raw);
+    EXPECT_EQ(offsets[r]->download(), prefix);
+    EXPECT_EQ(overflow[r]->download()[0], over ? 1 : 0);
+    auto const got_data = recv_data[r]->download();
+    ASSERT_TRUE(std::equal(want_data.begin(), want_data.end(), got_data.begin()));
+    auto const got_scales = recv_scales[r]->download();
+    if (swizzled) {
+      EXPECT_EQ(got_scales, want_swizzled);
+    } else {
+      ASSERT_TRUE(std::equal(want_scales.begin(), want_scales.end(), got_scales.begin()));
+    }
+    auto const floats = recv_global[r]->download();
+    for (std::size_t q = 0; q < un; ++q) EXPECT_EQ(floats[q], 0.5f + static_cast<float>(q));
+  }
+}
+
+TEST(LsaLoopbackCounted, DeviceCountGatherInOneLaunchMatchesTheHost) {
+  SYMMCOMM_REQUIRE_GPU();
+  for (int n : {2, 3, 4, 8}) {
+    for (bool swizzled : {false, true}) {
+      for (bool pdl : {false, true}) counted_gather_matches_the_host(n, swizzled, pdl);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace symmcomm::test
