@@ -6,8 +6,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstring>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,20 +15,13 @@
 #include "support/reference.hpp"
 #include "support/tensors.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
-#include "symmcomm/collectives/local_reduce.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
-#include "symmcomm/comm/group.hpp"
 #include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/logging.hpp"
-#include "symmcomm/memory/symm_allocator.hpp"
 
 namespace {
 
 using namespace symmcomm;
-using symmcomm::test::DeviceArray;
-using symmcomm::test::HostFp8;
-using symmcomm::test::HostNvfp4;
-using symmcomm::test::one_rank_comm;
 using namespace symmcomm::test;
 
 TEST(Collectives, GraphReplayMatchesEagerAndTheHostWithChangingInputs) {
