@@ -11,7 +11,9 @@ Reads the BM_Latency* results of symmcomm_micro_bench (Google Benchmark JSON, wi
 rank, a panel per op and rank count, eager solid, CUDA graph dashed) and
 OUT_PREFIX_decode_latency.md (per size: each variant's mean time and ours / NCCL symmetric,
 mean and min-max over the repetitions; with variant 3 runs, the lsa-kernel launched with
-programmatic dependent launch, a column and a ratio of its own; with BM_LatencyLsaBarriers
+programmatic dependent launch, a column and a ratio of its own; with variant 4 runs (the
+all-gather's barrier kernel, its small-message kernel off), a column, its ratio to NCCL
+symmetric and ours / barrier kernel (after / before, same run); with BM_LatencyLsaBarriers
 runs, a second table splitting the smallest all-gather's time into the LSA kernels' two barriers
 and the rest, beside NCCL's symmetric call of the same bytes).
 """
@@ -20,8 +22,9 @@ import re
 import sys
 
 VARIANTS = {0: "symmcomm lsa-kernel", 1: "NCCL symmetric", 2: "plain NCCL",
-            3: "symmcomm lsa-kernel + PDL"}
+            3: "symmcomm lsa-kernel + PDL", 4: "symmcomm barrier kernel"}
 PDL = 3
+BARRIER_KERNEL = 4  # the all-gather with its small-message kernel off: the "before"
 _NAME = re.compile(r"BM_Latency(\w+)/ranks:(\d+)/bytes:(\d+)/variant:(\d)/graph:(\d)")
 
 
@@ -96,21 +99,26 @@ def _ratio(by_variant, ours, reference):
 
 
 def latency_table(runs):
-    """Rows (op, ranks, bytes, graph, {variant: mean us}, ratio, pdl ratio) where ratio is
-    ours / NCCL symmetric and pdl ratio ours with PDL / NCCL symmetric, each (mean, min, max)
-    paired repetition by repetition, None where either side is missing."""
+    """Rows (op, ranks, bytes, graph, {variant: mean us}, ratio, pdl ratio, before ratio,
+    after / before) where ratio is ours / NCCL symmetric, pdl ratio ours with PDL / NCCL
+    symmetric, before ratio the barrier kernel / NCCL symmetric and after / before ours / the
+    barrier kernel, each (mean, min, max) paired repetition by repetition, None where either
+    side is missing."""
     rows = []
     for (op, ranks, size, graph), by_variant in sorted(runs.items()):
         means = {v: sum(t) / len(t) for v, t in by_variant.items()}
         rows.append((op, ranks, size, graph, means, _ratio(by_variant, 0, 1),
-                     _ratio(by_variant, PDL, 1)))
+                     _ratio(by_variant, PDL, 1), _ratio(by_variant, BARRIER_KERNEL, 1),
+                     _ratio(by_variant, 0, BARRIER_KERNEL)))
     return rows
 
 
 def latency_markdown(rows, context):
     pdl = any(PDL in r[4] for r in rows)
-    variants = [v for v in VARIANTS if v != PDL or pdl]
+    before = any(BARRIER_KERNEL in r[4] for r in rows)
+    variants = [v for v in VARIANTS if (v != PDL or pdl) and (v != BARRIER_KERNEL or before)]
     ratios = ["ours / NCCL symmetric (min-max)"] + (["ours + PDL / NCCL symmetric"] if pdl else [])
+    ratios += ["barrier kernel / NCCL symmetric", "ours / barrier kernel"] if before else []
     header = ["op", "ranks", "bytes/rank", "launch"] + [VARIANTS[v] for v in variants] + ratios
     out = [f"# Decode-size latency: {context}", "", "| " + " | ".join(header) + " |",
            "|" + "---|" * len(header)]
@@ -118,9 +126,10 @@ def latency_markdown(rows, context):
     def fmt(r):
         return f"{r[0]:.2f} ({r[1]:.2f}-{r[2]:.2f})" if r else "-"
 
-    for op, ranks, size, graph, means, ratio, pdl_ratio in rows:
+    for op, ranks, size, graph, means, ratio, pdl_ratio, before_ratio, after_before in rows:
         cells = [f"{means[v]:.2f} us" if v in means else "-" for v in variants]
         cells += [fmt(ratio)] + ([fmt(pdl_ratio)] if pdl else [])
+        cells += [fmt(before_ratio), fmt(after_before)] if before else []
         out.append(f"| {op} | {ranks} | {size} | {'graph' if graph else 'eager'} | " +
                    " | ".join(cells) + " |")
     return "\n".join(out) + "\n"

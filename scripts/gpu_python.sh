@@ -5,7 +5,7 @@
 # micro benchmark and two test binaries (second line); a next call on the warm machine can use
 # them: scripts/gpu_latency.sh. Logs in ${OUT:-./gpu-out}.
 # Usage: [SYMMCOMM_PYTHON=/path/python3] [SYMMCOMM_SKIP="quantize probe ..."] scripts/gpu_python.sh
-# (steps: tests ragged pdl quantize examples overhead probe ragged_bench moe_dp)
+# (steps: pytest tests ragged pdl quantize examples overhead probe ragged_bench moe_dp)
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
@@ -42,8 +42,10 @@ l2="LD_LIBRARY_PATH=$second/lib:${LD_LIBRARY_PATH:-}"
 # A torch process has NCCL loaded before symmcomm (torch links the nvidia-nccl wheel's, 2.28.9
 # with torch 2.11): symmcomm then runs on that one. Preloading 2.30.7 makes both use it.
 pre2="LD_PRELOAD=$second/lib/libnccl.so.2"
-pytest_line nccl-2.30.7 "$SYMMCOMM_ROOT/build-nccl2" "$l2" "$pre2" NCCL_MULTI_RANK_GPU_ENABLE=1
-pytest_line nccl-2.28.3 "$SYMMCOMM_ROOT/build-dev"
+if want pytest; then
+  pytest_line nccl-2.30.7 "$SYMMCOMM_ROOT/build-nccl2" "$l2" "$pre2" NCCL_MULTI_RANK_GPU_ENABLE=1
+  pytest_line nccl-2.28.3 "$SYMMCOMM_ROOT/build-dev"
+fi
 # The newest GPU code's tests (one-launch quantize; device-count gathers, swizzled scales
 # included, at 2 and 8 ranks sharing the GPU).
 new_tests='Sizes/Nvfp4Kernels.*:CodecKernels.OneLaunch*:Collectives.Graphs*:LsaLoopbackCounted.*:VirtualRanks/LsaLoopback.*'

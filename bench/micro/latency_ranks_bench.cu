@@ -11,7 +11,10 @@
 //   2  the same bytes through plain NCCL on cudaMalloc buffers;
 //   3  variant 0 with the LSA kernels launched with programmatic dependent launch
 //      (detail::lsa::set_programmatic_launch), so a kernel's launch overlaps the previous one's
-//      end: the fixed cost PDL removes, beside the plain launch in the same run.
+//      end: the fixed cost PDL removes, beside the plain launch in the same run;
+//   4  variant 0 with the small-message kernel off (detail::lsa::set_ll_gather(false)): the
+//      barrier kernel every size took before it, the "before" of the same run (up to 64 KiB;
+//      larger calls take the barrier kernel either way).
 // BM_LatencyReduceScatter, variant:
 //   0  symmcomm's NVFP4 reduce-scatter into bf16 (lsa-kernel), shard = size / 2 elements;
 //   1  NCCL's symmetric bf16 reduce-scatter of the same element count (the reference);
@@ -38,6 +41,7 @@
 #include "collectives/common.hpp"
 #include "comm/comm_state.hpp"
 #include "kernels/lsa.hpp"
+#include "kernels/lsa_ll.hpp"
 #include "micro/rank_world.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
@@ -59,6 +63,21 @@ class ProgrammaticLaunch {
   ~ProgrammaticLaunch() { detail::lsa::set_programmatic_launch(previous_); }
   ProgrammaticLaunch(const ProgrammaticLaunch&) = delete;
   ProgrammaticLaunch& operator=(const ProgrammaticLaunch&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// The small-message all-gather kernel (kernels/lsa_ll.hpp) on or off for one case (variant 4
+// turns it off), restored after.
+class SmallMessageKernel {
+ public:
+  explicit SmallMessageKernel(bool on) : previous_(detail::lsa::ll_gather_enabled()) {
+    detail::lsa::set_ll_gather(on);
+  }
+  ~SmallMessageKernel() { detail::lsa::set_ll_gather(previous_); }
+  SmallMessageKernel(const SmallMessageKernel&) = delete;
+  SmallMessageKernel& operator=(const SmallMessageKernel&) = delete;
 
  private:
   bool previous_;
@@ -114,8 +133,8 @@ void time_variant(benchmark::State& state, RankWorld& w, bool nccl_calls, bool g
 
 const char* variant_name(int variant) {
   static const char* const kNames[] = {"symmcomm lsa-kernel", "NCCL symmetric", "plain NCCL",
-                                       "symmcomm lsa-kernel + PDL"};
-  return kNames[std::min(std::max(variant, 0), 3)];
+                                       "symmcomm lsa-kernel + PDL", "symmcomm barrier kernel"};
+  return kNames[std::min(std::max(variant, 0), 4)];
 }
 
 // One case's arguments (ranks, bytes, variant, graph: latency_args), its world and rank count.
@@ -143,7 +162,8 @@ void BM_LatencyAllGather(benchmark::State& state) {
   std::size_t const part = c / 2 + c / 16 + sizeof(float);
   RankBuffers b(*w);
   ProgrammaticLaunch const pdl(lc.variant == 3);
-  if (lc.variant == 0 || lc.variant == 3) {
+  SmallMessageKernel const small(lc.variant != 4);
+  if (lc.variant == 0 || lc.variant == 3 || lc.variant == 4) {
     auto const data = b.get(c / 2, true), scales = b.get(c / 16, true), global = b.get(4, true);
     auto const rdata = b.get(c / 2 * n, true), rscales = b.get(c / 16 * n, true),
                rglobal = b.get(4 * n, true);
@@ -246,12 +266,14 @@ void BM_LatencyLsaBarriers(benchmark::State& state) {
       Path::LsaKernel, "symmcomm LSA barriers only");
 }
 
-// Args: ranks, bytes per rank (1 KiB to 4 MiB, x4), variant, graph.
-void latency_args(benchmark::internal::Benchmark* b) {
+// Args: ranks, bytes per rank (1 KiB to 4 MiB, x4), variant, graph; the all-gather's variant 4
+// up to 64 KiB (`before`).
+void latency_args(benchmark::internal::Benchmark* b, bool before) {
   for (int n : {2, 4, 8}) {
     for (std::int64_t bytes = 1 << 10; bytes <= (4 << 20); bytes *= 4) {
       for (int graph : {0, 1}) {
         for (int variant : {0, 1, 2, 3}) b->Args({n, bytes, variant, graph});
+        if (before && bytes <= (64 << 10)) b->Args({n, bytes, 4, graph});
       }
     }
   }
@@ -264,8 +286,8 @@ void latency_args(benchmark::internal::Benchmark* b) {
       ->Unit(benchmark::kMicrosecond);
 }
 
-BENCHMARK(BM_LatencyAllGather)->Apply(latency_args);
-BENCHMARK(BM_LatencyReduceScatter)->Apply(latency_args);
+BENCHMARK(BM_LatencyAllGather)->Apply([](auto* b) { latency_args(b, true); });
+BENCHMARK(BM_LatencyReduceScatter)->Apply([](auto* b) { latency_args(b, false); });
 BENCHMARK(BM_LatencyLsaBarriers)
     ->ArgsProduct({{2, 4, 8}, {0, 1}})
     ->ArgNames({"ranks", "graph"})

@@ -163,8 +163,21 @@ inline double time_iterations(cudaStream_t stream, Barrier& barrier, const Timin
     work();
     if (t.blocking) SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
   };
-  for (int i = 0; i < t.warmup; ++i) call();
+  // Nobody starts this job's kernels before every rank has left the previous job's: ranks that
+  // share a GPU in one process run their kernels at once, and a rank already spinning in one
+  // kind of kernel (symmcomm's, a CTA on every SM) while a peer still waits for room for another
+  // kind (NCCL's, large CTAs) can hold the SMs that peer needs (measured: 8 threaded ranks'
+  // moe-dp never finished when the combine's warm-up overlapped peers' dispatch).
   SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+  barrier.wait();
+  for (int i = 0; i < t.warmup; ++i) call();
+  {
+    cudaEvent_t warm;
+    SYMMCOMM_CUDA_TRY(cudaEventCreateWithFlags(&warm, cudaEventDisableTiming));
+    SYMMCOMM_CUDA_TRY(cudaEventRecord(warm, stream));
+    wait_or_give_up(warm, t.timeout_s, what + " (warm-up)");
+    cudaEventDestroy(warm);
+  }
   cudaGraphExec_t exec = nullptr;
   if (t.graph_launches > 0) {
     cudaGraph_t graph = nullptr;

@@ -1,8 +1,9 @@
 // symmcomm-bench's moe-dp scenario: the communication of one DP-attention + expert-parallel
 // MoE layer of DeepSeek-R1 (NVFP4 dispatch all-gather with routing tensors, reduce-scatter
-// combine), per tokens-per-rank value and path, and the same layer with uneven tokens whose
-// counts are on the device ("device-counts" rows: NCCL's path, capacity = the row's tokens per
-// rank; "device-counts-lsa": the dispatch in symmcomm's one-launch LSA kernel, where it can run).
+// combine), per tokens-per-rank value and path (every rank at the row's tokens: what padding to
+// that capacity moves), and the same layer with uneven tokens at that capacity: "host-counts"
+// (all_gatherv / reduce_scatterv with host counts), "device-counts" (counts on the device,
+// NCCL's path), "device-counts-lsa" (the dispatch in symmcomm's one-launch LSA kernel).
 
 #include <nccl.h>
 
@@ -43,38 +44,71 @@ MoeResult moe_result(const Config& c, Ranks& ranks, int tokens, std::string path
   return m;
 }
 
-// DP attention's uneven tokens with the counts on the device (ragged.hpp): rank r holds
-// `capacity` - (r % 4) x capacity / 4 tokens (100, 75, 50, 25% of the capacity), the dispatch
-// gathers the NVFP4 activations with the routing tensors as row items, the combine
-// reduce-scatters each rank's own rows back; one captured graph would serve any counts.
-// `lsa`: the dispatch through symmcomm's one-launch LSA kernel (Options::path = LsaKernel; the
-// combine has no such kernel and stays on the fallback).
-MoeResult run_moe_device_counts(const Config& c, Ranks& ranks, int capacity, bool lsa) {
+// How the uneven layer's dispatch gets its counts.
+enum class Uneven {
+  HostCounts,       // all_gatherv with host counts (three calls: activations, ids, weights)
+  DeviceCounts,     // device counts, NCCL's path (counts, data at capacity, compaction)
+  DeviceCountsLsa,  // device counts, symmcomm's one-launch LSA kernel
+};
+
+const char* to_string(Uneven u) {
+  switch (u) {
+    case Uneven::HostCounts:
+      return "host-counts";
+    case Uneven::DeviceCounts:
+      return "device-counts";
+    case Uneven::DeviceCountsLsa:
+      return "device-counts-lsa";
+  }
+  return "?";
+}
+
+// Rank r's tokens in the uneven layer: 100, 75, 50, 25% of the capacity (r % 4).
+std::size_t uneven_tokens(int rank, int capacity) {
+  return static_cast<std::size_t>(capacity - (rank % 4) * capacity / 4);
+}
+
+// DP attention's uneven tokens (uneven_tokens): the dispatch gathers the NVFP4 activations with
+// the routing tensors, the combine reduce-scatters each rank's own rows back. With device
+// counts (ragged.hpp) the routing tensors are row items of the same call and one captured graph
+// would serve any counts; with host counts every rank knows every count on the host (what a
+// graph would freeze), and the routing tensors go in calls of their own.
+MoeResult run_moe_uneven(const Config& c, Ranks& ranks, int capacity, Uneven how) {
   int const n = ranks.world();
   std::size_t const local = static_cast<std::size_t>(ranks.local());
   std::size_t const hidden = static_cast<std::size_t>(c.moe_hidden);
   std::size_t const topk = static_cast<std::size_t>(c.moe_topk);
   auto const cap = static_cast<std::size_t>(capacity);
   std::size_t const count = cap * hidden;  // room per rank
+  std::size_t const route_row = topk * 4;
+  bool const lsa = how == Uneven::DeviceCountsLsa;
+  std::vector<std::size_t> rows(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) rows[static_cast<std::size_t>(r)] = uneven_tokens(r, capacity);
+  auto const scaled = [&](std::size_t per_row) {
+    std::vector<std::size_t> v(rows);
+    for (auto& x : v) x *= per_row;
+    return v;
+  };
+  std::vector<std::size_t> const elements = scaled(hidden);
+  std::vector<std::size_t> const route_halves = scaled(route_row / 2);  // as bf16 elements
   std::vector<double> dispatch(local), combine(local);
   Barrier barrier(ranks.local(), ranks.mpi);
   parallel(ranks, [&](int r) {
     auto& comm = ranks.comms[static_cast<std::size_t>(r)];
     cudaStream_t const s = ranks.streams[static_cast<std::size_t>(r)];
+    std::size_t const mine = rows[static_cast<std::size_t>(comm.rank())];
     Buffers b(*ranks.pools[static_cast<std::size_t>(r)]);
     Nvfp4View const send{b.get(count / 2, true), b.get(count / 16, true), b.get<float>(4, true),
-                         count};
-    Nvfp4View const recv{b.get(count / 2 * n, true), b.get(count / 16 * n, true),
-                         b.get<float>(4 * n, true), count * n};
-    std::size_t const route_row = topk * 4;
+                         how == Uneven::HostCounts ? mine * hidden : count};
+    Nvfp4View recv{b.get(count / 2 * n, true), b.get(count / 16 * n, true),
+                   b.get<float>(4 * n, true), count * n};
     auto* ids = b.get(cap * route_row, true);
     auto* ids_all = b.get(cap * route_row * n, true);
     auto* weights = b.get(cap * route_row, true);
     auto* weights_all = b.get(cap * route_row * n, true);
     // The counts array is written by peers on the LSA path: in the pool's window there.
     auto* ints = b.get<std::int32_t>(sizeof(std::int32_t) * (2 * n + 2), lsa);
-    std::int32_t const mine = capacity - (comm.rank() % 4) * capacity / 4;
-    fill(s, ints, 1, repeat(mine));
+    fill(s, ints, 1, repeat(static_cast<std::int32_t>(mine)));
     fill(s, ints + 1, 1, repeat(std::int32_t{0}));
     fill(s, send.global_scale, 4, repeat(1.0f));
     fill(s, send.block_scales, count / 16, repeat(std::uint8_t{0x38}));
@@ -83,33 +117,54 @@ MoeResult run_moe_device_counts(const Config& c, Ranks& ranks, int capacity, boo
                                      RowItem{weights, weights_all, route_row, "topk_weights"}};
     Options dispatch_options;
     dispatch_options.path = lsa ? PathChoice::LsaKernel : PathChoice::Fallback;
+    std::size_t total_rows = 0;
+    for (std::size_t x : rows) total_rows += x;
+    if (how == Uneven::HostCounts) recv.count = total_rows * hidden;
     std::function<void()> run_dispatch = [&] {
-      all_gatherv(comm, send, recv, hidden, items, dc, s, dispatch_options);
+      if (how == Uneven::HostCounts) {
+        all_gatherv(comm, send, recv, elements, s);
+        all_gatherv(comm, Bf16Span{reinterpret_cast<bf16*>(ids), mine * route_row / 2},
+                    Bf16Span{reinterpret_cast<bf16*>(ids_all), total_rows * route_row / 2},
+                    route_halves, s);
+        all_gatherv(comm, Bf16Span{reinterpret_cast<bf16*>(weights), mine * route_row / 2},
+                    Bf16Span{reinterpret_cast<bf16*>(weights_all), total_rows * route_row / 2},
+                    route_halves, s);
+      } else {
+        all_gatherv(comm, send, recv, hidden, items, dc, s, dispatch_options);
+      }
     };
     auto* combined = b.get<bf16>(count * 2, true);
+    Bf16Span const out{combined, how == Uneven::HostCounts ? mine * hidden : count};
     std::function<void()> run_combine;
     if (c.moe_combine == Dtype::Nvfp4) {
       Nvfp4View const partial{b.get(count * n / 2, true), b.get(count * n / 16, true),
-                              b.get<float>(4, true), count * n};
+                              b.get<float>(4, true),
+                              how == Uneven::HostCounts ? total_rows * hidden : count * n};
       fill(s, partial.global_scale, 4, repeat(1.0f));
       fill(s, partial.block_scales, count * n / 16, repeat(std::uint8_t{0x38}));
       run_combine = [&, partial] {
-        reduce_scatterv(comm, partial, Bf16Span{combined, count}, hidden, dc, s);
+        if (how == Uneven::HostCounts) {
+          reduce_scatterv(comm, partial, out, elements, s);
+        } else {
+          reduce_scatterv(comm, partial, out, hidden, dc, s);
+        }
       };
     } else {
       auto* partial = b.get<bf16>(count * n * 2, true);
       run_combine = [&, partial] {
-        reduce_scatterv(comm, Bf16Span{partial, count * n}, Bf16Span{combined, count}, hidden, dc,
-                        s);
+        if (how == Uneven::HostCounts) {
+          reduce_scatterv(comm, Bf16Span{partial, total_rows * hidden}, out, elements, s);
+        } else {
+          reduce_scatterv(comm, Bf16Span{partial, count * n}, out, hidden, dc, s);
+        }
       };
     }
-    std::string const what = "moe-dp device counts, capacity " + std::to_string(capacity) +
-                             " on rank " + std::to_string(comm.rank());
+    std::string const what = std::string("moe-dp ") + to_string(how) + ", capacity " +
+                             std::to_string(capacity) + " on rank " + std::to_string(comm.rank());
     time_layer(c, barrier, s, run_dispatch, run_combine, what,
                dispatch[static_cast<std::size_t>(r)], combine[static_cast<std::size_t>(r)]);
   });
-  return moe_result(c, ranks, capacity, lsa ? "device-counts-lsa" : "device-counts", dispatch,
-                    combine);
+  return moe_result(c, ranks, capacity, to_string(how), dispatch, combine);
 }
 
 }  // namespace
@@ -199,12 +254,14 @@ std::vector<MoeResult> run_moe(const Config& c, Ranks& ranks) {
     if (tokens >= 4) {
       if (ranks.prints()) {
         std::fprintf(stderr,
-                     "[symmcomm-bench] moe-dp: capacity %d tokens per rank, device counts\n",
+                     "[symmcomm-bench] moe-dp: capacity %d tokens per rank, uneven (host and "
+                     "device counts)\n",
                      tokens);
       }
-      results.push_back(run_moe_device_counts(c, ranks, tokens, false));
+      results.push_back(run_moe_uneven(c, ranks, tokens, Uneven::HostCounts));
+      results.push_back(run_moe_uneven(c, ranks, tokens, Uneven::DeviceCounts));
       if (ranks.comms[0].capabilities().lsa_covers(n)) {
-        results.push_back(run_moe_device_counts(c, ranks, tokens, true));
+        results.push_back(run_moe_uneven(c, ranks, tokens, Uneven::DeviceCountsLsa));
       }
     }
   }

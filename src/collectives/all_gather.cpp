@@ -11,6 +11,7 @@
 
 #include "common.hpp"
 #include "core/cuda_utils.hpp"
+#include "kernels/lsa_ll.hpp"
 #include "lsa_args.hpp"
 #include "scale_swizzle.hpp"
 #include "symmcomm/comm/group.hpp"
@@ -34,6 +35,13 @@ struct Part {
 Part equal_part(const char* send_name, const void* send, const char* recv_name, void* recv,
                 std::size_t bytes, int ranks) {
   return Part{send_name, send, recv_name, recv, std::vector<std::size_t>(ranks, bytes)};
+}
+
+// Lines this rank's parts take in the small-message all-gather's slot (lsa_ll.hpp).
+std::size_t ll_lines_of(const std::vector<Part>& parts, int me) {
+  std::size_t lines = 0;
+  for (const Part& p : parts) lines += detail::lsa::ll_lines(p.bytes[static_cast<std::size_t>(me)]);
+  return lines;
 }
 
 // `type` names the payload in logs; the planner needs no type for gathers (bytes move as is).
@@ -91,7 +99,21 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
     return linear[i] != nullptr ? linear[i] : parts[i].recv;
   };
   call.before_enqueue(stream);
-  if (plan.path == Path::LsaKernel) {
+  if (plan.path == Path::LsaKernel && equal && !swizzled &&
+      detail::lsa::ll_fits(state.ll_window != nullptr, send_total, ll_lines_of(parts, me))) {
+    // Small: lines with flags through the communicator's scratch, no barrier (lsa_ll.hpp).
+    detail::lsa::LlGatherArgs a;
+    a.rank = me;
+    a.size = n;
+    a.scratch = state.ll_window;
+    a.calls = state.ll_calls;
+    for (const Part& p : parts) {
+      std::size_t const bytes = p.bytes[static_cast<std::size_t>(me)];
+      a.segment[a.segments++] = detail::lsa::LlSegment{p.send, p.recv, bytes, a.lines};
+      a.lines += detail::lsa::ll_lines(bytes);
+    }
+    detail::lsa::ll_gather(a, state.caps.lsa_sm_share, stream);
+  } else if (plan.path == Path::LsaKernel) {
     // One launch pushes every part of this rank to every peer's window (lsa.cu).
     detail::lsa::Peers peers = detail::lsa_peers(state);
     std::vector<detail::GatherPartArgs> specs;

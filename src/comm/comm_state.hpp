@@ -84,6 +84,11 @@ struct CommState {
   std::vector<void*> retired_workspaces;
   /// Device scratch of Options::agree_plan (one word per rank), made on first use.
   void* agreement = nullptr;
+  /// The small-message all-gather's scratch window and call counter (kernels/lsa_ll.hpp), made
+  /// with the device communicator (dev_comm.hpp); null where there is none.
+  void* ll_scratch = nullptr;
+  ncclWindow_t ll_window = nullptr;
+  std::uint32_t* ll_calls = nullptr;
 
   // Live windows (registration sequence -> bytes) and pools, for the symmetry verifier.
   mutable std::mutex mutex;

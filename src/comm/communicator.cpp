@@ -14,6 +14,7 @@
 #include "comm_state.hpp"
 #include "core/cuda_utils.hpp"
 #include "dev_comm.hpp"
+#include "launch_order.hpp"
 #include "symmcomm/comm/wait.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/logging.hpp"
@@ -119,6 +120,7 @@ void probe(CommState& state) {
                                       << "): no symmetric memory support: " << reason);
   } else {
     agree_gpu_share(state);
+    create_ll_scratch(state);
     SYMMCOMM_LOG_INFO("communicator "
                       << state.id << " (rank " << state.rank << "/" << state.size
                       << "): symmetric memory, LSA team of " << state.caps.lsa_team_size << ", "
@@ -175,13 +177,24 @@ CommState::~CommState() {
     if (agreement != nullptr) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(agreement));
     if (aborted_now) {
       forget_dev_comm(*this);  // ncclCommAbort freed NCCL's side already
+      release_ll_scratch(*this, false);
     } else if (detached.load(std::memory_order_acquire)) {
       // The engine's communicator may be destroyed already: no NCCL call on it (NCCL frees the
       // device communicator with its communicator).
       forget_dev_comm(*this);
-    } else {
+      release_ll_scratch(*this, false);
+    } else if (ll_scratch != nullptr && !wait_last_use(*this, "communicator teardown")) {
+      // A kernel may still write peers' scratch or read this rank's: keep the memory (leaked).
       dev_comm.reset();
       if (owned) SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommDestroy(comm));
+    } else {
+      // An owned communicator's destroy releases the scratch window with the others it holds
+      // (no collective deregistration, which ranks torn down one after another from one thread
+      // would wait on); a borrowed one lives on and gets the window back now.
+      if (!owned) release_ll_scratch(*this, true);
+      dev_comm.reset();
+      if (owned) SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommDestroy(comm));
+      release_ll_scratch(*this, false);
     }
   } catch (const std::exception& e) {
     SYMMCOMM_LOG_WARN("tearing down communicator " << id << ": " << e.what());

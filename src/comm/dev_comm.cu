@@ -2,11 +2,17 @@
 // symmetric memory is supported. Creating it is also how symmcomm learns whether NCCL supports
 // symmetric memory on a communicator, since NCCL exposes no direct query.
 
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "core/cuda_utils.hpp"
 #include "dev_comm.hpp"
 #include "symmcomm/error.hpp"
+#include "symmcomm/limits.hpp"
 #include "symmcomm/logging.hpp"
 #include "wait_internal.hpp"
 
@@ -67,6 +73,62 @@ bool create_dev_comm(CommState& state, std::string& reason) {
   return true;
 }
 
+void create_ll_scratch(CommState& state) {
+  const char* off = std::getenv("SYMMCOMM_LSA_LL");
+  if (off != nullptr && std::strcmp(off, "0") == 0) return;
+  if (state.caps.lsa_team_size != state.size || state.size > kMaxKernelRanks) return;
+  std::size_t const bytes = ll_scratch_bytes(state.size);
+  void* ptr = nullptr;
+  ncclResult_t r = ncclMemAlloc(&ptr, bytes);
+  if (r != ncclSuccess) {
+    // Every rank calls the registration below: one that cannot would leave the others waiting.
+    SYMMCOMM_FAIL("communicator " << state.id << ": ncclMemAlloc of " << bytes
+                                  << " bytes for the small-message all-gather's scratch failed ("
+                                  << ncclGetErrorString(r)
+                                  << "); SYMMCOMM_LSA_LL=0 on every rank goes without it");
+  }
+  std::uint32_t* calls = nullptr;
+  cudaStream_t stream = nullptr;
+  try {
+    // Zeroed before any peer can write into it (a zero flag never matches a call's).
+    SYMMCOMM_CUDA_TRY(cudaMalloc(&calls, 2 * sizeof(std::uint32_t)));
+    SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    SYMMCOMM_CUDA_TRY(cudaMemsetAsync(ptr, 0, bytes, stream));
+    SYMMCOMM_CUDA_TRY(cudaMemsetAsync(calls, 0, 2 * sizeof(std::uint32_t), stream));
+    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+    SYMMCOMM_CUDA_TRY(cudaStreamDestroy(stream));
+    stream = nullptr;
+    ncclWindow_t window = nullptr;
+    r = ncclCommWindowRegister(state.comm, ptr, bytes, &window, NCCL_WIN_COLL_SYMMETRIC);
+    if (r == ncclInProgress) r = wait_nonblocking(state, "ncclCommWindowRegister (scratch)");
+    if (r != ncclSuccess) {
+      SYMMCOMM_FAIL("communicator " << state.id << ": "
+                                    << nccl_failure(state.comm, "ncclCommWindowRegister", r)
+                                    << " for the small-message all-gather's scratch");
+    }
+    state.ll_scratch = ptr;
+    state.ll_window = window;
+    state.ll_calls = calls;
+  } catch (...) {
+    if (stream != nullptr) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaStreamDestroy(stream));
+    if (calls != nullptr) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(calls));
+    SYMMCOMM_NCCL_LOG_ON_ERROR(ncclMemFree(ptr));
+    throw;
+  }
+}
+
+void release_ll_scratch(CommState& state, bool deregister) noexcept {
+  if (state.ll_scratch == nullptr) return;
+  if (deregister && state.ll_window != nullptr) {
+    SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommWindowDeregister(state.comm, state.ll_window));
+  }
+  SYMMCOMM_NCCL_LOG_ON_ERROR(ncclMemFree(state.ll_scratch));
+  SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(state.ll_calls));
+  state.ll_scratch = nullptr;
+  state.ll_window = nullptr;
+  state.ll_calls = nullptr;
+}
+
 void DevCommDeleter::operator()(DevCommHolder* holder) const noexcept {
   if (holder == nullptr) return;
   SYMMCOMM_NCCL_LOG_ON_ERROR(ncclDevCommDestroy(holder->comm, &holder->dev));
@@ -88,6 +150,8 @@ bool create_dev_comm(CommState&, std::string& reason) {
       "symmetric support cannot be probed";
   return false;
 }
+void create_ll_scratch(CommState&) {}
+void release_ll_scratch(CommState&, bool) noexcept {}
 void DevCommDeleter::operator()(DevCommHolder* holder) const noexcept {
   delete holder;
 }

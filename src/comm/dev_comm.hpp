@@ -12,6 +12,15 @@ namespace symmcomm::detail {
 /// Creates the device communicator (collective). On failure returns false with NCCL's reason.
 bool create_dev_comm(CommState& state, std::string& reason);
 
+/// Makes the small-message all-gather's scratch window (kernels/lsa_ll.hpp; collective, after
+/// create_dev_comm succeeded on every rank). On failure logs why and leaves none: that kernel is
+/// then not used. SYMMCOMM_LSA_LL=0 (on every rank) skips it.
+void create_ll_scratch(CommState& state);
+
+/// Frees it: `deregister` first (a borrowed communicator that lives on), else the memory only
+/// (after ncclCommDestroy released the window, or when NCCL's side is gone).
+void release_ll_scratch(CommState& state, bool deregister) noexcept;
+
 /// Drops the device communicator without NCCL calls (after ncclCommAbort freed it).
 void forget_dev_comm(CommState& state) noexcept;
 

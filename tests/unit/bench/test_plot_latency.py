@@ -36,7 +36,7 @@ class LatencyTable(unittest.TestCase):
 
     def test_ratio_is_ours_over_nccl_symmetric_paired_by_repetition(self):
         rows = plot.latency_table(plot.latency_runs(DOC))
-        op, ranks, size, graph, means, ratio, pdl_ratio = rows[0]
+        op, ranks, size, graph, means, ratio, pdl_ratio, before, after_before = rows[0]
         self.assertEqual((op, ranks, size, graph), ("AllGather", 2, 1024, 0))
         self.assertAlmostEqual(means[0], 13.0)
         self.assertAlmostEqual(means[1], 7.5)
@@ -44,6 +44,8 @@ class LatencyTable(unittest.TestCase):
         self.assertAlmostEqual(ratio[1], 1.5)
         self.assertAlmostEqual(ratio[2], 2.0)
         self.assertIsNone(pdl_ratio)  # no PDL run: no ratio
+        self.assertIsNone(before)  # no barrier-kernel run: no before / after
+        self.assertIsNone(after_before)
         self.assertIsNone(rows[1][5])  # no NCCL symmetric run: no ratio
 
     def test_markdown_has_a_row_per_case(self):
@@ -65,6 +67,20 @@ class LatencyTable(unittest.TestCase):
         self.assertIn("| AllGather | 2 | 1024 | eager | 13.00 us | 7.50 us | 9.00 us | 6.50 us | "
                       "1.75 (1.50-2.00) | 0.88 (0.75-1.00) |", text)
         self.assertIn("| ReduceScatter | 8 | 4096 | graph | 5.00 us | - | - | - | - | - |", text)
+
+    def test_barrier_kernel_runs_give_the_before_and_after_in_one_table(self):
+        doc = {"benchmarks": DOC["benchmarks"] + [
+            run("BM_LatencyAllGather/ranks:2/bytes:1024/variant:4/graph:0/manual_time", 28.0),
+            run("BM_LatencyAllGather/ranks:2/bytes:1024/variant:4/graph:0/manual_time", 16.0)]}
+        rows = plot.latency_table(plot.latency_runs(doc))
+        self.assertAlmostEqual(rows[0][7][0], (4.0 + 2.0) / 2)  # before / NCCL symmetric
+        self.assertAlmostEqual(rows[0][8][0], (0.5 + 0.75) / 2)  # ours / before, paired
+        text = plot.latency_markdown(rows, "H200")
+        self.assertIn("| symmcomm barrier kernel | ours / NCCL symmetric (min-max) | "
+                      "barrier kernel / NCCL symmetric | ours / barrier kernel |", text)
+        self.assertIn("| AllGather | 2 | 1024 | eager | 13.00 us | 7.50 us | 9.00 us | 22.00 us | "
+                      "1.75 (1.50-2.00) | 3.00 (2.00-4.00) | 0.62 (0.50-0.75) |", text)
+        self.assertNotIn("PDL", text)
 
     def test_barriers_alone_are_set_beside_the_smallest_all_gather(self):
         doc = {"benchmarks": DOC["benchmarks"] + [

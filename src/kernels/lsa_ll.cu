@@ -1,0 +1,177 @@
+// symmcomm's small-message all-gather: flags in the data instead of barriers (lsa_ll.hpp).
+
+#include "lsa_launch.cuh"
+#include "lsa_ll.hpp"
+
+#if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
+#include <nccl_device.h>
+#endif
+
+namespace symmcomm::detail::lsa {
+namespace {
+
+#if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
+// The launch's only policy field (launch() and programmatic_wait() read `programmatic`).
+struct LlLaunch {
+  bool programmatic = false;
+};
+
+// One 16-byte line, stored and loaded whole; volatile so that a spinning reader sees a peer's
+// store and the compiler neither caches nor splits it.
+__device__ __forceinline__ void store_line(void* p, uint4 v) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
+}
+__device__ __forceinline__ uint4 load_line(const void* p) {
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+
+// The segment holding line `line` of a rank's slot, and the line's byte offset in it.
+__device__ __forceinline__ const LlSegment& segment_of(const LlGatherArgs& a, std::size_t line,
+                                                       std::size_t& offset) {
+  int s = 0;
+  while (s + 1 < a.segments && line >= a.segment[s + 1].first_line) ++s;
+  offset = (line - a.segment[s].first_line) * kLlLineData;
+  return a.segment[s];
+}
+
+// Eight bytes (fewer at a segment's end, the rest 0) of `seg` from `offset`.
+__device__ __forceinline__ uint2 read_bytes(const LlSegment& seg, std::size_t offset) {
+  const auto* src = static_cast<const unsigned char*>(seg.src) + offset;
+  if (offset + kLlLineData <= seg.bytes && reinterpret_cast<std::uintptr_t>(src) % 8 == 0) {
+    return *reinterpret_cast<const uint2*>(src);
+  }
+  unsigned long long v = 0;
+  std::size_t const n = seg.bytes - offset < kLlLineData ? seg.bytes - offset : kLlLineData;
+  for (std::size_t i = 0; i < n; ++i) v |= static_cast<unsigned long long>(src[i]) << (8 * i);
+  return make_uint2(static_cast<unsigned>(v), static_cast<unsigned>(v >> 32));
+}
+
+// The same bytes into rank `from`'s part of the segment's receive buffer.
+__device__ __forceinline__ void write_bytes(const LlSegment& seg, int from, std::size_t offset,
+                                            uint2 d) {
+  auto* dst =
+      static_cast<unsigned char*>(seg.recv) + static_cast<std::size_t>(from) * seg.bytes + offset;
+  if (offset + kLlLineData <= seg.bytes && reinterpret_cast<std::uintptr_t>(dst) % 8 == 0) {
+    *reinterpret_cast<uint2*>(dst) = d;
+    return;
+  }
+  unsigned long long const v = (static_cast<unsigned long long>(d.y) << 32) | d.x;
+  std::size_t const n = seg.bytes - offset < kLlLineData ? seg.bytes - offset : kLlLineData;
+  for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+
+__global__ void __launch_bounds__(kThreads)
+    ll_gather_kernel(const LlLaunch launch_flags, const __grid_constant__ LlGatherArgs a) {
+  programmatic_wait(launch_flags);
+  __shared__ std::uint32_t call;
+  __shared__ char* slots[kMaxRanks];  // each rank's scratch, at this call's half
+  int const n = a.size;
+  int const me = a.rank;
+  if (threadIdx.x == 0) call = a.calls[0];
+  __syncthreads();
+  std::uint32_t const c = call;
+  std::uint32_t const flag = c | 0x80000000u;  // never 0: zeroed scratch never matches
+  std::size_t const slot_bytes = (kLlMaxBytesPerRank / kLlLineData) * kLlLineBytes;
+  std::size_t const half = static_cast<std::size_t>(c & 1u) * static_cast<std::size_t>(n);
+  for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
+    slots[p] = static_cast<char*>(ncclGetLsaPointer(a.scratch, half * slot_bytes, p));
+  }
+  __syncthreads();
+  std::size_t const stride = grid_threads();
+  // Send: each line of this rank's data to its slot in every peer's scratch, and to its own
+  // place in this rank's receive buffer.
+  for (std::size_t line = global_thread(); line < a.lines; line += stride) {
+    std::size_t offset = 0;
+    const LlSegment& seg = segment_of(a, line, offset);
+    uint2 const d = read_bytes(seg, offset);
+    uint4 const packet = make_uint4(d.x, flag, d.y, flag);
+    std::size_t const at = static_cast<std::size_t>(me) * slot_bytes + line * kLlLineBytes;
+    for (int j = 1; j < n; ++j) store_line(slots[rotated(me, j, n)] + at, packet);
+    write_bytes(seg, me, offset, d);
+  }
+  // Receive: every peer's lines from this rank's scratch once their flags say this call.
+  std::size_t const items = static_cast<std::size_t>(n - 1) * a.lines;
+  for (std::size_t i = global_thread(); i < items; i += stride) {
+    int const from = rotated(me, static_cast<int>(i / a.lines) + 1, n);
+    std::size_t const line = i % a.lines;
+    const char* q = slots[me] + static_cast<std::size_t>(from) * slot_bytes + line * kLlLineBytes;
+    uint4 v = load_line(q);
+    while (v.y != flag || v.w != flag) v = load_line(q);
+    std::size_t offset = 0;
+    const LlSegment& seg = segment_of(a, line, offset);
+    write_bytes(seg, from, offset, make_uint2(v.x, v.z));
+  }
+  // The last CTA to finish advances the call counter: every CTA read it before counting itself.
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&a.calls[1], 1u) == gridDim.x - 1) {
+      a.calls[1] = 0;
+      a.calls[0] = c + 1;
+      __threadfence();
+    }
+  }
+  programmatic_release(launch_flags);
+}
+#endif
+
+std::atomic<bool>& ll_setting() {
+  static std::atomic<bool> on{[] {
+    const char* v = std::getenv("SYMMCOMM_LSA_LL");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }()};
+  return on;
+}
+
+}  // namespace
+
+void set_ll_gather(bool on) noexcept {
+  ll_setting().store(on, std::memory_order_relaxed);
+}
+bool ll_gather_enabled() noexcept {
+  return ll_setting().load(std::memory_order_relaxed);
+}
+
+void ll_gather(const LlGatherArgs& a, int sm_share, cudaStream_t stream) {
+#if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
+  SYMMCOMM_EXPECTS(a.segments >= 1 && a.segments <= kSlots,
+                   "lsa ll gather: " << a.segments << " segments, outside 1.." << kSlots);
+  SYMMCOMM_EXPECTS(a.size >= 1 && a.size <= kMaxRanks && a.rank >= 0 && a.rank < a.size,
+                   "lsa ll gather: rank " << a.rank << " of " << a.size << " ranks");
+  SYMMCOMM_EXPECTS(a.scratch != nullptr && a.calls != nullptr,
+                   "lsa ll gather: the communicator has no scratch window");
+  std::size_t line = 0;
+  for (int s = 0; s < a.segments; ++s) {
+    const LlSegment& seg = a.segment[s];
+    SYMMCOMM_EXPECTS(seg.first_line == line && (seg.bytes == 0 || (seg.src && seg.recv)),
+                     "lsa ll gather: segment " << s << " is not laid out in order");
+    line += ll_lines(seg.bytes);
+  }
+  SYMMCOMM_EXPECTS(line == a.lines && a.lines >= 1 && a.lines <= kLlMaxBytesPerRank / kLlLineData,
+                   "lsa ll gather: " << a.lines << " lines per rank, outside 1.."
+                                     << kLlMaxBytesPerRank / kLlLineData);
+  // Enough threads that every peer's lines are read at once, up to a few CTAs per rank.
+  constexpr unsigned kLlGridCap = 16;
+  unsigned const grid =
+      grid_for_units(a.lines * static_cast<std::size_t>(a.size > 1 ? a.size - 1 : 1), kLlGridCap);
+  LlLaunch flags;
+  flags.programmatic = programmatic_launch();
+  launch(ll_gather_kernel,
+         resident_grid(reinterpret_cast<const void*>(ll_gather_kernel), sm_share, grid), stream,
+         flags, a);
+#else
+  (void)a;
+  (void)sm_share;
+  (void)stream;
+  SYMMCOMM_FAIL("lsa ll gather: this build has no NCCL device API (NCCL < 2.28 headers)");
+#endif
+}
+
+}  // namespace symmcomm::detail::lsa
