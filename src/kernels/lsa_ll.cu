@@ -67,55 +67,73 @@ __device__ __forceinline__ void write_bytes(const LlSegment& seg, int from, std:
   for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<unsigned char>(v >> (8 * i));
 }
 
+// Lines a thread sends, loaded before the call's number is known (their loads, the counter's
+// and the peers' window lookups are then one wait instead of three).
+constexpr int kLlSendUnroll = 2;
+
 __global__ void __launch_bounds__(kThreads)
     ll_gather_kernel(const LlLaunch launch_flags, const __grid_constant__ LlGatherArgs a) {
   programmatic_wait(launch_flags);
   __shared__ std::uint32_t call;
-  __shared__ char* slots[kMaxRanks];  // each rank's scratch, at this call's half
+  __shared__ char* slots[kMaxRanks];  // each rank's scratch (first half)
   int const n = a.size;
   int const me = a.rank;
+  std::size_t const stride = grid_threads();
+  std::size_t const first = global_thread();
   if (threadIdx.x == 0) call = a.calls[0];
+  for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
+    slots[p] = static_cast<char*>(ncclGetLsaPointer(a.scratch, 0, p));
+  }
+  uint2 data[kLlSendUnroll];
+#pragma unroll
+  for (int u = 0; u < kLlSendUnroll; ++u) {
+    std::size_t const line = first + u * stride;
+    std::size_t offset = 0;
+    if (line < a.lines) data[u] = read_bytes(segment_of(a, line, offset), offset);
+  }
   __syncthreads();
   std::uint32_t const c = call;
   std::uint32_t const flag = c | 0x80000000u;  // never 0: zeroed scratch never matches
   std::size_t const slot_bytes = (kLlMaxBytesPerRank / kLlLineData) * kLlLineBytes;
-  std::size_t const half = static_cast<std::size_t>(c & 1u) * static_cast<std::size_t>(n);
-  for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
-    slots[p] = static_cast<char*>(ncclGetLsaPointer(a.scratch, half * slot_bytes, p));
-  }
-  __syncthreads();
-  std::size_t const stride = grid_threads();
+  std::size_t const half =
+      static_cast<std::size_t>(c & 1u) * static_cast<std::size_t>(n) * slot_bytes;
   // Send: each line of this rank's data to its slot in every peer's scratch, and to its own
   // place in this rank's receive buffer.
-  for (std::size_t line = global_thread(); line < a.lines; line += stride) {
+  auto const send = [&](std::size_t line, uint2 d) {
     std::size_t offset = 0;
     const LlSegment& seg = segment_of(a, line, offset);
-    uint2 const d = read_bytes(seg, offset);
     uint4 const packet = make_uint4(d.x, flag, d.y, flag);
-    std::size_t const at = static_cast<std::size_t>(me) * slot_bytes + line * kLlLineBytes;
+    std::size_t const at = half + static_cast<std::size_t>(me) * slot_bytes + line * kLlLineBytes;
     for (int j = 1; j < n; ++j) store_line(slots[rotated(me, j, n)] + at, packet);
     write_bytes(seg, me, offset, d);
+  };
+#pragma unroll
+  for (int u = 0; u < kLlSendUnroll; ++u) {
+    if (first + u * stride < a.lines) send(first + u * stride, data[u]);
+  }
+  for (std::size_t line = first + kLlSendUnroll * stride; line < a.lines; line += stride) {
+    std::size_t offset = 0;
+    send(line, read_bytes(segment_of(a, line, offset), offset));
   }
   // Receive: every peer's lines from this rank's scratch once their flags say this call.
   std::size_t const items = static_cast<std::size_t>(n - 1) * a.lines;
-  for (std::size_t i = global_thread(); i < items; i += stride) {
+  const char* const mine = slots[me] + half;
+  for (std::size_t i = first; i < items; i += stride) {
     int const from = rotated(me, static_cast<int>(i / a.lines) + 1, n);
     std::size_t const line = i % a.lines;
-    const char* q = slots[me] + static_cast<std::size_t>(from) * slot_bytes + line * kLlLineBytes;
+    const char* q = mine + static_cast<std::size_t>(from) * slot_bytes + line * kLlLineBytes;
     uint4 v = load_line(q);
     while (v.y != flag || v.w != flag) v = load_line(q);
     std::size_t offset = 0;
     const LlSegment& seg = segment_of(a, line, offset);
     write_bytes(seg, from, offset, make_uint2(v.x, v.z));
   }
-  // The last CTA to finish advances the call counter: every CTA read it before counting itself.
-  __syncthreads();
+  // The call counter advances once every CTA has read it: by the one CTA, or by the last CTA to
+  // finish (every CTA read it before counting itself).
   if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(&a.calls[1], 1u) == gridDim.x - 1) {
-      a.calls[1] = 0;
+    if (gridDim.x == 1 || atomicAdd(&a.calls[1], 1u) == gridDim.x - 1) {
+      if (gridDim.x > 1) a.calls[1] = 0;
       a.calls[0] = c + 1;
-      __threadfence();
     }
   }
   programmatic_release(launch_flags);
