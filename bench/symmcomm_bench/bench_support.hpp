@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -71,15 +72,27 @@ inline long long global_sum(const Ranks& ranks, long long local) {
   return local;
 }
 
+// Runs body(r) for every rank of this process, one thread each, rethrowing the first error.
+// With several ranks in the process a rank that fails leaves the others waiting for it (in a
+// collective or the host barrier) for ever: its error is printed and the process ends.
 inline void parallel(Ranks& ranks, const std::function<void(int)>& body) {
   std::vector<std::thread> threads;
   std::vector<std::exception_ptr> errors(ranks.comms.size());
-  for (int r = 0; r < ranks.local(); ++r) {
+  int const local = ranks.local();
+  for (int r = 0; r < local; ++r) {
     threads.emplace_back([&, r] {
       try {
         detail::DeviceGuard guard(ranks.comms[static_cast<std::size_t>(r)].device());
         body(r);
-      } catch (...) {
+      } catch (const std::exception& e) {
+        if (local > 1) {
+          std::fprintf(stderr,
+                       "symmcomm-bench: rank %d of this process failed: %s\nsymmcomm-bench: "
+                       "the other ranks would wait for it for ever: stopping\n",
+                       r, e.what());
+          std::fflush(stderr);
+          std::_Exit(3);
+        }
         errors[static_cast<std::size_t>(r)] = std::current_exception();
       }
     });
@@ -168,16 +181,18 @@ inline double time_iterations(cudaStream_t stream, Barrier& barrier, const Timin
   // kind of kernel (symmcomm's, a CTA on every SM) while a peer still waits for room for another
   // kind (NCCL's, large CTAs) can hold the SMs that peer needs (measured: 8 threaded ranks'
   // moe-dp never finished when the combine's warm-up overlapped peers' dispatch).
-  SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+  // (The same applies within a job: its calls should all be of one kind.)
+  auto const drain = [&](const char* step) {
+    cudaEvent_t done;
+    SYMMCOMM_CUDA_TRY(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    SYMMCOMM_CUDA_TRY(cudaEventRecord(done, stream));
+    wait_or_give_up(done, t.timeout_s, what + step);
+    cudaEventDestroy(done);
+  };
+  drain(" (the previous job)");
   barrier.wait();
   for (int i = 0; i < t.warmup; ++i) call();
-  {
-    cudaEvent_t warm;
-    SYMMCOMM_CUDA_TRY(cudaEventCreateWithFlags(&warm, cudaEventDisableTiming));
-    SYMMCOMM_CUDA_TRY(cudaEventRecord(warm, stream));
-    wait_or_give_up(warm, t.timeout_s, what + " (warm-up)");
-    cudaEventDestroy(warm);
-  }
+  drain(" (warm-up)");
   cudaGraphExec_t exec = nullptr;
   if (t.graph_launches > 0) {
     cudaGraph_t graph = nullptr;

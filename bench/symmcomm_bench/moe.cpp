@@ -46,7 +46,7 @@ MoeResult moe_result(const Config& c, Ranks& ranks, int tokens, std::string path
 
 // How the uneven layer's dispatch gets its counts.
 enum class Uneven {
-  HostCounts,       // all_gatherv with host counts (three calls: activations, ids, weights)
+  HostCounts,       // NCCL's all_gatherv with host counts (activations, ids, weights)
   DeviceCounts,     // device counts, NCCL's path (counts, data at capacity, compaction)
   DeviceCountsLsa,  // device counts, symmcomm's one-launch LSA kernel
 };
@@ -117,18 +117,23 @@ MoeResult run_moe_uneven(const Config& c, Ranks& ranks, int capacity, Uneven how
                                      RowItem{weights, weights_all, route_row, "topk_weights"}};
     Options dispatch_options;
     dispatch_options.path = lsa ? PathChoice::LsaKernel : PathChoice::Fallback;
+    // Host counts: NCCL's all_gatherv (a broadcast per rank), what engines call today. Also
+    // keeps one phase's kernels of one kind: ranks sharing a GPU in one process must not spin in
+    // symmcomm's kernels while a peer waits for room for NCCL's (bench_support.hpp).
+    Options nccl_path;
+    nccl_path.path = PathChoice::Fallback;
     std::size_t total_rows = 0;
     for (std::size_t x : rows) total_rows += x;
     if (how == Uneven::HostCounts) recv.count = total_rows * hidden;
     std::function<void()> run_dispatch = [&] {
       if (how == Uneven::HostCounts) {
-        all_gatherv(comm, send, recv, elements, s);
+        all_gatherv(comm, send, recv, elements, s, nccl_path);
         all_gatherv(comm, Bf16Span{reinterpret_cast<bf16*>(ids), mine * route_row / 2},
                     Bf16Span{reinterpret_cast<bf16*>(ids_all), total_rows * route_row / 2},
-                    route_halves, s);
+                    route_halves, s, nccl_path);
         all_gatherv(comm, Bf16Span{reinterpret_cast<bf16*>(weights), mine * route_row / 2},
                     Bf16Span{reinterpret_cast<bf16*>(weights_all), total_rows * route_row / 2},
-                    route_halves, s);
+                    route_halves, s, nccl_path);
       } else {
         all_gatherv(comm, send, recv, hidden, items, dc, s, dispatch_options);
       }
@@ -144,7 +149,7 @@ MoeResult run_moe_uneven(const Config& c, Ranks& ranks, int capacity, Uneven how
       fill(s, partial.block_scales, count * n / 16, repeat(std::uint8_t{0x38}));
       run_combine = [&, partial] {
         if (how == Uneven::HostCounts) {
-          reduce_scatterv(comm, partial, out, elements, s);
+          reduce_scatterv(comm, partial, out, elements, s, nccl_path);
         } else {
           reduce_scatterv(comm, partial, out, hidden, dc, s);
         }
@@ -153,7 +158,8 @@ MoeResult run_moe_uneven(const Config& c, Ranks& ranks, int capacity, Uneven how
       auto* partial = b.get<bf16>(count * n * 2, true);
       run_combine = [&, partial] {
         if (how == Uneven::HostCounts) {
-          reduce_scatterv(comm, Bf16Span{partial, total_rows * hidden}, out, elements, s);
+          reduce_scatterv(comm, Bf16Span{partial, total_rows * hidden}, out, elements, s,
+                          nccl_path);
         } else {
           reduce_scatterv(comm, Bf16Span{partial, count * n}, out, hidden, dc, s);
         }
