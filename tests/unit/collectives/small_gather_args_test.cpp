@@ -1,0 +1,99 @@
+// The small-message all-gather's host side (kernels/lsa_ll.hpp), without a GPU: which calls it
+// takes (ll_fits), how lines and the scratch are sized, the process-wide switch, and the
+// argument checks that refuse a bad layout before anything is launched.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "comm/lsa_limits.hpp"
+#include "kernels/lsa_ll.hpp"
+#include "symmcomm/error.hpp"
+
+namespace {
+
+using namespace symmcomm;
+using namespace symmcomm::detail;
+
+// Restores the process-wide switch after a test.
+struct SwitchGuard {
+  bool was = lsa::ll_gather_enabled();
+  ~SwitchGuard() { lsa::set_ll_gather(was); }
+};
+
+TEST(SmallGatherArgs, LinesRoundEachSegmentUpToEightBytes) {
+  EXPECT_EQ(lsa::ll_lines(0), 0u);
+  EXPECT_EQ(lsa::ll_lines(1), 1u);
+  EXPECT_EQ(lsa::ll_lines(8), 1u);
+  EXPECT_EQ(lsa::ll_lines(9), 2u);
+  EXPECT_EQ(lsa::ll_lines(kLlMaxBytesPerRank), kLlMaxBytesPerRank / kLlLineData);
+}
+
+TEST(SmallGatherArgs, ScratchIsTwoHalvesOfASlotPerRank) {
+  // 96 KiB of data per rank as 16-byte lines of 8 bytes: 192 KiB per slot, two halves.
+  EXPECT_EQ(ll_scratch_bytes(1), std::size_t{2} * 192 * 1024);
+  EXPECT_EQ(ll_scratch_bytes(8), std::size_t{8} * 2 * 192 * 1024);
+  EXPECT_EQ(kLlLineBytes, 2 * kLlLineData);
+}
+
+TEST(SmallGatherArgs, TakenOnlyWithScratchEnabledNonEmptyAndWithinASlot) {
+  SwitchGuard guard;
+  lsa::set_ll_gather(true);
+  std::size_t const max_lines = kLlMaxBytesPerRank / kLlLineData;
+  EXPECT_TRUE(lsa::ll_fits(true, 1, 1));
+  EXPECT_TRUE(lsa::ll_fits(true, kLlMaxBytesPerRank, max_lines));
+  EXPECT_FALSE(lsa::ll_fits(true, kLlMaxBytesPerRank + 1, max_lines + 1)) << "past a slot";
+  EXPECT_FALSE(lsa::ll_fits(false, 64, 8)) << "no scratch window";
+  EXPECT_FALSE(lsa::ll_fits(true, 0, 0)) << "nothing to send: no call is counted";
+  lsa::set_ll_gather(false);
+  EXPECT_FALSE(lsa::ll_fits(true, 64, 8)) << "switched off";
+  EXPECT_FALSE(lsa::ll_gather_enabled());
+}
+
+lsa::LlGatherArgs two_segments() {
+  static std::uint8_t src[64], dst[256];
+  static std::uint32_t calls[2];
+  lsa::LlGatherArgs a;
+  a.rank = 0;
+  a.size = 2;
+  a.scratch = reinterpret_cast<ncclWindow_t>(&calls[0]);  // never reached: checks come first
+  a.calls = calls;
+  a.segment[0] = lsa::LlSegment{src, dst, 20, 0};
+  a.segment[1] = lsa::LlSegment{src, dst + 128, 4, 3};
+  a.segments = 2;
+  a.lines = 4;
+  return a;
+}
+
+void expect_refused(const lsa::LlGatherArgs& a, const std::string& words) {
+  try {
+    lsa::ll_gather(a, 0, nullptr);
+    FAIL() << "accepted; expected an error naming " << words;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  }
+}
+
+TEST(SmallGatherArgs, BadLayoutsAreRefusedBeforeAnyLaunch) {
+  lsa::LlGatherArgs a = two_segments();
+  a.segment[1].first_line = 2;  // overlaps the first segment's third line
+  expect_refused(a, "segment 1 is not laid out in order");
+  a = two_segments();
+  a.lines = 5;
+  expect_refused(a, "5 lines per rank");
+  a = two_segments();
+  a.segments = 0;
+  expect_refused(a, "0 segments");
+  a = two_segments();
+  a.rank = 2;
+  expect_refused(a, "rank 2 of 2 ranks");
+  a = two_segments();
+  a.scratch = nullptr;
+  expect_refused(a, "no scratch window");
+  a = two_segments();
+  a.segment[0].src = nullptr;
+  expect_refused(a, "segment 0");
+}
+
+}  // namespace
