@@ -7,7 +7,8 @@
 // rank order on one stream (the barriers become no-ops: stream order already separates the
 // ranks). The same kernel code runs in both.
 //
-// Every kernel starts and ends with a barrier over the team (CTA i meets CTA i of every peer):
+// Every kernel here starts and ends with a barrier over the team (CTA i meets CTA i of every peer;
+// the small-message all-gather of lsa_ll.hpp has none and synchronises through its data):
 // at the start, peers' inputs are complete and their receive buffers free; at the end, every
 // peer has finished reading and writing this rank's buffers, so they may be reused at once. The
 // grid must therefore be the same on every rank: launchers size it from `grid_bytes` /
