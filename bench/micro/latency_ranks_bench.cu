@@ -54,34 +54,30 @@ namespace {
 constexpr int kCalls = 20;       // calls per rank per timed iteration (and per captured graph)
 constexpr int kIterations = 25;  // timed iterations per repetition (kCalls calls each)
 
-// Programmatic dependent launch of the LSA kernels for one case (variant 3), restored after.
-class ProgrammaticLaunch {
+// A process-wide launch setting of the LSA kernels switched for one case, restored after:
+// programmatic dependent launch (variant 3 turns it on), the small-message all-gather kernel
+// (kernels/lsa_ll.hpp; variant 4 turns it off).
+class ScopedSetting {
  public:
-  explicit ProgrammaticLaunch(bool on) : previous_(detail::lsa::programmatic_launch()) {
-    detail::lsa::set_programmatic_launch(on);
+  ScopedSetting(bool (*get)() noexcept, void (*set)(bool) noexcept, bool on)
+      : set_(set), previous_(get()) {
+    set_(on);
   }
-  ~ProgrammaticLaunch() { detail::lsa::set_programmatic_launch(previous_); }
-  ProgrammaticLaunch(const ProgrammaticLaunch&) = delete;
-  ProgrammaticLaunch& operator=(const ProgrammaticLaunch&) = delete;
+  ~ScopedSetting() { set_(previous_); }
+  ScopedSetting(const ScopedSetting&) = delete;
+  ScopedSetting& operator=(const ScopedSetting&) = delete;
 
  private:
+  void (*set_)(bool) noexcept;
   bool previous_;
 };
 
-// The small-message all-gather kernel (kernels/lsa_ll.hpp) on or off for one case (variant 4
-// turns it off), restored after.
-class SmallMessageKernel {
- public:
-  explicit SmallMessageKernel(bool on) : previous_(detail::lsa::ll_gather_enabled()) {
-    detail::lsa::set_ll_gather(on);
-  }
-  ~SmallMessageKernel() { detail::lsa::set_ll_gather(previous_); }
-  SmallMessageKernel(const SmallMessageKernel&) = delete;
-  SmallMessageKernel& operator=(const SmallMessageKernel&) = delete;
-
- private:
-  bool previous_;
-};
+ScopedSetting programmatic_launch(bool on) {
+  return {detail::lsa::programmatic_launch, detail::lsa::set_programmatic_launch, on};
+}
+ScopedSetting small_message_kernel(bool on) {
+  return {detail::lsa::ll_gather_enabled, detail::lsa::set_ll_gather, on};
+}
 
 Options forced(PathChoice p) {
   Options o;
@@ -161,8 +157,8 @@ void BM_LatencyAllGather(benchmark::State& state) {
       std::max<std::size_t>(lc.bytes * 16 / 9 / 16 * 16, 16);  // elements per rank
   std::size_t const part = c / 2 + c / 16 + sizeof(float);
   RankBuffers b(*w);
-  ProgrammaticLaunch const pdl(lc.variant == 3);
-  SmallMessageKernel const small(lc.variant != 4);
+  auto const pdl = programmatic_launch(lc.variant == 3);
+  auto const small = small_message_kernel(lc.variant != 4);
   if (lc.variant == 0 || lc.variant == 3 || lc.variant == 4) {
     auto const data = b.get(c / 2, true), scales = b.get(c / 16, true), global = b.get(4, true);
     auto const rdata = b.get(c / 2 * n, true), rscales = b.get(c / 16 * n, true),
@@ -208,7 +204,7 @@ void BM_LatencyReduceScatter(benchmark::State& state) {
   std::size_t const shard = std::max<std::size_t>(lc.bytes / 2 / 16 * 16, 16);  // bf16 elements out
   std::size_t const total = shard * n;
   RankBuffers b(*w);
-  ProgrammaticLaunch const pdl(lc.variant == 3);
+  auto const pdl = programmatic_launch(lc.variant == 3);
   if (lc.variant == 0 || lc.variant == 3) {
     auto const data = b.get(total / 2, true), scales = b.get(total / 16, true);
     auto const global = b.get(4, true), out = b.get(shard * 2, true);
@@ -255,7 +251,7 @@ void BM_LatencyLsaBarriers(benchmark::State& state) {
   RankWorld* const w = world_or_skip(state);
   if (w == nullptr) return;
   bool const graph = state.range(1) != 0;
-  ProgrammaticLaunch const pdl(false);
+  auto const pdl = programmatic_launch(false);
   time_variant(
       state, *w, false, graph,
       [&](int r) {

@@ -23,7 +23,9 @@ inline constexpr std::size_t kStagingMaxBytesPerRank = std::size_t{1} << 20;
 /// (bench/results/2026-12-02-h200x1-lsa/); the NVLink comparison belongs to the multi-GPU run
 /// (docs/multi-gpu-runbook.md), which refines it. Where NCCL has no equivalent (quantized
 /// reduce-scatter, variable counts, fused quantize + gather) Auto takes the LSA kernel at every
-/// size.
+/// size. Up to 96 KiB per rank the all-gather runs without barriers (kernels/lsa_ll.hpp): in
+/// graphs 0.53-1.00 of NCCL's symmetric call at 2-8 ranks sharing the H200
+/// (bench/results/2026-12-04-h200x1-session16).
 inline constexpr std::size_t kLsaAllGatherMaxBytesPerRank = std::size_t{256} << 10;
 
 }  // namespace symmcomm::thresholds
