@@ -86,6 +86,7 @@ struct CommState {
   void* agreement = nullptr;
   /// The small-message all-gather's scratch window and call counter (kernels/lsa_ll.hpp), made
   /// with the device communicator (dev_comm.hpp); null where there is none.
+  bool small_gather_agreed = false;  ///< no rank set SYMMCOMM_LSA_LL=0 (agreed at creation)
   void* ll_scratch = nullptr;
   ncclWindow_t ll_window = nullptr;
   std::uint32_t* ll_calls = nullptr;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -37,14 +38,19 @@ std::atomic<std::uint64_t> next_comm_id{1};
 // One rank's GPU as the others see it.
 struct GpuEntry {
   int sms = 0;
+  int small_gather = 1;  // SYMMCOMM_LSA_LL is not 0 here
   unsigned char uuid[16] = {};
 };
 
 // Agrees caps.ranks_per_gpu and caps.lsa_sm_share over the communicator (collective: one small
 // all-gather on a private stream). The LSA kernels' grids follow from them, so they must be the
-// same on every rank; no rank-local device property may enter a grid directly.
+// same on every rank; no rank-local device property may enter a grid directly. Also agrees
+// whether the small-message all-gather's scratch is made (state.small_gather_agreed): only when
+// no rank turned it off, so that a variable set on some ranks only cannot split them.
 void agree_gpu_share(CommState& state) {
   GpuEntry mine;
+  const char* small = std::getenv("SYMMCOMM_LSA_LL");
+  mine.small_gather = small != nullptr && std::strcmp(small, "0") == 0 ? 0 : 1;
   SYMMCOMM_CUDA_TRY(
       cudaDeviceGetAttribute(&mine.sms, cudaDevAttrMultiProcessorCount, state.device));
   cudaDeviceProp prop{};
@@ -76,7 +82,9 @@ void agree_gpu_share(CommState& state) {
   SYMMCOMM_CUDA_LOG_ON_ERROR(cudaStreamDestroy(stream));
   int fewest_sms = all[0].sms;
   int most_sharing = 1;
+  state.small_gather_agreed = true;
   for (const GpuEntry& e : all) {
+    state.small_gather_agreed = state.small_gather_agreed && e.small_gather != 0;
     fewest_sms = std::min(fewest_sms, e.sms);
     int sharing = 0;
     for (const GpuEntry& other : all) {

@@ -5,7 +5,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -74,8 +73,7 @@ bool create_dev_comm(CommState& state, std::string& reason) {
 }
 
 void create_ll_scratch(CommState& state) {
-  const char* off = std::getenv("SYMMCOMM_LSA_LL");
-  if (off != nullptr && std::strcmp(off, "0") == 0) return;
+  if (!state.small_gather_agreed) return;  // a rank set SYMMCOMM_LSA_LL=0 (communicator.cpp)
   if (state.caps.lsa_team_size != state.size || state.size > kMaxKernelRanks) return;
   std::size_t const bytes = ll_scratch_bytes(state.size);
   void* ptr = nullptr;
@@ -85,7 +83,7 @@ void create_ll_scratch(CommState& state) {
     SYMMCOMM_FAIL("communicator " << state.id << ": ncclMemAlloc of " << bytes
                                   << " bytes for the small-message all-gather's scratch failed ("
                                   << ncclGetErrorString(r)
-                                  << "); SYMMCOMM_LSA_LL=0 on every rank goes without it");
+                                  << "); SYMMCOMM_LSA_LL=0 goes without it");
   }
   std::uint32_t* calls = nullptr;
   cudaStream_t stream = nullptr;

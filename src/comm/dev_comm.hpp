@@ -14,7 +14,7 @@ bool create_dev_comm(CommState& state, std::string& reason);
 
 /// Makes the small-message all-gather's scratch window (kernels/lsa_ll.hpp; collective, after
 /// create_dev_comm succeeded on every rank). On failure logs why and leaves none: that kernel is
-/// then not used. SYMMCOMM_LSA_LL=0 (on every rank) skips it.
+/// then not used. SYMMCOMM_LSA_LL=0 on any rank skips it on every rank (agreed beforehand).
 void create_ll_scratch(CommState& state);
 
 /// Frees it: `deregister` first (a borrowed communicator that lives on), else the memory only

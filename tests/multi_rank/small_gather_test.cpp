@@ -20,6 +20,7 @@
 #include "support/gpu_test.hpp"
 #include "support/tensors.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
+#include "symmcomm/comm/mpi.hpp"
 
 namespace symmcomm::test {
 namespace {
@@ -181,6 +182,26 @@ TEST(MultiRankSmallGather, OneGraphReplayedWithNewInputs) {
   EXPECT_EQ(small_gather_calls() - before, 3u * kReplays) << "replays advance the device counter";
   SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(exec));
   SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
+}
+
+TEST(MultiRankSmallGather, TurnedOffOnOneRankIsOffOnEvery) {
+  if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
+  World& w = world();
+  const char* before = std::getenv("SYMMCOMM_LSA_LL");
+  std::string const saved = before != nullptr ? before : "";
+  if (w.rank == 0) setenv("SYMMCOMM_LSA_LL", "0", 1);
+  Communicator other = create_mpi_communicator(MPI_COMM_WORLD, w.comm.device());
+  if (w.rank == 0) {
+    if (before != nullptr) {
+      setenv("SYMMCOMM_LSA_LL", saved.c_str(), 1);
+    } else {
+      unsetenv("SYMMCOMM_LSA_LL");
+    }
+  }
+  // Had the ranks decided apart, rank 0 would take the barrier kernel for small gathers and the
+  // others wait for its lines for ever: no rank makes the scratch.
+  EXPECT_EQ(detail::state_of(other)->ll_window, nullptr) << "rank " << w.rank;
+  EXPECT_EQ(detail::state_of(other)->ll_scratch, nullptr) << "rank " << w.rank;
 }
 
 }  // namespace
