@@ -68,6 +68,20 @@ std::size_t uneven_tokens(int rank, int capacity) {
   return static_cast<std::size_t>(capacity - (rank % 4) * capacity / 4);
 }
 
+// After a device-count layer: every rank's count as the dispatch gathered it must be the one
+// that rank was given, and nothing overflowed - else the row timed other work than it says.
+void expect_gathered_counts(cudaStream_t s, const DeviceCounts& dc,
+                            const std::vector<std::size_t>& rows, const std::string& what) {
+  auto const counts = support::download_on<std::int32_t>(s, dc.counts, rows.size());
+  auto const overflow = support::download_on<std::int32_t>(s, dc.overflow, 1);
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    SYMMCOMM_EXPECTS(counts[r] == static_cast<std::int32_t>(rows[r]),
+                     what << ": the dispatch gathered " << counts[r] << " rows for rank " << r
+                          << ", which holds " << rows[r]);
+  }
+  SYMMCOMM_EXPECTS(overflow[0] == 0, what << ": a count over the capacity was reported");
+}
+
 // DP attention's uneven tokens (uneven_tokens): the dispatch gathers the NVFP4 activations with
 // the routing tensors, the combine reduce-scatters each rank's own rows back. With device
 // counts (ragged.hpp) the routing tensors are row items of the same call and one captured graph
@@ -108,8 +122,8 @@ MoeResult run_moe_uneven(const Config& c, Ranks& ranks, int capacity, Uneven how
     auto* weights_all = b.get(cap * route_row * n, true);
     // The counts array is written by peers on the LSA path: in the pool's window there.
     auto* ints = b.get<std::int32_t>(sizeof(std::int32_t) * (2 * n + 2), lsa);
-    fill(s, ints, 1, repeat(static_cast<std::int32_t>(mine)));
-    fill(s, ints + 1, 1, repeat(std::int32_t{0}));
+    support::upload_value_on(s, ints, static_cast<std::int32_t>(mine));
+    support::upload_value_on(s, ints + 1, std::int32_t{0});
     fill(s, send.global_scale, 4, repeat(1.0f));
     fill(s, send.block_scales, count / 16, repeat(std::uint8_t{0x38}));
     DeviceCounts const dc{ints, cap, ints + 2, ints + 2 + n, ints + 1};
@@ -169,6 +183,7 @@ MoeResult run_moe_uneven(const Config& c, Ranks& ranks, int capacity, Uneven how
                              std::to_string(capacity) + " on rank " + std::to_string(comm.rank());
     time_layer(c, barrier, s, run_dispatch, run_combine, what,
                dispatch[static_cast<std::size_t>(r)], combine[static_cast<std::size_t>(r)]);
+    if (how != Uneven::HostCounts) expect_gathered_counts(s, dc, rows, what);
   });
   return moe_result(c, ranks, capacity, to_string(how), dispatch, combine);
 }
