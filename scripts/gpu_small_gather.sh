@@ -47,10 +47,26 @@ if want latency; then
   grep -E "^\| AllGather \| [248] \| (1024|4096|16384|65536) " \
     "$out/latency/latency_decode_latency.md" | cut -d'|' -f2-6,11-14
 fi
+# moe-dp; a run that overruns gets every thread's host backtrace (cuda-gdb) beside its output
+# (8 threaded ranks stopped in their first uneven row in session 16 with no -T message: a rank
+# blocked in a host call).
 want moe_dp && for n in 2 4 8; do
   f="$out/moe-dp-n$n"
-  env "${shared[@]}" timeout 150 "$build/bench/symmcomm-bench" --scenario moe-dp \
-    --ranks-per-gpu "$n" --moe-max-tokens 1024 -T 60 --json "$f.json" >"$f.txt" 2>"$f.err"
+  env "${shared[@]}" "$build/bench/symmcomm-bench" --scenario moe-dp --ranks-per-gpu "$n" \
+    --moe-max-tokens 1024 -T 30 --json "$f.json" >"$f.txt" 2>"$f.err" &
+  pid=$!
+  for ((t = 0; t < ${SYMMCOMM_MOE_LIMIT_S:-150} * 10; ++t)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "== moe-dp, $n ranks: overran; host backtraces in $f.bt"
+    timeout 60 cuda-gdb -batch -p "$pid" -ex "thread apply all bt" >"$f.bt" 2>&1
+    grep -E "^#[0-9]+ " "$f.bt" | grep -E "symmcomm|nccl|cuda" | cut -c1-150 | sort | uniq -c |
+      sort -rn | head -20
+    kill -9 "$pid"
+  fi
+  wait "$pid"
   echo "== moe-dp, $n ranks in one process: exit $?"
   grep -E "^ +(64|256|1024) " "$f.txt"
   [ -s "$f.err" ] && grep -v "^\[symmcomm-bench\] moe-dp" "$f.err" | tail -3
