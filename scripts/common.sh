@@ -36,3 +36,22 @@ symmcomm_configure_build() {
     -DSYMMCOMM_WARNINGS_AS_ERRORS=ON -DSYMMCOMM_WITH_MPI="$mpi" "$@"
   cmake --build "$build_dir" --parallel "$(nproc)"
 }
+
+# symmcomm_watch <pid> <limit_s> <backtrace file or ""> (GPU session scripts): waits for process
+# <pid> up to <limit_s> seconds. Past that, writes every thread's native backtrace (cuda-gdb) to
+# the file (unless ""), prints its frames, kills the process and returns 1.
+symmcomm_watch() {
+  local pid="$1" limit="$2" bt="$3" t
+  for ((t = 0; t < limit * 10; ++t)); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  kill -0 "$pid" 2>/dev/null || return 0
+  echo "== process $pid still running after $limit s: stopped"
+  if [ -n "$bt" ]; then
+    timeout 60 cuda-gdb -batch -p "$pid" -ex "thread apply all bt" >"$bt" 2>&1
+    grep -E "^#[0-9]+ " "$bt" | grep -vE "libc\.so|pthread" | cut -c1-150 | head -40
+  fi
+  kill -9 "$pid" 2>/dev/null
+  return 1
+}

@@ -26,19 +26,9 @@ for n in ${SYMMCOMM_LATENCY_RANKS:-2 4 8}; do
       --benchmark_display_aggregates_only=true --benchmark_out="$f.json" \
       --benchmark_out_format=json >"$f.txt" 2>"$f.err" &
     pid=$!
-    for ((t = 0; t < limit * 10; ++t)); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-      echo "== $op at $n ranks: still running after $limit s; stopped (cases done: $f.txt)"
-      if [ "${SYMMCOMM_LATENCY_BACKTRACE:-1}" = 1 ]; then
-        timeout 60 cuda-gdb -batch -p "$pid" -ex "thread apply all bt" >"$f.bt" 2>&1
-        grep -E "^#[0-9]+ " "$f.bt" | grep -vE "libc\.so|pthread" | cut -c1-150 | head -40
-      fi
-      kill -9 "$pid" 2>/dev/null
-      rc=1
-    fi
+    bt="$f.bt"
+    [ "${SYMMCOMM_LATENCY_BACKTRACE:-1}" = 1 ] || bt=""
+    symmcomm_watch "$pid" "$limit" "$bt" || { echo "== $op at $n ranks: overran (cases done: $f.txt)"; rc=1; }
     wait "$pid"; prc=$?
     echo "== $op at $n ranks: exit $prc, $(grep -c '_mean' "$f.txt") cases; last progress: $(tail -1 "$f.err")"
     [ "$prc" = 0 ] || { rc=1; grep -v "^\[symmcomm:debug\]" "$f.err" | tail -5; }

@@ -115,16 +115,8 @@ if want ragged_bench; then
     "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm_micro_bench" --benchmark_filter=BM_RaggedGather \
     --benchmark_out="$f.json" --benchmark_out_format=json >"$f.txt" 2>"$f.err" &
   pid=$!
-  for ((t = 0; t < ${SYMMCOMM_RAGGED_LIMIT_S:-90} * 10; ++t)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
+  symmcomm_watch "$pid" "${SYMMCOMM_RAGGED_LIMIT_S:-90}" "$f.bt" ||
     echo "== ragged gather bench: overran; backtraces in $f.bt"
-    timeout 60 cuda-gdb -batch -p "$pid" -ex "thread apply all bt" >"$f.bt" 2>&1
-    grep -E "^#[0-9]+ |^Thread" "$f.bt" | grep -vE "libc\.so|pthread" | cut -c1-160 | head -60
-    kill -9 "$pid"
-  fi
   wait "$pid"
   echo "== ragged gather bench: exit $?, $(grep -c manual_time "$f.txt") cases"
   grep manual_time "$f.txt" | cut -c1-200

@@ -55,17 +55,8 @@ want moe_dp && for n in 2 4 8; do
   env "${shared[@]}" "$build/bench/symmcomm-bench" --scenario moe-dp --ranks-per-gpu "$n" \
     --moe-max-tokens 1024 -T 30 --json "$f.json" >"$f.txt" 2>"$f.err" &
   pid=$!
-  for ((t = 0; t < ${SYMMCOMM_MOE_LIMIT_S:-150} * 10; ++t)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
+  symmcomm_watch "$pid" "${SYMMCOMM_MOE_LIMIT_S:-150}" "$f.bt" ||
     echo "== moe-dp, $n ranks: overran; host backtraces in $f.bt"
-    timeout 60 cuda-gdb -batch -p "$pid" -ex "thread apply all bt" >"$f.bt" 2>&1
-    grep -E "^#[0-9]+ " "$f.bt" | grep -E "symmcomm|nccl|cuda" | cut -c1-150 | sort | uniq -c |
-      sort -rn | head -20
-    kill -9 "$pid"
-  fi
   wait "$pid"
   echo "== moe-dp, $n ranks in one process: exit $?"
   grep -E "^ +(64|256|1024) " "$f.txt"
