@@ -9,6 +9,7 @@
 #include <numeric>
 #include <string>
 
+#include "comm/dev_comm.hpp"
 #include "common.hpp"
 #include "core/cuda_utils.hpp"
 #include "kernels/lsa_ll.hpp"
@@ -107,6 +108,7 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
     a.size = n;
     a.scratch = state.ll_window;
     a.calls = state.ll_calls;
+    a.abort_flag = detail::device_abort_flag(state);
     for (const Part& p : parts) {
       std::size_t const bytes = p.bytes[static_cast<std::size_t>(me)];
       a.segment[a.segments++] = detail::lsa::LlSegment{p.send, p.recv, bytes, a.lines};

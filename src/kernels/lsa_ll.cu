@@ -115,15 +115,26 @@ __global__ void __launch_bounds__(kThreads)
     std::size_t offset = 0;
     send(line, read_bytes(segment_of(a, line, offset), offset));
   }
-  // Receive: every peer's lines from this rank's scratch once their flags say this call.
+  // Receive: every peer's lines from this rank's scratch once their flags say this call; every
+  // kLlAbortPolls polls NCCL's abort flag is read, so that an aborted communicator ends us.
+  constexpr unsigned kLlAbortPolls = 1024;
   std::size_t const items = static_cast<std::size_t>(n - 1) * a.lines;
   const char* const mine = slots[me] + half;
-  for (std::size_t i = first; i < items; i += stride) {
+  bool aborted = false;
+  for (std::size_t i = first; i < items && !aborted; i += stride) {
     int const from = rotated(me, static_cast<int>(i / a.lines) + 1, n);
     std::size_t const line = i % a.lines;
     const char* q = mine + static_cast<std::size_t>(from) * slot_bytes + line * kLlLineBytes;
     uint4 v = load_line(q);
-    while (v.y != flag || v.w != flag) v = load_line(q);
+    for (unsigned polls = 1; v.y != flag || v.w != flag; ++polls) {
+      if (polls % kLlAbortPolls == 0 && a.abort_flag != nullptr &&
+          *static_cast<const volatile std::uint32_t*>(a.abort_flag) != 0) {
+        aborted = true;
+        break;
+      }
+      v = load_line(q);
+    }
+    if (aborted) break;
     std::size_t offset = 0;
     const LlSegment& seg = segment_of(a, line, offset);
     write_bytes(seg, from, offset, make_uint2(v.x, v.z));

@@ -7,13 +7,16 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/comm_state.hpp"
+#include "comm/dev_comm.hpp"
 #include "comm/lsa_limits.hpp"
 #include "multi_rank/checks.hpp"
 #include "multi_rank/world.hpp"
@@ -21,6 +24,8 @@
 #include "support/tensors.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/comm/mpi.hpp"
+#include "symmcomm/comm/wait.hpp"
+#include "symmcomm/memory/symmetric_buffer.hpp"
 
 namespace symmcomm::test {
 namespace {
@@ -202,6 +207,63 @@ TEST(MultiRankSmallGather, TurnedOffOnOneRankIsOffOnEvery) {
   // others wait for its lines for ever: no rank makes the scratch.
   EXPECT_EQ(detail::state_of(other)->ll_window, nullptr) << "rank " << w.rank;
   EXPECT_EQ(detail::state_of(other)->ll_scratch, nullptr) << "rank " << w.rank;
+}
+
+// A peer that aborts while the others wait in the kernel for its lines: with NCCL's abort flag
+// (2.30's device API) the others' wait times out with an error, their own abort ends the kernel
+// and their stream drains - no GPU left spinning.
+TEST(MultiRankSmallGather, APeerThatAbortsEndsTheOthersWaitingKernel) {
+  if (!has_small_gather()) GTEST_SKIP() << "no small-message all-gather here: " << caps().reason;
+  World& w = world();
+  Communicator doomed = create_mpi_communicator(MPI_COMM_WORLD, w.comm.device());
+  if (detail::device_abort_flag(*detail::state_of(doomed)) == nullptr) {
+    GTEST_SKIP() << "this NCCL's device API has no abort flag (2.28): no LSA kernel ends on abort";
+  }
+  ASSERT_NE(detail::state_of(doomed)->ll_window, nullptr);
+  using clock = std::chrono::steady_clock;
+  int const quitter = w.size - 1;
+  std::size_t const bytes = 256;
+  cudaStream_t stream = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  SymmetricBuffer send(doomed, bytes), recv(doomed, bytes * static_cast<std::size_t>(w.size));
+  auto const gather = [&](int value) {
+    SYMMCOMM_CUDA_TRY(cudaMemsetAsync(send.data(), value + w.rank, bytes, stream));
+    all_gather(doomed, std::vector<GatherItem>{GatherItem{send.data(), recv.data(), bytes, "b"}},
+               stream, lsa_kernel());
+  };
+  gather(10);  // works before the abort
+  wait(doomed, stream, std::chrono::seconds(60));
+  std::vector<std::uint8_t> got(bytes * static_cast<std::size_t>(w.size));
+  support::copy_on(stream, got.data(), recv.data(), got.size());
+  for (int r = 0; r < w.size; ++r) {
+    EXPECT_EQ(got[static_cast<std::size_t>(r) * bytes], 10 + r) << "rank " << r << "'s part";
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (w.rank == quitter) {
+    doomed.abort();
+  } else {
+    gather(20);  // waits for the quitter's lines, which never come
+    std::string text;
+    try {
+      wait(doomed, stream, std::chrono::seconds(5));
+    } catch (const TimeoutError& e) {
+      text = e.what();
+    } catch (const NcclError& e) {
+      text = e.what();
+    }
+    EXPECT_FALSE(text.empty()) << "a small gather whose peer aborted completed";
+    doomed.abort();
+    auto const drain = clock::now();
+    cudaError_t state = cudaErrorNotReady;
+    while (state == cudaErrorNotReady && clock::now() - drain < std::chrono::seconds(30)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      state = cudaStreamQuery(stream);
+    }
+    EXPECT_EQ(state, cudaSuccess) << "the kernel still waits 30 s after Communicator::abort(): "
+                                  << cudaGetErrorString(state);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  SYMMCOMM_CUDA_TRY(cudaStreamDestroy(stream));
 }
 
 }  // namespace
