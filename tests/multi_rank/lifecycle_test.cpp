@@ -299,26 +299,14 @@ TEST(MultiRankLifecycle, APeerThatAbortsGivesTheOthersAnErrorNotAHang) {
   } else {
     gather_on_doomed(12);
     auto const start = clock::now();
-    std::string text;
-    try {
-      wait(doomed, stream, std::chrono::seconds(5));
-    } catch (const TimeoutError& e) {
-      text = e.what();
-    } catch (const NcclError& e) {
-      text = e.what();
-    }
+    std::string const text = wait_error(doomed, stream, std::chrono::seconds(5));
     auto const waited = std::chrono::duration_cast<std::chrono::seconds>(clock::now() - start);
     EXPECT_FALSE(text.empty()) << "a gather whose peer aborted completed";
     EXPECT_LE(waited.count(), 30) << "the bounded wait took " << waited.count() << " s";
     if (w.rank == 0) std::printf("[ survivor ] rank 0 got: %s\n", text.c_str());
     doomed.abort();
     // The aborted communicator's kernel ends: the stream drains within seconds.
-    auto const drain = clock::now();
-    cudaError_t state = cudaErrorNotReady;
-    while (state == cudaErrorNotReady && clock::now() - drain < std::chrono::seconds(30)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      state = cudaStreamQuery(stream);
-    }
+    cudaError_t const state = drained_within(stream, std::chrono::seconds(30));
     EXPECT_EQ(state, cudaSuccess) << "the stream still runs 30 s after Communicator::abort(): "
                                   << cudaGetErrorString(state);
   }

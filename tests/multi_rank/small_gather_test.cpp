@@ -220,7 +220,6 @@ TEST(MultiRankSmallGather, APeerThatAbortsEndsTheOthersWaitingKernel) {
     GTEST_SKIP() << "this NCCL's device API has no abort flag (2.28): no LSA kernel ends on abort";
   }
   ASSERT_NE(detail::state_of(doomed)->ll_window, nullptr);
-  using clock = std::chrono::steady_clock;
   int const quitter = w.size - 1;
   std::size_t const bytes = 256;
   cudaStream_t stream = nullptr;
@@ -243,22 +242,10 @@ TEST(MultiRankSmallGather, APeerThatAbortsEndsTheOthersWaitingKernel) {
     doomed.abort();
   } else {
     gather(20);  // waits for the quitter's lines, which never come
-    std::string text;
-    try {
-      wait(doomed, stream, std::chrono::seconds(5));
-    } catch (const TimeoutError& e) {
-      text = e.what();
-    } catch (const NcclError& e) {
-      text = e.what();
-    }
+    std::string const text = wait_error(doomed, stream, std::chrono::seconds(5));
     EXPECT_FALSE(text.empty()) << "a small gather whose peer aborted completed";
     doomed.abort();
-    auto const drain = clock::now();
-    cudaError_t state = cudaErrorNotReady;
-    while (state == cudaErrorNotReady && clock::now() - drain < std::chrono::seconds(30)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      state = cudaStreamQuery(stream);
-    }
+    cudaError_t const state = drained_within(stream, std::chrono::seconds(30));
     EXPECT_EQ(state, cudaSuccess) << "the kernel still waits 30 s after Communicator::abort(): "
                                   << cudaGetErrorString(state);
   }

@@ -11,11 +11,14 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "symmcomm/collectives/options.hpp"
 #include "symmcomm/comm/communicator.hpp"
+#include "symmcomm/comm/wait.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"
 
@@ -63,6 +66,32 @@ inline void poison_on_stream(void* ptr, std::size_t bytes) {
 
 /// An array in the world's pool, freed when it goes. Tests allocate in the same order on every
 /// rank, so the pool stays symmetric.
+// The error a bounded wait for `stream` on `comm` ends with ("" when the work completed): a
+// TimeoutError's or an NcclError's text.
+inline std::string wait_error(const Communicator& comm, cudaStream_t stream,
+                              std::chrono::seconds limit) {
+  try {
+    wait(comm, stream, limit);
+  } catch (const TimeoutError& e) {
+    return e.what();
+  } catch (const NcclError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Polls `stream` until it has no work left or `limit` passed: cudaSuccess once drained, else
+// cudaErrorNotReady (or the error the stream reported). For "the kernel ends after an abort".
+inline cudaError_t drained_within(cudaStream_t stream, std::chrono::seconds limit) {
+  auto const start = std::chrono::steady_clock::now();
+  cudaError_t state = cudaStreamQuery(stream);
+  while (state == cudaErrorNotReady && std::chrono::steady_clock::now() - start < limit) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    state = cudaStreamQuery(stream);
+  }
+  return state;
+}
+
 template <class T>
 class PoolArray {
  public:
