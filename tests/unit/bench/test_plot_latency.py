@@ -98,6 +98,13 @@ class LatencyTable(unittest.TestCase):
         self.assertIn("| 4 | graph | 3.00 us | - | - | - | - | - |", text)
         self.assertEqual(plot.barrier_markdown({}, {}), "")
         self.assertEqual(plot.barrier_runs(DOC), {})
+        # With barrier-kernel runs (variant 4), the barriers are set beside that kernel: variant 0
+        # then has no barriers.
+        doc["benchmarks"].append(
+            run("BM_LatencyAllGather/ranks:2/bytes:1024/variant:4/graph:0/manual_time", 26.0))
+        text = plot.barrier_markdown(plot.barrier_runs(doc), plot.latency_runs(doc))
+        self.assertIn("| symmcomm barrier kernel | NCCL symmetric |", text)
+        self.assertIn("| 2 | eager | 6.50 us | 1024 | 26.00 us | 7.50 us | 0.25 | 0.87 |", text)
 
 
 if __name__ == "__main__":
