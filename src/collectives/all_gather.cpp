@@ -38,11 +38,21 @@ Part equal_part(const char* send_name, const void* send, const char* recv_name, 
   return Part{send_name, send, recv_name, recv, std::vector<std::size_t>(ranks, bytes)};
 }
 
-// Lines this rank's parts take in the small-message all-gather's slot (lsa_ll.hpp).
-std::size_t ll_lines_of(const std::vector<Part>& parts, int me) {
-  std::size_t lines = 0;
-  for (const Part& p : parts) lines += detail::lsa::ll_lines(p.bytes[static_cast<std::size_t>(me)]);
-  return lines;
+// The small-message all-gather's arguments for these parts (lsa_ll.hpp): each part's bytes from
+// this rank as a segment of lines, in order.
+detail::lsa::LlGatherArgs ll_args(const detail::CommState& state, const std::vector<Part>& parts) {
+  detail::lsa::LlGatherArgs a;
+  a.rank = state.rank;
+  a.size = state.size;
+  a.scratch = state.ll_window;
+  a.calls = state.ll_calls;
+  a.abort_flag = detail::device_abort_flag(state);
+  for (const Part& p : parts) {
+    std::size_t const bytes = p.bytes[static_cast<std::size_t>(state.rank)];
+    a.segment[a.segments++] = detail::lsa::LlSegment{p.send, p.recv, bytes, a.lines};
+    a.lines += detail::lsa::ll_lines(bytes);
+  }
+  return a;
 }
 
 // `type` names the payload in logs; the planner needs no type for gathers (bytes move as is).
@@ -100,21 +110,15 @@ Plan gather_parts(const Communicator& comm, const char* operation, const char* t
     return linear[i] != nullptr ? linear[i] : parts[i].recv;
   };
   call.before_enqueue(stream);
-  if (plan.path == Path::LsaKernel && equal && !swizzled &&
-      detail::lsa::ll_fits(state.ll_window != nullptr, send_total, ll_lines_of(parts, me))) {
+  detail::lsa::LlGatherArgs small;
+  bool small_fits = false;
+  if (plan.path == Path::LsaKernel && equal && !swizzled) {  // (at most kSlots parts there)
+    small = ll_args(state, parts);
+    small_fits = detail::lsa::ll_fits(state.ll_window != nullptr, send_total, small.lines);
+  }
+  if (small_fits) {
     // Small: lines with flags through the communicator's scratch, no barrier (lsa_ll.hpp).
-    detail::lsa::LlGatherArgs a;
-    a.rank = me;
-    a.size = n;
-    a.scratch = state.ll_window;
-    a.calls = state.ll_calls;
-    a.abort_flag = detail::device_abort_flag(state);
-    for (const Part& p : parts) {
-      std::size_t const bytes = p.bytes[static_cast<std::size_t>(me)];
-      a.segment[a.segments++] = detail::lsa::LlSegment{p.send, p.recv, bytes, a.lines};
-      a.lines += detail::lsa::ll_lines(bytes);
-    }
-    detail::lsa::ll_gather(a, state.caps.lsa_sm_share, stream);
+    detail::lsa::ll_gather(small, state.caps.lsa_sm_share, stream);
   } else if (plan.path == Path::LsaKernel) {
     // One launch pushes every part of this rank to every peer's window (lsa.cu).
     detail::lsa::Peers peers = detail::lsa_peers(state);

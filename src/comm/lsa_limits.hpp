@@ -16,10 +16,12 @@ inline constexpr int kMaxLsaCtas = 396;
 inline constexpr std::size_t kLlLineBytes = 16;
 inline constexpr std::size_t kLlLineData = 8;
 inline constexpr std::size_t kLlMaxBytesPerRank = std::size_t{96} << 10;
+/// One source rank's slot in one half of the scratch: kLlMaxBytesPerRank of data as lines.
+inline constexpr std::size_t kLlSlotBytes = (kLlMaxBytesPerRank / kLlLineData) * kLlLineBytes;
 /// Scratch bytes a communicator of `ranks` ranks holds for it: two halves of a slot per source
-/// rank, each slot room for kLlMaxBytesPerRank of data as lines.
+/// rank.
 inline constexpr std::size_t ll_scratch_bytes(int ranks) {
-  return 2 * static_cast<std::size_t>(ranks) * (kLlMaxBytesPerRank / kLlLineData) * kLlLineBytes;
+  return 2 * static_cast<std::size_t>(ranks) * kLlSlotBytes;
 }
 
 }  // namespace symmcomm::detail

@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   std::uint32_t const c = call;
   std::uint32_t const flag = c | 0x80000000u;  // never 0: zeroed scratch never matches
-  std::size_t const slot_bytes = (kLlMaxBytesPerRank / kLlLineData) * kLlLineBytes;
+  std::size_t const slot_bytes = kLlSlotBytes;
   std::size_t const half =
       static_cast<std::size_t>(c & 1u) * static_cast<std::size_t>(n) * slot_bytes;
   // Send: each line of this rank's data to its slot in every peer's scratch, and to its own
@@ -151,11 +151,10 @@ __global__ void __launch_bounds__(kThreads)
 }
 #endif
 
+// On unless the latency benchmark turns it off: SYMMCOMM_LSA_LL=0 acts earlier, at communicator
+// creation (no rank makes the scratch, so nothing fits).
 std::atomic<bool>& ll_setting() {
-  static std::atomic<bool> on{[] {
-    const char* v = std::getenv("SYMMCOMM_LSA_LL");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }()};
+  static std::atomic<bool> on{true};
   return on;
 }
 

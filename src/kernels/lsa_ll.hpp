@@ -64,9 +64,10 @@ inline constexpr std::size_t ll_lines(std::size_t bytes) {
   return (bytes + kLlLineData - 1) / kLlLineData;
 }
 
-/// Whether this kernel is used where it fits (SYMMCOMM_LSA_LL=0 turns it off; the latency
-/// benchmark compares both in one run). Process-wide; the same on every rank of a
-/// communicator (ranks deciding differently would wait for each other for ever).
+/// Whether this kernel is used where it fits: the latency benchmark's switch, to compare both
+/// kernels in one run (SYMMCOMM_LSA_LL=0 acts at communicator creation instead: no scratch).
+/// Process-wide; the same on every rank of a communicator (ranks deciding differently would
+/// wait for each other for ever).
 void set_ll_gather(bool on) noexcept;
 bool ll_gather_enabled() noexcept;
 
