@@ -14,6 +14,7 @@
 
 #include "comm_state.hpp"
 #include "core/cuda_utils.hpp"
+#include "core/kernel_preload.hpp"
 #include "dev_comm.hpp"
 #include "launch_order.hpp"
 #include "symmcomm/comm/wait.hpp"
@@ -148,6 +149,9 @@ CommState::CommState(ncclComm_t c, bool own) : comm(c), owned(own) {
   SYMMCOMM_NCCL_TRY(ncclCommUserRank(c, &rank));
   SYMMCOMM_NCCL_TRY(ncclCommCount(c, &size));
   SYMMCOMM_NCCL_TRY(ncclCommCuDevice(c, &device));
+  // Before any collective of ours can wait on a peer: a kernel's first, lazy load may wait for
+  // the whole device (core/kernel_preload.hpp).
+  preload_kernels(device);
   id = next_comm_id.fetch_add(1);
   caps.runtime_version = nccl_runtime_version();
   caps.reason = "capabilities not probed (wrapped with Probe::No)";

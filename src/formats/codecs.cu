@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/cuda_utils.hpp"
+#include "core/kernel_preload.hpp"
 #include "core/launch.cuh"
 #include "formats/codecs_internal.hpp"
 #include "formats/device_codecs.cuh"
@@ -403,6 +404,10 @@ void dequantize_fp8_impl(ConstFp8View src, Out* dst, cudaStream_t stream) {
       reinterpret_cast<const uint2*>(src.data), groups, src.scale, src.format, dst);
   SYMMCOMM_CHECK_LAUNCH();
 }
+
+// Loaded with the rest of this module when a communicator is made (core/kernel_preload.hpp).
+[[maybe_unused]] const bool kModuleRegistered = register_kernel_module(
+    reinterpret_cast<const void*>(&nvfp4_finalize_global_scale_kernel), "formats/codecs.cu");
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/kernel_preload.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/scale_layout.hpp"
 
@@ -84,6 +85,10 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(const __grid_constant
     }
   }
 }
+
+// Loaded with the rest of this module when a communicator is made (core/kernel_preload.hpp).
+[[maybe_unused]] const bool kModuleRegistered =
+    register_kernel_module(reinterpret_cast<const void*>(&compact_kernel), "kernels/compact.cu");
 
 }  // namespace
 

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/kernel_preload.hpp"
 #include "formats/device_codecs.cuh"
 #include "formats/quantize_block.cuh"
 #include "lsa.hpp"
@@ -272,6 +273,10 @@ void launch_reduce(const P& p, int peers, const ReduceArgs& a, bool wide, unsign
     go(reduce_kernel<P, Out, false, 8>);
   }
 }
+
+// Loaded with the rest of this module when a communicator is made (core/kernel_preload.hpp).
+[[maybe_unused]] const bool kModuleRegistered = register_kernel_module(
+    reinterpret_cast<const void*>(&barriers_kernel<LoopbackPolicy>), "kernels/lsa.cu");
 
 }  // namespace
 

@@ -1,5 +1,6 @@
 // symmcomm's small-message all-gather: flags in the data instead of barriers (lsa_ll.hpp).
 
+#include "core/kernel_preload.hpp"
 #include "lsa_launch.cuh"
 #include "lsa_ll.hpp"
 
@@ -157,6 +158,10 @@ std::atomic<bool>& ll_setting() {
   static std::atomic<bool> on{true};
   return on;
 }
+
+// Loaded with the rest of this module when a communicator is made (core/kernel_preload.hpp).
+[[maybe_unused]] const bool kModuleRegistered =
+    register_kernel_module(reinterpret_cast<const void*>(&ll_gather_kernel), "kernels/lsa_ll.cu");
 
 }  // namespace
 
