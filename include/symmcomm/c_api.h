@@ -361,8 +361,9 @@ symmcomm_status_t symmcomm_quantize_all_gather(symmcomm_comm_t comm, const symmc
  *  graph for every count; symmcomm/collectives/ragged.hpp): send holds capacity rows of
  *  `row_elements` elements (the first *count are this rank's), recv room for comm size x
  *  capacity rows; rank r's rows land compactly at row offsets[r]. BF16, FP8 or NVFP4 (linear
- *  scales; row_elements a multiple of 16); scales one per rank in recv. Runs on the fallback
- *  path (rows gathered at capacity, then compacted on the device). */
+ *  scales; row_elements a multiple of 16); scales one per rank in recv. Path as in C++:
+ *  symmcomm's one-launch LSA kernel where recv, the counts and the scales lie in windows, else
+ *  the fallback (rows gathered at capacity, then compacted on the device). */
 symmcomm_status_t symmcomm_all_gatherv_device(symmcomm_comm_t comm, const symmcomm_tensor_t* send,
                                               const symmcomm_tensor_t* recv, size_t row_elements,
                                               const symmcomm_device_counts_t* counts,
@@ -372,7 +373,8 @@ symmcomm_status_t symmcomm_all_gatherv_device(symmcomm_comm_t comm, const symmco
  *  dispatch; symmcomm::reduce_scatterv with DeviceCounts): send holds every rank's shard
  *  compactly (rank r's counts[r] rows at offsets[r]) in room for comm size x capacity rows;
  *  this rank's sum of its *count rows lands in the BF16 recv (capacity rows; the rest 0).
- *  BF16 -> BF16 or NVFP4 -> BF16. Fallback path. */
+ *  BF16 -> BF16 (symmcomm's one-launch LSA kernel where send and the counts lie in windows,
+ *  else the fallback) or NVFP4 -> BF16 (fallback: rows laid out at capacity, then reduced). */
 symmcomm_status_t symmcomm_reduce_scatterv_device(
     symmcomm_comm_t comm, const symmcomm_tensor_t* send, const symmcomm_tensor_t* recv,
     size_t row_elements, const symmcomm_device_counts_t* counts, const symmcomm_options_t* options,

@@ -63,14 +63,15 @@ void describe(std::ostream& os, PlanReason why, const Plan& p) {
          << p.buffer_bytes << " bytes or more in a symmetric window of this communicator";
       break;
     case PlanReason::DeviceCounts:
-      os << "the counts are on the device: every rank's count, then its rows at capacity ("
-         << p.buffer_bytes << " bytes per rank, whatever the counts), are gathered by NCCL and "
-         << "compacted on the device in one more pass";
+      os << "the counts are on the device: NCCL moves every rank's rows at capacity ("
+         << p.buffer_bytes << " bytes per rank, whatever the counts) after gathering the counts, "
+         << "with one more pass on the device (a gather's compaction, a reduce-scatter's layout "
+            "at capacity)";
       break;
     case PlanReason::DeviceCountsInOneLaunch:
       os << "the counts are on the device: symmcomm's LSA kernel exchanges them through the "
             "window and moves only the rows that count, in one launch (NCCL's path would move "
-         << p.buffer_bytes << " bytes per rank at capacity and compact them in one more pass)";
+         << p.buffer_bytes << " bytes per rank at capacity, with one more pass on the device)";
       break;
     case PlanReason::NcclCannot:
       os << "NCCL's symmetric kernels cannot run this call (";
@@ -193,18 +194,19 @@ Blocker lsa_blocker(const PlanRequest& r) {
 Plan plan_collective(const PlanRequest& r) {
   SYMMCOMM_EXPECTS(r.capabilities != nullptr, "plan_collective: capabilities is null");
   if (r.device_counts) {
-    // symmcomm's one-launch LSA gather (counts exchanged through the window, then the rows
-    // that count) is Auto's choice wherever it can run: on the H200 (2-8 ranks sharing the
-    // GPU, means of 64-1024 rows of 7168) it took 0.17-0.68x the time of NCCL's calls at
-    // capacity plus compaction (bench/results/2026-12-04-h200x1-session15, BM_RaggedGather).
-    bool const gather = r.operation == Operation::AllGather;
-    if (gather && r.choice == PathChoice::LsaKernel) {
+    // symmcomm's one-launch LSA kernels (counts exchanged through the window, then only the
+    // rows that count) are Auto's choice wherever they can run. The gather, on the H200 (2-8
+    // ranks sharing the GPU, means of 64-1024 rows of 7168): 0.17-0.68x the time of NCCL's calls
+    // at capacity plus compaction (bench/results/2026-12-04-h200x1-session15, BM_RaggedGather).
+    // The BF16 reduce-scatter (session 17) saves the fallback's layout pass at capacity and runs
+    // on the windows instead of NCCL's non-symmetric path (the only one that takes those rows).
+    if (r.choice == PathChoice::LsaKernel) {
       if (Blocker const b = lsa_blocker(r)) refuse(r, b);
       Plan p = make(Path::LsaKernel, PlanReason::Forced);
       p.buffer_bytes = r.bytes_per_rank;
       return p;
     }
-    if (gather && r.choice == PathChoice::Auto && !lsa_blocker(r)) {
+    if (r.choice == PathChoice::Auto && !lsa_blocker(r)) {
       Plan p = make(Path::LsaKernel, PlanReason::DeviceCountsInOneLaunch);
       p.buffer_bytes = r.bytes_per_rank;
       return p;
@@ -218,8 +220,10 @@ Plan plan_collective(const PlanRequest& r) {
                                                 "(NCCL's calls with every rank's rows at "
                                                 "capacity, then compaction on the device)"
                                               : "a reduce-scatter with counts on the device runs "
-                                                "on the fallback path only (its rows laid out "
-                                                "at capacity, then NCCL's reduce-scatter)"));
+                                                "on symmcomm's one-launch LSA kernel (BF16; "
+                                                "Auto's choice where it can run) or on the "
+                                                "fallback path (its rows laid out at capacity, "
+                                                "then NCCL's reduce-scatter)"));
     Plan p = make(Path::Fallback, PlanReason::DeviceCounts);
     p.buffer_bytes = r.bytes_per_rank;
     return p;

@@ -151,6 +151,35 @@ detail::compact::Args compact_args(const DeviceCounts& counts, int ranks, std::s
   return a;
 }
 
+// The LSA kernels' slots: one per distinct window among the buffers a kernel addresses on peers
+// (at most kSlots), filled into `peers` as buffers are added.
+class WindowSlots {
+ public:
+  WindowSlots(detail::lsa::Peers& peers, const char* operation)
+      : peers_(peers), operation_(operation) {}
+  detail::lsa::SymRef ref(const Provenance& p, const char* name) {
+    return detail::lsa::SymRef{slot(p, name), p.offset};
+  }
+  int slot(const Provenance& p, const char* name) {
+    for (int s = 0; s < used_; ++s) {
+      if (peers_.window[s] == p.window) return s;
+    }
+    SYMMCOMM_EXPECTS(used_ < detail::lsa::kSlots,
+                     operation_ << ": " << name << " is in a " << used_ + 1
+                                << "th window; the LSA kernel reaches at most "
+                                << detail::lsa::kSlots
+                                << " (allocate the buffers from one pool: its arena is one "
+                                   "window)");
+    peers_.window[used_] = p.window;
+    return used_++;
+  }
+
+ private:
+  detail::lsa::Peers& peers_;
+  const char* operation_;
+  int used_ = 0;
+};
+
 Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count,
                    const std::vector<RowPart>& rows, const ScalePart& scale,
                    const DeviceCounts& counts, cudaStream_t stream, const Options& options) {
@@ -183,34 +212,19 @@ Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count
   if (plan.path == Path::LsaKernel) {
     // One launch: counts through the window, one barrier, then only the rows that count.
     detail::lsa::Peers peers = detail::lsa_peers(state);
+    WindowSlots slots(peers, operation);
     detail::lsa::CountedGatherArgs a;
-    int used = 0;  // slots: one per distinct window
-    auto const slot_of = [&](const Provenance& p, const char* name) {
-      for (int s = 0; s < used; ++s) {
-        if (peers.window[s] == p.window) return s;
-      }
-      SYMMCOMM_EXPECTS(used < detail::lsa::kSlots,
-                       operation << ": " << name << " is in a " << used + 1
-                                 << "th window; the LSA kernel reaches at most "
-                                 << detail::lsa::kSlots
-                                 << " (allocate the buffers from one pool: its arena is one "
-                                    "window)");
-      peers.window[used] = p.window;
-      return used++;
-    };
     for (std::size_t i = 0; i < rows.size(); ++i) {
-      const Provenance& recv = call.provenance(Slot::RecvPart, static_cast<int>(i));
       a.part[i] = detail::lsa::CountedGatherArgs::Part{
-          rows[i].send, detail::lsa::SymRef{slot_of(recv, rows[i].name), recv.offset},
+          rows[i].send,
+          slots.ref(call.provenance(Slot::RecvPart, static_cast<int>(i)), rows[i].name),
           rows[i].row_bytes, rows[i].swizzled};
     }
     a.parts = static_cast<int>(rows.size());
-    const Provenance& all = call.provenance(Slot::RecvPart, counts_part);
-    a.counts = detail::lsa::SymRef{slot_of(all, "counts.counts"), all.offset};
+    a.counts = slots.ref(call.provenance(Slot::RecvPart, counts_part), "counts.counts");
     if (scale.send != nullptr) {
-      const Provenance& floats = call.provenance(Slot::RecvScale);
       a.scale_src = scale.send;
-      a.scale_dst = detail::lsa::SymRef{slot_of(floats, scale.name), floats.offset};
+      a.scale_dst = slots.ref(call.provenance(Slot::RecvScale), scale.name);
     }
     a.count = counts.count;
     a.offsets = counts.offsets;
@@ -311,12 +325,20 @@ Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
 
 namespace {
 
-// Rows of `send` (compact, `rows` parts) laid out at capacity in `padded` (zeroed first), then
-// `scatter(padded parts)` runs the reduce-scatter over them.
+// BF16 rows on symmcomm's one-launch kernel (lsa::counted_reduce): `row_elements` per row.
+struct ScatterKernel {
+  bool exists = false;
+  std::size_t row_elements = 0;
+};
+
+// Rows of `send` (compact, `rows` parts) reduce-scattered with the counts on the device: on the
+// LSA path by `kernel` (which reads peers' send part 0 through their windows), else laid out at
+// capacity in the workspace (zeroed first), then `scatter(padded parts)` runs the reduce-scatter
+// over them.
 Plan ragged_scatter(
     const Communicator& comm, const char* type, std::size_t count, const std::vector<RowPart>& rows,
-    const void* recv, std::size_t recv_bytes, std::size_t scatter_workspace,
-    const DeviceCounts& counts, cudaStream_t stream, const Options& options,
+    void* recv, std::size_t recv_bytes, std::size_t scatter_workspace, const DeviceCounts& counts,
+    cudaStream_t stream, const Options& options, ScatterKernel kernel,
     const std::function<void(const std::vector<std::uint8_t*>&, const Options&)>& scatter) {
   const char* const operation = kScatter;
   detail::CommState& state = detail::usable_state(comm, operation);
@@ -324,15 +346,39 @@ Plan ragged_scatter(
   std::size_t row_bytes = 0;
   for (const RowPart& p : rows) row_bytes += p.row_bytes;
   detail::PlannedCall call(state, Operation::ReduceScatter, options, operation);
-  call.per_rank(counts.capacity * row_bytes, false).lsa_kernel(false).device_counts();
+  call.per_rank(counts.capacity * row_bytes, false).lsa_kernel(kernel.exists).device_counts();
   int index = 0;
   for (const RowPart& p : rows) {
-    call.part(Slot::SendPart, index++, p.name, p.send, n * counts.capacity * p.row_bytes, false);
+    // Peers read the send rows only on the LSA path.
+    call.part(Slot::SendPart, index++, p.name, p.send, n * counts.capacity * p.row_bytes,
+              kernel.exists);
+  }
+  if (kernel.exists) {
+    call.part(Slot::RecvPart, 0, "counts.counts", counts.counts, n * sizeof(std::int32_t));
   }
   call.buffer(Slot::RecvData, "recv.data", recv, recv_bytes, false);
   Plan const plan = call.decide(stream);
-  call.refuse_in_group("counts on the device: layout before NCCL's reduce-scatter");
   detail::DeviceGuard guard(state.device);
+  if (plan.path == Path::LsaKernel) {
+    // One launch: counts through the window, one barrier, then only the rows that count.
+    detail::lsa::Peers peers = detail::lsa_peers(state);
+    WindowSlots slots(peers, operation);
+    detail::lsa::CountedReduceArgs a;
+    a.count = counts.count;
+    a.counts = slots.ref(call.provenance(Slot::RecvPart, 0), "counts.counts");
+    a.offsets = counts.offsets;
+    a.overflow = counts.overflow;
+    a.capacity = counts.capacity;
+    a.send = slots.ref(call.provenance(Slot::SendPart, 0), rows[0].name);
+    a.row_elements = kernel.row_elements;
+    a.out = static_cast<bf16*>(recv);
+    a.grid_bytes = counts.capacity * row_bytes;
+    call.before_enqueue(stream);
+    detail::lsa::counted_reduce(peers, a, stream);
+    call.record(stream, type, count);
+    return plan;
+  }
+  call.refuse_in_group("counts on the device: layout before NCCL's reduce-scatter");
   std::vector<std::size_t> at;
   std::size_t const padded_bytes = padded_layout(rows, n * counts.capacity, at);
   std::size_t const need = padded_bytes + detail::align256(scatter_workspace);
@@ -372,7 +418,7 @@ Plan reduce_scatterv(const Communicator& comm, ConstBf16Span send, Bf16Span recv
   return ragged_scatter(
       comm, "bf16", send.count,
       {RowPart{"send.data", send.data, nullptr, row_elements * sizeof(bf16)}}, recv.data,
-      recv.data_bytes(), 0, counts, stream, options,
+      recv.data_bytes(), 0, counts, stream, options, ScatterKernel{true, row_elements},
       [&](const std::vector<std::uint8_t*>& padded, const Options& inner) {
         reduce_scatter(comm, ConstBf16Span{reinterpret_cast<const bf16*>(padded[0]), send.count},
                        recv, stream, inner);
@@ -390,7 +436,7 @@ Plan reduce_scatterv(const Communicator& comm, ConstNvfp4View send, Bf16Span rec
       comm, "nvfp4", send.count,
       {RowPart{"send.data", send.data, nullptr, row_elements / 2},
        RowPart{"send.block_scales", send.block_scales, nullptr, row_elements / kNvfp4BlockSize}},
-      recv.data, recv.data_bytes(), inner_ws, counts, stream, options,
+      recv.data, recv.data_bytes(), inner_ws, counts, stream, options, ScatterKernel{},
       [&](const std::vector<std::uint8_t*>& padded, const Options& inner) {
         reduce_scatter(comm, ConstNvfp4View{padded[0], padded[1], send.global_scale, send.count},
                        recv, stream, inner);

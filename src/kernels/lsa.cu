@@ -17,6 +17,7 @@
 #include "formats/device_codecs.cuh"
 #include "formats/quantize_block.cuh"
 #include "lsa.hpp"
+#include "lsa_counts.cuh"
 #include "lsa_gather.cuh"
 #include "lsa_launch.cuh"
 #include "lsa_policy.cuh"
@@ -118,46 +119,14 @@ __global__ void __launch_bounds__(kThreads)
                           const __grid_constant__ CountedGatherArgs a) {
   programmatic_wait(peers);
   __shared__ char* dst[kMaxRanks];
-  __shared__ std::int32_t first, mine, total;
+  __shared__ CountPrefix prefix;
   int const n = peers.size();
   int const me = peers.rank();
   peers.barrier();
-  if (a.phase != 2) {
-    // Every CTA stores the count: CTA i of a peer reads it after meeting CTA i of this rank.
-    std::int32_t const raw = *a.count;
-    for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
-      reinterpret_cast<std::int32_t*>(peers.ptr(a.counts, p))[me] = raw;
-    }
-    if (a.phase == 1) {
-      peers.barrier();
-      programmatic_release(peers);
-      return;
-    }
-    peers.barrier();  // every rank's count is in every rank's array
-  }
-  if (threadIdx.x == 0) {
-    const volatile std::int32_t* counts =
-        reinterpret_cast<const std::int32_t*>(peers.ptr(a.counts, me));
-    auto const cap = static_cast<std::int32_t>(a.capacity);
-    std::int32_t sum = 0;
-    bool over = false;
-    for (int q = 0; q < n; ++q) {
-      std::int32_t c = counts[q];
-      if (c < 0 || c > cap) {
-        over = true;
-        c = c < 0 ? 0 : cap;
-      }
-      if (blockIdx.x == 0) a.offsets[q] = sum;
-      if (q == me) {
-        first = sum;
-        mine = c;
-      }
-      sum += c;
-    }
-    total = sum;
-    if (blockIdx.x == 0 && over) *a.overflow = 1;
-  }
+  if (!exchange_counts(peers, a.count, a.counts, a.phase)) return;
+  count_prefix(peers, a.counts, a.capacity, a.offsets, a.overflow, prefix);
   __syncthreads();
+  std::int32_t const first = prefix.first, mine = prefix.mine, total = prefix.total;
   for (int i = 0; i < a.parts; ++i) {
     const CountedGatherArgs::Part& part = a.part[i];
     GatherSegment seg;

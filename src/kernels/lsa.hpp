@@ -177,11 +177,36 @@ struct CountedGatherArgs {
   std::size_t grid_bytes = 0;  ///< rank-independent (capacity x bytes of a row): fixes the grid
 };
 
+/// A BF16 reduce-scatter with this rank's shard size on the device (ragged.hpp), in one launch:
+/// counts are exchanged as in CountedGatherArgs (opening barrier, each rank's count into every
+/// peer's `counts`, a second barrier; prefix clamped to 0..capacity, `offsets` and `overflow`
+/// local), then this rank sums its count rows from every peer's compact `send` (rows from
+/// offset[rank] on, `row_elements` bf16 each) in fp32, in rank order, rounds once, writes them to
+/// local `out` and zeroes out's rows past its count up to `capacity`; a closing barrier keeps
+/// peers' send buffers in use until every rank has read them. Peers are read with 16-byte loads
+/// where every peer's rows and `out` allow (`vector`), else element by element.
+struct CountedReduceArgs {
+  const std::int32_t* count = nullptr;
+  SymRef counts{};
+  std::int32_t* offsets = nullptr;
+  std::int32_t* overflow = nullptr;
+  std::size_t capacity = 0;
+  SymRef send{};                 ///< comm.size() x capacity rows of room, compact
+  std::size_t row_elements = 0;  ///< bf16 elements per row
+  bf16* out = nullptr;           ///< capacity rows, local
+  bool vector = false;           ///< 16-byte loads and stores (set by counted_reduce)
+  /// As CountedGatherArgs::phase: 0 the whole call; loopback runs 1 (counts) for every virtual
+  /// rank before 2 (the sums).
+  int phase = 0;
+  std::size_t grid_bytes = 0;  ///< rank-independent (capacity x bytes of a row): fixes the grid
+};
+
 /// Launch one kernel for the calling rank described by `peers`.
 void gather(const Peers& peers, const GatherArgs& args, cudaStream_t stream);
 void reduce(const Peers& peers, const ReduceArgs& args, cudaStream_t stream);
 void quantize_gather(const Peers& peers, const QuantizeGatherArgs& args, cudaStream_t stream);
 void counted_gather(const Peers& peers, const CountedGatherArgs& args, cudaStream_t stream);
+void counted_reduce(const Peers& peers, const CountedReduceArgs& args, cudaStream_t stream);
 /// The synchronisation every LSA kernel pays, alone: the opening and the closing barrier with no
 /// data between them, one CTA, launched as the collectives' kernels are (PDL included). For the
 /// latency benchmark's split of the fixed cost (bench/micro/latency_ranks_bench.cu).

@@ -1,5 +1,6 @@
-// The one-launch device-count gather (lsa::counted_gather, ragged.hpp's LSA path) through the
-// loopback peer policy: virtual ranks on one GPU against the host, with and without PDL.
+// The one-launch device-count gather and BF16 reduce-scatter (lsa::counted_gather,
+// lsa::counted_reduce: ragged.hpp's LSA path) through the loopback peer policy: virtual ranks on
+// one GPU against the host, with and without PDL.
 
 #include <gtest/gtest.h>
 
@@ -150,6 +151,98 @@ TEST(LsaLoopbackCounted, DeviceCountGatherInOneLaunchMatchesTheHost) {
   for (int n : {2, 3, 4, 8}) {
     for (bool swizzled : {false, true}) {
       for (bool pdl : {false, true}) counted_gather_matches_the_host(n, swizzled, pdl);
+    }
+  }
+}
+
+// The one-launch BF16 device-count reduce-scatter (lsa::counted_reduce) over virtual ranks:
+// counts first (phase 1), then sums (phase 2). Against the host: the counts array, the prefix,
+// the overflow flag, this rank's rows summed in fp32 in rank order and rounded once (bit for
+// bit), and out's rows past the count 0. `row` elements per row: a multiple of 8 takes 16-byte
+// items, another row size the element path.
+void counted_reduce_matches_the_host(int n, std::size_t row, bool pdl) {
+  SCOPED_TRACE(std::to_string(n) + " ranks, rows of " + std::to_string(row) + (pdl ? ", PDL" : ""));
+  bool const previous = detail::lsa::programmatic_launch();
+  detail::lsa::set_programmatic_launch(pdl);
+  std::size_t const capacity = 7;
+  auto const un = static_cast<std::size_t>(n);
+  std::size_t const room = un * capacity * row;  // each rank's send
+  std::vector<std::int32_t> raw(un);
+  for (std::size_t r = 0; r < un; ++r) {
+    raw[r] = r == 0   ? 0
+             : r == 1 ? static_cast<std::int32_t>(capacity)
+             : r == 2 ? static_cast<std::int32_t>(capacity) + 3
+                      : static_cast<std::int32_t>((r * 5) % capacity);
+  }
+  std::vector<std::int32_t> clamped(un), prefix(un);
+  std::int32_t total = 0;
+  for (std::size_t r = 0; r < un; ++r) {
+    clamped[r] = std::min<std::int32_t>(std::max<std::int32_t>(raw[r], 0),
+                                        static_cast<std::int32_t>(capacity));
+    prefix[r] = total;
+    total += clamped[r];
+  }
+  std::vector<std::vector<std::uint16_t>> host(un);
+  std::vector<std::unique_ptr<DeviceArray<std::uint16_t>>> send, out;
+  std::vector<std::unique_ptr<DeviceArray<std::int32_t>>> count, counts, offsets, overflow;
+  for (std::size_t r = 0; r < un; ++r) {
+    host[r] = to_bf16_bits(random_floats(room, 900 + static_cast<std::uint32_t>(r), 3.0f));
+    send.push_back(std::make_unique<DeviceArray<std::uint16_t>>(room));
+    out.push_back(std::make_unique<DeviceArray<std::uint16_t>>(capacity * row));
+    count.push_back(std::make_unique<DeviceArray<std::int32_t>>(1));
+    counts.push_back(std::make_unique<DeviceArray<std::int32_t>>(un));
+    offsets.push_back(std::make_unique<DeviceArray<std::int32_t>>(un));
+    overflow.push_back(std::make_unique<DeviceArray<std::int32_t>>(1));
+    send[r]->upload(host[r]);
+    out[r]->upload(std::vector<std::uint16_t>(capacity * row, 0xABAB));
+    count[r]->upload({raw[r]});
+    overflow[r]->upload({0});
+  }
+  for (int phase : {1, 2}) {
+    for (int r = 0; r < n; ++r) {
+      auto const i = static_cast<std::size_t>(r);
+      detail::lsa::Peers peers = detail::lsa::Peers::loopback_of(r, n);
+      for (std::size_t q = 0; q < un; ++q) {
+        peers.base[0][q] = counts[q]->get();
+        peers.base[1][q] = send[q]->get();
+      }
+      detail::lsa::CountedReduceArgs a;
+      a.count = count[i]->get();
+      a.counts = detail::lsa::SymRef{0, 0};
+      a.offsets = offsets[i]->get();
+      a.overflow = overflow[i]->get();
+      a.capacity = capacity;
+      a.send = detail::lsa::SymRef{1, 0};
+      a.row_elements = row;
+      a.out = reinterpret_cast<bf16*>(out[i]->get());
+      a.phase = phase;
+      a.grid_bytes = capacity * row * sizeof(bf16);
+      detail::lsa::counted_reduce(peers, a, nullptr);
+    }
+  }
+  SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+  detail::lsa::set_programmatic_launch(previous);
+  for (std::size_t r = 0; r < un; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_EQ(counts[r]->download(), raw);
+    EXPECT_EQ(offsets[r]->download(), prefix);
+    EXPECT_EQ(overflow[r]->download()[0], 1);  // rank 2's count is above capacity
+    std::vector<std::uint16_t> want(capacity * row, 0);
+    auto const first = static_cast<std::size_t>(prefix[r]) * row;
+    for (std::size_t e = 0; e < static_cast<std::size_t>(clamped[r]) * row; ++e) {
+      float acc = 0.0f;
+      for (std::size_t q = 0; q < un; ++q) acc += bf16_bits_to_float(host[q][first + e]);
+      want[e] = float_to_bf16_bits(acc);
+    }
+    EXPECT_EQ(out[r]->download(), want);
+  }
+}
+
+TEST(LsaLoopbackCounted, DeviceCountBf16ReduceScatterInOneLaunchMatchesTheHost) {
+  SYMMCOMM_REQUIRE_GPU();
+  for (int n : {3, 4, 8}) {
+    for (std::size_t row : {std::size_t{64}, std::size_t{12}}) {
+      for (bool pdl : {false, true}) counted_reduce_matches_the_host(n, row, pdl);
     }
   }
 }

@@ -198,11 +198,26 @@ TEST(RaggedArgs, PlannedOnTheOneLaunchKernelWhereItRunsElseTheFallbackSayingWhat
   r.choice = PathChoice::Auto;
   EXPECT_EQ(plan_collective(r).why, PlanReason::DeviceCounts);
   r.buffers.back().provenance.status = ProvenanceStatus::Symmetric;
-  r.choice = PathChoice::LsaKernel;
-  // A reduce-scatter with device counts has no LSA kernel.
+  // A reduce-scatter with device counts: the same choices (BF16 has the kernel; NVFP4's call
+  // says it has none, and Auto takes the fallback), NCCL's symmetric path refused saying so.
   r.operation = Operation::ReduceScatter;
-  EXPECT_NE(logic_error_text([&] { plan_collective(r); }).find("runs on the fallback path only"),
+  r.choice = PathChoice::Auto;
+  EXPECT_EQ(plan_collective(r).why, PlanReason::DeviceCountsInOneLaunch);
+  r.choice = PathChoice::LsaKernel;
+  EXPECT_EQ(plan_collective(r).path, Path::LsaKernel);
+  r.lsa_kernel_available = false;
+  EXPECT_NE(logic_error_text([&] {
+              plan_collective(r);
+            }).find("Options::path = lsa-kernel cannot be taken"),
             std::string::npos);
+  r.choice = PathChoice::Auto;
+  EXPECT_EQ(plan_collective(r).why, PlanReason::DeviceCounts);
+  r.choice = PathChoice::NcclSymmetric;
+  EXPECT_NE(logic_error_text([&] { plan_collective(r); })
+                .find("a reduce-scatter with counts on the device runs on symmcomm's one-launch "
+                      "LSA kernel (BF16; Auto's choice where it can run) or on the fallback path"),
+            std::string::npos)
+      << logic_error_text([&] { plan_collective(r); });
 }
 
 TEST(RaggedArgs, OneLaunchKernelArgumentsAreCheckedBeforeAnyLaunch) {

@@ -1,0 +1,121 @@
+// symmcomm's one-launch BF16 reduce-scatter with this rank's shard size on the device
+// (lsa.hpp, CountedReduceArgs; ragged.hpp's reduce_scatterv on the LSA path).
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "core/kernel_preload.hpp"
+#include "formats/device_codecs.cuh"
+#include "lsa.hpp"
+#include "lsa_counts.cuh"
+#include "lsa_launch.cuh"
+#include "lsa_policy.cuh"
+#include "symmcomm/error.hpp"
+
+namespace symmcomm::detail::lsa {
+namespace {
+
+// Adds the 8 bf16 of `v` to `acc` (exact conversions, fp32 adds).
+__device__ __forceinline__ void add_bf16x8(float (&acc)[8], const uint4& v) {
+  std::uint32_t const w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    acc[2 * k] += bf16_lo(w[k]);
+    acc[2 * k + 1] += bf16_hi(w[k]);
+  }
+}
+
+template <class P>
+__global__ void __launch_bounds__(kThreads)
+    counted_reduce_kernel(const __grid_constant__ P peers,
+                          const __grid_constant__ CountedReduceArgs a) {
+  programmatic_wait(peers);
+  __shared__ const char* src[kMaxRanks];
+  __shared__ CountPrefix prefix;
+  int const n = peers.size();
+  peers.barrier();  // peers' send rows complete, their counts arrays free
+  if (!exchange_counts(peers, a.count, a.counts, a.phase)) return;
+  count_prefix(peers, a.counts, a.capacity, a.offsets, a.overflow, prefix);
+  for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
+    src[p] = peers.ptr(a.send, p);
+  }
+  __syncthreads();
+  // This rank's rows start at element `first` of every peer's send; `mine` elements are summed,
+  // the rest of out's capacity rows written as 0.
+  std::size_t const first = static_cast<std::size_t>(prefix.first) * a.row_elements;
+  std::size_t const mine = static_cast<std::size_t>(prefix.mine) * a.row_elements;
+  std::size_t const room = a.capacity * a.row_elements;
+  if (a.vector) {
+    std::size_t const items = mine / 8, all = room / 8;  // rows are whole 8-element items
+    auto* out = reinterpret_cast<uint4*>(a.out);
+    for (std::size_t i = global_thread(); i < all; i += grid_threads()) {
+      uint4 r = make_uint4(0, 0, 0, 0);
+      if (i < items) {
+        float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+        for (int p = 0; p < n; ++p) {
+          add_bf16x8(acc, reinterpret_cast<const uint4*>(src[p] + first * sizeof(bf16))[i]);
+        }
+        r = make_uint4(pack_bf16x2(acc[0], acc[1]), pack_bf16x2(acc[2], acc[3]),
+                       pack_bf16x2(acc[4], acc[5]), pack_bf16x2(acc[6], acc[7]));
+      }
+      out[i] = r;
+    }
+  } else {
+    auto* out = reinterpret_cast<std::uint16_t*>(a.out);
+    for (std::size_t i = global_thread(); i < room; i += grid_threads()) {
+      std::uint16_t r = 0;
+      if (i < mine) {
+        float acc = 0.f;
+        for (int p = 0; p < n; ++p) {
+          acc += __uint_as_float(static_cast<std::uint32_t>(reinterpret_cast<const std::uint16_t*>(
+                                     src[p] + first * sizeof(bf16))[i])
+                                 << 16);
+        }
+        r = __bfloat16_as_ushort(__float2bfloat16_rn(acc));
+      }
+      out[i] = r;
+    }
+  }
+  peers.barrier();  // every peer has read this rank's send
+  programmatic_release(peers);
+}
+
+// Loaded with the rest of this module when a communicator is made (core/kernel_preload.hpp).
+[[maybe_unused]] const bool kModuleRegistered =
+    register_kernel_module(reinterpret_cast<const void*>(&counted_reduce_kernel<LoopbackPolicy>),
+                           "kernels/lsa_counted_reduce.cu");
+
+}  // namespace
+
+void counted_reduce(const Peers& peers, const CountedReduceArgs& args, cudaStream_t stream) {
+  SYMMCOMM_EXPECTS(args.count != nullptr && args.offsets != nullptr && args.overflow != nullptr,
+                   "lsa counted reduce: count, offsets and overflow must be device pointers");
+  SYMMCOMM_EXPECTS(args.phase >= 0 && args.phase <= 2,
+                   "lsa counted reduce: phase " << args.phase << " outside 0..2");
+  SYMMCOMM_EXPECTS(args.capacity <= static_cast<std::size_t>(INT32_MAX),
+                   "lsa counted reduce: capacity " << args.capacity << " exceeds int32 rows");
+  SYMMCOMM_EXPECTS(args.row_elements > 0, "lsa counted reduce: row_elements is 0");
+  SYMMCOMM_EXPECTS(args.out != nullptr || args.capacity == 0, "lsa counted reduce: out is null");
+  check_ref(peers, args.counts, "counts.counts");
+  SYMMCOMM_EXPECTS(address_bits(peers, args.counts) % 4 == 0,
+                   "lsa counted reduce: counts.counts at offset " << args.counts.offset
+                                                                  << " is not 4-byte aligned");
+  check_ref(peers, args.send, "send.data");
+  std::uintptr_t const send_bits = address_bits(peers, args.send);
+  SYMMCOMM_EXPECTS(send_bits % sizeof(bf16) == 0, "lsa counted reduce: send.data at offset "
+                                                      << args.send.offset
+                                                      << " is not 2-byte aligned");
+  CountedReduceArgs a = args;
+  // Every row offset is a multiple of 8 elements (16 bytes) when rows are: 16-byte items then.
+  a.vector = a.row_elements % 8 == 0 && send_bits % 16 == 0 &&
+             reinterpret_cast<std::uintptr_t>(a.out) % 16 == 0;
+  unsigned const grid = grid_for_units(a.grid_bytes / 16);
+  with_policy(peers, [&](const auto& p) {
+    auto* kernel = counted_reduce_kernel<std::decay_t<decltype(p)>>;
+    launch(kernel, resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid),
+           stream, p, a);
+  });
+}
+
+}  // namespace symmcomm::detail::lsa
