@@ -4,12 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <numeric>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kernels/lsa.hpp"
@@ -22,6 +24,57 @@
 
 namespace symmcomm::test {
 namespace {
+
+// Counts of virtual ranks as a test gives them (`raw`), clamped to 0..capacity, their prefix
+// and total - what the kernels must write and use.
+struct HostCounts {
+  std::vector<std::int32_t> raw, clamped, prefix;
+  std::int32_t total = 0;
+  // Rank 0: 0 rows, rank 1: capacity, rank 2: `above` past it (clamped, overflow), the others
+  // (r x step) mod capacity.
+  static HostCounts edge_cases(int n, std::size_t capacity, int above, std::size_t step) {
+    std::vector<std::int32_t> raw;
+    auto const cap = static_cast<std::int32_t>(capacity);
+    for (std::size_t r = 0; r < static_cast<std::size_t>(n); ++r) {
+      raw.push_back(r == 0   ? 0
+                    : r == 1 ? cap
+                    : r == 2 ? cap + above
+                             : static_cast<std::int32_t>((r * step) % capacity));
+    }
+    return HostCounts(std::move(raw), capacity);
+  }
+  HostCounts(std::vector<std::int32_t> given, std::size_t capacity) : raw(std::move(given)) {
+    for (std::int32_t c : raw) {
+      clamped.push_back(std::min<std::int32_t>(std::max<std::int32_t>(c, 0),
+                                               static_cast<std::int32_t>(capacity)));
+      prefix.push_back(total);
+      total += clamped.back();
+    }
+  }
+};
+
+// Every virtual rank's count arrays on the device: its count (uploaded), the counts array and
+// prefix the kernel writes, the overflow flag (0 first).
+struct CountArrays {
+  std::vector<std::unique_ptr<DeviceArray<std::int32_t>>> count, counts, offsets, overflow;
+  explicit CountArrays(const std::vector<std::int32_t>& raw) {
+    std::size_t const n = raw.size();
+    for (std::size_t r = 0; r < n; ++r) {
+      count.push_back(std::make_unique<DeviceArray<std::int32_t>>(1));
+      counts.push_back(std::make_unique<DeviceArray<std::int32_t>>(n));
+      offsets.push_back(std::make_unique<DeviceArray<std::int32_t>>(n));
+      overflow.push_back(std::make_unique<DeviceArray<std::int32_t>>(1));
+      count[r]->upload({raw[r]});
+      overflow[r]->upload({0});
+    }
+  }
+  // Rank r's arrays after a call with `h`'s counts: every raw count, the clamped prefix, the flag.
+  void expect(std::size_t r, const HostCounts& h, bool over) const {
+    EXPECT_EQ(counts[r]->download(), h.raw);
+    EXPECT_EQ(offsets[r]->download(), h.prefix);
+    EXPECT_EQ(overflow[r]->download()[0], over ? 1 : 0);
+  }
+};
 
 // The one-launch device-count gather (lsa::counted_gather) over virtual ranks: every rank's
 // count launched first (phase 1), then every rank's rows (phase 2), as loopback runs them. One
@@ -36,29 +89,16 @@ void counted_gather_matches_the_host(int n, bool swizzled, bool pdl) {
   std::size_t const capacity = 37, row = 96;  // elements per row: 48 data bytes, 6 scales
   std::size_t const data_bytes = row / 2, cols = row / 16;
   auto const un = static_cast<std::size_t>(n);
-  // Counts: 0 rows, capacity, one above capacity (clamped, overflow), the rest in between.
-  std::vector<std::int32_t> raw(un);
-  for (std::size_t r = 0; r < un; ++r) {
-    raw[r] = r == 0   ? 0
-             : r == 1 ? static_cast<std::int32_t>(capacity)
-             : r == 2 ? static_cast<std::int32_t>(capacity) + 5
-                      : static_cast<std::int32_t>((r * 11) % capacity);
-  }
-  std::vector<std::int32_t> clamped(un), prefix(un);
-  std::int32_t total = 0;
-  for (std::size_t r = 0; r < un; ++r) {
-    clamped[r] = std::min<std::int32_t>(std::max<std::int32_t>(raw[r], 0),
-                                        static_cast<std::int32_t>(capacity));
-    prefix[r] = total;
-    total += clamped[r];
-  }
+  HostCounts const h = HostCounts::edge_cases(n, capacity, 5, 11);
+  CountArrays const arrays(h.raw);
+  const std::vector<std::int32_t>& clamped = h.clamped;
+  std::int32_t const total = h.total;
   bool const over = n > 2;
   std::size_t const scale_bytes =
       swizzled ? swizzled_scale_bytes(un * capacity, cols) : un * capacity * cols;
   std::vector<std::unique_ptr<DeviceArray<std::uint8_t>>> send_data, send_scales, recv_data,
       recv_scales;
   std::vector<std::unique_ptr<DeviceArray<float>>> send_global, recv_global;
-  std::vector<std::unique_ptr<DeviceArray<std::int32_t>>> count, counts, offsets, overflow;
   std::vector<std::vector<std::uint8_t>> host_data(un), host_scales(un);
   for (std::size_t r = 0; r < un; ++r) {
     host_data[r].resize(capacity * data_bytes);
@@ -75,15 +115,9 @@ void counted_gather_matches_the_host(int n, bool swizzled, bool pdl) {
     recv_data.push_back(std::make_unique<DeviceArray<std::uint8_t>>(un * capacity * data_bytes));
     recv_scales.push_back(std::make_unique<DeviceArray<std::uint8_t>>(scale_bytes));
     recv_global.push_back(std::make_unique<DeviceArray<float>>(un));
-    count.push_back(std::make_unique<DeviceArray<std::int32_t>>(1));
-    counts.push_back(std::make_unique<DeviceArray<std::int32_t>>(un));
-    offsets.push_back(std::make_unique<DeviceArray<std::int32_t>>(un));
-    overflow.push_back(std::make_unique<DeviceArray<std::int32_t>>(1));
     send_data[r]->upload(host_data[r]);
     send_scales[r]->upload(host_scales[r]);
     send_global[r]->upload({0.5f + static_cast<float>(r)});
-    count[r]->upload({raw[r]});
-    overflow[r]->upload({0});
   }
   for (int phase : {1, 2}) {
     for (int r = 0; r < n; ++r) {
@@ -92,17 +126,17 @@ void counted_gather_matches_the_host(int n, bool swizzled, bool pdl) {
       for (std::size_t q = 0; q < un; ++q) {
         peers.base[0][q] = recv_data[q]->get();
         peers.base[1][q] = recv_scales[q]->get();
-        peers.base[2][q] = counts[q]->get();
+        peers.base[2][q] = arrays.counts[q]->get();
         peers.base[3][q] = recv_global[q]->get();
       }
       detail::lsa::CountedGatherArgs a;
       a.part[0] = {send_data[i]->get(), detail::lsa::SymRef{0, 0}, data_bytes, false};
       a.part[1] = {send_scales[i]->get(), detail::lsa::SymRef{1, 0}, cols, swizzled};
       a.parts = 2;
-      a.count = count[i]->get();
+      a.count = arrays.count[i]->get();
       a.counts = detail::lsa::SymRef{2, 0};
-      a.offsets = offsets[i]->get();
-      a.overflow = overflow[i]->get();
+      a.offsets = arrays.offsets[i]->get();
+      a.overflow = arrays.overflow[i]->get();
       a.capacity = capacity;
       a.scale_src = send_global[i]->get();
       a.scale_dst = detail::lsa::SymRef{3, 0};
@@ -130,9 +164,7 @@ void counted_gather_matches_the_host(int n, bool swizzled, bool pdl) {
   }
   for (std::size_t r = 0; r < un; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
-    EXPECT_EQ(counts[r]->download(), raw);
-    EXPECT_EQ(offsets[r]->download(), prefix);
-    EXPECT_EQ(overflow[r]->download()[0], over ? 1 : 0);
+    arrays.expect(r, h, over);
     auto const got_data = recv_data[r]->download();
     ASSERT_TRUE(std::equal(want_data.begin(), want_data.end(), got_data.begin()));
     auto const got_scales = recv_scales[r]->download();
@@ -167,50 +199,32 @@ void counted_reduce_matches_the_host(int n, std::size_t row, bool pdl) {
   std::size_t const capacity = 7;
   auto const un = static_cast<std::size_t>(n);
   std::size_t const room = un * capacity * row;  // each rank's send
-  std::vector<std::int32_t> raw(un);
-  for (std::size_t r = 0; r < un; ++r) {
-    raw[r] = r == 0   ? 0
-             : r == 1 ? static_cast<std::int32_t>(capacity)
-             : r == 2 ? static_cast<std::int32_t>(capacity) + 3
-                      : static_cast<std::int32_t>((r * 5) % capacity);
-  }
-  std::vector<std::int32_t> clamped(un), prefix(un);
-  std::int32_t total = 0;
-  for (std::size_t r = 0; r < un; ++r) {
-    clamped[r] = std::min<std::int32_t>(std::max<std::int32_t>(raw[r], 0),
-                                        static_cast<std::int32_t>(capacity));
-    prefix[r] = total;
-    total += clamped[r];
-  }
+  HostCounts const h = HostCounts::edge_cases(n, capacity, 3, 5);
+  CountArrays const arrays(h.raw);
+  const std::vector<std::int32_t>& clamped = h.clamped;
+  const std::vector<std::int32_t>& prefix = h.prefix;
   std::vector<std::vector<std::uint16_t>> host(un);
   std::vector<std::unique_ptr<DeviceArray<std::uint16_t>>> send, out;
-  std::vector<std::unique_ptr<DeviceArray<std::int32_t>>> count, counts, offsets, overflow;
   for (std::size_t r = 0; r < un; ++r) {
     host[r] = to_bf16_bits(random_floats(room, 900 + static_cast<std::uint32_t>(r), 3.0f));
     send.push_back(std::make_unique<DeviceArray<std::uint16_t>>(room));
     out.push_back(std::make_unique<DeviceArray<std::uint16_t>>(capacity * row));
-    count.push_back(std::make_unique<DeviceArray<std::int32_t>>(1));
-    counts.push_back(std::make_unique<DeviceArray<std::int32_t>>(un));
-    offsets.push_back(std::make_unique<DeviceArray<std::int32_t>>(un));
-    overflow.push_back(std::make_unique<DeviceArray<std::int32_t>>(1));
     send[r]->upload(host[r]);
     out[r]->upload(std::vector<std::uint16_t>(capacity * row, 0xABAB));
-    count[r]->upload({raw[r]});
-    overflow[r]->upload({0});
   }
   for (int phase : {1, 2}) {
     for (int r = 0; r < n; ++r) {
       auto const i = static_cast<std::size_t>(r);
       detail::lsa::Peers peers = detail::lsa::Peers::loopback_of(r, n);
       for (std::size_t q = 0; q < un; ++q) {
-        peers.base[0][q] = counts[q]->get();
+        peers.base[0][q] = arrays.counts[q]->get();
         peers.base[1][q] = send[q]->get();
       }
       detail::lsa::CountedReduceArgs a;
-      a.count = count[i]->get();
+      a.count = arrays.count[i]->get();
       a.counts = detail::lsa::SymRef{0, 0};
-      a.offsets = offsets[i]->get();
-      a.overflow = overflow[i]->get();
+      a.offsets = arrays.offsets[i]->get();
+      a.overflow = arrays.overflow[i]->get();
       a.capacity = capacity;
       a.send = detail::lsa::SymRef{1, 0};
       a.row_elements = row;
@@ -224,9 +238,7 @@ void counted_reduce_matches_the_host(int n, std::size_t row, bool pdl) {
   detail::lsa::set_programmatic_launch(previous);
   for (std::size_t r = 0; r < un; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
-    EXPECT_EQ(counts[r]->download(), raw);
-    EXPECT_EQ(offsets[r]->download(), prefix);
-    EXPECT_EQ(overflow[r]->download()[0], 1);  // rank 2's count is above capacity
+    arrays.expect(r, h, true);  // rank 2's count is above capacity
     std::vector<std::uint16_t> want(capacity * row, 0);
     auto const first = static_cast<std::size_t>(prefix[r]) * row;
     for (std::size_t e = 0; e < static_cast<std::size_t>(clamped[r]) * row; ++e) {

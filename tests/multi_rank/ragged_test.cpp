@@ -110,6 +110,15 @@ std::vector<std::int32_t> round_counts(int round, int n) {
   return c;
 }
 
+// A device-count call's plan: the one-launch kernel (forced or Auto's choice) or the fallback.
+void expect_device_count_plan(const Plan& plan, PathChoice path, bool lsa) {
+  EXPECT_EQ(plan.path, lsa ? Path::LsaKernel : Path::Fallback) << plan.reason();
+  EXPECT_EQ(plan.why, !lsa                            ? PlanReason::DeviceCounts
+                      : path == PathChoice::LsaKernel ? PlanReason::Forced
+                                                      : PlanReason::DeviceCountsInOneLaunch)
+      << plan.reason();
+}
+
 // The NVFP4 device-count gather on `path` (Fallback: NCCL's calls at capacity, then compaction;
 // LsaKernel: symmcomm's one-launch kernel, counts exchanged through the pool's window; Auto: the
 // kernel where an LSA team spans the ranks): eager rounds, one graph replayed with new counts, a
@@ -129,11 +138,7 @@ void nvfp4_device_counts(PathChoice path) {
     Plan const plan =
         all_gatherv(w.comm, t.send(), t.recv(), kRow, t.device_counts(), w.stream, options);
     sync();
-    EXPECT_EQ(plan.path, lsa ? Path::LsaKernel : Path::Fallback) << plan.reason();
-    EXPECT_EQ(plan.why, !lsa                            ? PlanReason::DeviceCounts
-                        : path == PathChoice::LsaKernel ? PlanReason::Forced
-                                                        : PlanReason::DeviceCountsInOneLaunch)
-        << plan.reason();
+    expect_device_count_plan(plan, path, lsa);
     t.expect(c, "eager round " + std::to_string(round));
   }
   EXPECT_FALSE(overflowed(w.comm, t.device_counts(), w.stream));
@@ -383,11 +388,7 @@ void bf16_scatter_device_counts(PathChoice path, std::size_t row) {
     counts.poison();
     Plan const plan = call();
     sync();
-    EXPECT_EQ(plan.path, lsa ? Path::LsaKernel : Path::Fallback) << plan.reason();
-    EXPECT_EQ(plan.why, !lsa                            ? PlanReason::DeviceCounts
-                        : path == PathChoice::LsaKernel ? PlanReason::Forced
-                                                        : PlanReason::DeviceCountsInOneLaunch)
-        << plan.reason();
+    expect_device_count_plan(plan, path, lsa);
     expect(c, "eager round " + std::to_string(round));
   }
   EXPECT_FALSE(overflowed(w.comm, dc, w.stream));
