@@ -3,7 +3,9 @@
 // combine), per tokens-per-rank value and path (every rank at the row's tokens: what padding to
 // that capacity moves), and the same layer with uneven tokens at that capacity: "host-counts"
 // (all_gatherv / reduce_scatterv with host counts), "device-counts" (counts on the device,
-// NCCL's path), "device-counts-lsa" (the dispatch in symmcomm's one-launch LSA kernel).
+// NCCL's path: the counts array lies outside any window), "device-counts-lsa" (the counts array
+// in the pool's window: the dispatch and, for a BF16 combine, the combine in symmcomm's
+// one-launch LSA kernels).
 
 #include <nccl.h>
 
