@@ -180,6 +180,19 @@ class WindowSlots {
   int used_ = 0;
 };
 
+// The count exchange's arguments of a one-launch call (lsa::CountedArgs): the caller's counts,
+// its counts array (`all`, in a window) at its slot, the grid fixed by capacity rows of
+// `row_bytes`.
+void fill_counted(detail::lsa::CountedArgs& a, const DeviceCounts& counts, WindowSlots& slots,
+                  const Provenance& all, std::size_t row_bytes) {
+  a.count = counts.count;
+  a.counts = slots.ref(all, "counts.counts");
+  a.offsets = counts.offsets;
+  a.overflow = counts.overflow;
+  a.capacity = counts.capacity;
+  a.grid_bytes = counts.capacity * row_bytes;
+}
+
 Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count,
                    const std::vector<RowPart>& rows, const ScalePart& scale,
                    const DeviceCounts& counts, cudaStream_t stream, const Options& options) {
@@ -221,16 +234,11 @@ Plan ragged_gather(const Communicator& comm, const char* type, std::size_t count
           rows[i].row_bytes, rows[i].swizzled};
     }
     a.parts = static_cast<int>(rows.size());
-    a.counts = slots.ref(call.provenance(Slot::RecvPart, counts_part), "counts.counts");
+    fill_counted(a, counts, slots, call.provenance(Slot::RecvPart, counts_part), row_bytes);
     if (scale.send != nullptr) {
       a.scale_src = scale.send;
       a.scale_dst = slots.ref(call.provenance(Slot::RecvScale), scale.name);
     }
-    a.count = counts.count;
-    a.offsets = counts.offsets;
-    a.overflow = counts.overflow;
-    a.capacity = counts.capacity;
-    a.grid_bytes = counts.capacity * row_bytes;
     call.before_enqueue(stream);
     detail::lsa::counted_gather(peers, a, stream);
     call.record(stream, type, count);
@@ -364,15 +372,10 @@ Plan ragged_scatter(
     detail::lsa::Peers peers = detail::lsa_peers(state);
     WindowSlots slots(peers, operation);
     detail::lsa::CountedReduceArgs a;
-    a.count = counts.count;
-    a.counts = slots.ref(call.provenance(Slot::RecvPart, 0), "counts.counts");
-    a.offsets = counts.offsets;
-    a.overflow = counts.overflow;
-    a.capacity = counts.capacity;
+    fill_counted(a, counts, slots, call.provenance(Slot::RecvPart, 0), row_bytes);
     a.send = slots.ref(call.provenance(Slot::SendPart, 0), rows[0].name);
     a.row_elements = kernel.row_elements;
     a.out = static_cast<bf16*>(recv);
-    a.grid_bytes = counts.capacity * row_bytes;
     call.before_enqueue(stream);
     detail::lsa::counted_reduce(peers, a, stream);
     call.record(stream, type, count);

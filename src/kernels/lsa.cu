@@ -123,8 +123,8 @@ __global__ void __launch_bounds__(kThreads)
   int const n = peers.size();
   int const me = peers.rank();
   peers.barrier();
-  if (!exchange_counts(peers, a.count, a.counts, a.phase)) return;
-  count_prefix(peers, a.counts, a.capacity, a.offsets, a.overflow, prefix);
+  if (!exchange_counts(peers, a)) return;
+  count_prefix(peers, a, prefix);
   __syncthreads();
   std::int32_t const first = prefix.first, mine = prefix.mine, total = prefix.total;
   for (int i = 0; i < a.parts; ++i) {
@@ -384,16 +384,7 @@ void counted_gather(const Peers& peers, const CountedGatherArgs& a, cudaStream_t
   SYMMCOMM_EXPECTS(
       a.parts >= 1 && a.parts <= CountedGatherArgs::kMaxParts,
       "lsa counted gather: " << a.parts << " parts, outside 1.." << CountedGatherArgs::kMaxParts);
-  SYMMCOMM_EXPECTS(a.count != nullptr && a.offsets != nullptr && a.overflow != nullptr,
-                   "lsa counted gather: count, offsets and overflow must be device pointers");
-  SYMMCOMM_EXPECTS(a.phase >= 0 && a.phase <= 2,
-                   "lsa counted gather: phase " << a.phase << " outside 0..2");
-  SYMMCOMM_EXPECTS(a.capacity <= static_cast<std::size_t>(INT32_MAX),
-                   "lsa counted gather: capacity " << a.capacity << " exceeds int32 rows");
-  check_ref(peers, a.counts, "counts.counts");
-  SYMMCOMM_EXPECTS(address_bits(peers, a.counts) % 4 == 0,
-                   "lsa counted gather: counts.counts at offset " << a.counts.offset
-                                                                  << " is not 4-byte aligned");
+  check_counted(peers, a, "lsa counted gather");
   for (int i = 0; i < a.parts; ++i) {
     const CountedGatherArgs::Part& part = a.part[i];
     check_ref(peers, part.dst, "counted gather part");

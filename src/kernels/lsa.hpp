@@ -141,15 +141,29 @@ struct QuantizeGatherArgs {
   std::size_t zero_from = 0, zero_to = 0;
 };
 
+/// The count exchange the device-count kernels share (lsa_counts.cuh): after the opening barrier
+/// every rank stores its count (int32, read from local `count`) into slot `counts` of every
+/// peer at its rank's index, a second barrier makes them all visible, then each rank computes
+/// the prefix of the counts clamped to 0..capacity (writing `offsets` and, when one was outside,
+/// `overflow` = 1, both local). Counts equal the fallback's (NCCL's gather + compaction).
+struct CountedArgs {
+  const std::int32_t* count = nullptr;
+  SymRef counts{};
+  std::int32_t* offsets = nullptr;
+  std::int32_t* overflow = nullptr;
+  std::size_t capacity = 0;
+  /// 0: the whole call (production). Loopback launches every virtual rank with 1 (its count
+  /// into every rank's array) before any with 2 (the rows): ranks run one after another there.
+  int phase = 0;
+  std::size_t grid_bytes = 0;  ///< rank-independent (capacity x bytes of a row): fixes the grid
+};
+
 /// An all-gather with this rank's row count on the device (ragged.hpp), in one launch: after
-/// the opening barrier every rank stores its count (int32, read from local `count`) into slot
-/// `counts` of every peer at its rank's index, a second barrier makes them all visible, then
-/// each rank computes the prefix of the counts clamped to 0..capacity (writing `offsets` and,
-/// when one was outside, `overflow` = 1, both local) and pushes its first count rows of every
-/// part to the compact place of every peer - swizzled NVFP4 block scales at their 128 x 4
-/// places, the last rank zeroing rows from the total to the matrix's padded end - and its scale
-/// float to float `rank` of `scale_dst`. Counts equal the fallback's (NCCL's gather + compaction).
-struct CountedGatherArgs {
+/// the count exchange (CountedArgs) each rank pushes its first count rows of every part to the
+/// compact place of every peer - swizzled NVFP4 block scales at their 128 x 4 places, the last
+/// rank zeroing rows from the total to the matrix's padded end - and its scale float to float
+/// `rank` of `scale_dst`.
+struct CountedGatherArgs : CountedArgs {
   /// One tensor moved by rows: capacity rows of `row_bytes` at local `src`, the first count
   /// of them landing at `dst` + offset x row_bytes (swizzled: into the matrix at `dst`, whose
   /// rows are row_bytes scales each).
@@ -162,43 +176,24 @@ struct CountedGatherArgs {
   /// Row parts one launch moves: a view's data and block scales and kMaxRowItems more tensors
   /// (ragged.hpp). Their windows share the kSlots slots (parts in one pool arena use one).
   static constexpr int kMaxParts = 6;
-  const std::int32_t* count = nullptr;
-  SymRef counts{};
-  std::int32_t* offsets = nullptr;
-  std::int32_t* overflow = nullptr;
-  std::size_t capacity = 0;
   Part part[kMaxParts];
   int parts = 0;
   const float* scale_src = nullptr;  ///< null: no per-rank float (BF16)
   SymRef scale_dst{};
-  /// 0: the whole call (production). Loopback launches every virtual rank with 1 (its count
-  /// into every rank's array) before any with 2 (the rows): ranks run one after another there.
-  int phase = 0;
-  std::size_t grid_bytes = 0;  ///< rank-independent (capacity x bytes of a row): fixes the grid
 };
 
 /// A BF16 reduce-scatter with this rank's shard size on the device (ragged.hpp), in one launch:
-/// counts are exchanged as in CountedGatherArgs (opening barrier, each rank's count into every
-/// peer's `counts`, a second barrier; prefix clamped to 0..capacity, `offsets` and `overflow`
-/// local), then this rank sums its count rows from every peer's compact `send` (rows from
+/// after the count exchange (CountedArgs) this rank sums its count rows from every peer's
+/// compact `send` (rows from
 /// offset[rank] on, `row_elements` bf16 each) in fp32, in rank order, rounds once, writes them to
 /// local `out` and zeroes out's rows past its count up to `capacity`; a closing barrier keeps
 /// peers' send buffers in use until every rank has read them. Peers are read with 16-byte loads
 /// where every peer's rows and `out` allow (`vector`), else element by element.
-struct CountedReduceArgs {
-  const std::int32_t* count = nullptr;
-  SymRef counts{};
-  std::int32_t* offsets = nullptr;
-  std::int32_t* overflow = nullptr;
-  std::size_t capacity = 0;
+struct CountedReduceArgs : CountedArgs {
   SymRef send{};                 ///< comm.size() x capacity rows of room, compact
   std::size_t row_elements = 0;  ///< bf16 elements per row
   bf16* out = nullptr;           ///< capacity rows, local
   bool vector = false;           ///< 16-byte loads and stores (set by counted_reduce)
-  /// As CountedGatherArgs::phase: 0 the whole call; loopback runs 1 (counts) for every virtual
-  /// rank before 2 (the sums).
-  int phase = 0;
-  std::size_t grid_bytes = 0;  ///< rank-independent (capacity x bytes of a row): fixes the grid
 };
 
 /// Launch one kernel for the calling rank described by `peers`.

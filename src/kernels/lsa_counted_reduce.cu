@@ -35,8 +35,8 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ CountPrefix prefix;
   int const n = peers.size();
   peers.barrier();  // peers' send rows complete, their counts arrays free
-  if (!exchange_counts(peers, a.count, a.counts, a.phase)) return;
-  count_prefix(peers, a.counts, a.capacity, a.offsets, a.overflow, prefix);
+  if (!exchange_counts(peers, a)) return;
+  count_prefix(peers, a, prefix);
   for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
     src[p] = peers.ptr(a.send, p);
   }
@@ -89,18 +89,9 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 void counted_reduce(const Peers& peers, const CountedReduceArgs& args, cudaStream_t stream) {
-  SYMMCOMM_EXPECTS(args.count != nullptr && args.offsets != nullptr && args.overflow != nullptr,
-                   "lsa counted reduce: count, offsets and overflow must be device pointers");
-  SYMMCOMM_EXPECTS(args.phase >= 0 && args.phase <= 2,
-                   "lsa counted reduce: phase " << args.phase << " outside 0..2");
-  SYMMCOMM_EXPECTS(args.capacity <= static_cast<std::size_t>(INT32_MAX),
-                   "lsa counted reduce: capacity " << args.capacity << " exceeds int32 rows");
+  check_counted(peers, args, "lsa counted reduce");
   SYMMCOMM_EXPECTS(args.row_elements > 0, "lsa counted reduce: row_elements is 0");
   SYMMCOMM_EXPECTS(args.out != nullptr || args.capacity == 0, "lsa counted reduce: out is null");
-  check_ref(peers, args.counts, "counts.counts");
-  SYMMCOMM_EXPECTS(address_bits(peers, args.counts) % 4 == 0,
-                   "lsa counted reduce: counts.counts at offset " << args.counts.offset
-                                                                  << " is not 4-byte aligned");
   check_ref(peers, args.send, "send.data");
   std::uintptr_t const send_bits = address_bits(peers, args.send);
   SYMMCOMM_EXPECTS(send_bits % sizeof(bf16) == 0, "lsa counted reduce: send.data at offset "

@@ -78,6 +78,19 @@ inline void check_ref(const Peers& peers, SymRef ref, const char* name) {
   }
 }
 
+// The count exchange's arguments (CountedArgs) of the device-count kernel `what` names.
+inline void check_counted(const Peers& peers, const CountedArgs& a, const char* what) {
+  SYMMCOMM_EXPECTS(a.count != nullptr && a.offsets != nullptr && a.overflow != nullptr,
+                   what << ": count, offsets and overflow must be device pointers");
+  SYMMCOMM_EXPECTS(a.phase >= 0 && a.phase <= 2, what << ": phase " << a.phase << " outside 0..2");
+  SYMMCOMM_EXPECTS(a.capacity <= static_cast<std::size_t>(INT32_MAX),
+                   what << ": capacity " << a.capacity << " exceeds int32 rows");
+  check_ref(peers, a.counts, "counts.counts");
+  SYMMCOMM_EXPECTS(address_bits(peers, a.counts) % 4 == 0, what << ": counts.counts at offset "
+                                                                << a.counts.offset
+                                                                << " is not 4-byte aligned");
+}
+
 // Programmatic dependent launch of the LSA kernels (lsa.hpp): off unless SYMMCOMM_LSA_PDL=1 or
 // set_programmatic_launch(true).
 inline std::atomic<bool>& programmatic_setting() {
