@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "multi_rank/checks.hpp"
+#include "multi_rank/ragged_common.hpp"
 #include "multi_rank/world.hpp"
 #include "support/gpu_test.hpp"
 #include "support/reference.hpp"
 #include "support/tensors.hpp"
 #include "symmcomm/collectives/ragged.hpp"
-#include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/formats/bf16.hpp"
 #include "symmcomm/formats/scale_layout.hpp"
 
@@ -26,13 +26,6 @@ namespace symmcomm::test {
 namespace {
 
 constexpr std::size_t kRow = 256;  // elements per row: 128 data bytes, 16 block-scale bytes
-constexpr std::size_t kCapacity = 40;
-
-// Rank q's count in round k: every value from 0 to capacity appears across ranks and rounds.
-std::int32_t count_of(int q, int round, int ranks) {
-  if (round == 1) return q == 0 ? static_cast<std::int32_t>(kCapacity) : (q == 1 ? 0 : 3 * q);
-  return static_cast<std::int32_t>((7 * round + 13 * q + ranks) % (kCapacity + 1));
-}
 
 struct Ragged {
   int n = world().size, me = world().rank;
@@ -103,21 +96,6 @@ struct Ragged {
     EXPECT_SAME_VECTORS(rglobal.download(), want_global, at + ": global scales");
   }
 };
-
-std::vector<std::int32_t> round_counts(int round, int n) {
-  std::vector<std::int32_t> c;
-  for (int q = 0; q < n; ++q) c.push_back(count_of(q, round, n));
-  return c;
-}
-
-// A device-count call's plan: the one-launch kernel (forced or Auto's choice) or the fallback.
-void expect_device_count_plan(const Plan& plan, PathChoice path, bool lsa) {
-  EXPECT_EQ(plan.path, lsa ? Path::LsaKernel : Path::Fallback) << plan.reason();
-  EXPECT_EQ(plan.why, !lsa                            ? PlanReason::DeviceCounts
-                      : path == PathChoice::LsaKernel ? PlanReason::Forced
-                                                      : PlanReason::DeviceCountsInOneLaunch)
-      << plan.reason();
-}
 
 // The NVFP4 device-count gather on `path` (Fallback: NCCL's calls at capacity, then compaction;
 // LsaKernel: symmcomm's one-launch kernel, counts exchanged through the pool's window; Auto: the
@@ -313,188 +291,6 @@ TEST(MultiRankRagged, Bf16DeviceCountsAndArgumentErrors) {
                                          "symmcomm's one-launch LSA kernel"),
               std::string::npos)
         << e.what();
-  }
-}
-
-}  // namespace
-}  // namespace symmcomm::test
-
-namespace symmcomm::test {
-namespace {
-
-// BF16 reduce-scatter with shard sizes on the device on `path` (Fallback: the rows laid out at
-// capacity, then NCCL's reduce-scatter; LsaKernel: symmcomm's one-launch kernel reading peers'
-// compact rows through the pool's window; Auto: the kernel where an LSA team spans the ranks):
-// eager rounds, one graph replayed with new counts (0 rows and capacity among them), a count
-// above capacity. Rows of `row` elements (vector items where row % 8 == 0, else element by
-// element). Values are multiples of 1/8 below 4 in magnitude: every partial sum of up to 8 ranks
-// is exact in bf16, so every path's result is the exact sum, bit for bit.
-void bf16_scatter_device_counts(PathChoice path, std::size_t row) {
-  World& w = world();
-  int const n = w.size, me = w.rank;
-  auto const un = static_cast<std::size_t>(n);
-  SCOPED_TRACE(std::string(to_string(path)) + ", rows of " + std::to_string(row));
-  Options options;
-  options.path = path;
-  bool const lsa = path == PathChoice::LsaKernel || (path == PathChoice::Auto && lsa_can());
-  std::size_t const full = un * kCapacity * row;
-  // Rank q's send element i (every rank sends the whole n x capacity rows of room).
-  auto const value = [&](int q, std::size_t i) {
-    return static_cast<float>(static_cast<int>((i * 37 + static_cast<std::size_t>(q) * 11) % 61) -
-                              30) /
-           8.0f;
-  };
-  std::vector<float> mine_values(full);
-  for (std::size_t i = 0; i < full; ++i) mine_values[i] = value(me, i);
-  PoolArray<std::uint16_t> send(full), recv(kCapacity * row);
-  PoolArray<std::int32_t> count(1), counts(un), offsets(un), overflow(1);
-  send.upload(to_bf16_bits(mine_values));
-  overflow.upload({0});
-  DeviceCounts const dc{count.get(), kCapacity, counts.get(), offsets.get(), overflow.get()};
-  auto const call = [&] {
-    return reduce_scatterv(w.comm, Bf16Span{reinterpret_cast<bf16*>(send.get()), full},
-                           Bf16Span{reinterpret_cast<bf16*>(recv.get()), kCapacity * row}, row, dc,
-                           w.stream, options);
-  };
-  auto const expect = [&](const std::vector<std::int32_t>& wanted, const std::string& at) {
-    std::vector<std::int32_t> clamped, prefix;
-    std::int32_t sum = 0;
-    for (std::int32_t c : wanted) {
-      clamped.push_back(std::min<std::int32_t>(std::max(c, 0), kCapacity));
-      prefix.push_back(sum);
-      sum += clamped.back();
-    }
-    auto const first = static_cast<std::size_t>(prefix[static_cast<std::size_t>(me)]);
-    auto const rows = static_cast<std::size_t>(clamped[static_cast<std::size_t>(me)]);
-    std::vector<float> want(kCapacity * row, 0.0f);
-    for (std::size_t i = 0; i < rows * row; ++i) {
-      float acc = 0.0f;
-      for (int q = 0; q < n; ++q)
-        acc += bf16_bits_to_float(float_to_bf16_bits(value(q, first * row + i)));
-      want[i] = acc;
-    }
-    auto const got = recv.download();
-    EXPECT_SAME_VECTORS(got, to_bf16_bits(want), at + ": sums");
-    for (std::size_t i = rows * row; i < got.size(); ++i) {
-      ASSERT_EQ(got[i], 0u) << at << ": element " << i << " past this rank's count is not 0";
-    }
-    EXPECT_SAME_VECTORS(counts.download(), wanted, at + ": counts");
-    EXPECT_SAME_VECTORS(offsets.download(), prefix, at + ": offsets");
-  };
-  for (int round = 0; round < 3; ++round) {
-    auto const c = round_counts(round, n);
-    count.upload({c[static_cast<std::size_t>(me)]});
-    recv.poison();
-    counts.poison();
-    Plan const plan = call();
-    sync();
-    expect_device_count_plan(plan, path, lsa);
-    expect(c, "eager round " + std::to_string(round));
-  }
-  EXPECT_FALSE(overflowed(w.comm, dc, w.stream));
-  cudaGraph_t graph = nullptr;
-  SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(w.stream, cudaStreamCaptureModeThreadLocal));
-  call();
-  SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(w.stream, &graph));
-  cudaGraphExec_t exec = nullptr;
-  SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
-  for (int round = 3; round < 7; ++round) {
-    auto const c = round_counts(round == 6 ? 1 : round, n);
-    count.upload({c[static_cast<std::size_t>(me)]});
-    recv.poison();
-    SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, w.stream));
-    sync();
-    expect(c, "graph replay " + std::to_string(round));
-  }
-  auto c = round_counts(0, n);
-  c[0] = static_cast<std::int32_t>(kCapacity) + 5;
-  count.upload({c[static_cast<std::size_t>(me)]});
-  recv.poison();
-  SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, w.stream));
-  sync();
-  expect(c, "count above capacity");
-  EXPECT_TRUE(overflowed(w.comm, dc, w.stream));
-  SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(exec));
-  SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
-}
-
-TEST(MultiRankRagged, Bf16ReduceScatterWithDeviceCountsOnEveryPathEagerAndFromOneGraph) {
-  std::vector<PathChoice> paths{PathChoice::Fallback, PathChoice::Auto};
-  if (lsa_can()) paths.push_back(PathChoice::LsaKernel);
-  for (PathChoice path : paths) {
-    for (std::size_t row : {std::size_t{256}, std::size_t{36}})
-      bf16_scatter_device_counts(path, row);
-  }
-}
-
-// Reduce-scatter with shard sizes on the device: this rank's rows of the sum land at the top of
-// recv, the rest of recv is 0; equal to the host-count reduce_scatterv of the same compact send.
-TEST(MultiRankRagged, ReduceScatterWithDeviceCountsMatchesHostCounts) {
-  World& w = world();
-  int const n = w.size, me = w.rank;
-  std::size_t const row = 256, cap = 12;
-  std::vector<std::int32_t> c;
-  std::size_t total_rows = 0;
-  for (int q = 0; q < n; ++q) {
-    c.push_back((3 * q + 5) % static_cast<std::int32_t>(cap + 1));
-    total_rows += static_cast<std::size_t>(c.back());
-  }
-  std::size_t first = 0;
-  for (int q = 0; q < me; ++q) first += static_cast<std::size_t>(c[static_cast<std::size_t>(q)]);
-  std::size_t const mine = static_cast<std::size_t>(c[static_cast<std::size_t>(me)]);
-  PoolArray<std::int32_t> count(1), counts(static_cast<std::size_t>(n)),
-      offsets(static_cast<std::size_t>(n)), overflow(1);
-  count.upload({c[static_cast<std::size_t>(me)]});
-  overflow.upload({0});
-  DeviceCounts const dc{count.get(), cap, counts.get(), offsets.get(), overflow.get()};
-  // BF16: small integers, so every sum is exact whatever NCCL's order.
-  std::size_t const full = static_cast<std::size_t>(n) * cap * row;
-  std::vector<float> values(full, 0.0f);
-  for (std::size_t i = 0; i < total_rows * row; ++i) {
-    values[i] =
-        static_cast<float>(static_cast<int>((i * 7 + static_cast<std::size_t>(me) * 3) % 9) - 4);
-  }
-  PoolArray<std::uint16_t> send(full), recv(cap * row);
-  send.upload(to_bf16_bits(values));
-  recv.poison();
-  reduce_scatterv(w.comm, Bf16Span{reinterpret_cast<bf16*>(send.get()), full},
-                  Bf16Span{reinterpret_cast<bf16*>(recv.get()), cap * row}, row, dc, w.stream);
-  sync();
-  std::vector<float> want(cap * row, 0.0f);
-  for (int p = 0; p < n; ++p) {
-    for (std::size_t i = 0; i < mine * row; ++i) {
-      std::size_t const j = first * row + i;
-      want[i] +=
-          static_cast<float>(static_cast<int>((j * 7 + static_cast<std::size_t>(p) * 3) % 9) - 4);
-    }
-  }
-  EXPECT_SAME_VECTORS(recv.download(), to_bf16_bits(want), "bf16 device-count reduce-scatter");
-  // NVFP4 into bf16: bit for bit the host-count reduce_scatterv of the same compact rows.
-  std::vector<std::size_t> host_counts;
-  for (std::int32_t x : c) host_counts.push_back(static_cast<std::size_t>(x) * row);
-  PoolArray<std::uint8_t> data(full / 2), scales(full / 16);
-  PoolArray<float> global(1);
-  auto const q = HostNvfp4::quantize(random_floats(full, seed_of(me, 330), 2.0f));
-  data.upload(q.data);
-  scales.upload(q.scales);
-  global.upload({q.global_scale});
-  PoolArray<std::uint16_t> by_device(cap * row), by_host(std::max<std::size_t>(mine * row, 16));
-  by_device.poison();
-  reduce_scatterv(w.comm, Nvfp4View{data.get(), scales.get(), global.get(), full},
-                  Bf16Span{reinterpret_cast<bf16*>(by_device.get()), cap * row}, row, dc, w.stream);
-  reduce_scatterv(w.comm, Nvfp4View{data.get(), scales.get(), global.get(), total_rows * row},
-                  Bf16Span{reinterpret_cast<bf16*>(by_host.get()), mine * row}, host_counts,
-                  w.stream);
-  sync();
-  auto const got = by_device.download();
-  auto const ref = by_host.download();
-  EXPECT_SAME_VECTORS(std::vector<std::uint16_t>(
-                          got.begin(), got.begin() + static_cast<std::ptrdiff_t>(mine * row)),
-                      std::vector<std::uint16_t>(
-                          ref.begin(), ref.begin() + static_cast<std::ptrdiff_t>(mine * row)),
-                      "nvfp4 device-count reduce-scatter vs host counts");
-  for (std::size_t i = mine * row; i < got.size(); ++i) {
-    ASSERT_EQ(got[i], 0u) << "row element " << i << " past this rank's count is not 0";
   }
 }
 
