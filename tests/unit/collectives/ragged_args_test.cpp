@@ -266,4 +266,48 @@ TEST(RaggedArgs, OneLaunchKernelArgumentsAreCheckedBeforeAnyLaunch) {
   EXPECT_NE(text(b).find("counts.counts slot 7 outside 0..3"), std::string::npos) << text(b);
 }
 
+TEST(RaggedArgs, OneLaunchReduceScatterArgumentsAreCheckedBeforeAnyLaunch) {
+  using detail::lsa::CountedReduceArgs;
+  using detail::lsa::Peers;
+  using detail::lsa::SymRef;
+  Peers peers = Peers::loopback_of(0, 2);
+  static std::int32_t words[64];
+  for (int slot = 0; slot < detail::lsa::kSlots; ++slot) {
+    for (int r = 0; r < 2; ++r) peers.base[slot][r] = words + 16 * slot;
+  }
+  CountedReduceArgs a;
+  a.count = words;
+  a.counts = SymRef{1, 0};
+  a.offsets = words;
+  a.overflow = words;
+  a.capacity = 4;
+  a.send = SymRef{0, 0};
+  a.row_elements = 8;
+  a.out = reinterpret_cast<bf16*>(words + 32);
+  auto const text = [&](const CountedReduceArgs& bad) {
+    return logic_error_text([&] { detail::lsa::counted_reduce(peers, bad, nullptr); });
+  };
+  CountedReduceArgs b = a;
+  b.overflow = nullptr;
+  EXPECT_NE(text(b).find("lsa counted reduce: count, offsets and overflow must be device pointers"),
+            std::string::npos)
+      << text(b);
+  b = a;
+  b.phase = 3;
+  EXPECT_NE(text(b).find("lsa counted reduce: phase 3 outside 0..2"), std::string::npos);
+  b = a;
+  b.counts = SymRef{1, 2};
+  EXPECT_NE(text(b).find("counts.counts at offset 2 is not 4-byte aligned"), std::string::npos);
+  b = a;
+  b.row_elements = 0;
+  EXPECT_NE(text(b).find("row_elements is 0"), std::string::npos) << text(b);
+  b = a;
+  b.out = nullptr;
+  EXPECT_NE(text(b).find("out is null"), std::string::npos) << text(b);
+  b = a;
+  b.send = SymRef{0, 1};
+  EXPECT_NE(text(b).find("send.data at offset 1 is not 2-byte aligned"), std::string::npos)
+      << text(b);
+}
+
 }  // namespace
