@@ -220,15 +220,22 @@ TEST(RaggedArgs, PlannedOnTheOneLaunchKernelWhereItRunsElseTheFallbackSayingWhat
       << logic_error_text([&] { plan_collective(r); });
 }
 
+// Two loopback ranks whose slots all point into `words` (64 ints): host memory, for argument
+// checks that fail before any launch.
+detail::lsa::Peers two_virtual_ranks(std::int32_t* words) {
+  detail::lsa::Peers peers = detail::lsa::Peers::loopback_of(0, 2);
+  for (int slot = 0; slot < detail::lsa::kSlots; ++slot) {
+    for (int r = 0; r < 2; ++r) peers.base[slot][r] = words + 16 * slot;
+  }
+  return peers;
+}
+
 TEST(RaggedArgs, OneLaunchKernelArgumentsAreCheckedBeforeAnyLaunch) {
   using detail::lsa::CountedGatherArgs;
   using detail::lsa::Peers;
   using detail::lsa::SymRef;
-  Peers peers = Peers::loopback_of(0, 2);
   static std::int32_t words[64];
-  for (int slot = 0; slot < detail::lsa::kSlots; ++slot) {
-    for (int r = 0; r < 2; ++r) peers.base[slot][r] = words + 16 * slot;
-  }
+  Peers const peers = two_virtual_ranks(words);
   CountedGatherArgs a;
   a.part[0] = CountedGatherArgs::Part{words, SymRef{0, 0}, 8, false};
   a.parts = 1;
@@ -270,11 +277,8 @@ TEST(RaggedArgs, OneLaunchReduceScatterArgumentsAreCheckedBeforeAnyLaunch) {
   using detail::lsa::CountedReduceArgs;
   using detail::lsa::Peers;
   using detail::lsa::SymRef;
-  Peers peers = Peers::loopback_of(0, 2);
   static std::int32_t words[64];
-  for (int slot = 0; slot < detail::lsa::kSlots; ++slot) {
-    for (int r = 0; r < 2; ++r) peers.base[slot][r] = words + 16 * slot;
-  }
+  Peers const peers = two_virtual_ranks(words);
   CountedReduceArgs a;
   a.count = words;
   a.counts = SymRef{1, 0};
