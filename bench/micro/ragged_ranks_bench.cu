@@ -5,7 +5,7 @@
 //
 // BM_RaggedGather, variant (third argument):
 //   0  counts on the device on NCCL's path (Options::path = Fallback: every rank's rows at
-//      capacity through NCCL, then compaction; symmcomm/collectives/ragged.hpp);
+//      capacity through NCCL, then compaction; symmcomm/collectives/device_counts.hpp);
 //   1  padded to capacity: all_gather of capacity rows per rank (what engines do to keep one
 //      graph), the path symmcomm picks for pool buffers;
 //   2  host counts: all_gatherv with the counts as a host vector (a graph per count pattern);
@@ -31,7 +31,7 @@
 #include "micro/rank_world.hpp"
 #include "support/ordered_copy.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
-#include "symmcomm/collectives/ragged.hpp"
+#include "symmcomm/collectives/device_counts.hpp"
 #include "symmcomm/error.hpp"
 
 namespace symmcomm::bench {

@@ -205,7 +205,7 @@ typedef struct {
     }                                                                                      \
   }
 
-/** The device-side counts of a ragged gather (symmcomm::DeviceCounts, ragged.hpp; all device
+/** The device-side counts of a ragged gather (symmcomm::DeviceCounts, device_counts.hpp; all device
  *  pointers): this rank's row count (int32, read when the call runs), the rows every rank's
  *  send has room for, and arrays of comm size int32 the call writes with every rank's count and
  *  their exclusive prefix; `overflow` is set to 1 when a count is outside 0..capacity. */
@@ -358,7 +358,7 @@ symmcomm_status_t symmcomm_quantize_all_gather(symmcomm_comm_t comm, const symmc
                                                symmcomm_stream_t stream, symmcomm_plan_t* plan);
 
 /** All-gather of rows whose counts are on the device (DP attention without padding, one CUDA
- *  graph for every count; symmcomm/collectives/ragged.hpp): send holds capacity rows of
+ *  graph for every count; symmcomm/collectives/device_counts.hpp): send holds capacity rows of
  *  `row_elements` elements (the first *count are this rank's), recv room for comm size x
  *  capacity rows; rank r's rows land compactly at row offsets[r]. BF16, FP8 or NVFP4 (linear
  *  scales; row_elements a multiple of 16); scales one per rank in recv. Path as in C++:

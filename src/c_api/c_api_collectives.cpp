@@ -1,7 +1,8 @@
 // The C ABI's codecs, collectives, plans and exported enumeration names (symmcomm/c_api.h):
-// each entry point reads its tagged tensors once (c_api_internal.hpp) and dispatches on their
-// dtypes to the C++ overload that takes them; the C++ call validates counts, pointers and
-// windows and plans the path.
+// each collective entry point reads its tagged tensors once into the library's call descriptor
+// (src/collectives/call.hpp) and hands it to the same run() as the typed C++ overloads, which
+// validates counts, pointers and windows once, plans and runs it; the codecs look their dtype
+// pair up in a table.
 
 #include <algorithm>
 #include <cstddef>
@@ -12,9 +13,10 @@
 #include <vector>
 
 #include "c_api_internal.hpp"
+#include "collectives/call.hpp"
 #include "symmcomm/c_api.h"
 #include "symmcomm/collectives/all_gather.hpp"
-#include "symmcomm/collectives/ragged.hpp"
+#include "symmcomm/collectives/device_counts.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/formats/codecs.hpp"
 
@@ -45,18 +47,6 @@ static_assert(static_cast<int>(Path::NcclSymmetric) == SYMMCOMM_TOOK_NCCL_SYMMET
               static_cast<int>(Path::Fallback) == SYMMCOMM_TOOK_FALLBACK);
 static_assert(static_cast<int>(PathChoice::Auto) == SYMMCOMM_PATH_AUTO &&
               static_cast<int>(PathChoice::Fallback) == SYMMCOMM_PATH_FALLBACK);
-
-bool is_fp8(DataType d) {
-  return d == DataType::Fp8E4M3 || d == DataType::Fp8E5M2;
-}
-bool is_quantized(DataType d) {
-  return d == DataType::Nvfp4 || is_fp8(d);
-}
-
-[[noreturn]] void unsupported(const char* call, const Tensor& a, const Tensor& b) {
-  SYMMCOMM_FAIL(call << " of " << a.name << " " << to_string(a.dtype) << " into " << b.name << " "
-                     << to_string(b.dtype) << " is not supported");
-}
 
 }  // namespace
 
@@ -114,13 +104,15 @@ void report(const Plan& plan, symmcomm_plan_t* out) {
   out->private_data[kPlanWords - 1] = kPlanMark;
 }
 
-Tensor tensor_of(const symmcomm_tensor_t* t, const char* name) {
+detail::TensorRef tensor_of(const symmcomm_tensor_t* t, const char* name) {
   SYMMCOMM_EXPECTS(t != nullptr, name << " is NULL");
   std::string const n(name);
   auto const dtype = static_cast<DataType>(
       enum_value(t->dtype, kLastDtype, (n + ".dtype").c_str(), "symmcomm_dtype_t"));
   auto const layout = static_cast<ScaleLayout>(enum_value(
       t->scale_layout, kLastLayout, (n + ".scale_layout").c_str(), "symmcomm_scale_layout_t"));
+  bool const quantized =
+      dtype == DataType::Nvfp4 || dtype == DataType::Fp8E4M3 || dtype == DataType::Fp8E5M2;
   if (dtype != DataType::Nvfp4) {
     SYMMCOMM_EXPECTS(t->block_scales == nullptr,
                      name << ".block_scales must be NULL for " << to_string(dtype));
@@ -132,53 +124,120 @@ Tensor tensor_of(const symmcomm_tensor_t* t, const char* name) {
         layout == ScaleLayout::Swizzled128x4 || t->row_elements == 0,
         name << ".row_elements " << t->row_elements << " is set but scale_layout is linear");
   }
-  if (!is_quantized(dtype)) {
+  if (!quantized) {
     SYMMCOMM_EXPECTS(t->scales == nullptr, name << ".scales must be NULL for " << to_string(dtype));
   }
-  return Tensor{t, name, dtype, layout};
+  detail::TensorRef r;
+  r.dtype = dtype;
+  r.data = t->data;
+  r.block_scales = t->block_scales;
+  r.scales = t->scales;
+  r.count = t->count;
+  r.scale_layout = layout;
+  r.row_elements = t->row_elements;
+  return r;
 }
 
-Bf16Span bf16_of(const Tensor& t) {
-  return Bf16Span{static_cast<bf16*>(t.t->data), t.t->count};
-}
-Fp32Span fp32_of(const Tensor& t) {
-  return Fp32Span{static_cast<float*>(t.t->data), t.t->count};
-}
-Fp8View fp8_of(const Tensor& t) {
-  return Fp8View{static_cast<std::uint8_t*>(t.t->data), t.t->scales, t.t->count,
-                 t.dtype == DataType::Fp8E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3};
-}
-Nvfp4View nvfp4_of(const Tensor& t) {
-  return Nvfp4View{static_cast<std::uint8_t*>(t.t->data),
-                   static_cast<std::uint8_t*>(t.t->block_scales),
-                   t.t->scales,
-                   t.t->count,
-                   t.layout,
-                   t.t->row_elements};
-}
+namespace {
 
-void require_linear(const Tensor& t, const char* what) {
-  SYMMCOMM_EXPECTS(t.layout == ScaleLayout::Linear,
-                   what << " needs " << t.name << "'s block scales linear, not swizzled128x4");
-}
-
-// What every collective entry point reads first, in this order (so argument errors come before
-// the communicator's): its two tensors, its options and its plan out-parameter.
-struct CollectiveArgs {
-  Tensor a, b;
-  Options o;
-  const Communicator& c;
+// A codec's dtype pair and its run. FP8 rows match either encoding (the view carries it).
+using CodecRun = void (*)(const detail::TensorRef& src, const detail::TensorRef& dst,
+                          ScaleMode mode, cudaStream_t stream);
+struct Codec {
+  DataType src, dst;
+  CodecRun run;
 };
-CollectiveArgs collective_args(symmcomm_comm_t comm, const symmcomm_tensor_t* first,
-                               const char* first_name, const symmcomm_tensor_t* recv,
-                               const symmcomm_options_t* options, const symmcomm_plan_t* plan) {
-  Tensor a = tensor_of(first, first_name);
-  Tensor b = tensor_of(recv, "recv");
-  Options o = options_of(options);
-  check_plan_out(plan);
-  return CollectiveArgs{a, b, o, comm_of(comm)};
+
+bool same_class(DataType row, DataType t) {
+  auto const fp8 = [](DataType d) { return d == DataType::Fp8E4M3 || d == DataType::Fp8E5M2; };
+  return row == t || (fp8(row) && fp8(t));
 }
 
+template <class T>
+const T* data_of(const detail::TensorRef& t) {
+  return static_cast<const T*>(t.data);
+}
+
+constexpr Codec kQuantize[] = {
+    {DataType::Bf16, DataType::Nvfp4,
+     [](const detail::TensorRef& a, const detail::TensorRef& b, ScaleMode m, cudaStream_t s) {
+       quantize_nvfp4(data_of<bf16>(a), b.nvfp4(), m, s);
+     }},
+    {DataType::Fp32, DataType::Nvfp4,
+     [](const detail::TensorRef& a, const detail::TensorRef& b, ScaleMode m, cudaStream_t s) {
+       quantize_nvfp4(data_of<float>(a), b.nvfp4(), m, s);
+     }},
+    {DataType::Bf16, DataType::Fp8E4M3,
+     [](const detail::TensorRef& a, const detail::TensorRef& b, ScaleMode m, cudaStream_t s) {
+       quantize_fp8(data_of<bf16>(a), b.fp8(), m, s);
+     }},
+    {DataType::Fp32, DataType::Fp8E4M3,
+     [](const detail::TensorRef& a, const detail::TensorRef& b, ScaleMode m, cudaStream_t s) {
+       quantize_fp8(data_of<float>(a), b.fp8(), m, s);
+     }},
+};
+
+constexpr Codec kDequantize[] = {
+    {DataType::Nvfp4, DataType::Bf16,
+     [](const detail::TensorRef& a, const detail::TensorRef& b, ScaleMode, cudaStream_t s) {
+       dequantize_nvfp4(a.nvfp4(), static_cast<bf16*>(b.data), s);
+     }},
+    {DataType::Nvfp4, DataType::Fp32,
+     [](const detail::TensorRef& a, const detail::TensorRef& b, ScaleMode, cudaStream_t s) {
+       dequantize_nvfp4(a.nvfp4(), static_cast<float*>(b.data), s);
+     }},
+    {DataType::Fp8E4M3, DataType::Bf16,
+     [](const detail::TensorRef& a, const detail::TensorRef& b, ScaleMode, cudaStream_t s) {
+       dequantize_fp8(a.fp8(), static_cast<bf16*>(b.data), s);
+     }},
+    {DataType::Fp8E4M3, DataType::Fp32,
+     [](const detail::TensorRef& a, const detail::TensorRef& b, ScaleMode, cudaStream_t s) {
+       dequantize_fp8(a.fp8(), static_cast<float*>(b.data), s);
+     }},
+};
+
+// `call` ("quantize", "dequantize") of src into dst through the row of `table` that takes them;
+// the quantized side's block scales must be linear (`quantized` names it).
+template <std::size_t N>
+void run_codec(const char* call, const Codec (&table)[N], const symmcomm_tensor_t* src,
+               const symmcomm_tensor_t* dst, const char* quantized, ScaleMode mode,
+               cudaStream_t stream) {
+  detail::TensorRef const a = tensor_of(src, "src"), b = tensor_of(dst, "dst");
+  const detail::TensorRef& q = std::string(quantized) == "src" ? a : b;
+  SYMMCOMM_EXPECTS(q.scale_layout == ScaleLayout::Linear,
+                   call << " needs " << quantized << "'s block scales linear, not swizzled128x4");
+  SYMMCOMM_EXPECTS(a.count == b.count, "src holds " << a.count << " elements, dst " << b.count);
+  for (const Codec& c : table) {
+    if (same_class(c.src, a.dtype) && same_class(c.dst, b.dtype)) {
+      c.run(a, b, mode, stream);
+      return;
+    }
+  }
+  SYMMCOMM_FAIL(call << " of src " << to_string(a.dtype) << " into dst " << to_string(b.dtype)
+                     << " is not supported");
+}
+
+// A collective entry point: the descriptor from `describe` (its tensors read and checked
+// first), then the options, the plan out-parameter and the communicator, in that order; with
+// `host_counts`, comm.size() counts from it; then run() and the plan reported.
+template <class Describe>
+symmcomm_status_t collective(symmcomm_comm_t comm, const symmcomm_options_t* options,
+                             symmcomm_stream_t stream, symmcomm_plan_t* plan, Describe&& describe,
+                             bool takes_host_counts = false, const size_t* host_counts = nullptr) {
+  return guarded([&] {
+    detail::CollectiveCall call = describe();
+    Options const o = options_of(options);
+    check_plan_out(plan);
+    const Communicator& c = comm_of(comm);
+    if (takes_host_counts) {
+      SYMMCOMM_EXPECTS(host_counts != nullptr, "counts is NULL");
+      call = detail::with_host_counts(call, host_counts, static_cast<std::size_t>(c.size()));
+    }
+    report(detail::run(c, call, stream, o), plan);
+  });
+}
+
+}  // namespace
 }  // namespace symmcomm::c_api
 
 using namespace symmcomm::c_api;
@@ -253,44 +312,16 @@ const char* symmcomm_enum_name(symmcomm_enum_t kind, int value) {
 symmcomm_status_t symmcomm_quantize(const symmcomm_tensor_t* src, const symmcomm_tensor_t* dst,
                                     int compute_scale, symmcomm_stream_t stream) {
   return guarded([&] {
-    Tensor const a = tensor_of(src, "src"), b = tensor_of(dst, "dst");
-    require_linear(b, "quantize");
-    SYMMCOMM_EXPECTS(a.t->count == b.t->count,
-                     "src holds " << a.t->count << " elements, dst " << b.t->count);
-    auto const mode =
-        compute_scale != 0 ? symmcomm::ScaleMode::Compute : symmcomm::ScaleMode::Given;
-    if (a.dtype == DataType::Bf16 && b.dtype == DataType::Nvfp4) {
-      symmcomm::quantize_nvfp4(bf16_of(a).data, nvfp4_of(b), mode, stream);
-    } else if (a.dtype == DataType::Fp32 && b.dtype == DataType::Nvfp4) {
-      symmcomm::quantize_nvfp4(fp32_of(a).data, nvfp4_of(b), mode, stream);
-    } else if (a.dtype == DataType::Bf16 && is_fp8(b.dtype)) {
-      symmcomm::quantize_fp8(bf16_of(a).data, fp8_of(b), mode, stream);
-    } else if (a.dtype == DataType::Fp32 && is_fp8(b.dtype)) {
-      symmcomm::quantize_fp8(fp32_of(a).data, fp8_of(b), mode, stream);
-    } else {
-      unsupported("quantize", a, b);
-    }
+    run_codec("quantize", kQuantize, src, dst, "dst",
+              compute_scale != 0 ? symmcomm::ScaleMode::Compute : symmcomm::ScaleMode::Given,
+              stream);
   });
 }
 
 symmcomm_status_t symmcomm_dequantize(const symmcomm_tensor_t* src, const symmcomm_tensor_t* dst,
                                       symmcomm_stream_t stream) {
   return guarded([&] {
-    Tensor const a = tensor_of(src, "src"), b = tensor_of(dst, "dst");
-    require_linear(a, "dequantize");
-    SYMMCOMM_EXPECTS(a.t->count == b.t->count,
-                     "src holds " << a.t->count << " elements, dst " << b.t->count);
-    if (a.dtype == DataType::Nvfp4 && b.dtype == DataType::Bf16) {
-      symmcomm::dequantize_nvfp4(nvfp4_of(a), bf16_of(b).data, stream);
-    } else if (a.dtype == DataType::Nvfp4 && b.dtype == DataType::Fp32) {
-      symmcomm::dequantize_nvfp4(nvfp4_of(a), fp32_of(b).data, stream);
-    } else if (is_fp8(a.dtype) && b.dtype == DataType::Bf16) {
-      symmcomm::dequantize_fp8(fp8_of(a), bf16_of(b).data, stream);
-    } else if (is_fp8(a.dtype) && b.dtype == DataType::Fp32) {
-      symmcomm::dequantize_fp8(fp8_of(a), fp32_of(b).data, stream);
-    } else {
-      unsupported("dequantize", a, b);
-    }
+    run_codec("dequantize", kDequantize, src, dst, "src", symmcomm::ScaleMode::Given, stream);
   });
 }
 
@@ -298,20 +329,8 @@ symmcomm_status_t symmcomm_all_gather(symmcomm_comm_t comm, const symmcomm_tenso
                                       const symmcomm_tensor_t* recv,
                                       const symmcomm_options_t* options, symmcomm_stream_t stream,
                                       symmcomm_plan_t* plan) {
-  return guarded([&] {
-    auto const [a, b, o, c] = collective_args(comm, send, "send", recv, options, plan);
-    require_linear(a, "all_gather");
-    SYMMCOMM_EXPECTS(a.dtype == b.dtype, "all_gather: send is " << to_string(a.dtype) << ", recv "
-                                                                << to_string(b.dtype));
-    if (a.dtype == DataType::Bf16) {
-      report(symmcomm::all_gather(c, bf16_of(a), bf16_of(b), stream, o), plan);
-    } else if (is_fp8(a.dtype)) {
-      report(symmcomm::all_gather(c, fp8_of(a), fp8_of(b), stream, o), plan);
-    } else if (a.dtype == DataType::Nvfp4) {
-      report(symmcomm::all_gather(c, nvfp4_of(a), nvfp4_of(b), stream, o), plan);
-    } else {
-      unsupported("all_gather", a, b);
-    }
+  return collective(comm, options, stream, plan, [&] {
+    return detail::gather_call(tensor_of(send, "send"), tensor_of(recv, "recv"));
   });
 }
 
@@ -319,52 +338,18 @@ symmcomm_status_t symmcomm_all_gatherv(symmcomm_comm_t comm, const symmcomm_tens
                                        const symmcomm_tensor_t* recv, const size_t* counts,
                                        const symmcomm_options_t* options, symmcomm_stream_t stream,
                                        symmcomm_plan_t* plan) {
-  return guarded([&] {
-    auto const [a, b, o, c] = collective_args(comm, send, "send", recv, options, plan);
-    std::vector<std::size_t> const n = counts_of(c, counts);
-    require_linear(a, "all_gatherv");
-    SYMMCOMM_EXPECTS(a.dtype == b.dtype, "all_gatherv: send is " << to_string(a.dtype) << ", recv "
-                                                                 << to_string(b.dtype));
-    if (a.dtype == DataType::Bf16) {
-      report(symmcomm::all_gatherv(c, bf16_of(a), bf16_of(b), n, stream, o), plan);
-    } else if (is_fp8(a.dtype)) {
-      report(symmcomm::all_gatherv(c, fp8_of(a), fp8_of(b), n, stream, o), plan);
-    } else if (a.dtype == DataType::Nvfp4) {
-      report(symmcomm::all_gatherv(c, nvfp4_of(a), nvfp4_of(b), n, stream, o), plan);
-    } else {
-      unsupported("all_gatherv", a, b);
-    }
-  });
+  return collective(
+      comm, options, stream, plan,
+      [&] { return detail::gather_call(tensor_of(send, "send"), tensor_of(recv, "recv")); }, true,
+      counts);
 }
 
 symmcomm_status_t symmcomm_reduce_scatter(symmcomm_comm_t comm, const symmcomm_tensor_t* send,
                                           const symmcomm_tensor_t* recv,
                                           const symmcomm_options_t* options,
                                           symmcomm_stream_t stream, symmcomm_plan_t* plan) {
-  return guarded([&] {
-    auto const [a, b, o, c] = collective_args(comm, send, "send", recv, options, plan);
-    require_linear(a, "reduce_scatter");
-    require_linear(b, "reduce_scatter");
-    DataType const x = a.dtype, y = b.dtype;
-    if (x == DataType::Bf16 && y == DataType::Bf16) {
-      report(symmcomm::reduce_scatter(c, bf16_of(a), bf16_of(b), stream, o), plan);
-    } else if (x == DataType::Fp32 && y == DataType::Fp32) {
-      report(symmcomm::reduce_scatter(c, fp32_of(a), fp32_of(b), stream, o), plan);
-    } else if (x == DataType::Nvfp4 && y == DataType::Bf16) {
-      report(symmcomm::reduce_scatter(c, nvfp4_of(a), bf16_of(b), stream, o), plan);
-    } else if (x == DataType::Nvfp4 && y == DataType::Fp32) {
-      report(symmcomm::reduce_scatter(c, nvfp4_of(a), fp32_of(b), stream, o), plan);
-    } else if (x == DataType::Nvfp4 && y == DataType::Nvfp4) {
-      report(symmcomm::reduce_scatter(c, nvfp4_of(a), nvfp4_of(b), stream, o), plan);
-    } else if (is_fp8(x) && y == DataType::Bf16) {
-      report(symmcomm::reduce_scatter(c, fp8_of(a), bf16_of(b), stream, o), plan);
-    } else if (is_fp8(x) && y == DataType::Fp32) {
-      report(symmcomm::reduce_scatter(c, fp8_of(a), fp32_of(b), stream, o), plan);
-    } else if (is_fp8(x) && x == y) {
-      report(symmcomm::reduce_scatter(c, fp8_of(a), fp8_of(b), stream, o), plan);
-    } else {
-      unsupported("reduce_scatter", a, b);
-    }
+  return collective(comm, options, stream, plan, [&] {
+    return detail::reduce_scatter_call(tensor_of(send, "send"), tensor_of(recv, "recv"));
   });
 }
 
@@ -372,35 +357,18 @@ symmcomm_status_t symmcomm_reduce_scatterv(symmcomm_comm_t comm, const symmcomm_
                                            const symmcomm_tensor_t* recv, const size_t* counts,
                                            const symmcomm_options_t* options,
                                            symmcomm_stream_t stream, symmcomm_plan_t* plan) {
-  return guarded([&] {
-    auto const [a, b, o, c] = collective_args(comm, send, "send", recv, options, plan);
-    std::vector<std::size_t> const n = counts_of(c, counts);
-    require_linear(a, "reduce_scatterv");
-    if (a.dtype == DataType::Bf16 && b.dtype == DataType::Bf16) {
-      report(symmcomm::reduce_scatterv(c, bf16_of(a), bf16_of(b), n, stream, o), plan);
-    } else if (a.dtype == DataType::Nvfp4 && b.dtype == DataType::Bf16) {
-      report(symmcomm::reduce_scatterv(c, nvfp4_of(a), bf16_of(b), n, stream, o), plan);
-    } else if (is_fp8(a.dtype) && b.dtype == DataType::Bf16) {
-      report(symmcomm::reduce_scatterv(c, fp8_of(a), bf16_of(b), n, stream, o), plan);
-    } else {
-      unsupported("reduce_scatterv", a, b);
-    }
-  });
+  return collective(
+      comm, options, stream, plan,
+      [&] { return detail::reduce_scatter_call(tensor_of(send, "send"), tensor_of(recv, "recv")); },
+      true, counts);
 }
 
 symmcomm_status_t symmcomm_quantize_all_gather(symmcomm_comm_t comm, const symmcomm_tensor_t* input,
                                                const float* scale, const symmcomm_tensor_t* recv,
                                                const symmcomm_options_t* options,
                                                symmcomm_stream_t stream, symmcomm_plan_t* plan) {
-  return guarded([&] {
-    auto const [a, b, o, c] = collective_args(comm, input, "input", recv, options, plan);
-    if (a.dtype == DataType::Bf16 && b.dtype == DataType::Nvfp4) {
-      report(symmcomm::quantize_all_gather(c, bf16_of(a), nvfp4_of(b), scale, stream, o), plan);
-    } else if (a.dtype == DataType::Bf16 && is_fp8(b.dtype)) {
-      report(symmcomm::quantize_all_gather(c, bf16_of(a), fp8_of(b), scale, stream, o), plan);
-    } else {
-      unsupported("quantize_all_gather", a, b);
-    }
+  return collective(comm, options, stream, plan, [&] {
+    return detail::quantize_gather_call(tensor_of(input, "input"), tensor_of(recv, "recv"), scale);
   });
 }
 
@@ -409,22 +377,10 @@ symmcomm_status_t symmcomm_all_gatherv_device(symmcomm_comm_t comm, const symmco
                                               const symmcomm_device_counts_t* counts,
                                               const symmcomm_options_t* options,
                                               symmcomm_stream_t stream, symmcomm_plan_t* plan) {
-  return guarded([&] {
+  return collective(comm, options, stream, plan, [&] {
     symmcomm::DeviceCounts const dc = device_counts_of(counts);
-    auto const [a, b, o, c] = collective_args(comm, send, "send", recv, options, plan);
-    require_linear(a, "all_gatherv (device counts)");  // recv may be swizzled (NVFP4)
-    SYMMCOMM_EXPECTS(a.dtype == b.dtype, "all_gatherv (device counts): send is "
-                                             << to_string(a.dtype) << ", recv "
-                                             << to_string(b.dtype));
-    if (a.dtype == DataType::Bf16) {
-      report(symmcomm::all_gatherv(c, bf16_of(a), bf16_of(b), row_elements, dc, stream, o), plan);
-    } else if (is_fp8(a.dtype)) {
-      report(symmcomm::all_gatherv(c, fp8_of(a), fp8_of(b), row_elements, dc, stream, o), plan);
-    } else if (a.dtype == DataType::Nvfp4) {
-      report(symmcomm::all_gatherv(c, nvfp4_of(a), nvfp4_of(b), row_elements, dc, stream, o), plan);
-    } else {
-      unsupported("all_gatherv (device counts)", a, b);
-    }
+    return detail::with_device_counts(
+        detail::gather_call(tensor_of(send, "send"), tensor_of(recv, "recv")), dc, row_elements);
   });
 }
 
@@ -432,19 +388,11 @@ symmcomm_status_t symmcomm_reduce_scatterv_device(
     symmcomm_comm_t comm, const symmcomm_tensor_t* send, const symmcomm_tensor_t* recv,
     size_t row_elements, const symmcomm_device_counts_t* counts, const symmcomm_options_t* options,
     symmcomm_stream_t stream, symmcomm_plan_t* plan) {
-  return guarded([&] {
+  return collective(comm, options, stream, plan, [&] {
     symmcomm::DeviceCounts const dc = device_counts_of(counts);
-    auto const [a, b, o, c] = collective_args(comm, send, "send", recv, options, plan);
-    require_linear(a, "reduce_scatterv (device counts)");
-    if (a.dtype == DataType::Bf16 && b.dtype == DataType::Bf16) {
-      report(symmcomm::reduce_scatterv(c, bf16_of(a), bf16_of(b), row_elements, dc, stream, o),
-             plan);
-    } else if (a.dtype == DataType::Nvfp4 && b.dtype == DataType::Bf16) {
-      report(symmcomm::reduce_scatterv(c, nvfp4_of(a), bf16_of(b), row_elements, dc, stream, o),
-             plan);
-    } else {
-      unsupported("reduce_scatterv (device counts)", a, b);
-    }
+    return detail::with_device_counts(
+        detail::reduce_scatter_call(tensor_of(send, "send"), tensor_of(recv, "recv")), dc,
+        row_elements);
   });
 }
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "collectives/call.hpp"
 #include "symmcomm/c_api.h"
 #include "symmcomm/collectives/options.hpp"
-#include "symmcomm/collectives/ragged.hpp"
 #include "symmcomm/comm/communicator.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/traits.hpp"
@@ -89,7 +89,7 @@ int enum_value(const E& e, int last, const char* name, const char* type) {
 // symmcomm::Options from a size-versioned symmcomm_options_t (NULL: defaults).
 symmcomm::Options options_of(const symmcomm_options_t* options);
 
-// The C++ DeviceCounts of a ragged gather (LogicError for NULL).
+// The C++ DeviceCounts of a device-count call (LogicError for NULL).
 symmcomm::DeviceCounts device_counts_of(const symmcomm_device_counts_t* counts);
 
 // Checks a plan out-parameter before anything runs (so a bad one never leaves a call enqueued
@@ -98,32 +98,11 @@ void check_plan_out(const symmcomm_plan_t* plan);
 // Writes `plan` (checked by check_plan_out) when it is not NULL.
 void report(const symmcomm::Plan& plan, symmcomm_plan_t* out);
 
-// A tensor argument, its dtype and layout checked and the fields its dtype does not use
-// refused (each error names the argument: "send.scales must be NULL for bf16").
-struct Tensor {
-  const symmcomm_tensor_t* t;
-  const char* name;
-  symmcomm::DataType dtype;
-  symmcomm::ScaleLayout layout;
-};
-Tensor tensor_of(const symmcomm_tensor_t* t, const char* name);
+namespace detail = symmcomm::detail;
 
-symmcomm::Bf16Span bf16_of(const Tensor& t);
-symmcomm::Fp32Span fp32_of(const Tensor& t);
-symmcomm::Fp8View fp8_of(const Tensor& t);
-// The NVFP4 view, its scale layout included.
-symmcomm::Nvfp4View nvfp4_of(const Tensor& t);
-// Refuses a tensor that is not linear (`what` says which call wanted it so).
-void require_linear(const Tensor& t, const char* what);
-
-// The host array of comm size counts a v-collective takes.
-inline std::vector<std::size_t> counts_of(const symmcomm::Communicator& c, const size_t* counts) {
-  SYMMCOMM_EXPECTS(counts != nullptr, "counts is NULL");
-  return std::vector<std::size_t>(counts, counts + c.size());
-}
-
-inline symmcomm::bf16* bf16_ptr(const void* p) {
-  return static_cast<symmcomm::bf16*>(const_cast<void*>(p));
-}
+// A tensor argument as the library's TensorRef, its dtype and layout checked and the fields its
+// dtype does not use refused (each error names the argument: "send.scales must be NULL for
+// bf16").
+detail::TensorRef tensor_of(const symmcomm_tensor_t* t, const char* name);
 
 }  // namespace symmcomm::c_api

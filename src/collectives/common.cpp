@@ -236,24 +236,6 @@ void refuse_inside_group(const char* operation, const char* why) {
                              << "thread instead");
 }
 
-void check_counts(const std::vector<std::size_t>& counts, int ranks, int rank, std::size_t mine,
-                  std::size_t total, std::size_t multiple, const char* mine_name,
-                  const char* total_name) {
-  SYMMCOMM_EXPECTS(counts.size() == static_cast<std::size_t>(ranks),
-                   "counts has " << counts.size() << " entries for " << ranks << " ranks");
-  std::size_t sum = 0;
-  for (std::size_t r = 0; r < counts.size(); ++r) {
-    SYMMCOMM_EXPECTS(counts[r] % multiple == 0,
-                     "counts[" << r << "] = " << counts[r] << " is not a multiple of " << multiple);
-    sum += counts[r];
-  }
-  SYMMCOMM_EXPECTS(counts[static_cast<std::size_t>(rank)] == mine,
-                   mine_name << " " << mine << " differs from counts[" << rank
-                             << "] = " << counts[static_cast<std::size_t>(rank)]);
-  SYMMCOMM_EXPECTS(sum == total,
-                   total_name << " " << total << " differs from the sum of counts " << sum);
-}
-
 PlannedCall::PlannedCall(CommState& state, Operation op, const Options& options,
                          const char* operation)
     : state_(state), options_(options), operation_(operation), in_group_(Group::active()) {

@@ -80,7 +80,7 @@ class PlannedCall {
   /// Part `index` of a gather's send (Slot::SendPart) or receive (Slot::RecvPart) side.
   PlannedCall& part(Slot side, int index, const char* name, const void* ptr, std::size_t bytes,
                     bool peer_accessed = true);
-  /// A gather whose counts are on the device (ragged.hpp; the planner's device_counts).
+  /// A gather whose counts are on the device (device_counts.hpp; the planner's device_counts).
   PlannedCall& device_counts();
   /// A fused quantize + all-gather whose NCCL path gathers a quantized copy of `bytes`: in
   /// `staging` (planned as "Options::staging.send") when not null, else in the workspace.
@@ -120,12 +120,6 @@ class PlannedCall {
 /// communicator's own, grown when not capturing.
 void* acquire_workspace(CommState& comm, const Options& options, std::size_t bytes,
                         cudaStream_t stream);
-
-/// Validates per-rank counts: size == ranks, counts[rank] == mine, sum == total,
-/// each a multiple of `multiple`.
-void check_counts(const std::vector<std::size_t>& counts, int ranks, int rank, std::size_t mine,
-                  std::size_t total, std::size_t multiple, const char* mine_name,
-                  const char* total_name);
 
 /// Throws LogicError when called inside a symmcomm::Group: `operation` mixes NCCL calls with
 /// its own kernels or copies, which must follow NCCL's work on the stream, but NCCL enqueues

@@ -46,13 +46,18 @@ void run_gather(const std::vector<GatherTensor>& tensors, cudaStream_t stream) {
   std::size_t const n = tensors.front().send.size();
   for (std::size_t r = 0; r < n; ++r) {
     lsa::Peers peers = lsa::Peers::loopback_of(static_cast<int>(r), static_cast<int>(n));
-    std::vector<detail::GatherPartArgs> specs;
+    std::vector<detail::GatherPart> parts;
     for (std::size_t t = 0; t < tensors.size(); ++t) {
       for (std::size_t q = 0; q < n; ++q) peers.base[t][q] = tensors[t].recv[q];
-      // The same builder as production, with each view's own pointer as the base.
-      specs.push_back({tensors[t].send[r], 0, &tensors[t].bytes, tensors[t].swizzle});
+      detail::GatherPart p;
+      p.send = tensors[t].send[r];
+      p.bytes = tensors[t].bytes;
+      p.swizzle = tensors[t].swizzle;
+      parts.push_back(std::move(p));
     }
-    lsa::gather(peers, detail::gather_args(specs, r, n), stream);
+    // The same builder as production, with each view's own pointer as the base.
+    lsa::gather(peers, detail::gather_args(parts, std::vector<std::size_t>(parts.size(), 0), r, n),
+                stream);
   }
 }
 

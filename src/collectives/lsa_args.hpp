@@ -21,33 +21,38 @@ struct QuantizedBases {
   std::size_t scale = 0;
 };
 
-/// One tensor of a gather launch in slot `index`: bytes[r] bytes from rank r, rank r's after
-/// those of ranks < r, from `base` in the slot; `swizzle` for NVFP4 block scales written in the
-/// GEMMs' layout (then every rank writes into one matrix at `base`).
-struct GatherPartArgs {
-  const void* src = nullptr;  ///< this rank's bytes
-  std::size_t base = 0;
-  const std::vector<std::size_t>* bytes = nullptr;
+/// One tensor of a gather: bytes[r] bytes from rank r, laid out rank after rank in `recv`
+/// (named in plans and messages by `send_name` / `recv_name`); `swizzle` for NVFP4 block scales
+/// written in the GEMMs' layout (then every rank writes into one matrix). The executors' and the
+/// loopback runs' one description of a gathered tensor, from which the LSA launch is built.
+struct GatherPart {
+  const char* send_name = "send";
+  const void* send = nullptr;  ///< this rank's bytes
+  const char* recv_name = "recv";
+  void* recv = nullptr;
+  std::vector<std::size_t> bytes;  ///< per rank
   const SwizzledScales* swizzle = nullptr;
 };
 
-/// The gather launch of `rank` of `ranks` over `parts` (slot i = parts[i]).
-inline lsa::GatherArgs gather_args(const std::vector<GatherPartArgs>& parts, std::size_t rank,
+/// The gather launch of `rank` of `ranks` over `parts` (slot i = parts[i], whose receive tensor
+/// starts `base[i]` bytes into the slot).
+inline lsa::GatherArgs gather_args(const std::vector<GatherPart>& parts,
+                                   const std::vector<std::size_t>& base, std::size_t rank,
                                    std::size_t ranks) {
   lsa::GatherArgs args;
   args.segments = static_cast<int>(parts.size());
   std::size_t total = 0;
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    const std::vector<std::size_t>& bytes = *parts[i].bytes;
+    const std::vector<std::size_t>& bytes = parts[i].bytes;
     std::size_t displacement = 0;
     for (std::size_t r = 0; r < rank; ++r) displacement += bytes[r];
     for (std::size_t b : bytes) total += b;
     lsa::GatherSegment& seg = args.segment[i];
-    seg.src = parts[i].src;
-    seg.dst = lsa::SymRef{static_cast<int>(i), parts[i].base + displacement};
+    seg.src = parts[i].send;
+    seg.dst = lsa::SymRef{static_cast<int>(i), base[i] + displacement};
     seg.bytes = bytes[rank];
     if (parts[i].swizzle != nullptr) {
-      seg.dst = lsa::SymRef{static_cast<int>(i), parts[i].base};
+      seg.dst = lsa::SymRef{static_cast<int>(i), base[i]};
       set_swizzle(*parts[i].swizzle, rank, ranks, seg);
     }
   }

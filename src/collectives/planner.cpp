@@ -195,13 +195,8 @@ Plan plan_collective(const PlanRequest& r) {
   SYMMCOMM_EXPECTS(r.capabilities != nullptr, "plan_collective: capabilities is null");
   if (r.device_counts) {
     // symmcomm's one-launch LSA kernels (counts exchanged through the window, then only the
-    // rows that count) are Auto's choice wherever they can run. The gather, on the H200 (2-8
-    // ranks sharing the GPU, means of 64-1024 rows of 7168): 0.17-0.68x the time of NCCL's calls
-    // at capacity plus compaction (bench/results/2026-12-04-h200x1-session15, BM_RaggedGather).
-    // The BF16 reduce-scatter saves the fallback's layout pass at capacity and runs on the
-    // windows instead of NCCL's non-symmetric path: in moe-dp's combine (2-8 ranks sharing the
-    // H200, capacity 64-1024 rows of 7168) 0.18-0.32x the fallback's time and 0.48-1.23x that of
-    // a reduce-scatter padded to capacity (bench/results/2026-12-04-h200x1-session17).
+    // rows that count) are Auto's choice wherever they can run: they move only the rows that
+    // count and skip the fallback's pass at capacity (docs/design-notes.md has the figures).
     if (r.choice == PathChoice::LsaKernel) {
       if (Blocker const b = lsa_blocker(r)) refuse(r, b);
       Plan p = make(Path::LsaKernel, PlanReason::Forced);

@@ -64,8 +64,9 @@ struct PlanRequest {
   /// `quantized_send_bytes` is non-zero, in symmcomm's workspace (never in a window).
   bool quantize_first = false;
   std::size_t quantized_send_bytes = 0;  ///< the workspace bytes of that copy (0: in a buffer)
-  /// A gather whose counts are on the device (ragged.hpp): only the fallback runs it in this
-  /// version (gathered at capacity, then compacted), `bytes_per_rank` at capacity.
+  /// A call whose counts are on the device (device_counts.hpp), `bytes_per_rank` at capacity:
+  /// symmcomm's one-launch LSA kernel where it can run (Auto's choice), else the fallback
+  /// (every rank's rows at capacity through NCCL, with one more pass on the device).
   bool device_counts = false;
 };
 

@@ -1,75 +1,78 @@
-// Reduce-scatter executors: NCCL's own sum for BF16/FP32; for NVFP4/FP8 with per-rank scales,
-// an all-to-all of quantized shards followed by a local fp32 reduction (never a reduction in
-// the low-precision type along a ring).
+// The reduce-scatter executor (executors.hpp): NCCL's own sum for BF16/FP32; for NVFP4/FP8 with
+// per-rank scales, symmcomm's one-shot LSA kernel, or an all-to-all of quantized shards
+// followed by a local fp32 reduction (never a reduction in the low-precision type along a
+// ring).
 
 #include "symmcomm/collectives/reduce_scatter.hpp"
 
 #include <nccl.h>
 
-#include "common.hpp"
 #include "core/cuda_utils.hpp"
-#include "lsa_args.hpp"
+#include "executors.hpp"
 #include "symmcomm/collectives/local_reduce.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/codecs.hpp"
 
-namespace symmcomm {
+namespace symmcomm::detail {
 namespace {
 
 // ---- native (BF16 / FP32) -------------------------------------------------------------------
 
-template <class T>
-Plan native_reduce_scatter(const Communicator& comm, Span<const T> send, Span<T> recv,
-                           const std::vector<std::size_t>* counts, cudaStream_t stream,
+ncclDataType_t nccl_type(DataType t) {
+  return t == DataType::Fp32 ? ncclFloat32 : ncclBfloat16;
+}
+
+// NCCL's sum of equal shards (plain or symmetric: NCCL decides from its own window lookup).
+void enqueue_native(const CommState& state, const CollectiveCall& call, cudaStream_t stream) {
+  SYMMCOMM_NCCL_TRY(ncclReduceScatter(call.send.data, call.recv.data, call.recv.count,
+                                      nccl_type(call.send.dtype), ncclSum, state.comm, stream));
+}
+
+Plan native_reduce_scatter(CommState& state, const CollectiveCall& call, cudaStream_t stream,
                            const Options& options) {
-  constexpr DataType type = std::is_same_v<T, float> ? DataType::Fp32 : DataType::Bf16;
-  constexpr ncclDataType_t nccl_type = std::is_same_v<T, float> ? ncclFloat32 : ncclBfloat16;
-  const char* const operation = counts != nullptr ? "reduce_scatterv" : "reduce_scatter";
-  validate(send, "send", sizeof(T));
-  validate(recv, "recv", sizeof(T));
-  detail::CommState& state = detail::usable_state(comm, operation);
+  const char* const operation = operation_name(call);
+  DataType const type = call.send.dtype;
+  ncclDataType_t const element = nccl_type(type);
   std::size_t const n = static_cast<std::size_t>(state.size);
-  if (counts != nullptr) {
-    detail::check_counts(*counts, state.size, state.rank, recv.count, send.count, 1, "recv.count",
-                         "send.count");
-  } else {
-    SYMMCOMM_EXPECTS(send.count == recv.count * n, "send.count "
-                                                       << send.count << " is not recv.count "
-                                                       << recv.count << " x comm.size() " << n);
-  }
-  detail::PlannedCall call(state, Operation::ReduceScatter, options, operation);
-  call.types(type, type)
-      .per_rank(recv.data_bytes(), counts == nullptr)
-      .staging_usable(counts == nullptr &&
-                      detail::staging_usable(state, options, send.data_bytes(), recv.data_bytes()))
-      .buffer(Slot::SendData, "send.data", send.data, send.data_bytes())
-      .buffer(Slot::RecvData, "recv.data", recv.data, recv.data_bytes());
-  Plan const plan = call.decide(stream);  // no LSA kernel for native sums: NCCL's own paths
-  detail::DeviceGuard guard(state.device);
-  call.before_enqueue(stream);
+  bool const equal = call.counts == Counts::Equal;
+  std::size_t const send_bytes = call.send.data_bytes(), recv_bytes = call.recv.data_bytes();
+  PlannedCall planned(state, Operation::ReduceScatter, options, operation);
+  planned.types(type, type)
+      .per_rank(recv_bytes, equal)
+      .staging_usable(equal && staging_usable(state, options, send_bytes, recv_bytes))
+      .buffer(Slot::SendData, "send.data", call.send.data, send_bytes)
+      .buffer(Slot::RecvData, "recv.data", call.recv.data, recv_bytes);
+  Plan const plan = planned.decide(stream);  // no LSA kernel for native sums: NCCL's own paths
+  DeviceGuard guard(state.device);
+  planned.before_enqueue(stream);
   if (plan.staged) {
-    call.refuse_in_group("staged path");
-    SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(options.staging.send, send.data, send.data_bytes(),
+    planned.refuse_in_group("staged path");
+    SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(options.staging.send, call.send.data, send_bytes,
                                       cudaMemcpyDeviceToDevice, stream));
-    SYMMCOMM_NCCL_TRY(ncclReduceScatter(options.staging.send, options.staging.recv, recv.count,
-                                        nccl_type, ncclSum, state.comm, stream));
-    SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(recv.data, options.staging.recv, recv.data_bytes(),
+    SYMMCOMM_NCCL_TRY(ncclReduceScatter(options.staging.send, options.staging.recv, call.recv.count,
+                                        element, ncclSum, state.comm, stream));
+    SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(call.recv.data, options.staging.recv, recv_bytes,
                                       cudaMemcpyDeviceToDevice, stream));
-  } else if (counts == nullptr) {
-    SYMMCOMM_NCCL_TRY(ncclReduceScatter(send.data, recv.data, recv.count, nccl_type, ncclSum,
-                                        state.comm, stream));
+  } else if (equal) {
+    enqueue_native(state, call, stream);
   } else {
-    auto const displ = detail::displacements(*counts);
+    // One ncclReduce per root: rank r's shard of counts[r] elements.
+    std::size_t const element_bytes = payload_bytes(type, 1);
+    const auto* send = static_cast<const char*>(call.send.data);
+    std::size_t displacement = 0;
     Group group;
     for (std::size_t r = 0; r < n; ++r) {
-      if ((*counts)[r] == 0) continue;
-      SYMMCOMM_NCCL_TRY(ncclReduce(send.data + displ[r], recv.data, (*counts)[r], nccl_type,
-                                   ncclSum, static_cast<int>(r), state.comm, stream));
+      std::size_t const c = call.host_counts[r];
+      if (c > 0) {
+        SYMMCOMM_NCCL_TRY(ncclReduce(send + displacement * element_bytes, call.recv.data, c,
+                                     element, ncclSum, static_cast<int>(r), state.comm, stream));
+      }
+      displacement += c;
     }
     group.end();
   }
-  call.record(stream, to_string(type), send.count);
+  planned.record(stream, to_string(type), call.send.count);
   return plan;
 }
 
@@ -248,129 +251,81 @@ void fallback_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
   write_output(out, reinterpret_cast<float*>(ws + layout.temp), reduce_into, stream);
 }
 
-Plan quantized_reduce_scatter(const Communicator& comm, const QuantizedInput& in,
-                              const QuantizedOutput& out, const std::vector<std::size_t>* counts,
-                              cudaStream_t stream, const Options& options) {
-  const char* const operation = counts != nullptr ? "reduce_scatterv" : "reduce_scatter";
-  detail::CommState& state = detail::usable_state(comm, operation);
+QuantizedInput input_of(const TensorRef& t) {
+  return QuantizedInput{t.dtype, static_cast<const std::uint8_t*>(t.data),
+                        static_cast<const std::uint8_t*>(t.block_scales), t.scales, t.count};
+}
+QuantizedOutput output_of(const TensorRef& t) {
+  return QuantizedOutput{t.dtype,  t.data,  static_cast<std::uint8_t*>(t.block_scales),
+                         t.scales, t.count, "recv"};
+}
+
+std::vector<std::size_t> shard_counts_of(const CollectiveCall& call, std::size_t n) {
+  if (call.counts == Counts::Host) {
+    return std::vector<std::size_t>(call.host_counts, call.host_counts + n);
+  }
+  return std::vector<std::size_t>(n, call.recv.count);
+}
+
+Plan quantized_reduce_scatter(CommState& state, const CollectiveCall& call, cudaStream_t stream,
+                              const Options& options) {
+  const char* const operation = operation_name(call);
+  QuantizedInput const in = input_of(call.send);
+  QuantizedOutput const out = output_of(call.recv);
   std::size_t const n = static_cast<std::size_t>(state.size);
   std::size_t const me = static_cast<std::size_t>(state.rank);
-  SYMMCOMM_EXPECTS(state.size <= QuantizedShards::kMaxRanks,
-                   operation << ": " << n << " ranks exceed the " << QuantizedShards::kMaxRanks
-                             << " a quantized reduction supports");
-  std::vector<std::size_t> shard_counts;
-  if (counts != nullptr) {
-    detail::check_counts(*counts, state.size, state.rank, out.count, in.count, 16,
-                         (std::string(out.name) + ".count").c_str(), "send.count");
-    shard_counts = *counts;
-  } else {
-    SYMMCOMM_EXPECTS(in.count == out.count * n, "send.count " << in.count << " is not " << out.name
-                                                              << ".count " << out.count
-                                                              << " x comm.size() " << n);
-    SYMMCOMM_EXPECTS(out.count % 16 == 0, out.name << ".count " << out.count
-                                                   << " is not a multiple of 16 (quantized "
-                                                      "shards are reduced 16 elements at a time)");
-    shard_counts.assign(n, out.count);
-  }
-  std::size_t const out_data_bytes = payload_bytes(out.type, out.count);
-  detail::PlannedCall call(state, Operation::ReduceScatter, options, operation);
-  call.types(in.type, out.type)
-      .per_rank(in.data_bytes(out.count), counts == nullptr)
+  std::vector<std::size_t> const shard_counts = shard_counts_of(call, n);
+  PlannedCall planned(state, Operation::ReduceScatter, options, operation);
+  planned.types(in.type, out.type)
+      .per_rank(in.data_bytes(out.count), call.counts == Counts::Equal)
       .lsa_kernel(true)
       .buffer(Slot::SendData, "send.data", in.data, in.data_bytes(in.count));
   if (in.nvfp4()) {
-    call.buffer(Slot::SendBlockScales, "send.block_scales", in.block_scales,
-                in.count / kNvfp4BlockSize);
+    planned.buffer(Slot::SendBlockScales, "send.block_scales", in.block_scales,
+                   in.count / kNvfp4BlockSize);
   }
-  call.buffer(Slot::SendScale, send_scale_name(in), in.scale, sizeof(float))
-      .buffer(Slot::RecvData, "recv.data", out.data, out_data_bytes,
+  planned.buffer(Slot::SendScale, send_scale_name(in), in.scale, sizeof(float))
+      .buffer(Slot::RecvData, "recv.data", out.data, payload_bytes(out.type, out.count),
               false);  // written by this rank only
-  Plan const plan = call.decide(stream);
-  auto const displ = detail::displacements(shard_counts);
-  call.before_enqueue(stream);
+  Plan const plan = planned.decide(stream);
+  auto const displ = displacements(shard_counts);
+  planned.before_enqueue(stream);
   if (plan.path == Path::LsaKernel) {
-    lsa_reduce_scatter(state, in, out, call, displ[me], stream, options);
+    lsa_reduce_scatter(state, in, out, planned, displ[me], stream, options);
   } else {
-    fallback_reduce_scatter(state, in, out, shard_counts, displ, stream, options, call);
+    fallback_reduce_scatter(state, in, out, shard_counts, displ, stream, options, planned);
   }
-  call.record(stream, to_string(in.type), in.count);
+  planned.record(stream, to_string(in.type), in.count);
   return plan;
-}
-
-QuantizedInput input_of(const ConstNvfp4View& v) {
-  validate(v, "send", 8);
-  return QuantizedInput{v.dtype(), v.data, v.block_scales, v.global_scale, v.count};
-}
-QuantizedInput input_of(const ConstFp8View& v) {
-  validate(v, "send", 16);
-  return QuantizedInput{v.dtype(), v.data, nullptr, v.scale, v.count};
-}
-QuantizedOutput output_of(const Bf16Span& s) {
-  validate(s, "recv");
-  return QuantizedOutput{DataType::Bf16, s.data, nullptr, nullptr, s.count, "recv"};
-}
-QuantizedOutput output_of(const Fp32Span& s) {
-  validate(s, "recv");
-  return QuantizedOutput{DataType::Fp32, s.data, nullptr, nullptr, s.count, "recv"};
-}
-QuantizedOutput output_of(const Nvfp4View& v) {
-  validate(v, "recv");
-  return QuantizedOutput{v.dtype(), v.data, v.block_scales, v.global_scale, v.count, "recv"};
-}
-QuantizedOutput output_of(const Fp8View& v) {
-  validate(v, "recv");
-  return QuantizedOutput{v.dtype(), v.data, nullptr, v.scale, v.count, "recv"};
 }
 
 }  // namespace
 
-Plan reduce_scatter(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
-                    cudaStream_t stream, const Options& options) {
-  return native_reduce_scatter(comm, send, recv, nullptr, stream, options);
+Plan execute_reduce_scatter(CommState& state, const CollectiveCall& call, cudaStream_t stream,
+                            const Options& options) {
+  if (nccl_reduces_natively(call.send.dtype, call.recv.dtype)) {
+    return native_reduce_scatter(state, call, stream, options);
+  }
+  return quantized_reduce_scatter(state, call, stream, options);
 }
-Plan reduce_scatter(const Communicator& comm, ConstFp32Span send, Fp32Span recv,
-                    cudaStream_t stream, const Options& options) {
-  return native_reduce_scatter(comm, send, recv, nullptr, stream, options);
+
+void enqueue_reduce_scatter_fallback(CommState& state, const CollectiveCall& call,
+                                     cudaStream_t stream, const Options& options,
+                                     const PlannedCall& planned) {
+  DeviceGuard guard(state.device);
+  if (nccl_reduces_natively(call.send.dtype, call.recv.dtype)) {
+    enqueue_native(state, call, stream);
+    return;
+  }
+  auto const n = static_cast<std::size_t>(state.size);
+  std::vector<std::size_t> const shard_counts = shard_counts_of(call, n);
+  fallback_reduce_scatter(state, input_of(call.send), output_of(call.recv), shard_counts,
+                          displacements(shard_counts), stream, options, planned);
 }
-Plan reduce_scatter(const Communicator& comm, ConstNvfp4View send, Bf16Span recv,
-                    cudaStream_t stream, const Options& options) {
-  return quantized_reduce_scatter(comm, input_of(send), output_of(recv), nullptr, stream, options);
-}
-Plan reduce_scatter(const Communicator& comm, ConstNvfp4View send, Fp32Span recv,
-                    cudaStream_t stream, const Options& options) {
-  return quantized_reduce_scatter(comm, input_of(send), output_of(recv), nullptr, stream, options);
-}
-Plan reduce_scatter(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
-                    cudaStream_t stream, const Options& options) {
-  return quantized_reduce_scatter(comm, input_of(send), output_of(recv), nullptr, stream, options);
-}
-Plan reduce_scatter(const Communicator& comm, ConstFp8View send, Bf16Span recv, cudaStream_t stream,
-                    const Options& options) {
-  return quantized_reduce_scatter(comm, input_of(send), output_of(recv), nullptr, stream, options);
-}
-Plan reduce_scatter(const Communicator& comm, ConstFp8View send, Fp32Span recv, cudaStream_t stream,
-                    const Options& options) {
-  return quantized_reduce_scatter(comm, input_of(send), output_of(recv), nullptr, stream, options);
-}
-Plan reduce_scatter(const Communicator& comm, ConstFp8View send, Fp8View recv, cudaStream_t stream,
-                    const Options& options) {
-  return quantized_reduce_scatter(comm, input_of(send), output_of(recv), nullptr, stream, options);
-}
-Plan reduce_scatterv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
-                     const std::vector<std::size_t>& counts, cudaStream_t stream,
-                     const Options& options) {
-  return native_reduce_scatter(comm, send, recv, &counts, stream, options);
-}
-Plan reduce_scatterv(const Communicator& comm, ConstNvfp4View send, Bf16Span recv,
-                     const std::vector<std::size_t>& counts, cudaStream_t stream,
-                     const Options& options) {
-  return quantized_reduce_scatter(comm, input_of(send), output_of(recv), &counts, stream, options);
-}
-Plan reduce_scatterv(const Communicator& comm, ConstFp8View send, Bf16Span recv,
-                     const std::vector<std::size_t>& counts, cudaStream_t stream,
-                     const Options& options) {
-  return quantized_reduce_scatter(comm, input_of(send), output_of(recv), &counts, stream, options);
-}
+
+}  // namespace symmcomm::detail
+
+namespace symmcomm {
 
 std::size_t reduce_scatter_workspace_bytes(DataType send_type, DataType recv_type,
                                            std::size_t send_count, int comm_size) {
@@ -379,7 +334,7 @@ std::size_t reduce_scatter_workspace_bytes(DataType send_type, DataType recv_typ
                    "send_type " << to_string(send_type) << " needs no workspace (NCCL reduces it)");
   SYMMCOMM_EXPECTS(comm_size > 0, "comm_size " << comm_size << " is not positive");
   std::size_t const n = static_cast<std::size_t>(comm_size);
-  return layout_for(send_type, recv_type, send_count / n, n).total;
+  return detail::layout_for(send_type, recv_type, send_count / n, n).total;
 }
 
 }  // namespace symmcomm

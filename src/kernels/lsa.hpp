@@ -158,7 +158,7 @@ struct CountedArgs {
   std::size_t grid_bytes = 0;  ///< rank-independent (capacity x bytes of a row): fixes the grid
 };
 
-/// An all-gather with this rank's row count on the device (ragged.hpp), in one launch: after
+/// An all-gather with this rank's row count on the device (device_counts.hpp), in one launch: after
 /// the count exchange (CountedArgs) each rank pushes its first count rows of every part to the
 /// compact place of every peer - swizzled NVFP4 block scales at their 128 x 4 places, the last
 /// rank zeroing rows from the total to the matrix's padded end - and its scale float to float
@@ -174,7 +174,7 @@ struct CountedGatherArgs : CountedArgs {
     bool swizzled = false;
   };
   /// Row parts one launch moves: a view's data and block scales and kMaxRowItems more tensors
-  /// (ragged.hpp). Their windows share the kSlots slots (parts in one pool arena use one).
+  /// (device_counts.hpp). Their windows share the kSlots slots (parts in one pool arena use one).
   static constexpr int kMaxParts = 6;
   Part part[kMaxParts];
   int parts = 0;
@@ -182,7 +182,7 @@ struct CountedGatherArgs : CountedArgs {
   SymRef scale_dst{};
 };
 
-/// A BF16 reduce-scatter with this rank's shard size on the device (ragged.hpp), in one launch:
+/// A BF16 reduce-scatter with this rank's shard size on the device (device_counts.hpp), in one launch:
 /// after the count exchange (CountedArgs) this rank sums its count rows from every peer's
 /// compact `send` (rows from
 /// offset[rank] on, `row_elements` bf16 each) in fp32, in rank order, rounds once, writes them to

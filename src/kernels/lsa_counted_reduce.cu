@@ -1,5 +1,5 @@
 // symmcomm's one-launch BF16 reduce-scatter with this rank's shard size on the device
-// (lsa.hpp, CountedReduceArgs; ragged.hpp's reduce_scatterv on the LSA path).
+// (lsa.hpp, CountedReduceArgs; device_counts.hpp's reduce_scatterv on the LSA path).
 
 #include <cuda_bf16.h>
 

@@ -1,5 +1,5 @@
 // The one-launch device-count gather and BF16 reduce-scatter (lsa::counted_gather,
-// lsa::counted_reduce: ragged.hpp's LSA path) through the loopback peer policy: virtual ranks on
+// lsa::counted_reduce: device_counts.hpp's LSA path) through the loopback peer policy: virtual ranks on
 // one GPU against the host, with and without PDL.
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Reduce-scatters with shard sizes on the device (symmcomm/collectives/ragged.hpp) across real
+// Reduce-scatters with shard sizes on the device (symmcomm/collectives/device_counts.hpp) across real
 // ranks: this rank's sum of its count rows lands at the top of recv and the rest is 0, on every
 // path, eager and from one captured graph replayed with other counts; a count above capacity
 // raises the overflow flag. BF16 and NVFP4 into BF16, against host references and the
@@ -16,7 +16,7 @@
 #include "support/gpu_test.hpp"
 #include "support/reference.hpp"
 #include "support/tensors.hpp"
-#include "symmcomm/collectives/ragged.hpp"
+#include "symmcomm/collectives/device_counts.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/formats/bf16.hpp"
 

@@ -1,4 +1,4 @@
-// All-gathers with counts on the device (symmcomm/collectives/ragged.hpp) across real ranks:
+// All-gathers with counts on the device (symmcomm/collectives/device_counts.hpp) across real ranks:
 // every rank's first count rows land compactly after the rows of the ranks before it, the
 // gathered counts and their prefix are written, rows past the total stay as they were; the same
 // captured CUDA graph replayed with other counts (0 on some ranks, capacity on others) gives
@@ -18,7 +18,7 @@
 #include "support/gpu_test.hpp"
 #include "support/reference.hpp"
 #include "support/tensors.hpp"
-#include "symmcomm/collectives/ragged.hpp"
+#include "symmcomm/collectives/device_counts.hpp"
 #include "symmcomm/formats/bf16.hpp"
 #include "symmcomm/formats/scale_layout.hpp"
 

@@ -17,9 +17,12 @@ using namespace symmcomm;
 TEST(LsaArgs, GatherSegmentsLandAfterTheRanksBefore) {
   std::vector<std::size_t> const data{100, 0, 60}, scales{12, 0, 8};
   char src[2];
+  auto const part = [](const void* send, const std::vector<std::size_t>& bytes,
+                       const detail::SwizzledScales* swizzle = nullptr) {
+    return detail::GatherPart{"send", send, "recv", nullptr, bytes, swizzle};
+  };
   // Rank 2 of 3: data after 100 + 0 bytes, scales after 12 + 0, from each part's base.
-  auto const a =
-      detail::gather_args({{src, 4096, &data, nullptr}, {src + 1, 512, &scales, nullptr}}, 2, 3);
+  auto const a = detail::gather_args({part(src, data), part(src + 1, scales)}, {4096, 512}, 2, 3);
   EXPECT_EQ(a.segments, 2);
   EXPECT_EQ(a.segment[0].src, src);
   EXPECT_EQ(a.segment[0].dst.slot, 0);
@@ -30,7 +33,7 @@ TEST(LsaArgs, GatherSegmentsLandAfterTheRanksBefore) {
   EXPECT_EQ(a.segment[1].bytes, 8u);
   EXPECT_EQ(a.grid_bytes, (160u + 20u) / 3u);
   // Loopback's base is 0 (each view's own pointer): the same offsets less the window's.
-  auto const l = detail::gather_args({{src, 0, &data, nullptr}}, 1, 3);
+  auto const l = detail::gather_args({part(src, data)}, {0}, 1, 3);
   EXPECT_EQ(l.segment[0].dst.offset, 100u);
   EXPECT_EQ(l.segment[0].bytes, 0u);
 }
@@ -44,7 +47,8 @@ TEST(LsaArgs, SwizzledScalesShareOneMatrixAndTheLastRankZeroesThePadding) {
   ASSERT_TRUE(sw.has_value());
   std::vector<std::size_t> const bytes{5 * 7, 130 * 7};
   for (std::size_t r = 0; r < 2; ++r) {
-    auto const a = detail::gather_args({{p, 256, &bytes, &*sw}}, r, 2);
+    auto const a = detail::gather_args(
+        {detail::GatherPart{"send", p, "recv", nullptr, bytes, &*sw}}, {256}, r, 2);
     EXPECT_EQ(a.segment[0].dst.offset, 256u) << r;  // the matrix, not a displacement
     EXPECT_EQ(a.segment[0].scale_cols, 7u);
     EXPECT_EQ(a.segment[0].first_row, r == 0 ? 0u : 5u);

@@ -12,7 +12,7 @@
 #include "collectives/planner.hpp"
 #include "kernels/lsa.hpp"
 #include "support/tensors.hpp"
-#include "symmcomm/collectives/ragged.hpp"
+#include "symmcomm/collectives/device_counts.hpp"
 #include "symmcomm/error.hpp"
 
 namespace {

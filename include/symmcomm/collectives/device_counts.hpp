@@ -1,5 +1,5 @@
 #pragma once
-/// @file ragged.hpp
+/// @file device_counts.hpp
 /// @brief All-gathers whose per-rank counts are on the device: DP attention's ragged token
 /// counts without padding and without host synchronisation, so one captured CUDA graph serves
 /// every step whatever each rank's count.

@@ -1,0 +1,51 @@
+#pragma once
+// Private: the executors run() hands a checked call to (call.hpp). Each plans the call once
+// (PlannedCall: provenance looked up once, the plan agreed when asked), runs the chosen path
+// (plain NCCL, NCCL's symmetric kernels, symmcomm's LSA kernels) and records the plan.
+
+#include <cuda_runtime_api.h>
+
+#include <vector>
+
+#include "call.hpp"
+#include "common.hpp"
+#include "lsa_args.hpp"
+
+namespace symmcomm::detail {
+
+/// all_gather / all_gatherv with equal or host counts (all_gather.cpp).
+Plan execute_gather(CommState& state, const CollectiveCall& call, cudaStream_t stream,
+                    const Options& options);
+/// reduce_scatter / reduce_scatterv with equal or host counts (reduce_scatter.cpp).
+Plan execute_reduce_scatter(CommState& state, const CollectiveCall& call, cudaStream_t stream,
+                            const Options& options);
+/// quantize_all_gather (quantize_gather.cpp).
+Plan execute_quantize_gather(CommState& state, const CollectiveCall& call, cudaStream_t stream,
+                             const Options& options);
+/// The gather and the reduce-scatter with counts on the device (device_counts.cpp).
+Plan execute_device_count_gather(CommState& state, const CollectiveCall& call, cudaStream_t stream,
+                                 const Options& options);
+Plan execute_device_count_reduce_scatter(CommState& state, const CollectiveCall& call,
+                                         cudaStream_t stream, const Options& options);
+
+/// The parts of a typed gather of `send` into `recv` (data; NVFP4 block scales, swizzled where
+/// `swizzle`, and global scales; FP8 scales) with counts[r] elements from rank r.
+std::vector<GatherPart> tensor_parts(const TensorRef& send, const TensorRef& recv,
+                                     const std::vector<std::size_t>& counts,
+                                     const SwizzledScales* swizzle);
+
+/// Enqueues `parts` on the path `planned` decided, without recording the plan: the gather
+/// executor's body, and the second half of a quantize_all_gather that did not fuse (the parts
+/// of its quantized copy). Swizzled parts on NCCL's paths go through workspace from `options`.
+void enqueue_gather(CommState& state, const PlannedCall& planned,
+                    const std::vector<GatherPart>& parts, cudaStream_t stream,
+                    const Options& options);
+
+/// Enqueues the fallback of an equal-count reduce-scatter of `call` (checked, not planned: the
+/// caller's plan chose the fallback): NCCL's sum for BF16/FP32, else the quantized all-to-all
+/// and fp32 reduction. The device-count reduce-scatter's second half.
+void enqueue_reduce_scatter_fallback(CommState& state, const CollectiveCall& call,
+                                     cudaStream_t stream, const Options& options,
+                                     const PlannedCall& planned);
+
+}  // namespace symmcomm::detail
