@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Shows that each GPU check family fails on a deliberately broken build (issue 21): applies one
+# Shows that each GPU check family fails on a deliberately broken build: applies one
 # mutation at a time to the source, rebuilds what the check needs, runs the check (which must
 # FAIL), restores the file. Then rebuilds the unmodified tree and runs the same checks (which
 # must pass). Needs a GPU and a configured build (default build-dev, system NCCL). Prints one

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks that include/symmcomm/ holds the API and nothing else (issue #29): no `detail`
+# Checks that include/symmcomm/ holds the API and nothing else: no `detail`
 # namespace or `detail::` name (internals live in src/), no mutable global (a non-const
 # variable at namespace or class-static scope: the library's state is reached through its
 # functions, never written directly), no testing aid. Prints each finding and exits 1 if any.

@@ -2,7 +2,7 @@
 # Refuses host<->device copies and fills that are not ordered with the stream using the memory:
 # cudaMemcpy( / cudaMemset( (and their 2D forms) in bench/, tests/ and examples/. They run on the
 # legacy stream, which does not order work on a cudaStreamNonBlocking stream, and a pageable
-# host-to-device cudaMemcpy may return before its DMA lands (issue #28: an in-place check read
+# host-to-device cudaMemcpy may return before its DMA lands (an in-place check read
 # its input before the restore landed, 1 run in 6-20). Use cudaMemcpyAsync / cudaMemsetAsync on
 # the stream that uses the memory (tests/support/ordered_copy.hpp), or mark a line that is right
 # on purpose with `stream-order-ok: <why>` on it or on the line above.

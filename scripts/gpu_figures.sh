@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device session for README's figures (issue 21): builds what is needed against the system
+# Device session for README's figures: builds what is needed against the system
 # NCCL, then (each stage bounded) the micro-benchmarks with 3 repetitions (every repetition
 # kept: mean and min-max), the one-rank NVFP4 all-gather against plain NCCL three times, and
 # scripts/broken_build_demo.sh. Outputs under ${OUT:-./gpu-out}; SYMMCOMM_SNAPSHOT=<file.tgz>

@@ -77,7 +77,7 @@ if want pdl; then
     >"$out/pdl-n4.txt" 2>&1
   echo "== LSA kernels with PDL at 4 ranks: exit $?"; grep -E "PASSED|FAILED" "$out/pdl-n4.txt" | head -6
 fi
-# Computed-scale NVFP4 quantize: separate launches vs one cooperative launch, same run (#30).
+# Computed-scale NVFP4 quantize: separate launches vs one cooperative launch, same run.
 if want quantize; then
   timeout 120 "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm_micro_bench" \
     --benchmark_filter=BM_QuantizeNvfp4Launches --benchmark_repetitions=3 \
@@ -107,7 +107,7 @@ if want probe; then
   python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' \
     "$out/probe_torch_symm.json" 2>&1 | cut -c1-6000
 fi
-# Device-count gather benchmark (#32), threaded ranks sharing the GPU; an overrun gets every
+# Device-count gather benchmark, threaded ranks sharing the GPU; an overrun gets every
 # thread's backtrace (cuda-gdb) beside its output.
 if want ragged_bench; then
   f="$out/ragged_gather"
@@ -123,7 +123,7 @@ if want ragged_bench; then
 fi
 # symmcomm-bench's moe-dp scenario with ranks of one process sharing the GPU (--ranks-per-gpu:
 # the ranks run concurrently, unlike MPI processes, which time-slice it): device counts on NCCL's
-# path and on the one-launch LSA kernel beside the padded layer, at 2, 4 and 8 ranks (#32).
+# path and on the one-launch LSA kernel beside the padded layer, at 2, 4 and 8 ranks.
 want moe_dp && for n in 2 4 8; do
   f="$out/moe-dp-n$n"
   env "$l2" NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_P2P_LL_THRESHOLD=1073741824 timeout 120 \

@@ -48,7 +48,7 @@ if want latency; then
     "$out/latency/latency_decode_latency.md" | cut -d'|' -f2-6,11-14
 fi
 # moe-dp; a run that overruns gets every thread's host backtrace (cuda-gdb) beside its output
-# (8 threaded ranks stopped in their first uneven row in session 16 with no -T message: a rank
+# (8 threaded ranks stopped in their first uneven row with no -T message: a rank
 # blocked in a host call).
 want moe_dp && for n in 2 4 8; do
   f="$out/moe-dp-n$n"

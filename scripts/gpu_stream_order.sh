@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device check of issue #28 (stream ordering): after scripts/gpu_nccl_matrix.sh has built
+# Device check of stream ordering: after scripts/gpu_nccl_matrix.sh has built
 # build-dev (system NCCL) and build-nccl2 (NCCL 2.30.7), runs symmcomm-bench's stress check
 # (`-c 200`: 200 checks per size and column, fresh inputs each) at 2, 4 and 8 ranks sharing the
 # GPU, 5 times each on 2.30.7 and once on the system NCCL, the multi-rank tier's

@@ -23,7 +23,7 @@
 // BM_LatencyLsaBarriers: the synchronisation every LSA kernel pays, alone (the opening and the
 // closing barrier, one CTA, no data: detail::lsa::barriers_only), eager and graph, beside which
 // the all-gather's variant 0 at 1 KiB shows what the data adds and variant 1 what NCCL's whole
-// call costs: the split of our fixed cost (#30).
+// call costs: the split of our fixed cost.
 // Every rank's calls are enqueued behind a gate (rank_world.hpp: host launch cost is not
 // timed); the time is the slowest rank's for 20 back-to-back calls, divided by 20. Results are
 // compared with the other tiers' checks (tests/multi_rank): this benchmark times only.
@@ -274,8 +274,8 @@ void latency_args(benchmark::internal::Benchmark* b, bool before) {
     }
   }
   // A fixed iteration count: Google Benchmark's own search for one re-runs the whole case (the
-  // ranks' buffers, warm-up, a graph's capture) several times, which made a case cost ~4.5 s on
-  // the H200 (session 12) and a sweep longer than a device session.
+  // ranks' buffers, warm-up, a graph's capture) several times, which made a case cost seconds
+  // and a sweep longer than a device session.
   b->ArgNames({"ranks", "bytes", "variant", "graph"})
       ->Iterations(kIterations)
       ->UseManualTime()

@@ -296,7 +296,7 @@ inline void fill(cudaStream_t stream, void* p, std::size_t bytes,
 
 inline void upload(cudaStream_t stream, void* dst, const std::vector<std::uint8_t>& host) {
 #if defined(SYMMCOMM_BENCH_LEGACY_UPLOAD)
-  // The race of issue #28 rebuilt on purpose (CMake option SYMMCOMM_BENCH_LEGACY_UPLOAD), to
+  // The upload race rebuilt on purpose (CMake option SYMMCOMM_BENCH_LEGACY_UPLOAD), to
   // show that `-c N` catches it; never used for figures.
   (void)stream;
   // stream-order-ok: unordered on purpose (above).

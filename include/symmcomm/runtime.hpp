@@ -68,7 +68,7 @@ constexpr bool nccl_has_pdl_stale_input_bug(NcclVersion v) noexcept {
 /// serialisation, as NCCL's are) cannot start before that either. symmcomm enqueues it before
 /// NCCL symmetric collectives when nccl_has_pdl_stale_input_bug() holds for the loaded NCCL
 /// (Options::pdl_fence), so NCCL's kernel cannot read a producer's input before the producer
-/// finished writing it. Costs one empty kernel (~2 us of stream time; bench/micro measures it).
+/// finished writing it. Costs one empty kernel of stream time (bench/micro measures it).
 /// Capturable.
 void enqueue_pdl_fence(cudaStream_t stream);
 

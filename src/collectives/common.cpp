@@ -167,8 +167,8 @@ void before_enqueue(CommState& comm, const Options& options, const Plan& plan,
   // NCCL chooses its symmetric kernels from its own window lookup (from 2.29 with only the
   // side peers access registered), whatever symmcomm planned: fence whenever NCCL is called on
   // a window by a version with the bug, unless NCCL said the communicator has no symmetric
-  // support at all (then it never runs those kernels: measured, the fence made a one-rank
-  // NVFP4 gather of 1 KiB 1.4x slower than plain NCCL).
+  // support at all (then it never runs those kernels, and the fence would only slow small
+  // calls down).
   if (options.pdl_fence && !comm.nccl_symmetric_off &&
       nccl_has_pdl_stale_input_bug(comm.caps.runtime_version) && touches_window(plan, buffers)) {
     enqueue_pdl_fence(stream);

@@ -19,13 +19,11 @@ inline constexpr std::size_t kStagingMaxBytesPerRank = std::size_t{1} << 20;
 /// symmetric all-gather when both can run (all buffers symmetric, equal counts). Below it one
 /// launch that pushes data, block scales and global scales to every peer replaces NCCL's
 /// grouped collectives (one per tensor); above it NCCL's bandwidth kernels are trusted.
-/// Provisional: on one GPU only the loopback kernels can be measured
-/// (bench/results/2026-12-02-h200x1-lsa/); the NVLink comparison belongs to the multi-GPU run
-/// (docs/multi-gpu-runbook.md), which refines it. Where NCCL has no equivalent (quantized
-/// reduce-scatter, variable counts, fused quantize + gather) Auto takes the LSA kernel at every
-/// size. Up to 96 KiB per rank the all-gather runs without barriers (kernels/lsa_ll.hpp): in
-/// graphs 0.53-1.00 of NCCL's symmetric call at 2-8 ranks sharing the H200
-/// (bench/results/2026-12-04-h200x1-session16).
+/// Provisional: measured only with ranks sharing one GPU; the NVLink comparison belongs to the
+/// multi-GPU run (docs/multi-gpu-runbook.md), which refines it. Where NCCL has no equivalent
+/// (quantized reduce-scatter, variable counts, fused quantize + gather) Auto takes the LSA kernel
+/// at every size. Up to 96 KiB per rank the all-gather runs without barriers
+/// (kernels/lsa_ll.hpp). docs/design-notes.md quotes the measurements behind this bound.
 inline constexpr std::size_t kLsaAllGatherMaxBytesPerRank = std::size_t{256} << 10;
 
 }  // namespace symmcomm::thresholds

@@ -8,9 +8,8 @@
 /// concurrent execution). With several ranks in one process sharing a GPU, a rank whose first
 /// launch of a kernel waits for the context to drain, while a peer's collective kernel spins
 /// for that rank's part of the collective, never returns; the other rank threads then queue
-/// behind the driver lock it holds (seen in session 17: `symmcomm-bench --scenario moe-dp
-/// --ranks-per-gpu 8`, one thread in cuLaunchKernel of the first compaction kernel while
-/// NCCL's symmetric all-gather kernel spun on the GPU). NCCL loads its own kernels when a
+/// behind the driver lock it holds (e.g. one rank thread in cuLaunchKernel of a kernel's first
+/// launch while NCCL's symmetric all-gather kernel spins on the GPU for that rank). NCCL loads its own kernels when a
 /// communicator is made; every communicator symmcomm makes or wraps calls preload_kernels()
 /// for its device, so symmcomm's are loaded too.
 ///

@@ -17,11 +17,9 @@ namespace symmcomm::detail {
 /// the same bytes.
 enum class QuantizeLaunch { Separate, One };
 
-/// Largest input (elements) quantized in one launch by default. Measured on the H200
-/// (BM_QuantizeNvfp4Launches, rows of 7168, bench/results/2026-12-04-h200x1-session14): per call
-/// eager 13.8 -> 5.8 us at 1 row and 12.8 -> 8.2 us at 64 rows, graphs 6.4 -> 5.5 us at 1 row;
-/// from 512 rows (3.7 M elements) within 5% either way, one launch 1-3% slower at 8192 rows. The
-/// bound stays where the gain is (decode sizes) because a cooperative launch needs its whole grid
+/// Largest input (elements) quantized in one launch by default. One launch saves the separate
+/// launches' cost at decode sizes and gains nothing at large ones (BM_QuantizeNvfp4Launches
+/// measures both; docs/design-notes.md quotes it). The bound stays where the gain is because a cooperative launch needs its whole grid
 /// resident at once: beside kernels that spin until this rank's next work (another stream's
 /// collective, ranks sharing a GPU in one process) a large grid could wait for ever.
 inline constexpr std::size_t kOneLaunchMaxElements = std::size_t{1} << 20;

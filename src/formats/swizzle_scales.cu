@@ -18,8 +18,8 @@ namespace {
 
 // One thread per 16-byte chunk of the swizzled layout (formats/swizzle_chunks.hpp), so a warp
 // stores a whole 512-byte tile; `kWide`: the output is 16-byte aligned and each chunk is one
-// store. (One thread per output byte ran at about 650 GB/s on the H200: byte stores and a
-// byte load per thread.)
+// store (one thread per output byte, with byte stores and a byte load per thread, was several
+// times slower).
 template <bool kWide>
 __global__ void swizzle_scales_kernel(const std::uint8_t* __restrict__ linear, std::size_t rows,
                                       std::size_t scale_cols, std::size_t chunks,

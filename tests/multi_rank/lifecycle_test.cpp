@@ -93,7 +93,7 @@ TEST(MultiRankLifecycle, ImmediateReuseWithoutHostSynchronisation) {
 }
 
 // Two streams of one communicator, no host synchronisation between their collectives: symmcomm's
-// LSA kernels share the communicator's barriers, so it orders them (finding 3 of issue 17).
+// LSA kernels share the communicator's barriers, so it orders them.
 TEST(MultiRankLifecycle, TwoStreamsOnOneCommunicator) {
   World& w = world();
   if (!lsa_can()) GTEST_SKIP() << "no LSA path here: " << w.comm.capabilities().reason;
@@ -155,7 +155,7 @@ TEST(MultiRankLifecycle, GraphCaptureAndReplayMatchTheHost) {
 }
 
 // A window released right after a collective was enqueued on it: the release waits for that
-// work before NCCL unmaps the window (finding 10 of issue 17), so nothing faults.
+// work before NCCL unmaps the window, so nothing faults.
 TEST(MultiRankLifecycle, WindowReleasedWithWorkQueued) {
   World& w = world();
   if (!lsa_can()) GTEST_SKIP() << "no LSA path here: " << w.comm.capabilities().reason;
@@ -178,8 +178,7 @@ TEST(MultiRankLifecycle, WindowReleasedWithWorkQueued) {
 
 // Rank 0 gathers into a window, the others into plain memory: the planner, deciding from each
 // rank's own buffers, would send rank 0 into a symmetric path and the others into the fallback
-// (a hang). With Options::agree_plan every rank throws instead, naming the ranks' paths
-// (finding 8 of issue 17).
+// (a hang). With Options::agree_plan every rank throws instead, naming the ranks' paths.
 TEST(MultiRankLifecycle, AgreedPlansTurnRankLocalDifferencesIntoErrors) {
   World& w = world();
   std::size_t const bytes = 4096;
