@@ -8,12 +8,12 @@
 #include "comm/launch_order.hpp"
 #include "comm/wait_internal.hpp"
 #include "core/cuda_utils.hpp"
+#include "memory/allocation_hook.hpp"
 #include "memory/provenance_internal.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/logging.hpp"
 #include "symmcomm/memory/provenance.hpp"
-#include "symmcomm/testing/fault_injection.hpp"
 
 namespace symmcomm {
 
@@ -42,33 +42,26 @@ ncclWindow_t SymmetricBuffer::window() const noexcept {
   return record_ ? record_->window : nullptr;
 }
 
-namespace fault_injection {
-namespace {
-std::atomic<int> failures_left{0};
-}  // namespace
-void fail_next_symmetric_allocations(int count) noexcept {
-  failures_left.store(count > 0 ? count : 0, std::memory_order_relaxed);
+namespace detail {
+std::atomic<AllocationFailureHook>& allocation_failure_hook() noexcept {
+  static std::atomic<AllocationFailureHook> hook{nullptr};
+  return hook;
 }
-int pending_symmetric_allocation_failures() noexcept {
-  return failures_left.load(std::memory_order_relaxed);
-}
-}  // namespace fault_injection
+}  // namespace detail
 
 namespace {
 
-// Consumes one injected failure, if any is pending.
-bool take_injected_failure() noexcept {
-  int left = fault_injection::failures_left.load(std::memory_order_relaxed);
-  while (left > 0) {
-    if (fault_injection::failures_left.compare_exchange_weak(left, left - 1)) return true;
-  }
-  return false;
+// True when a hook asks this allocation to fail (memory/allocation_hook.hpp).
+bool hooked_failure() noexcept {
+  detail::AllocationFailureHook const hook =
+      detail::allocation_failure_hook().load(std::memory_order_acquire);
+  return hook != nullptr && hook();
 }
 
 void* allocate_window_memory(int device, std::size_t bytes) {
-  if (take_injected_failure()) {
+  if (hooked_failure()) {
     throw OutOfMemory("symmcomm: ncclMemAlloc of " + std::to_string(bytes) + " bytes on device " +
-                      std::to_string(device) + " failed (injected failure, fault_injection.hpp)");
+                      std::to_string(device) + " failed (injected failure: allocation hook)");
   }
   std::size_t free_bytes = 0, total_bytes = 0;
   SYMMCOMM_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));

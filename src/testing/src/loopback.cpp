@@ -7,10 +7,10 @@
 #include <string>
 #include <type_traits>
 
-#include "common.hpp"
+#include "collectives/common.hpp"
+#include "collectives/lsa_args.hpp"
+#include "collectives/scale_swizzle.hpp"
 #include "kernels/lsa.hpp"
-#include "lsa_args.hpp"
-#include "scale_swizzle.hpp"
 #include "symmcomm/error.hpp"
 
 namespace symmcomm::loopback {
