@@ -1,5 +1,7 @@
 #pragma once
-// Private helpers shared by the collectives' executors.
+// Private: what every executor shares: the communicator checked usable, one call's planning
+// (PlannedCall: provenance, the plan, agreement when asked, the bookkeeping around the enqueue),
+// the Group rule and the LSA kernels' availability (planned_call.cpp, plan_agreement.cpp).
 
 #include <cuda_runtime_api.h>
 
@@ -10,6 +12,7 @@
 #include "collectives/planner.hpp"
 #include "comm/comm_state.hpp"
 #include "kernels/lsa.hpp"
+#include "scratch.hpp"
 #include "symmcomm/collectives/options.hpp"
 #include "symmcomm/comm/communicator.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"
@@ -116,15 +119,10 @@ class PlannedCall {
   bool decided_ = false;
 };
 
-/// Scratch of at least `bytes`: Options::workspace when given (checked big enough), else the
-/// communicator's own, grown when not capturing.
-void* acquire_workspace(CommState& comm, const Options& options, std::size_t bytes,
-                        cudaStream_t stream);
-
 /// Throws LogicError when called inside a symmcomm::Group: `operation` mixes NCCL calls with
 /// its own kernels or copies, which must follow NCCL's work on the stream, but NCCL enqueues
 /// grouped work only when the outermost group ends.
-void refuse_inside_group(const char* operation, const char* why);
+void refuse_in_group(const char* operation, const char* why);
 
 /// True when symmcomm's LSA kernels can run on `comm` now: the build has NCCL's device API,
 /// the communicator has a device communicator and at most lsa::kMaxRanks ranks (a Group, where

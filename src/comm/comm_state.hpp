@@ -75,15 +75,10 @@ struct CommState {
   std::shared_ptr<std::atomic<int>> live_graphs = std::make_shared<std::atomic<int>>(0);
   unsigned long long last_noted_capture = 0;  ///< under `mutex`
 
-  // Scratch for collectives that need it (quantized reduce-scatter fallback, device-count
-  // gathers); grown outside graph capture (at least doubling), freed with the state. An
-  // outgrown workspace is kept until then (`retired_workspaces`): freeing it would synchronise
-  // the device, and earlier calls or captured graphs may still use it.
-  void* workspace = nullptr;
-  std::size_t workspace_bytes = 0;
-  std::vector<void*> retired_workspaces;
-  /// Device scratch of Options::agree_plan (one word per rank), made on first use.
-  void* agreement = nullptr;
+  /// What the layers above keep per communicator (the collectives' scratch,
+  /// collectives/scratch.hpp), opaque here: made by its owner on first use, released by the
+  /// teardown before the communicator (left allocated where live graphs may still use it).
+  std::shared_ptr<void> collectives;
   /// The small-message all-gather's scratch window and call counter (kernels/lsa_ll.hpp), made
   /// with the device communicator (dev_comm.hpp); null where there is none.
   bool small_gather_agreed = false;  ///< no rank set SYMMCOMM_LSA_LL=0 (agreed at creation)

@@ -182,11 +182,11 @@ CommState::~CommState() {
                         << ". Destroy the graphs first (e.g. `del graph` for a "
                            "torch.cuda.CUDAGraph), then release the communicator");
       forget_dev_comm(*this);
+      // Deliberately leaked with the rest: a replay would still use the collectives' scratch.
+      static_cast<void>(new std::shared_ptr<void>(std::move(collectives)));
       return;
     }
-    if (workspace != nullptr) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(workspace));
-    for (void* retired : retired_workspaces) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(retired));
-    if (agreement != nullptr) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(agreement));
+    collectives.reset();
     if (aborted_now) {
       forget_dev_comm(*this);  // ncclCommAbort freed NCCL's side already
       release_ll_scratch(*this, false);

@@ -1,5 +1,7 @@
 #include "common.hpp"
+
 #include "scale_swizzle.hpp"
+#include "scratch.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -90,73 +92,7 @@ bool touches_window(const Plan& plan, const std::vector<PlannedBuffer>& buffers)
   return false;
 }
 
-bool agree_plans_from_environment() {
-  static bool const on = [] {
-    const char* v = std::getenv("SYMMCOMM_AGREE_PLANS");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  return on;
-}
-
-// A plan as one word: path and staging, or kPlanFailed.
-constexpr std::uint32_t kPlanFailed = 0xFFu;
-std::uint32_t plan_word(const Plan& plan) {
-  return static_cast<std::uint32_t>(plan.path) | (plan.staged ? 0x10u : 0u);
-}
-std::string describe_word(std::uint32_t word) {
-  if (word == kPlanFailed) return "could not plan";
-  return std::string(to_string(static_cast<Path>(word & 0xFu))) +
-         ((word & 0x10u) ? " (staged)" : "");
-}
-
-// Every rank's word, in rank order (one NCCL all-gather, then a watched wait on `stream`).
-std::vector<std::uint32_t> gather_words(CommState& comm, std::uint32_t mine, cudaStream_t stream) {
-  auto const n = static_cast<std::size_t>(comm.size);
-  DeviceGuard guard(comm.device);
-  if (comm.agreement == nullptr) {
-    SYMMCOMM_CUDA_TRY(cudaMalloc(&comm.agreement, (n + 1) * sizeof(std::uint32_t)));
-  }
-  auto* words = static_cast<std::uint32_t*>(comm.agreement);
-  SYMMCOMM_CUDA_TRY(
-      cudaMemcpyAsync(words + n, &mine, sizeof(mine), cudaMemcpyHostToDevice, stream));
-  SYMMCOMM_NCCL_TRY(ncclAllGather(words + n, words, 1, ncclUint32, comm.comm, stream));
-  std::vector<std::uint32_t> all(n);
-  copy_to_host_after(comm, all.data(), words, n * sizeof(std::uint32_t), stream,
-                     default_wait_timeout(), "Options::agree_plan");
-  return all;
-}
 }  // namespace
-
-Plan plan_call(CommState& comm, const PlanRequest& request, const Options& options,
-               cudaStream_t stream, const char* operation) {
-  if (!options.agree_plan && !agree_plans_from_environment()) return plan_collective(request);
-  SYMMCOMM_EXPECTS(!capture_in_progress(stream),
-                   operation << ": Options::agree_plan synchronises the stream and cannot run "
-                                "during graph capture; agree once before capturing");
-  refuse_inside_group(operation, "Options::agree_plan");
-  Plan plan;
-  std::exception_ptr failure;
-  try {
-    plan = plan_collective(request);
-  } catch (const LogicError&) {
-    failure = std::current_exception();  // the peers must hear of it before anyone throws
-  }
-  std::uint32_t const mine = failure ? kPlanFailed : plan_word(plan);
-  std::vector<std::uint32_t> const all = gather_words(comm, mine, stream);
-  bool const same =
-      std::all_of(all.begin(), all.end(), [&](std::uint32_t w) { return w == all[0]; });
-  if (same && !failure && all[0] != kPlanFailed) return plan;
-  if (failure) std::rethrow_exception(failure);
-  std::ostringstream os;
-  os << operation << ": the ranks planned different paths (";
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    os << (r > 0 ? ", " : "") << "rank " << r << ": " << describe_word(all[r]);
-  }
-  os << "); a symmetric path needs the buffers in windows of this communicator on every rank. "
-        "Rank "
-     << comm.rank << " planned: " << plan.reason();
-  SYMMCOMM_FAIL(os.str());
-}
 
 void before_enqueue(CommState& comm, const Options& options, const Plan& plan,
                     const std::vector<PlannedBuffer>& buffers, cudaStream_t stream) {
@@ -185,39 +121,6 @@ void record_plan(CommState& comm, const Plan& plan, const std::vector<PlannedBuf
                                << "/" << comm.size << " -> " << plan.reason());
 }
 
-void* acquire_workspace(CommState& comm, const Options& options, std::size_t bytes,
-                        cudaStream_t stream) {
-  if (options.workspace != nullptr) {
-    SYMMCOMM_EXPECTS(options.workspace_bytes >= bytes,
-                     "Options::workspace_bytes " << options.workspace_bytes << " is below the "
-                                                 << bytes << " bytes this call needs");
-    return options.workspace;
-  }
-  bool const capturing = capture_in_progress(stream);
-  if (comm.workspace_bytes >= bytes) return comm.workspace;
-  SYMMCOMM_EXPECTS(!capturing, "this call needs "
-                                   << bytes << " bytes of workspace, the communicator holds "
-                                   << comm.workspace_bytes
-                                   << ", and it cannot grow during graph capture: run the call "
-                                      "once before capturing, or pass Options::workspace");
-  DeviceGuard guard(comm.device);
-  // The outgrown workspace is kept until the communicator goes, not freed here: cudaFree
-  // synchronises the whole device, and a peer rank sharing it (threads or processes driving
-  // several ranks of one GPU) may have launched a collective that waits for this rank's next
-  // launch, which would then never come.
-  // Earlier calls, and graphs that captured it, may also still read it. Growth at least doubles,
-  // so the kept ones total less than the live one.
-  if (comm.workspace != nullptr) {
-    bytes = std::max(bytes, 2 * comm.workspace_bytes);
-    comm.retired_workspaces.push_back(comm.workspace);
-    comm.workspace = nullptr;
-    comm.workspace_bytes = 0;
-  }
-  SYMMCOMM_CUDA_TRY(cudaMalloc(&comm.workspace, bytes));
-  comm.workspace_bytes = bytes;
-  return comm.workspace;
-}
-
 bool lsa_kernel_usable(const CommState& comm) {
   return lsa::production_available() && dev_comm_handle(comm) != nullptr &&
          comm.size <= lsa::kMaxRanks;
@@ -228,7 +131,7 @@ lsa::Peers lsa_peers(const CommState& comm) {
                                    comm.caps.lsa_sm_share);
 }
 
-void refuse_inside_group(const char* operation, const char* why) {
+void refuse_in_group(const char* operation, const char* why) {
   SYMMCOMM_EXPECTS(!Group::active(),
                    operation << " (" << why << ") cannot run inside a symmcomm::Group: NCCL "
                              << "enqueues grouped calls only at the end of the group, after the "
@@ -271,7 +174,7 @@ PlannedCall& PlannedCall::lsa_kernel(bool exists) {
 }
 
 void PlannedCall::refuse_in_group(const char* why) const {
-  if (in_group_) refuse_inside_group(operation_, why);
+  if (in_group_) detail::refuse_in_group(operation_, why);
 }
 
 PlannedCall& PlannedCall::buffer(Slot slot, const char* name, const void* ptr, std::size_t bytes,
