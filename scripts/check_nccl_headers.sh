@@ -20,7 +20,8 @@ echo "check_nccl_headers: compiling symmcomm against NCCL $version headers at $r
 dir="$SYMMCOMM_ROOT/build-nccl-headers"
 cmake -S "$SYMMCOMM_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DSYMMCOMM_WARNINGS_AS_ERRORS=ON -DSYMMCOMM_WITH_MPI=ON -DNCCL_ROOT="$root" \
-  -DSYMMCOMM_BUILD_BENCH=OFF -DSYMMCOMM_BUILD_EXAMPLES=OFF >"$dir.log" 2>&1 ||
+  -DSYMMCOMM_BUILD_BENCH=OFF -DSYMMCOMM_BUILD_EXAMPLES=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
+  >"$dir.log" 2>&1 ||
   { tail -30 "$dir.log"; exit 1; }
 picked=$(sed -n 's/^NCCL_INCLUDE_DIR:PATH=//p' "$dir/CMakeCache.txt")
 [ "$(realpath "$picked")" = "$(realpath "$root/include")" ] ||

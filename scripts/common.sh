@@ -25,6 +25,19 @@ symmcomm_install_missing() {
   fi
 }
 
+# The CUDA architecture a development build needs: this machine's GPUs ("native") where there
+# are any, else sm_90 (CPU-only machines compile and run the CPU tests). Shipped builds (the
+# wheel, a plain CMake configure) carry every default architecture instead.
+symmcomm_dev_architectures() {
+  if [ -n "${SYMMCOMM_CUDA_ARCHITECTURES:-}" ]; then
+    echo "$SYMMCOMM_CUDA_ARCHITECTURES"
+  elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q "^GPU "; then
+    echo native
+  else
+    echo 90
+  fi
+}
+
 # symmcomm_configure_build <build-dir> [extra cmake args...]
 symmcomm_configure_build() {
   local build_dir="$1"; shift
@@ -33,7 +46,8 @@ symmcomm_configure_build() {
   local mpi=OFF
   if command -v mpicxx >/dev/null 2>&1; then mpi=ON; fi
   cmake -S "$SYMMCOMM_ROOT" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DSYMMCOMM_WARNINGS_AS_ERRORS=ON -DSYMMCOMM_WITH_MPI="$mpi" "$@"
+    -DSYMMCOMM_WARNINGS_AS_ERRORS=ON -DSYMMCOMM_WITH_MPI="$mpi" \
+    -DCMAKE_CUDA_ARCHITECTURES="$(symmcomm_dev_architectures)" "$@"
   cmake --build "$build_dir" --parallel "$(nproc)"
 }
 

@@ -12,7 +12,7 @@ run() {
   # The sanitizers interpose the C++ runtime: keep libsymmcomm_c on the shared one here.
   cmake -S "$SYMMCOMM_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSYMMCOMM_BUILD_BENCH=OFF \
     -DSYMMCOMM_BUILD_EXAMPLES=OFF -DCMAKE_CXX_FLAGS="$flags -fno-omit-frame-pointer" \
-    -DSYMMCOMM_C_STATIC_RUNTIME=OFF \
+    -DSYMMCOMM_C_STATIC_RUNTIME=OFF -DCMAKE_CUDA_ARCHITECTURES="$(symmcomm_dev_architectures)" \
     -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" >/dev/null
   cmake --build "$dir" --parallel "$(nproc)" >/dev/null
   (cd "$dir" && ctest --output-on-failure -L cpu -E '^package\.' --parallel "$(nproc)")

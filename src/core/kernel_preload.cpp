@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/cuda_utils.hpp"
+#include "symmcomm/build_info.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/logging.hpp"
 
@@ -90,6 +91,31 @@ std::vector<CUfunction> module_functions(const Driver& d, const Anchor& a) {
   return functions;
 }
 
+// Says once per device, before anything loads, when the build has no SASS for it: PTX is
+// compiled by the driver at first load (a warning), and a GPU the build has no code for at all
+// fails here with the architectures named instead of at the first launch.
+void check_device_code(int device) {
+  int major = 0, minor = 0;
+  SYMMCOMM_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  SYMMCOMM_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  DeviceCode const code = device_code(major, minor);
+  if (code == DeviceCode::Sass || code == DeviceCode::Unknown) return;
+  cudaDeviceProp prop{};
+  SYMMCOMM_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
+  std::ostringstream os;
+  os << "device " << device << " (" << prop.name << ", sm_" << major << minor
+     << "): symmcomm was built for CUDA architectures " << built_cuda_architectures();
+  if (code == DeviceCode::None) {
+    os << ", none of which this GPU can run; rebuild with -DSYMMCOMM_CUDA_ARCHITECTURES=" << major
+       << minor << " (or native)";
+    throw CudaError(cudaErrorNoKernelImageForDevice, os.str());
+  }
+  SYMMCOMM_LOG_WARN(os.str() << " and carries no SASS for it: the driver compiles every symmcomm "
+                                "kernel from PTX when it is first loaded (now, for all of them); "
+                                "rebuild with -DSYMMCOMM_CUDA_ARCHITECTURES="
+                             << major << minor << " (or native) to skip that");
+}
+
 std::vector<Anchor> registered() {
   std::lock_guard<std::mutex> lock(anchors_mutex());
   return anchors();
@@ -112,6 +138,7 @@ void preload_kernels(int device) {
   std::lock_guard<std::mutex> lock(m);
   if (done.count(device) != 0) return;
   DeviceGuard guard(device);
+  check_device_code(device);
   const Driver& d = driver();
   std::vector<Anchor> const list = registered();
   if (!d.missing.empty()) {
