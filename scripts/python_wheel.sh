@@ -25,6 +25,19 @@ print("python_wheel: symmcomm", symmcomm.__version__, "installed at", pkg, "with
 env -u SYMMCOMM_LIBRARY -u PYTHONPATH SYMMCOMM_EXPECT_WHEEL=1 "$work/env/bin/python" -m pytest -q \
   -p no:cacheprovider "$SYMMCOMM_ROOT/python/tests/test_package.py" \
   "$SYMMCOMM_ROOT/python/tests/test_shapes.py"
+# The shipped builds carry SASS for every default architecture (no architecture was given to
+# the wheel's CMake build): its C++ library, its C ABI library and the wheel's copy of it.
+wheel_lib=$(env -u SYMMCOMM_LIBRARY -u PYTHONPATH "$work/env/bin/python" -c \
+  'import symmcomm; print(symmcomm.library_path())')
+built="$SYMMCOMM_ROOT/build/python-wheel/cmake/src"
+python3 "$SYMMCOMM_ROOT/scripts/fatbin_archs.py" --require-sass 90,100,120 --require-ptx 120 \
+  "$built/libsymmcomm.a" "$built/libsymmcomm_c.so" "$wheel_lib"
+# ... and the check can fail: no build here carries sm_89.
+if python3 "$SYMMCOMM_ROOT/scripts/fatbin_archs.py" --require-sass 89 "$wheel_lib" 2>/dev/null \
+  >/dev/null; then
+  echo "python_wheel: fatbin_archs.py found sm_89 SASS in $wheel_lib: the check cannot fail" >&2
+  exit 1
+fi
 left=$(cd "$SYMMCOMM_ROOT" && git status --porcelain --ignored python | grep -E "egg-info|/build/" || true)
 if [ -n "$left" ]; then
   echo "python_wheel: the build left files in python/:" >&2
