@@ -14,7 +14,7 @@ layer_of() {  # layer_of <repo path> -> rank and name, or nothing for files outs
     src/testing/symmcomm/testing/fault_injection.hpp) echo "3 memory" ;;
     src/testing/symmcomm/testing/loopback.hpp) echo "5 collectives" ;;
     include/symmcomm/collectives/*|src/collectives/*) echo "5 collectives" ;;
-    include/symmcomm/c_api.h|src/c_api/*|include/symmcomm/symmcomm.hpp) echo "6 tools" ;;
+    include/symmcomm/c_api.h|src/c_api/*|src/tools/*|include/symmcomm/symmcomm.hpp) echo "6 tools" ;;
     include/symmcomm/*|src/core/*) echo "0 core" ;;
   esac
 }

@@ -46,7 +46,7 @@ typedef enum {
  *  such as the Python package check it at load time). 4: collectives and codecs over tagged
  *  tensor descriptors (symmcomm_tensor_t), size-versioned options and plan out-parameters;
  *  3 had one entry point per type, layout and output combination. */
-#define SYMMCOMM_C_ABI_VERSION 4
+#define SYMMCOMM_C_ABI_VERSION 5
 
 /** Path requested for a collective (symmcomm::PathChoice). */
 typedef enum {
@@ -234,6 +234,11 @@ const char* symmcomm_last_error(void);
 const char* symmcomm_version(void);
 /** SYMMCOMM_C_ABI_VERSION of the library loaded (compare with the header a binding expects). */
 int symmcomm_abi_version(void);
+/** What symmcomm will do on this machine (symmcomm/system_report.hpp; the symmcomm-info tool
+ *  prints it): text when json is 0, else JSON of schema "symmcomm-info/1". Writes at most
+ *  capacity bytes, NUL-terminated, and the bytes the whole report needs (with its NUL) to
+ *  *needed when needed is not NULL; text may be NULL when capacity is 0. Works without a GPU. */
+symmcomm_status_t symmcomm_system_report(int json, char* text, size_t capacity, size_t* needed);
 
 /* ---- communicators ------------------------------------------------------------------------ */
 

@@ -3,7 +3,7 @@ import ctypes
 import os
 
 #: The C ABI this package is written against (SYMMCOMM_C_ABI_VERSION in c_api.h).
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 # The enumerations (status codes, paths, dtypes, scale layouts, plan reasons) are not typed here:
 # load() reads their names from the library (symmcomm_enum_name) and defines, for each,
@@ -138,6 +138,8 @@ def _declare(lib):
         "symmcomm_last_error": (c.c_char_p, []),
         "symmcomm_version": (c.c_char_p, []),
         "symmcomm_abi_version": (c.c_int, []),
+        "symmcomm_system_report": (status, [c.c_int, c.c_char_p, c.c_size_t,
+                                            c.POINTER(c.c_size_t)]),
         "symmcomm_unique_id_bytes": (c.c_size_t, []),
         "symmcomm_get_unique_id": (status, [ptr]),
         "symmcomm_comm_init": (status, [c.c_int, ptr, c.c_int, c.c_int, c.POINTER(ptr)]),

@@ -531,3 +531,35 @@ def test_pool_reserve_is_refused_during_capture(monkeypatch):
     pool._handle = ctypes.c_void_p(1)
     m = logic_error(lambda: pool.reserve(1 << 20))
     assert "Pool.reserve(1048576) during CUDA graph capture is refused" in m
+
+
+def _check_info_module():
+    """tests/tools/check_info.py: the same schema check as the symmcomm-info tool's test."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "tools", "check_info.py")
+    spec = importlib.util.spec_from_file_location("check_info", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_machine_report_follows_its_schema_without_a_gpu(monkeypatch):
+    from symmcomm import info
+    monkeypatch.setenv("SYMMCOMM_LSA_LL", "0")
+    report = info.report(as_json=True)
+    _check_info_module().check_report(report, {"SYMMCOMM_LSA_LL": "0"})
+    assert report["symmcomm"]["version"] == symmcomm.__version__
+    assert report["symmcomm"]["c_abi_version"] == _capi.ABI_VERSION
+    text = info.report()
+    assert "Paths" in text and "built for CUDA architectures" in text
+
+
+def test_python_m_symmcomm_info_runs_and_prints_json():
+    import json
+    import subprocess
+    out = subprocess.run([sys.executable, "-m", "symmcomm.info", "--json"], capture_output=True,
+                         text=True, check=True)
+    assert json.loads(out.stdout)["schema"] == "symmcomm-info/1"
+    out = subprocess.run([sys.executable, "-m", "symmcomm.info"], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.startswith("symmcomm ")

@@ -24,6 +24,7 @@
 #include "symmcomm/logging.hpp"
 #include "symmcomm/memory/symm_allocator.hpp"
 #include "symmcomm/memory/verify.hpp"
+#include "symmcomm/system_report.hpp"
 #include "symmcomm/version.hpp"
 
 using namespace symmcomm::c_api;
@@ -71,6 +72,20 @@ const char* symmcomm_version(void) {
 
 int symmcomm_abi_version(void) {
   return SYMMCOMM_C_ABI_VERSION;
+}
+
+symmcomm_status_t symmcomm_system_report(int json, char* text, size_t capacity, size_t* needed) {
+  return guarded([&] {
+    SYMMCOMM_EXPECTS(text != nullptr || capacity == 0, "text is NULL but capacity is " << capacity);
+    std::string const report = symmcomm::system_report(json != 0 ? symmcomm::ReportFormat::Json
+                                                                 : symmcomm::ReportFormat::Text);
+    if (needed != nullptr) *needed = report.size() + 1;
+    if (capacity > 0) {
+      std::size_t const n = std::min(report.size(), capacity - 1);
+      std::memcpy(text, report.data(), n);
+      text[n] = '\0';
+    }
+  });
 }
 
 size_t symmcomm_unique_id_bytes(void) {

@@ -194,7 +194,9 @@ TEST(CApi, OptionsAreSizeVersioned) {
   newer.future_field = 1;
   EXPECT_EQ(symmcomm_all_gather(nullptr, &bf, &bf, &newer.base, nullptr, nullptr),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
-  EXPECT_TRUE(last_error_has("options sets fields this library (C ABI 4) does not know"))
+  EXPECT_TRUE(last_error_has(("options sets fields this library (C ABI " +
+                              std::to_string(SYMMCOMM_C_ABI_VERSION) + ") does not know")
+                                 .c_str()))
       << symmcomm_last_error();
   // A plan out-parameter too small for the library to write is refused before anything runs.
   symmcomm_plan_t plan = SYMMCOMM_PLAN_INIT;
@@ -297,6 +299,30 @@ TEST(CApi, LastErrorIsPerThread) {
   t.join();
   EXPECT_TRUE(other.empty());
   EXPECT_TRUE(last_error_has("pool is NULL"));
+}
+
+}  // namespace
+
+namespace {
+
+// The machine report through the C ABI: sized first, then written whole, text and JSON; a NULL
+// buffer with room is a named argument error.
+TEST(CApi, SystemReportIsSizedThenWritten) {
+  size_t needed = 0;
+  ASSERT_EQ(symmcomm_system_report(1, nullptr, 0, &needed), SYMMCOMM_SUCCESS);
+  ASSERT_GT(needed, 100u);
+  std::string json(needed + 4096, '\0');
+  ASSERT_EQ(symmcomm_system_report(1, json.data(), json.size(), &needed), SYMMCOMM_SUCCESS);
+  EXPECT_EQ(json.rfind("{\"schema\":\"symmcomm-info/1\"", 0), 0u) << json;
+  EXPECT_NE(json.find("\"c_abi_version\":" + std::to_string(SYMMCOMM_C_ABI_VERSION)),
+            std::string::npos);
+  char small[16];
+  ASSERT_EQ(symmcomm_system_report(0, small, sizeof small, &needed), SYMMCOMM_SUCCESS);
+  EXPECT_EQ(std::string(small),
+            (std::string("symmcomm ") + symmcomm_version() + " (C ABI").substr(0, 15));
+  EXPECT_EQ(symmcomm_system_report(0, nullptr, 8, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(symmcomm_last_error()).find("text is NULL but capacity is 8"),
+            std::string::npos);
 }
 
 }  // namespace
