@@ -43,9 +43,10 @@ struct GpuEntry {
   unsigned char uuid[16] = {};
 };
 
-// Agrees caps.ranks_per_gpu and caps.lsa_sm_share over the communicator (collective: one small
-// all-gather on a private stream). The LSA kernels' grids follow from them, so they must be the
-// same on every rank; no rank-local device property may enter a grid directly. Also agrees
+// Agrees caps.ranks_per_gpu, caps.lsa_sm_share and caps.lsa_gpu_sms over the communicator
+// (collective: one small all-gather on a private stream). The LSA kernels' grids follow from
+// them, so they must be the same on every rank; no rank-local device property may enter a grid
+// directly. Also agrees
 // whether the small-message all-gather's scratch is made (state.small_gather_agreed): only when
 // no rank turned it off, so that a variable set on some ranks only cannot split them.
 void agree_gpu_share(CommState& state) {
@@ -95,6 +96,7 @@ void agree_gpu_share(CommState& state) {
   }
   state.caps.ranks_per_gpu = most_sharing;
   state.caps.lsa_sm_share = std::max(1, fewest_sms / most_sharing);
+  state.caps.lsa_gpu_sms = std::max(1, fewest_sms);
 }
 
 void probe(CommState& state) {
@@ -120,15 +122,20 @@ void probe(CommState& state) {
     SYMMCOMM_LOG_WARN("communicator " << state.id << ": " << state.caps.reason);
     return;
   }
+  // The GPUs' SMs first: the device communicator reserves LSA barriers for the largest grid,
+  // which scales with them (every rank makes both calls, in this order).
+  agree_gpu_share(state);
   state.caps.symmetric_memory = create_dev_comm(state, reason);
   state.caps.reason = reason;
   state.caps.reason_text = intern(state.caps.reason);
   if (!state.caps.symmetric_memory) {
     state.caps.lsa_team_size = 1;
+    state.caps.ranks_per_gpu = 1;
+    state.caps.lsa_sm_share = 0;
+    state.caps.lsa_gpu_sms = 0;
     SYMMCOMM_LOG_INFO("communicator " << state.id << " (rank " << state.rank << "/" << state.size
                                       << "): no symmetric memory support: " << reason);
   } else {
-    agree_gpu_share(state);
     create_ll_scratch(state);
     SYMMCOMM_LOG_INFO("communicator "
                       << state.id << " (rank " << state.rank << "/" << state.size

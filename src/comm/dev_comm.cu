@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -52,7 +53,8 @@ std::string nccl_failure(ncclComm_t comm, const char* call, ncclResult_t r) {
 
 bool create_dev_comm(CommState& state, std::string& reason) {
   ncclDevCommRequirements requirements = initial_requirements();
-  requirements.lsaBarrierCount = kMaxLsaCtas;
+  // One barrier per CTA of the largest LSA grid (kernels/lsa.hpp), which scales with the SMs.
+  requirements.lsaBarrierCount = kLsaBarriersPerSm * std::max(1, state.caps.lsa_gpu_sms);
   auto holder = std::make_unique<DevCommHolder>();
   holder->comm = state.comm;
   ncclResult_t r = ncclDevCommCreate(state.comm, &requirements, &holder->dev);

@@ -5,9 +5,10 @@
 
 namespace symmcomm::detail {
 
-/// LSA barriers reserved per device communicator: one per CTA of the largest grid symmcomm's
-/// LSA kernels launch (CTA i of every rank meets at barrier i), so it is also that grid's cap.
-inline constexpr int kMaxLsaCtas = 396;
+/// LSA barriers a device communicator reserves per SM of the GPU (times the fewest SMs of any
+/// rank's GPU, agreed at creation): one per CTA of the largest grid symmcomm's LSA kernels
+/// launch (CTA i of every rank meets at barrier i), so the kernels' grids stay within it.
+inline constexpr int kLsaBarriersPerSm = 3;
 
 /// The small-message all-gather (kernels/lsa_ll.hpp): bytes of one line (8 data bytes and two
 /// 4-byte flags), the data bytes it carries, and the most bytes one rank sends per call (all

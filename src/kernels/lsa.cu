@@ -288,7 +288,7 @@ void gather(const Peers& peers, const GatherArgs& args, cudaStream_t stream) {
     g.width[s] = widest_vector(address_bits(peers, seg.dst) |
                                reinterpret_cast<std::uintptr_t>(seg.src) | seg.bytes);
   }
-  unsigned const grid = grid_for_units(args.grid_bytes / 64);
+  unsigned const grid = grid_for_units(args.grid_bytes / 64, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
     auto* kernel = gather_kernel<std::decay_t<decltype(p)>>;
     launch(kernel, resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid),
@@ -311,7 +311,8 @@ void reduce(const Peers& peers, const ReduceArgs& a, cudaStream_t stream) {
   bool const wide = bits % 16 == 0 && bytes % 16 == 0;
   SYMMCOMM_EXPECTS(bits % 8 == 0, "lsa reduce: send.data shard at offset "
                                       << a.data.offset << " is not 8-byte aligned");
-  unsigned const grid = grid_for_units(a.grid_count / 16, reduce_grid_cap(a.nvfp4()));
+  unsigned const grid =
+      grid_for_units(a.grid_count / 16, grid_cap(peers, reduce_ctas_per_sm(a.nvfp4())));
   with_policy(peers, [&](const auto& p) {
     if (a.out_fp32) {
       launch_reduce<std::decay_t<decltype(p)>, float>(p, peers.size, a, wide, grid, peers.sm_share,
@@ -339,7 +340,9 @@ void reduce_shards(const ShardTable& shards, DataType type, std::size_t count, v
   std::uintptr_t bits = nvfp4 ? count / 2 : count;
   for (int r = 0; r < shards.ranks; ++r) bits |= reinterpret_cast<std::uintptr_t>(shards.data[r]);
   bool const wide = bits % 16 == 0;
-  unsigned const grid = grid_for_units(count / 16, reduce_grid_cap(nvfp4));
+  // One GPU, no peers to meet: the current device's SMs.
+  unsigned const grid = grid_for_units(
+      count / 16, static_cast<unsigned>(reduce_ctas_per_sm(nvfp4) * current_device_sm_count()));
   ShardTablePolicy p;
   p.table = shards;
   if (out_fp32) {
@@ -371,7 +374,7 @@ void quantize_gather(const Peers& peers, const QuantizeGatherArgs& a, cudaStream
                                          a.zero_from <= a.zero_to),
                    "lsa quantize_gather: " << a.count << " elements are not whole rows of "
                                            << a.scale_cols << " NVFP4 blocks");
-  unsigned const grid = grid_for_units(a.grid_count / 16);
+  unsigned const grid = grid_for_units(a.grid_count / 16, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
     using P = std::decay_t<decltype(p)>;
     auto* kernel = a.nvfp4() ? quantize_gather_nvfp4_kernel<P> : quantize_gather_fp8_kernel<P>;
@@ -400,7 +403,7 @@ void counted_gather(const Peers& peers, const CountedGatherArgs& a, cudaStream_t
                      "lsa counted gather: recv scale at offset " << a.scale_dst.offset
                                                                  << " is not 4-byte aligned");
   }
-  unsigned const grid = grid_for_units(a.grid_bytes / 64);
+  unsigned const grid = grid_for_units(a.grid_bytes / 64, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
     auto* kernel = counted_gather_kernel<std::decay_t<decltype(p)>>;
     launch(kernel, resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid),

@@ -34,12 +34,15 @@ inline constexpr int kSlots = 4;
 inline constexpr int kMaxLoopbackRanks = symmcomm::kMaxLoopbackRanks;
 /// Ranks a production launch supports (shared-memory tables of peer pointers).
 inline constexpr int kMaxRanks = kMaxKernelRanks;
-/// Most CTAs a kernel launches: each needs its own LSA barrier, so it is the barrier count the
-/// device communicator reserves. The NVFP4 reduce launches three per SM of an H100/H200, the
-/// other kernels kGridCtas.
-inline constexpr int kMaxCtas = kMaxLsaCtas;
-/// Grid cap of the gather and quantize-gather kernels (two per SM of an H100/H200).
-inline constexpr int kGridCtas = 264;
+/// Most CTAs per SM of the GPU the gather, quantize-gather, FP8 reduce and counted kernels
+/// launch; the NVFP4 reduce launches kNvfp4ReduceCtasPerSm. Each CTA needs its own LSA barrier:
+/// the device communicator reserves kLsaBarriersPerSm per SM (comm/lsa_limits.hpp). The SM
+/// count is the fewest of any rank's GPU, agreed at creation (Peers::gpu_sms), so grids are the
+/// same on every rank whatever the GPU model.
+inline constexpr int kCtasPerSm = 2;
+inline constexpr int kNvfp4ReduceCtasPerSm = 3;
+static_assert(kCtasPerSm <= kLsaBarriersPerSm && kNvfp4ReduceCtasPerSm <= kLsaBarriersPerSm,
+              "every CTA of an LSA kernel needs a barrier of its own");
 /// Threads per CTA of the LSA kernels.
 inline constexpr int kThreads = 512;
 
@@ -61,13 +64,14 @@ struct Peers {
     return p;
   }
   /// Real ranks of a communicator with a device communicator (windows filled in by the caller).
-  static Peers production_of(int rank, int size, const void* dev_comm, int sm_share) {
+  static Peers production_of(int rank, int size, const void* dev_comm, int sm_share, int gpu_sms) {
     Peers p;
     p.loopback = false;
     p.rank = rank;
     p.size = size;
     p.dev_comm = dev_comm;
     p.sm_share = sm_share;
+    p.gpu_sms = gpu_sms;
     return p;
   }
 
@@ -82,6 +86,9 @@ struct Peers {
   /// Production: SMs this rank may fill (Capabilities::lsa_sm_share, the same on every rank);
   /// grids are capped to what they hold at once. 0: no cap (loopback runs ranks one by one).
   int sm_share = 0;
+  /// Production: the fewest SMs of any rank's GPU (Capabilities::lsa_gpu_sms), which the grid
+  /// caps scale with. 0 (loopback): the current device's.
+  int gpu_sms = 0;
 
  private:
   Peers() = default;  // made by loopback_of() or production_of(): which policy is explicit
@@ -182,8 +189,8 @@ struct CountedGatherArgs : CountedArgs {
   SymRef scale_dst{};
 };
 
-/// A BF16 reduce-scatter with this rank's shard size on the device (device_counts.hpp), in one launch:
-/// after the count exchange (CountedArgs) this rank sums its count rows from every peer's
+/// A BF16 reduce-scatter with this rank's shard size on the device (device_counts.hpp), in one
+/// launch: after the count exchange (CountedArgs) this rank sums its count rows from every peer's
 /// compact `send` (rows from
 /// offset[rank] on, `row_elements` bf16 each) in fp32, in rank order, rounds once, writes them to
 /// local `out` and zeroes out's rows past its count up to `capacity`; a closing barrier keeps

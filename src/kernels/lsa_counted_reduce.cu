@@ -101,7 +101,7 @@ void counted_reduce(const Peers& peers, const CountedReduceArgs& args, cudaStrea
   // Every row offset is a multiple of 8 elements (16 bytes) when rows are: 16-byte items then.
   a.vector = a.row_elements % 8 == 0 && send_bits % 16 == 0 &&
              reinterpret_cast<std::uintptr_t>(a.out) % 16 == 0;
-  unsigned const grid = grid_for_units(a.grid_bytes / 16);
+  unsigned const grid = grid_for_units(a.grid_bytes / 16, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
     auto* kernel = counted_reduce_kernel<std::decay_t<decltype(p)>>;
     launch(kernel, resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid),

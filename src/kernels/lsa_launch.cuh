@@ -20,8 +20,15 @@
 
 namespace symmcomm::detail::lsa {
 
-// Same on every rank: a function of a rank-independent size only.
-inline unsigned grid_for_units(std::size_t units, unsigned cap = kGridCtas) {
+// The grid cap of `ctas_per_sm` CTAs per SM: of the fewest SMs of any rank's GPU in
+// production (agreed, so the same on every rank), of the current device's in loopback.
+inline unsigned grid_cap(const Peers& peers, int ctas_per_sm) {
+  int const sms = peers.gpu_sms > 0 ? peers.gpu_sms : current_device_sm_count();
+  return static_cast<unsigned>(ctas_per_sm) * static_cast<unsigned>(sms > 0 ? sms : 1);
+}
+
+// Same on every rank: a function of a rank-independent size and cap only.
+inline unsigned grid_for_units(std::size_t units, unsigned cap) {
   std::size_t const ctas = (units + kThreads - 1) / kThreads;
   return static_cast<unsigned>(ctas < 1 ? 1 : (ctas > cap ? cap : ctas));
 }

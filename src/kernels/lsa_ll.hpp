@@ -3,11 +3,12 @@
 // data instead of barriers.
 //
 // Every LSA kernel of lsa.hpp opens and closes with a barrier over the team; at a few KiB per
-// rank those two barriers are most of a call's time (BM_LatencyLsaBarriers measures them). This kernel sends each 8 bytes of data as a 16-byte line
-// {4 data bytes, flag, 4 data bytes, flag} (NCCL's "LL" protocol idea: an aligned 8-byte store
-// lands whole, so a reader that sees the flag sees its data) into its slot of every peer's
-// scratch window, and each rank copies its own scratch into its receive buffer once every
-// line's flags carry this call's value. Nothing else synchronises:
+// rank those two barriers are most of a call's time (BM_LatencyLsaBarriers measures them). This
+// kernel sends each 8 bytes of data as a 16-byte line {4 data bytes, flag, 4 data bytes, flag}
+// (NCCL's "LL" protocol idea: an aligned 8-byte store lands whole, so a reader that sees the flag
+// sees its data) into its slot of every peer's scratch window, and each rank copies its own scratch
+// into its receive buffer once every line's flags carry this call's value. Nothing else
+// synchronises:
 //
 // - The flag is the call's number on this communicator (kept on the device, so graph replays
 //   advance it), with the top bit set: zeroed scratch and lines of earlier calls never match.

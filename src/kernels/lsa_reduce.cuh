@@ -194,9 +194,9 @@ __global__ void __launch_bounds__(kThreads,
   programmatic_release(peers);
 }
 
-// CTAs of the reduce grid: rank-independent constants (CTA i meets CTA i on every peer, so no
-// device property may enter): three per H200 SM for NVFP4, two for FP8.
-inline unsigned reduce_grid_cap(bool nvfp4) {
-  return static_cast<unsigned>(nvfp4 ? kMaxCtas : kGridCtas);
+// CTAs of the reduce grid per SM (CTA i meets CTA i on every peer: grid_cap keeps it the same
+// on every rank): three for NVFP4, two for FP8.
+inline int reduce_ctas_per_sm(bool nvfp4) {
+  return nvfp4 ? kNvfp4ReduceCtasPerSm : kCtasPerSm;
 }
 }  // namespace symmcomm::detail::lsa

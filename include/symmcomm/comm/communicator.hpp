@@ -31,6 +31,9 @@ struct Capabilities {
   /// rank's GPU divided by ranks_per_gpu): symmcomm's kernels size their grids from it so that
   /// every CTA can be resident at once. 0 when not probed or without symmetric memory.
   int lsa_sm_share = 0;
+  /// The fewest SMs of any rank's GPU, the same on every rank: the LSA kernels' grid caps and
+  /// the LSA barriers the device communicator reserves scale with it. 0 as lsa_sm_share.
+  int lsa_gpu_sms = 0;
   std::string reason;  ///< why symmetric_memory is false
   /// `reason` interned for the life of the process (what plans point to, so that planning a
   /// call copies no string); null for Capabilities built by hand.
