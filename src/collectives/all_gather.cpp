@@ -27,7 +27,7 @@ lsa::LlGatherArgs ll_args(const CommState& state, const std::vector<GatherPart>&
   a.size = state.size;
   a.scratch = state.ll_window;
   a.calls = state.ll_calls;
-  a.abort_flag = device_abort_flag(state);
+  a.abort_word = device_abort_word(state);
   for (const GatherPart& p : parts) {
     std::size_t const bytes = p.bytes[static_cast<std::size_t>(state.rank)];
     a.segment[a.segments++] = lsa::LlSegment{p.send, p.recv, bytes, a.lines};

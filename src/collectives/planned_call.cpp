@@ -128,7 +128,8 @@ bool lsa_kernel_usable(const CommState& comm) {
 
 lsa::Peers lsa_peers(const CommState& comm) {
   return lsa::Peers::production_of(comm.rank, comm.size, dev_comm_handle(comm),
-                                   comm.caps.lsa_sm_share, comm.caps.lsa_gpu_sms);
+                                   comm.caps.lsa_sm_share, comm.caps.lsa_gpu_sms,
+                                   device_abort_word(comm));
 }
 
 void refuse_in_group(const char* operation, const char* why) {

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <vector>
 
+#include "comm/abort_word.hpp"
 #include "symmcomm/comm/communicator.hpp"
 
 namespace symmcomm::detail {
@@ -61,6 +62,8 @@ struct CommState {
   CommStats stats;
   std::atomic<bool> detached{false};  ///< a borrowed communicator was released by its wrapper
   std::atomic<bool> aborted{false};   ///< Communicator::abort() ran: NCCL state is gone
+  /// Set by Communicator::abort(); symmcomm's kernels that wait for peers poll it.
+  detail::AbortWord abort_word;
   /// NCCL itself reported no symmetric memory support for this communicator (so it never
   /// launches its symmetric kernels here, and the PDL fence they need is skipped).
   bool nccl_symmetric_off = false;

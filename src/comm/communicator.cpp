@@ -159,6 +159,7 @@ CommState::CommState(ncclComm_t c, bool own) : comm(c), owned(own) {
   // Before any collective of ours can wait on a peer: a kernel's first, lazy load may wait for
   // the whole device (core/kernel_preload.hpp).
   preload_kernels(device);
+  abort_word = take_abort_word();
   id = next_comm_id.fetch_add(1);
   caps.runtime_version = nccl_runtime_version();
   caps.reason = "capabilities not probed (wrapped with Probe::No)";
@@ -287,6 +288,9 @@ void Communicator::check_async_error() const {
 void Communicator::abort() {
   SYMMCOMM_EXPECTS(state_, "abort: the communicator is empty");
   if (state_->aborted.exchange(true, std::memory_order_acq_rel)) return;
+  // First symmcomm's own word, so that its kernels waiting for peers leave whatever NCCL's
+  // abort does with them.
+  detail::raise_abort(state_->abort_word);
   detail::DeviceGuard guard(state_->device);
   SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommAbort(state_->comm));
   SYMMCOMM_LOG_WARN("communicator " << state_->id << " (rank " << state_->rank << "/"

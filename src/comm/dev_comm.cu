@@ -141,30 +141,6 @@ const void* dev_comm_handle(const CommState& state) noexcept {
   return state.dev_comm ? &state.dev_comm->dev : nullptr;
 }
 
-namespace {
-// NCCL's abort flag in the device communicator, where this NCCL's headers have one (2.30's do,
-// 2.28's do not): what its LSA barriers poll so that ncclCommAbort ends a waiting kernel.
-template <class Dev, class = void>
-struct AbortFlag {
-  static const std::uint32_t* of(const Dev&) { return nullptr; }
-};
-template <class Dev>
-struct AbortFlag<Dev, std::void_t<decltype(std::declval<const Dev&>().abortFlag)>> {
-  static const std::uint32_t* of(const Dev& dev) {
-    return reinterpret_cast<const std::uint32_t*>(dev.abortFlag);
-  }
-};
-}  // namespace
-
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 30, 0)
-// 2.30's ncclDevComm has the flag (so AbortFlag above finds it and kernels poll it).
-static_assert(sizeof(ncclDevComm::abortFlag) == sizeof(void*), "ncclDevComm::abortFlag");
-#endif
-
-const std::uint32_t* device_abort_flag(const CommState& state) noexcept {
-  return state.dev_comm ? AbortFlag<ncclDevComm>::of(state.dev_comm->dev) : nullptr;
-}
-
 void forget_dev_comm(CommState& state) noexcept {
   delete state.dev_comm.release();
 }
@@ -184,12 +160,13 @@ void DevCommDeleter::operator()(DevCommHolder* holder) const noexcept {
 const void* dev_comm_handle(const CommState&) noexcept {
   return nullptr;
 }
-const std::uint32_t* device_abort_flag(const CommState&) noexcept {
-  return nullptr;
-}
 void forget_dev_comm(CommState& state) noexcept {
   delete state.dev_comm.release();
 }
 #endif
+
+const std::uint32_t* device_abort_word(const CommState& state) noexcept {
+  return state.abort_word.device;
+}
 
 }  // namespace symmcomm::detail

@@ -28,9 +28,9 @@ void forget_dev_comm(CommState& state) noexcept;
 /// The ncclDevComm of a communicator (as an opaque pointer), or null when there is none.
 const void* dev_comm_handle(const CommState& state) noexcept;
 
-/// NCCL's abort flag of the device communicator (non-zero once ncclCommAbort ran; device
-/// memory), where this NCCL's device API has one (2.30: yes, 2.28: no); null otherwise. Kernels
-/// that wait for peers poll it so that an abort ends them.
-const std::uint32_t* device_abort_flag(const CommState& state) noexcept;
+/// symmcomm's abort word of the communicator as kernels read it (comm/abort_word.hpp): non-zero
+/// once Communicator::abort() ran, on every NCCL line. Kernels that wait for peers poll it so
+/// that an abort ends them.
+const std::uint32_t* device_abort_word(const CommState& state) noexcept;
 
 }  // namespace symmcomm::detail

@@ -86,11 +86,11 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ char* dst[kMaxRanks];
   int const n = peers.size();
   int const me = peers.rank();
-  peers.barrier();
+  if (!peers.barrier()) return;
   for (int s = 0; s < g.args.segments; ++s) {
     gather_segment(peers, g.args.segment[s], g.width[s], dst, me, n);
   }
-  peers.barrier();
+  if (!peers.barrier()) return;
   programmatic_release(peers);
 }
 
@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ CountPrefix prefix;
   int const n = peers.size();
   int const me = peers.rank();
-  peers.barrier();
+  if (!peers.barrier()) return;
   if (!exchange_counts(peers, a)) return;
   count_prefix(peers, a, prefix);
   __syncthreads();
@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(kThreads)
       reinterpret_cast<float*>(peers.ptr(a.scale_dst, p))[me] = s;
     }
   }
-  peers.barrier();
+  if (!peers.barrier()) return;
   programmatic_release(peers);
 }
 
@@ -177,7 +177,7 @@ __global__ void __launch_bounds__(kThreads)
   int const me = peers.rank();
   float const scale = *a.scale;
   float const inv_scale = 1.0f / scale;
-  peers.barrier();
+  if (!peers.barrier()) return;
   for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
     data_dst[p] = reinterpret_cast<uint2*>(peers.ptr(a.data, p));
     if (blockIdx.x == 0) *reinterpret_cast<float*>(peers.ptr(a.scale_dst, p)) = scale;
@@ -208,7 +208,7 @@ __global__ void __launch_bounds__(kThreads)
         store_vector<kStreamingStores>(data_dst[rotated(me, j, n)] + g, codes);
     }
   }
-  peers.barrier();
+  if (!peers.barrier()) return;
   programmatic_release(peers);
 }
 
@@ -216,8 +216,8 @@ __global__ void __launch_bounds__(kThreads)
 template <class P>
 __global__ void __launch_bounds__(kThreads) barriers_kernel(P peers) {
   programmatic_wait(peers);
-  peers.barrier();
-  peers.barrier();
+  if (!peers.barrier()) return;
+  if (!peers.barrier()) return;
   programmatic_release(peers);
 }
 

@@ -64,9 +64,11 @@ struct Peers {
     return p;
   }
   /// Real ranks of a communicator with a device communicator (windows filled in by the caller).
-  static Peers production_of(int rank, int size, const void* dev_comm, int sm_share, int gpu_sms) {
+  static Peers production_of(int rank, int size, const void* dev_comm, int sm_share, int gpu_sms,
+                             const std::uint32_t* abort_word) {
     Peers p;
     p.loopback = false;
+    p.abort_word = abort_word;
     p.rank = rank;
     p.size = size;
     p.dev_comm = dev_comm;
@@ -89,6 +91,9 @@ struct Peers {
   /// Production: the fewest SMs of any rank's GPU (Capabilities::lsa_gpu_sms), which the grid
   /// caps scale with. 0 (loopback): the current device's.
   int gpu_sms = 0;
+  /// Production: the communicator's abort word (comm/abort_word.hpp), polled while a barrier
+  /// waits; loopback barriers never wait.
+  const std::uint32_t* abort_word = nullptr;
 
  private:
   Peers() = default;  // made by loopback_of() or production_of(): which policy is explicit

@@ -34,7 +34,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ const char* src[kMaxRanks];
   __shared__ CountPrefix prefix;
   int const n = peers.size();
-  peers.barrier();  // peers' send rows complete, their counts arrays free
+  if (!peers.barrier()) return;  // peers' send rows complete, their counts arrays free
   if (!exchange_counts(peers, a)) return;
   count_prefix(peers, a, prefix);
   for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kThreads)
       out[i] = r;
     }
   }
-  peers.barrier();  // every peer has read this rank's send
+  if (!peers.barrier()) return;  // every peer has read this rank's send
   programmatic_release(peers);
 }
 

@@ -24,7 +24,7 @@ __device__ __forceinline__ bool exchange_counts(const P& peers, const CountedArg
   for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
     reinterpret_cast<std::int32_t*>(peers.ptr(a.counts, p))[me] = raw;
   }
-  peers.barrier();
+  if (!peers.barrier()) return false;  // aborted
   if (a.phase == 1) {
     programmatic_release(peers);
     return false;

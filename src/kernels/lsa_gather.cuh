@@ -111,7 +111,7 @@ __device__ __forceinline__ void quantize_gather_nvfp4_body(const P& peers,
   float const global_scale = *a.scale;
   float const scale_factor = nvfp4_scale_factor(global_scale);
   fill_quant_table(quant_table, global_scale);
-  peers.barrier();
+  if (!peers.barrier()) return;
   for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
     data_dst[p] = reinterpret_cast<uint2*>(peers.ptr(a.data, p));
     scale_dst[p] = reinterpret_cast<std::uint8_t*>(peers.ptr(a.block_scales, p));
@@ -156,7 +156,7 @@ __device__ __forceinline__ void quantize_gather_nvfp4_body(const P& peers,
       }
     }
   }
-  peers.barrier();
+  if (!peers.barrier()) return;
 }
 
 }  // namespace symmcomm::detail::lsa

@@ -147,6 +147,7 @@ void with_policy(const Peers& peers, Launch&& launch) {
   p.programmatic = programmatic_launch();
   p.comm = *static_cast<const ncclDevComm*>(peers.dev_comm);
   for (int s = 0; s < kSlots; ++s) p.window[s] = peers.window[s];
+  p.abort_word = peers.abort_word;
   launch(p);
 #else
   SYMMCOMM_FAIL("lsa kernel: this build has no NCCL device API (NCCL < 2.28 headers)");

@@ -117,8 +117,7 @@ __global__ void __launch_bounds__(kThreads)
     send(line, read_bytes(segment_of(a, line, offset), offset));
   }
   // Receive: every peer's lines from this rank's scratch once their flags say this call; every
-  // kLlAbortPolls polls NCCL's abort flag is read, so that an aborted communicator ends us.
-  constexpr unsigned kLlAbortPolls = 1024;
+  // kAbortPolls polls the communicator's abort word is read, so that an abort ends us.
   std::size_t const items = static_cast<std::size_t>(n - 1) * a.lines;
   const char* const mine = slots[me] + half;
   bool aborted = false;
@@ -128,8 +127,7 @@ __global__ void __launch_bounds__(kThreads)
     const char* q = mine + static_cast<std::size_t>(from) * slot_bytes + line * kLlLineBytes;
     uint4 v = load_line(q);
     for (unsigned polls = 1; v.y != flag || v.w != flag; ++polls) {
-      if (polls % kLlAbortPolls == 0 && a.abort_flag != nullptr &&
-          *static_cast<const volatile std::uint32_t*>(a.abort_flag) != 0) {
+      if (polls % kAbortPolls == 0 && abort_raised(a.abort_word)) {
         aborted = true;
         break;
       }

@@ -53,10 +53,10 @@ struct LlGatherArgs {
   int rank = 0, size = 1;
   ncclWindow_t scratch = nullptr;  ///< ll_scratch_bytes(size) bytes on every rank
   std::uint32_t* calls = nullptr;  ///< this rank's call counter and CTA tally (2 words)
-  /// NCCL's abort flag (comm/dev_comm.hpp, device_abort_flag), polled while waiting for a
+  /// symmcomm's abort word (comm/dev_comm.hpp, device_abort_word), polled while waiting for a
   /// peer's lines: after ncclCommAbort the kernel ends, its receive buffer incomplete. Null
   /// (NCCL 2.28's device API has none): it waits as NCCL 2.28's LSA barriers do.
-  const std::uint32_t* abort_flag = nullptr;
+  const std::uint32_t* abort_word = nullptr;
 };
 
 /// Lines `bytes` take in a slot.

@@ -1,7 +1,9 @@
 #pragma once
 // Private: the peer policies symmcomm's LSA kernels are written against (see lsa.hpp), and the
 // thread-index helpers they share. A policy answers rank(), size(), ptr(SymRef, peer) and
-// barrier(); the kernels know nothing else about where peers' buffers live. kHeavyBarrier:
+// barrier() (false, in every thread of the CTA, when the communicator was aborted while it
+// waited: the kernel then leaves); the kernels know nothing else about where peers' buffers
+// live. kHeavyBarrier:
 // whether barrier() needs registers enough to change a kernel's launch shape.
 
 #include <cstddef>
@@ -14,6 +16,17 @@
 #endif
 
 namespace symmcomm::detail::lsa {
+
+// ---- abort ----------------------------------------------------------------------------------
+
+// Spins between two reads of the abort word (comm/abort_word.hpp): a read crosses to host
+// memory, rare against a spin's local loads yet within microseconds of an abort.
+inline constexpr unsigned kAbortPolls = 1024;
+
+// Whether Communicator::abort() raised `word` (null: no word, never).
+__device__ __forceinline__ bool abort_raised(const std::uint32_t* word) {
+  return word != nullptr && *static_cast<const volatile std::uint32_t*>(word) != 0;
+}
 
 // ---- peer policies --------------------------------------------------------------------------
 
@@ -28,7 +41,7 @@ struct LoopbackPolicy {
   __device__ int rank() const { return my_rank; }
   __device__ int size() const { return my_size; }
   __device__ char* ptr(SymRef ref, int peer) const { return base[ref.slot][peer] + ref.offset; }
-  __device__ void barrier() const {}
+  __device__ bool barrier() const { return true; }
 };
 
 // The fallback's local reduction: "peers" are the shards of a ShardTable (slot 0 =
@@ -45,7 +58,7 @@ struct ShardTablePolicy {
                                        : static_cast<const void*>(table.scale[peer]);
     return const_cast<char*>(static_cast<const char*>(base)) + ref.offset;
   }
-  __device__ void barrier() const {}
+  __device__ bool barrier() const { return true; }
 };
 
 #if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
@@ -55,14 +68,39 @@ struct LsaPolicy {
   bool programmatic = false;  // launched with programmatic dependent launch (lsa.hpp)
   ncclDevComm comm;
   ncclWindow_t window[kSlots];
+  const std::uint32_t* abort_word;  // the communicator's (comm/abort_word.hpp)
   __device__ int rank() const { return comm.lsaRank; }
   __device__ int size() const { return comm.lsaSize; }
   __device__ char* ptr(SymRef ref, int peer) const {
     return static_cast<char*>(ncclGetLsaPointer(window[ref.slot], ref.offset, peer));
   }
-  __device__ void barrier() const {
+  // NCCL's LSA barrier (barrier blockIdx.x of the team) with its wait replaced: NCCL's arrive,
+  // then the wait NCCL's unicast barrier does on the same inboxes and epoch (public members of
+  // its session, the same in 2.28 and 2.30), which also leaves when symmcomm's abort word is
+  // raised - NCCL's own wait polls only its device communicator's abort flag, which 2.28 lacks
+  // and 2.30 leaves null. An aborted barrier leaves the epoch advanced: the communicator is
+  // not used again.
+  __device__ bool barrier() const {
     ncclLsaBarrierSession<ncclCoopCta> bar(ncclCoopCta(), comm, ncclTeamTagLsa(), blockIdx.x);
-    bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
+    bar.arrive(ncclCoopCta(), cuda::memory_order_acq_rel);
+    bool aborted = false;
+    int const n = bar.team.nRanks;
+    int const me = bar.team.rank;
+    for (int i = static_cast<int>(threadIdx.x); i < n - 1 && !aborted;
+         i += static_cast<int>(blockDim.x)) {
+      int const peer = i + (me <= i ? 1 : 0);
+      cuda::atomic_ref<std::uint32_t> inbox(*bar.ucInbox(me, peer));
+      for (unsigned polls = 1;; ++polls) {
+        std::uint32_t const got = inbox.load(cuda::memory_order_acquire);
+        if (got - (bar.epoch + 1) <= (~std::uint32_t{0} >> 1)) break;
+        if (polls % kAbortPolls == 0 && abort_raised(abort_word)) {
+          aborted = true;
+          break;
+        }
+      }
+    }
+    bar.epoch += 1;
+    return __syncthreads_or(aborted ? 1 : 0) == 0;
   }
 };
 #endif

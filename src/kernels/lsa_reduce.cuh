@@ -136,7 +136,7 @@ __device__ __forceinline__ void reduce_body(const P& peers, const ReduceArgs& a)
   __shared__ float mult[kMaxRanks];
   if (kPeers > 0 && peers.size() != kPeers) __trap();
   int const n = kPeers > 0 ? kPeers : peers.size();
-  peers.barrier();
+  if (!peers.barrier()) return;
   for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
     data[p] = reinterpret_cast<const std::uint8_t*>(peers.ptr(a.data, p));
     scales[p] =
@@ -166,7 +166,7 @@ __device__ __forceinline__ void reduce_body(const P& peers, const ReduceArgs& a)
     }
     store_floats<kElems>(out, i * kElems, acc);
   }
-  peers.barrier();
+  if (!peers.barrier()) return;
 }
 
 // Launch shape (measurements: docs/design-notes.md, "Launch shapes"). NVFP4 decoding is

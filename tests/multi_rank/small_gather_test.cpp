@@ -209,49 +209,5 @@ TEST(MultiRankSmallGather, TurnedOffOnOneRankIsOffOnEvery) {
   EXPECT_EQ(detail::state_of(other)->ll_scratch, nullptr) << "rank " << w.rank;
 }
 
-// A peer that aborts while the others wait in the kernel for its lines: with NCCL's abort flag
-// (2.30's device API) the others' wait times out with an error, their own abort ends the kernel
-// and their stream drains - no GPU left spinning.
-TEST(MultiRankSmallGather, APeerThatAbortsEndsTheOthersWaitingKernel) {
-  if (!has_small_gather()) GTEST_SKIP() << "no small-message all-gather here: " << caps().reason;
-  World& w = world();
-  Communicator doomed = create_mpi_communicator(MPI_COMM_WORLD, w.comm.device());
-  if (detail::device_abort_flag(*detail::state_of(doomed)) == nullptr) {
-    GTEST_SKIP() << "this NCCL's device API has no abort flag (2.28): no LSA kernel ends on abort";
-  }
-  ASSERT_NE(detail::state_of(doomed)->ll_window, nullptr);
-  int const quitter = w.size - 1;
-  std::size_t const bytes = 256;
-  cudaStream_t stream = nullptr;
-  SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  SymmetricBuffer send(doomed, bytes), recv(doomed, bytes * static_cast<std::size_t>(w.size));
-  auto const gather = [&](int value) {
-    SYMMCOMM_CUDA_TRY(cudaMemsetAsync(send.data(), value + w.rank, bytes, stream));
-    all_gather(doomed, std::vector<GatherItem>{GatherItem{send.data(), recv.data(), bytes, "b"}},
-               stream, lsa_kernel());
-  };
-  gather(10);  // works before the abort
-  wait(doomed, stream, std::chrono::seconds(60));
-  std::vector<std::uint8_t> got(bytes * static_cast<std::size_t>(w.size));
-  support::copy_on(stream, got.data(), recv.data(), got.size());
-  for (int r = 0; r < w.size; ++r) {
-    EXPECT_EQ(got[static_cast<std::size_t>(r) * bytes], 10 + r) << "rank " << r << "'s part";
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (w.rank == quitter) {
-    doomed.abort();
-  } else {
-    gather(20);  // waits for the quitter's lines, which never come
-    std::string const text = wait_error(doomed, stream, std::chrono::seconds(5));
-    EXPECT_FALSE(text.empty()) << "a small gather whose peer aborted completed";
-    doomed.abort();
-    cudaError_t const state = drained_within(stream, std::chrono::seconds(30));
-    EXPECT_EQ(state, cudaSuccess) << "the kernel still waits 30 s after Communicator::abort(): "
-                                  << cudaGetErrorString(state);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-  SYMMCOMM_CUDA_TRY(cudaStreamDestroy(stream));
-}
-
 }  // namespace
 }  // namespace symmcomm::test
