@@ -69,3 +69,23 @@ symmcomm_watch() {
   kill -9 "$pid" 2>/dev/null
   return 1
 }
+
+# Skip reasons a GPU run on one machine may have by design (tests/support/skip_policy.hpp):
+# GPU counts the machine lacks, tests for machines without a GPU, a test run as its own entry
+# (its timeout), the wheel-only Python test.
+SYMMCOMM_SKIPS_BY_DESIGN="GPUs, this machine has|this machine has a GPU|processes but|needs SYMMCOMM_WAIT_TIMEOUT_S between|installed wheel"
+# On NCCL 2.28 ranks in separate processes have no symmetric windows (the multi-rank tier runs
+# the fallback there): what needs an LSA team may skip too.
+SYMMCOMM_SKIPS_WITHOUT_LSA="no LSA|no small-message all-gather|the LSA team does not span"
+
+# symmcomm_allow_skips [more reasons]: every skip not named fails the tests that follow
+# (SYMMCOMM_ALLOWED_SKIPS); with an argument, those reasons are allowed as well.
+symmcomm_allow_skips() {
+  export SYMMCOMM_ALLOWED_SKIPS="$SYMMCOMM_SKIPS_BY_DESIGN${1:+|$1}"
+}
+
+# symmcomm_ctest_verdict <build-dir> <ctest-log>: the skipped tests with their reasons; 1 when a
+# skip is not allowed (CTest itself counts a skip as a pass).
+symmcomm_ctest_verdict() {
+  "$SYMMCOMM_ROOT/scripts/ctest_skips.sh" "$1" "$2"
+}

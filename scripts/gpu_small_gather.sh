@@ -29,10 +29,14 @@ ranks() {  # ranks <n> <filter> <log> [env...]
     "$build/tests/symmcomm_multi_rank_tests" --gtest_filter="$filter" >"$log" 2>&1
   echo "== $(basename "$log" .txt): exit $?"
   grep -E "PASSED|FAILED|Failure" "$log" | sort | uniq -c | head -6
+  # Every skip with its reason (tests/support/skip_policy.hpp); an unexpected one made it fail.
+  sed -n '/^Skipped tests (/,/^[^ ]/p' "$log" | sort -u | head -20
 }
+# NCCL 2.30.7, ranks sharing the GPU with symmetric windows: only the by-design skips.
+symmcomm_allow_skips
 if want tests; then
   for n in 2 4 8; do
-    ranks "$n" 'MultiRankSmallGather.*:MultiRankAllGather.*:MultiRank.*' "$out/gather-n$n.txt"
+    ranks "$n" 'MultiRankSmallGather.*:MultiRankAllGather.*:MultiRank.*:MultiRankAbort.*' "$out/gather-n$n.txt"
   done
   ranks 4 'MultiRankSmallGather.*' "$out/gather-pdl-n4.txt" SYMMCOMM_LSA_PDL=1
   env LD_LIBRARY_PATH="$second/lib" timeout 150 "$build/tests/symmcomm_gpu_tests" \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs symmcomm's tests: installs missing Debian packages (apt-get), configures, builds, runs CTest.
 # GPU tests skip with their reason on machines without a GPU (listed, by reason, at the end);
-# SYMMCOMM_REQUIRE_GPU=1 makes a missing GPU a failure instead.
+# SYMMCOMM_REQUIRE_GPU=1 makes a missing GPU a failure instead, and SYMMCOMM_ALLOWED_SKIPS
+# ('|'-separated reasons) makes any other skip one (tests/support/skip_policy.hpp).
 # Usage: scripts/test.sh [build-dir] [extra ctest args...]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -14,7 +15,8 @@ out="$build_dir/ctest-output.txt"
 rc=0
 (cd "$build_dir" && ctest --output-on-failure --parallel "$(nproc)" --timeout 1800 "$@") 2>&1 |
   tee "$out" || rc=$?
-"$SYMMCOMM_ROOT/scripts/ctest_skips.sh" "$build_dir" "$out" || true
+# Skips by reason; with SYMMCOMM_ALLOWED_SKIPS (the GPU scripts) an unexpected one fails the run.
+"$SYMMCOMM_ROOT/scripts/ctest_skips.sh" "$build_dir" "$out" || rc=1
 # The verdict last, where a newcomer looks: CTest's summary line and any failures.
 echo
 grep -E "tests passed|tests failed" "$out" | tail -1 || echo "ctest printed no summary (exit $rc)"

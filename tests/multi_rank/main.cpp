@@ -21,6 +21,7 @@
 #include <string>
 
 #include "multi_rank/world.hpp"
+#include "support/skip_policy.hpp"
 #include "symmcomm/comm/mpi.hpp"
 #include "symmcomm/error.hpp"
 
@@ -118,7 +119,9 @@ int main(int argc, char** argv) {
           c.lsa_team_size, c.ranks_per_gpu, c.lsa_sm_share);
       std::fflush(stdout);
     }
-    int const mine = RUN_ALL_TESTS();
+    // Unexpected skips (support/skip_policy.hpp) count as failures in the verdict all ranks share.
+    test::exit_on_unexpected_skips(false);
+    int const mine = RUN_ALL_TESTS() != 0 || test::unexpected_skips() > 0 ? 1 : 0;
     MPI_Allreduce(&mine, &rc, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     // Collective teardown in the same order everywhere: windows, then the communicator.
     world.pool.reset();
