@@ -278,9 +278,6 @@ inline PathChoice choice_of(BenchPath p) {
   }
 }
 
-inline Fp8Format fp8_of(Dtype d) {
-  return d == Dtype::Fp8E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3;
-}
 
 // Host <-> device copies of the runners, each on the rank's stream (the one its collectives
 // run on, cudaStreamNonBlocking) and waited for: a pageable cudaMemcpy runs on the legacy

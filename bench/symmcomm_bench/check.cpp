@@ -1,6 +1,7 @@
 #include "check.hpp"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "symmcomm/formats/bf16.hpp"
 #include "symmcomm/formats/e2m1.hpp"
@@ -25,10 +26,10 @@ int bf16_range(int ranks) {
 }
 
 // An FP8 code of magnitude in [0.25, 16) with a random sign and mantissa (never NaN or inf).
-std::uint8_t fp8_code(std::uint32_t h, Dtype dtype) {
+std::uint8_t fp8_code(std::uint32_t h, DataType dtype) {
   std::uint32_t const sign = (h >> 31) << 7;
   std::uint32_t const exponent_step = (h >> 8) % 6;  // 6 binades
-  if (dtype == Dtype::Fp8E5M2) {
+  if (dtype == DataType::Fp8E5M2) {
     return static_cast<std::uint8_t>(sign | ((13 + exponent_step) << 2) | (h & 3));
   }
   return static_cast<std::uint8_t>(sign | ((5 + exponent_step) << 3) | (h & 7));
@@ -58,10 +59,10 @@ float gathered_scale(int rank, int round) {
   return 1.0f + 0.25f * static_cast<float>(rank) + 64.0f * static_cast<float>(round % 4096);
 }
 
-ReduceInput reduce_input(Dtype dtype, int rank, int ranks, std::size_t first, std::size_t n) {
+ReduceInput reduce_input(DataType dtype, int rank, int ranks, std::size_t first, std::size_t n) {
   ReduceInput in;
   switch (dtype) {
-    case Dtype::Nvfp4:
+    case DataType::Nvfp4:
       in.data = random_bytes(rank, Stream::Data, first / 2, n / 2);
       in.block_scales.resize(n / 16);
       for (std::size_t b = 0; b < n / 16; ++b) {
@@ -69,14 +70,14 @@ ReduceInput reduce_input(Dtype dtype, int rank, int ranks, std::size_t first, st
       }
       in.scale = nvfp4_global(rank);
       break;
-    case Dtype::Fp8E4M3:
-    case Dtype::Fp8E5M2:
+    case DataType::Fp8E4M3:
+    case DataType::Fp8E5M2:
       in.data.resize(n);
       for (std::size_t i = 0; i < n; ++i)
         in.data[i] = fp8_code(mix(rank, Stream::Data, first + i), dtype);
       in.scale = fp8_scale(rank);
       break;
-    case Dtype::Bf16: {
+    case DataType::Bf16: {
       int const k = bf16_range(ranks);
       in.data.resize(2 * n);
       for (std::size_t i = 0; i < n; ++i) {
@@ -89,11 +90,13 @@ ReduceInput reduce_input(Dtype dtype, int rank, int ranks, std::size_t first, st
       }
       break;
     }
+    case DataType::Fp32:
+      throw std::invalid_argument("symmcomm-bench: no fp32 reduce-scatter inputs (--dtype)");
   }
   return in;
 }
 
-std::vector<std::uint16_t> reduce_expected(Dtype dtype, int ranks, std::size_t first,
+std::vector<std::uint16_t> reduce_expected(DataType dtype, int ranks, std::size_t first,
                                            std::size_t n) {
   std::vector<double> sum(n, 0.0);
   for (int r = 0; r < ranks; ++r) {
@@ -101,22 +104,24 @@ std::vector<std::uint16_t> reduce_expected(Dtype dtype, int ranks, std::size_t f
     for (std::size_t i = 0; i < n; ++i) {
       double v = 0.0;
       switch (dtype) {
-        case Dtype::Nvfp4: {
+        case DataType::Nvfp4: {
           std::uint8_t const byte = in.data[i / 2];
           std::uint8_t const code = (i & 1) ? static_cast<std::uint8_t>(byte >> 4) : byte;
           v = static_cast<double>(decode_e2m1(static_cast<std::uint8_t>(code & 0xF))) *
               decode_e4m3(in.block_scales[i / 16]) / in.scale;
           break;
         }
-        case Dtype::Fp8E4M3:
-        case Dtype::Fp8E5M2:
+        case DataType::Fp8E4M3:
+        case DataType::Fp8E5M2:
           v = static_cast<double>(decode_fp8(
-                  in.data[i], dtype == Dtype::Fp8E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3)) *
+                  in.data[i], dtype == DataType::Fp8E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3)) *
               in.scale;
           break;
-        case Dtype::Bf16:
+        case DataType::Bf16:
           v = bf16_bits_to_float(
               static_cast<std::uint16_t>(in.data[2 * i] | (in.data[2 * i + 1] << 8)));
+          break;
+        case DataType::Fp32:  // reduce_input refused it
           break;
       }
       sum[i] += v;

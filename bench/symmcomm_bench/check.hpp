@@ -40,11 +40,11 @@ struct ReduceInput {
 /// `rank`'s reduce input over elements [first, first + n) for `ranks` ranks (BF16's integer
 /// range shrinks with the rank count so partial sums stay exact). `first` and `n` are
 /// multiples of 16.
-ReduceInput reduce_input(Dtype dtype, int rank, int ranks, std::size_t first, std::size_t n);
+ReduceInput reduce_input(DataType dtype, int rank, int ranks, std::size_t first, std::size_t n);
 
 /// The bf16 bits every path must produce at elements [first, first + n) of the sum over
 /// `ranks` ranks: the exact sum of the dequantized inputs, rounded to bf16 once.
-std::vector<std::uint16_t> reduce_expected(Dtype dtype, int ranks, std::size_t first,
+std::vector<std::uint16_t> reduce_expected(DataType dtype, int ranks, std::size_t first,
                                            std::size_t n);
 
 /// Elements of `got` that differ from `want` (sizes must match; a size mismatch counts every

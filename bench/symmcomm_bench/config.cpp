@@ -18,22 +18,8 @@
 
 namespace symmcomm::bench {
 
-const char* to_string(Op op) {
-  return op == Op::AllGather ? "allgather" : "reducescatter";
-}
-
-const char* to_string(Dtype dtype) {
-  switch (dtype) {
-    case Dtype::Nvfp4:
-      return "nvfp4";
-    case Dtype::Fp8E4M3:
-      return "fp8e4m3";
-    case Dtype::Fp8E5M2:
-      return "fp8e5m2";
-    case Dtype::Bf16:
-      return "bf16";
-  }
-  return "?";
+const char* to_string(Operation op) {
+  return op == Operation::AllGather ? "allgather" : "reducescatter";
 }
 
 const char* to_string(BenchPath path) {
@@ -226,11 +212,11 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
                  c.min_bytes, c.max_bytes);
     return ParseResult{std::nullopt, 1};
   }
-  c.op = op == "allgather" ? Op::AllGather : Op::ReduceScatter;
-  static const std::map<std::string, Dtype> dtypes = {
-      {"nvfp4", Dtype::Nvfp4},     {"fp8e4m3", Dtype::Fp8E4M3}, {"f8e4m3", Dtype::Fp8E4M3},
-      {"fp8e5m2", Dtype::Fp8E5M2}, {"f8e5m2", Dtype::Fp8E5M2},  {"bf16", Dtype::Bf16},
-      {"bfloat16", Dtype::Bf16}};
+  c.op = op == "allgather" ? Operation::AllGather : Operation::ReduceScatter;
+  static const std::map<std::string, DataType> dtypes = {
+      {"nvfp4", DataType::Nvfp4},     {"fp8e4m3", DataType::Fp8E4M3}, {"f8e4m3", DataType::Fp8E4M3},
+      {"fp8e5m2", DataType::Fp8E5M2}, {"f8e5m2", DataType::Fp8E5M2},  {"bf16", DataType::Bf16},
+      {"bfloat16", DataType::Bf16}};
   c.dtype = dtypes.at(dtype);
   static const std::map<std::string, BenchPath> paths = {
       {"auto", BenchPath::Auto},         {"nccl-symmetric", BenchPath::NcclSymmetric},
@@ -270,20 +256,22 @@ std::vector<std::size_t> size_sweep(std::size_t min_bytes, std::size_t max_bytes
   return sizes;
 }
 
-double bytes_per_element(Dtype dtype) {
+double bytes_per_element(DataType dtype) {
   switch (dtype) {
-    case Dtype::Nvfp4:
+    case DataType::Nvfp4:
       return 9.0 / 16.0;
-    case Dtype::Fp8E4M3:
-    case Dtype::Fp8E5M2:
+    case DataType::Fp8E4M3:
+    case DataType::Fp8E5M2:
       return 1.0;
-    case Dtype::Bf16:
+    case DataType::Bf16:
       return 2.0;
+    case DataType::Fp32:
+      return 4.0;
   }
   return 1.0;
 }
 
-std::size_t element_count(Dtype dtype, std::size_t bytes, int ranks) {
+std::size_t element_count(DataType dtype, std::size_t bytes, int ranks) {
   std::size_t const unit = 16 * static_cast<std::size_t>(ranks);
   auto const raw = static_cast<std::size_t>(static_cast<double>(bytes) / bytes_per_element(dtype));
   std::size_t const count = raw / unit * unit;

@@ -8,23 +8,25 @@
 #include <string>
 #include <vector>
 
+#include "symmcomm/collectives/options.hpp"
+#include "symmcomm/formats/traits.hpp"
+
 namespace symmcomm::bench {
 
-enum class Op { AllGather, ReduceScatter };
-enum class Dtype { Nvfp4, Fp8E4M3, Fp8E5M2, Bf16 };
 /// Paths the benchmark can ask for; Nccl is plain NCCL on plain cudaMalloc buffers.
 enum class BenchPath { Auto, NcclSymmetric, Lsa, Fallback, Nccl };
 enum class Scenario { None, MoeDp };
 /// nccl-tests' -a: the time reported is rank 0's, the ranks' mean, minimum or maximum.
 enum class Average { Rank0 = 0, Mean = 1, Min = 2, Max = 3 };
 
-const char* to_string(Op op);
-const char* to_string(Dtype dtype);
+/// nccl-tests' name of an operation ("allgather", "reducescatter"); data types print as the
+/// library names them (to_string(DataType): "nvfp4", "fp8e4m3", "fp8e5m2", "bf16").
+const char* to_string(Operation op);
 const char* to_string(BenchPath path);
 
 struct Config {
-  Op op = Op::AllGather;
-  Dtype dtype = Dtype::Bf16;
+  Operation op = Operation::AllGather;
+  DataType dtype = DataType::Bf16;
   BenchPath path = BenchPath::Auto;
   std::size_t min_bytes = 32 << 20;
   std::size_t max_bytes = 32 << 20;
@@ -49,7 +51,7 @@ struct Config {
   int moe_hidden = 7168;
   int moe_topk = 8;
   int moe_max_tokens = 4096;
-  Dtype moe_combine = Dtype::Bf16;  // Bf16 or Nvfp4
+  DataType moe_combine = DataType::Bf16;  // Bf16 or Nvfp4
   std::string command_line;
 };
 
@@ -78,11 +80,11 @@ std::string check_output_paths(const Config& config);
 std::string timing_note(const Config& config);
 
 /// Payload bytes per element: nvfp4 9/16 (data + block scales), fp8 1, bf16 2.
-double bytes_per_element(Dtype dtype);
+double bytes_per_element(DataType dtype);
 
 /// Elements for a size in bytes on `ranks` ranks: total count, a multiple of 16 * ranks (every
 /// rank's part a whole number of NVFP4 blocks and 16-element reduction groups), at least that.
-std::size_t element_count(Dtype dtype, std::size_t bytes, int ranks);
+std::size_t element_count(DataType dtype, std::size_t bytes, int ranks);
 
 /// nccl-tests' bus bandwidth for all-gather and reduce-scatter: algbw * (n - 1) / n.
 double bus_bandwidth(double algbw, int ranks);

@@ -157,7 +157,7 @@ MoeResult run_moe_uneven(const Config& c, Ranks& ranks, int capacity, Uneven how
     auto* combined = b.get<bf16>(count * 2, true);
     Bf16Span const out{combined, how == Uneven::HostCounts ? mine * hidden : count};
     std::function<void()> run_combine;
-    if (c.moe_combine == Dtype::Nvfp4) {
+    if (c.moe_combine == DataType::Nvfp4) {
       Nvfp4View const partial{b.get(count * n / 2, true), b.get(count * n / 16, true),
                               b.get<float>(4, true),
                               how == Uneven::HostCounts ? total_rows * hidden : count * n};
@@ -246,7 +246,7 @@ std::vector<MoeResult> run_moe(const Config& c, Ranks& ranks) {
         // Combine: every rank holds outputs for all gathered tokens and reduce-scatters them.
         std::function<void()> run_combine;
         auto* combined = b.get<bf16>(count * 2, sym);
-        if (c.moe_combine == Dtype::Nvfp4 && path != BenchPath::Nccl) {
+        if (c.moe_combine == DataType::Nvfp4 && path != BenchPath::Nccl) {
           Nvfp4View const partial{b.get(count * n / 2, sym), b.get(count * n / 16, sym),
                                   b.get<float>(4, sym), count * n};
           fill(s, partial.global_scale, 4, repeat(1.0f));

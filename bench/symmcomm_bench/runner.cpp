@@ -63,13 +63,13 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
     support::upload_value_on(stream, dst, v);
   };
 
-  if (c.op == Op::AllGather) {
+  if (c.op == Operation::AllGather) {
     // Parts: data (+ scales) per rank; NVFP4 also its global scale.
-    std::size_t data_bytes = c.dtype == Dtype::Nvfp4  ? shard / 2
-                             : c.dtype == Dtype::Bf16 ? shard * 2
+    std::size_t data_bytes = c.dtype == DataType::Nvfp4  ? shard / 2
+                             : c.dtype == DataType::Bf16 ? shard * 2
                                                       : shard;
-    std::size_t scale_bytes = c.dtype == Dtype::Nvfp4 ? shard / 16 : 0;
-    bool const has_scale = c.dtype != Dtype::Bf16;
+    std::size_t scale_bytes = c.dtype == DataType::Nvfp4 ? shard / 16 : 0;
+    bool const has_scale = c.dtype != DataType::Bf16;
     auto* sd = b.get(data_bytes, symmetric);
     auto* rd = b.get(data_bytes * n, symmetric);
     auto* ss = b.get(scale_bytes, symmetric);
@@ -98,18 +98,18 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
         if (has_scale) SYMMCOMM_NCCL_TRY(ncclAllGather(sg, rg, 1, ncclFloat32, raw, stream));
       };
       job.plan = "plain NCCL on cudaMalloc buffers";
-    } else if (c.dtype == Dtype::Nvfp4) {
+    } else if (c.dtype == DataType::Nvfp4) {
       job.run = [=, &comm] {
         plan_of(all_gather(comm, Nvfp4View{sd, ss, sg, shard}, Nvfp4View{rd, rs, rg, count}, stream,
                            options));
       };
-    } else if (c.dtype == Dtype::Bf16) {
+    } else if (c.dtype == DataType::Bf16) {
       job.run = [=, &comm] {
         plan_of(all_gather(comm, Bf16Span{reinterpret_cast<bf16*>(sd), shard},
                            Bf16Span{reinterpret_cast<bf16*>(rd), count}, stream, options));
       };
     } else {
-      Fp8Format const f = fp8_of(c.dtype);
+      Fp8Format const f = fp8_format_of(c.dtype);
       job.run = [=, &comm] {
         plan_of(all_gather(comm, Fp8View{sd, sg, shard, f}, Fp8View{rd, rg, count, f}, stream,
                            options));
@@ -127,18 +127,18 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
           SYMMCOMM_NCCL_TRY(ncclAllGather(ips, rs, scale_bytes, ncclUint8, raw, stream));
         if (has_scale) SYMMCOMM_NCCL_TRY(ncclAllGather(ipg, rg, 1, ncclFloat32, raw, stream));
       };
-    } else if (c.dtype == Dtype::Nvfp4) {
+    } else if (c.dtype == DataType::Nvfp4) {
       job.run_in_place = [=, &comm] {
         plan_of(all_gather(comm, Nvfp4View{ipd, ips, ipg, shard}, Nvfp4View{rd, rs, rg, count},
                            stream, options));
       };
-    } else if (c.dtype == Dtype::Bf16) {
+    } else if (c.dtype == DataType::Bf16) {
       job.run_in_place = [=, &comm] {
         plan_of(all_gather(comm, Bf16Span{reinterpret_cast<bf16*>(ipd), shard},
                            Bf16Span{reinterpret_cast<bf16*>(rd), count}, stream, options));
       };
     } else {
-      Fp8Format const f = fp8_of(c.dtype);
+      Fp8Format const f = fp8_format_of(c.dtype);
       job.run_in_place = [=, &comm] {
         plan_of(all_gather(comm, Fp8View{ipd, ipg, shard, f}, Fp8View{rd, rg, count, f}, stream,
                            options));
@@ -217,7 +217,7 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
   };
   auto* out = b.get<std::uint16_t>(shard * 2, symmetric);
   std::function<void(int)> load;  // uploads round k's inputs (out of place)
-  if (c.dtype == Dtype::Bf16) {
+  if (c.dtype == DataType::Bf16) {
     auto* in = b.get<std::uint16_t>(count * 2, symmetric);
     load = [=](int round) { upload(stream, in, input_of(round).data); };
     // In place: the output is this rank's shard of its input (which the timed iterations
@@ -246,7 +246,7 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
       run();
       return wrong_in(ip, round);
     };
-  } else if (c.dtype == Dtype::Nvfp4) {
+  } else if (c.dtype == DataType::Nvfp4) {
     SYMMCOMM_EXPECTS(
         !plain_nccl,
         "--path nccl: plain NCCL has no NVFP4 reduction (use --dtype bf16 for the baseline)");
@@ -264,7 +264,7 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
                              Bf16Span{reinterpret_cast<bf16*>(out), shard}, stream, options));
     };
   } else {
-    Fp8Format const f = fp8_of(c.dtype);
+    Fp8Format const f = fp8_format_of(c.dtype);
     auto* codes = b.get(count, symmetric);
     auto* scale = b.get<float>(4, symmetric);
     load = [=](int round) {
@@ -295,7 +295,7 @@ RankJob make_job(const Config& c, Ranks& ranks, int local, std::size_t count, Bu
   job.baseline = [=] {
     SYMMCOMM_NCCL_TRY(ncclReduceScatter(bin, bout, shard, ncclBfloat16, ncclSum, raw, stream));
   };
-  bool const checkable = !(plain_nccl && c.dtype != Dtype::Bf16);
+  bool const checkable = !(plain_nccl && c.dtype != DataType::Bf16);
   job.check = [=, run = job.run](int round) -> long long {
     if (!checkable) return -1;
     load(round);
@@ -335,7 +335,7 @@ std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
     std::vector<double> times(local), base(local), in_place(local, 0.0);
     std::vector<long long> wrong(local, 0), in_place_wrong(local, 0);
     // In place where send and receive hold the same type (make_job builds it exactly there).
-    bool const has_in_place = c.op == Op::AllGather || c.dtype == Dtype::Bf16;
+    bool const has_in_place = c.op == Operation::AllGather || c.dtype == DataType::Bf16;
     std::vector<std::string> plans(local), taken(local);
     Barrier barrier(ranks.local(), ranks.mpi);
     parallel(ranks, [&](int r) {
@@ -371,7 +371,7 @@ std::vector<Result> run_sweep(const Config& c, Ranks& ranks) {
     res.size = static_cast<std::size_t>(static_cast<double>(count) * bytes_per_element(c.dtype));
     res.time_us = combine_times(ranks, times, c.average);
     res.baseline_time_us = combine_times(ranks, base, c.average);
-    res.baseline = c.op == Op::AllGather ? "nccl allgather of the same tensors, plain buffers"
+    res.baseline = c.op == Operation::AllGather ? "nccl allgather of the same tensors, plain buffers"
                                          : "nccl bf16 reducescatter, same count, plain buffers";
     res.algbw = static_cast<double>(res.size) / 1e3 / res.time_us;
     res.busbw = bus_bandwidth(res.algbw, n);

@@ -19,24 +19,24 @@ namespace {
 using namespace symmcomm;
 using namespace symmcomm::bench;
 
-constexpr Dtype kReduceTypes[] = {Dtype::Nvfp4, Dtype::Fp8E4M3, Dtype::Fp8E5M2, Dtype::Bf16};
+constexpr DataType kReduceTypes[] = {DataType::Nvfp4, DataType::Fp8E4M3, DataType::Fp8E5M2, DataType::Bf16};
 
 // The fp64 sum of every rank's dequantized element i, computed here from the inputs alone.
-double sum_at(Dtype d, int ranks, std::size_t first, std::size_t n, std::size_t i) {
+double sum_at(DataType d, int ranks, std::size_t first, std::size_t n, std::size_t i) {
   double s = 0.0;
   for (int r = 0; r < ranks; ++r) {
     check::ReduceInput const in = check::reduce_input(d, r, ranks, first, n);
-    if (d == Dtype::Nvfp4) {
+    if (d == DataType::Nvfp4) {
       std::uint8_t const byte = in.data[i / 2];
       s += static_cast<double>(
                decode_e2m1(static_cast<std::uint8_t>((i & 1) ? byte >> 4 : byte & 15))) *
            decode_e4m3(in.block_scales[i / 16]) / in.scale;
-    } else if (d == Dtype::Bf16) {
+    } else if (d == DataType::Bf16) {
       s += bf16_bits_to_float(
           static_cast<std::uint16_t>(in.data[2 * i] | (in.data[2 * i + 1] << 8)));
     } else {
       s += static_cast<double>(
-               decode_fp8(in.data[i], d == Dtype::Fp8E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3)) *
+               decode_fp8(in.data[i], d == DataType::Fp8E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3)) *
            in.scale;
     }
   }
@@ -44,7 +44,7 @@ double sum_at(Dtype d, int ranks, std::size_t first, std::size_t n, std::size_t 
 }
 
 TEST(BenchCheck, ReduceSumsAreExactInFp32AndExpectedIsThemRoundedOnce) {
-  for (Dtype d : kReduceTypes) {
+  for (DataType d : kReduceTypes) {
     for (int ranks : {1, 2, 3, 8, 64}) {
       std::size_t const first = 16 * 40, n = 256;
       auto const want = check::reduce_expected(d, ranks, first, n);
@@ -65,7 +65,7 @@ TEST(BenchCheck, Bf16PartialSumsStayExactInBf16) {
     std::size_t const n = 512;
     std::vector<double> bound(n, 0.0);
     for (int r = 0; r < ranks; ++r) {
-      check::ReduceInput const in = check::reduce_input(Dtype::Bf16, r, ranks, 0, n);
+      check::ReduceInput const in = check::reduce_input(DataType::Bf16, r, ranks, 0, n);
       for (std::size_t i = 0; i < n; ++i) {
         float const v = bf16_bits_to_float(
             static_cast<std::uint16_t>(in.data[2 * i] | (in.data[2 * i + 1] << 8)));
@@ -78,8 +78,8 @@ TEST(BenchCheck, Bf16PartialSumsStayExactInBf16) {
 }
 
 TEST(BenchCheck, Fp8InputsAreFiniteAndVaried) {
-  for (Dtype d : {Dtype::Fp8E4M3, Dtype::Fp8E5M2}) {
-    Fp8Format const f = d == Dtype::Fp8E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3;
+  for (DataType d : {DataType::Fp8E4M3, DataType::Fp8E5M2}) {
+    Fp8Format const f = d == DataType::Fp8E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3;
     check::ReduceInput const in = check::reduce_input(d, 3, 8, 0, 4096);
     std::vector<int> seen(256, 0);
     for (std::uint8_t c : in.data) {
@@ -89,20 +89,20 @@ TEST(BenchCheck, Fp8InputsAreFiniteAndVaried) {
     int distinct = 0;
     for (int s : seen) distinct += s;
     // Both signs, 6 binades, every mantissa: 96 e4m3 codes, 48 e5m2 codes.
-    EXPECT_EQ(distinct, d == Dtype::Fp8E5M2 ? 48 : 96) << "every code of the range is used";
+    EXPECT_EQ(distinct, d == DataType::Fp8E5M2 ? 48 : 96) << "every code of the range is used";
   }
 }
 
 TEST(BenchCheck, AWrongShardSwappedNibblesOrMisplacedScalesChangeTheResult) {
   std::size_t const n = 1024;
   // A wrong shard: the neighbouring shard's expected values differ almost everywhere.
-  for (Dtype d : kReduceTypes) {
+  for (DataType d : kReduceTypes) {
     auto const a = check::reduce_expected(d, 4, 0, n);
     auto const b = check::reduce_expected(d, 4, n, n);
     EXPECT_GT(check::count_wrong(a, b), static_cast<long long>(n / 2)) << static_cast<int>(d);
   }
   // Swapped nibbles: the two codes of a byte differ in most bytes.
-  check::ReduceInput const in = check::reduce_input(Dtype::Nvfp4, 0, 4, 0, n);
+  check::ReduceInput const in = check::reduce_input(DataType::Nvfp4, 0, 4, 0, n);
   std::size_t differ = 0;
   for (std::uint8_t byte : in.data) differ += (byte & 15) != (byte >> 4) ? 1 : 0;
   EXPECT_GT(differ, in.data.size() * 3 / 4);

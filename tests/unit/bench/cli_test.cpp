@@ -16,6 +16,8 @@
 namespace {
 
 using namespace symmcomm::bench;
+using symmcomm::DataType;
+using symmcomm::Operation;
 
 ParseResult parse(std::vector<const char*> args) {
   args.insert(args.begin(), "symmcomm-bench");
@@ -48,8 +50,8 @@ TEST(BenchCli, NcclTestsFlags) {
                   "--json", "o.json"});
   ASSERT_TRUE(r.config.has_value());
   Config const& c = *r.config;
-  EXPECT_EQ(c.op, Op::ReduceScatter);
-  EXPECT_EQ(c.dtype, Dtype::Nvfp4);
+  EXPECT_EQ(c.op, Operation::ReduceScatter);
+  EXPECT_EQ(c.dtype, DataType::Nvfp4);
   EXPECT_EQ(c.path, BenchPath::Fallback);
   EXPECT_EQ(c.min_bytes, 1024u);
   EXPECT_EQ(c.max_bytes, std::size_t{1} << 30);
@@ -76,7 +78,7 @@ TEST(BenchCli, BadFlagsAreUsageErrors) {
   auto moe = parse({"--scenario", "moe-dp", "--moe-combine", "nvfp4"});
   ASSERT_TRUE(moe.config.has_value());
   EXPECT_EQ(moe.config->scenario, Scenario::MoeDp);
-  EXPECT_EQ(moe.config->moe_combine, Dtype::Nvfp4);
+  EXPECT_EQ(moe.config->moe_combine, DataType::Nvfp4);
 }
 
 TEST(BenchCli, RanksPerGpuIsParsedAndBounded) {
@@ -129,10 +131,10 @@ TEST(BenchCli, BusBandwidthAndCounts) {
   EXPECT_DOUBLE_EQ(bus_bandwidth(100.0, 8), 87.5);
   EXPECT_DOUBLE_EQ(bus_bandwidth(100.0, 1), 0.0);
   EXPECT_DOUBLE_EQ(bus_bandwidth(100.0, 2), 50.0);
-  EXPECT_EQ(element_count(Dtype::Bf16, 1 << 20, 8), (1u << 19));
-  EXPECT_EQ(element_count(Dtype::Nvfp4, 9 << 10, 1), 16u << 10);
-  EXPECT_EQ(element_count(Dtype::Fp8E4M3, 100, 8) % (16 * 8), 0u);
-  EXPECT_EQ(element_count(Dtype::Fp8E4M3, 1, 8), 128u);  // never empty
+  EXPECT_EQ(element_count(DataType::Bf16, 1 << 20, 8), (1u << 19));
+  EXPECT_EQ(element_count(DataType::Nvfp4, 9 << 10, 1), 16u << 10);
+  EXPECT_EQ(element_count(DataType::Fp8E4M3, 100, 8) % (16 * 8), 0u);
+  EXPECT_EQ(element_count(DataType::Fp8E4M3, 1, 8), 128u);  // never empty
 }
 
 TEST(BenchCli, JsonSchemaAndTableRow) {
@@ -184,9 +186,9 @@ TEST(BenchCli, JsonSchemaAndTableRow) {
 TEST(BenchCli, NcclTestsNamesForTypesReductionRegistrationAndCheck) {
   auto bf = parse({"-d", "bfloat16"});
   ASSERT_TRUE(bf.config.has_value());
-  EXPECT_EQ(bf.config->dtype, Dtype::Bf16);
-  EXPECT_EQ(parse({"-d", "f8e4m3"}).config->dtype, Dtype::Fp8E4M3);
-  EXPECT_EQ(parse({"-d", "f8e5m2"}).config->dtype, Dtype::Fp8E5M2);
+  EXPECT_EQ(bf.config->dtype, DataType::Bf16);
+  EXPECT_EQ(parse({"-d", "f8e4m3"}).config->dtype, DataType::Fp8E4M3);
+  EXPECT_EQ(parse({"-d", "f8e5m2"}).config->dtype, DataType::Fp8E5M2);
   EXPECT_EQ(parse({"-d", "float"}).exit_code, 1);  // no fp32 collectives in the benchmark
   EXPECT_TRUE(parse({"--op", "reducescatter", "-o", "sum"}).config.has_value());
   EXPECT_EQ(parse({"-o", "max"}).exit_code, 1);  // symmcomm only sums
