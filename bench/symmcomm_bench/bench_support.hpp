@@ -278,7 +278,6 @@ inline PathChoice choice_of(BenchPath p) {
   }
 }
 
-
 // Host <-> device copies of the runners, each on the rank's stream (the one its collectives
 // run on, cudaStreamNonBlocking) and waited for: a pageable cudaMemcpy runs on the legacy
 // stream, may return before its DMA lands and is not ordered with a non-blocking stream, so

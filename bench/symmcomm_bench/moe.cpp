@@ -86,8 +86,8 @@ void expect_gathered_counts(cudaStream_t s, const DeviceCounts& dc,
 
 // DP attention's uneven tokens (uneven_tokens): the dispatch gathers the NVFP4 activations with
 // the routing tensors, the combine reduce-scatters each rank's own rows back. With device
-// counts (device_counts.hpp) the routing tensors are row items of the same call and one captured graph
-// would serve any counts; with host counts every rank knows every count on the host (what a
+// counts (device_counts.hpp) the routing tensors are row items of the same call and one captured
+// graph would serve any counts; with host counts every rank knows every count on the host (what a
 // graph would freeze), and the routing tensors go in calls of their own.
 MoeResult run_moe_uneven(const Config& c, Ranks& ranks, int capacity, Uneven how) {
   int const n = ranks.world();

@@ -19,7 +19,8 @@ namespace {
 using namespace symmcomm;
 using namespace symmcomm::bench;
 
-constexpr DataType kReduceTypes[] = {DataType::Nvfp4, DataType::Fp8E4M3, DataType::Fp8E5M2, DataType::Bf16};
+constexpr DataType kReduceTypes[] = {DataType::Nvfp4, DataType::Fp8E4M3, DataType::Fp8E5M2,
+                                     DataType::Bf16};
 
 // The fp64 sum of every rank's dequantized element i, computed here from the inputs alone.
 double sum_at(DataType d, int ranks, std::size_t first, std::size_t n, std::size_t i) {
