@@ -64,63 +64,62 @@ std::size_t parse_size(const std::string& text) {
   return static_cast<std::size_t>(value) << it->second;
 }
 
-ParseResult parse_command_line(int argc, const char* const* argv) {
-  Config c;
-  CLI::App app{
-      "symmcomm-bench: all-gather and reduce-scatter in NVFP4, FP8 and BF16 over NCCL "
-      "symmetric memory, beside plain NCCL (nccl-tests' flags and columns)"};
+namespace {
+
+// The flags as given, before they become a Config (names, sizes with suffixes, nccl-tests'
+// integers), and the options the refusals ask about.
+struct Flags {
   std::string op = "allgather", dtype = "bf16", path = "auto", min_size = "32M", max_size = "32M";
-  std::string scenario = "none", combine = "bf16", redop = "sum";
+  std::string scenario = "none", combine = "bf16", redop = "sum", step_bytes;
   int check = 1, registration = -1, threads = 1, parallel_init = 0, average = 1, blocking = 0;
   int cpu_time = 0;
-  std::string step_bytes;
-  app.option_defaults()->always_capture_default();  // --help shows every default
-  app.set_version_flag("--version", std::string("symmcomm-bench ") + kVersion + " (symmcomm " +
-                                        kVersion + ", built against NCCL " + kNcclBuildVersion +
-                                        ")");
-  app.add_option("--op", op, "allgather | reducescatter")
+  CLI::Option *path_option = nullptr, *min_option = nullptr, *max_option = nullptr;
+  CLI::Option *factor_option = nullptr, *step_option = nullptr;
+};
+
+// What is measured: operation, type, path, sizes.
+void add_what_options(CLI::App& app, Config& c, Flags& f) {
+  app.add_option("--op", f.op, "allgather | reducescatter")
       ->check(CLI::IsMember({"allgather", "reducescatter"}));
   // nccl-tests' type names are accepted beside the short ones.
-  app.add_option("--dtype,-d", dtype,
+  app.add_option("--dtype,-d", f.dtype,
                  "nvfp4 | fp8e4m3 (f8e4m3) | fp8e5m2 (f8e5m2) | bf16 (bfloat16)")
       ->check(
           CLI::IsMember({"nvfp4", "fp8e4m3", "f8e4m3", "fp8e5m2", "f8e5m2", "bf16", "bfloat16"}));
-  app.add_option("-o,--op_type", redop,
+  app.add_option("-o,--op_type", f.redop,
                  "reduction of reducescatter: sum (the only one; symmcomm sums in fp32)")
       ->check(CLI::IsMember({"sum"}));
-  auto* path_option =
-      app.add_option("--path", path,
+  f.path_option =
+      app.add_option("--path", f.path,
                      "auto | nccl-symmetric | lsa-kernel (lsa) | fallback | nccl (plain NCCL on "
                      "cudaMalloc buffers)")
           ->check(
               CLI::IsMember({"auto", "nccl-symmetric", "lsa-kernel", "lsa", "fallback", "nccl"}));
-  app.add_option("-R,--local_register", registration,
+  app.add_option("-R,--local_register", f.registration,
                  "nccl-tests' registration, as a path: 0 none (--path nccl), 1 registered "
                  "buffers with NCCL's own algorithms (--path fallback on symmetric windows), 2 "
                  "symmetric windows (--path auto); -1: use --path")
       ->check(CLI::Range(-1, 2))
-      ->excludes(path_option);
-  auto* min_option = app.add_option("-b,--minbytes", min_size, "smallest size (K/M/G suffixes)");
-  auto* max_option = app.add_option("-e,--maxbytes", max_size, "largest size (K/M/G suffixes)");
-  auto* factor_option =
-      app.add_option("-f,--stepfactor", c.step_factor, "size multiplication factor")
-          ->check(CLI::Range(2, 1 << 20));
-  auto* step_option = app.add_option("-i,--stepbytes", step_bytes,
-                                     "fixed size increment (K/M/G suffixes) instead of -f")
-                          ->excludes(factor_option);
-  app.add_option("-t,--nthreads", threads,
-                 "threads per process: 1 only (one rank per GPU, each on its own thread; more "
-                 "ranks: -g or mpirun)");
-  app.add_option("-p,--parallel_init", parallel_init,
-                 "0 only (communicators are created together in one NCCL group)");
+      ->excludes(f.path_option);
+  f.min_option = app.add_option("-b,--minbytes", f.min_size, "smallest size (K/M/G suffixes)");
+  f.max_option = app.add_option("-e,--maxbytes", f.max_size, "largest size (K/M/G suffixes)");
+  f.factor_option = app.add_option("-f,--stepfactor", c.step_factor, "size multiplication factor")
+                        ->check(CLI::Range(2, 1 << 20));
+  f.step_option = app.add_option("-i,--stepbytes", f.step_bytes,
+                                 "fixed size increment (K/M/G suffixes) instead of -f")
+                      ->excludes(f.factor_option);
+}
+
+// How it is timed and checked.
+void add_timing_options(CLI::App& app, Config& c, Flags& f) {
   app.add_option("-G,--cudagraph", c.graph_launches,
                  "0: plain launches; N > 0: capture the -n iterations in a CUDA graph and "
                  "replay it N times (times are per call)")
       ->check(CLI::Range(0, 1 << 20));
-  app.add_option("-a,--average", average,
+  app.add_option("-a,--average", f.average,
                  "time reported: 0 rank 0's, 1 mean over ranks, 2 minimum, 3 maximum")
       ->check(CLI::Range(0, 3));
-  app.add_option("-z,--blocking", blocking, "1: the host waits for each call (0: stream-ordered)")
+  app.add_option("-z,--blocking", f.blocking, "1: the host waits for each call (0: stream-ordered)")
       ->check(CLI::Range(0, 1));
   app.add_option("-m,--agg_iters", c.agg_iters,
                  "calls per timed iteration, issued back to back (not grouped: symmcomm's own "
@@ -132,18 +131,27 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
                  "seconds one size's timed calls may take before the run stops naming the size "
                  "and rank (0: no limit)")
       ->check(CLI::Range(0, 1 << 24));
-  app.add_option("-C,--report_cputime", cpu_time,
+  app.add_option("-C,--report_cputime", f.cpu_time,
                  "1: report host wall-clock time per call (enqueue to completion) instead of "
                  "device time")
       ->check(CLI::Range(0, 1));
   app.add_option("-n,--iters", c.iters, "timed iterations per size")->check(CLI::Range(1, 1 << 24));
   app.add_option("-w,--warmup_iters", c.warmup, "warm-up iterations per size")
       ->check(CLI::Range(0, 1 << 24));
-  app.add_option("-c,--check", check,
+  app.add_option("-c,--check", f.check,
                  "check results: 0 no; N > 0: N checks per size and column (out of place, in "
                  "place), each with fresh inputs uploaded in stream order, outputs poisoned, "
                  "one call, every output compared with the host")
       ->check(CLI::Range(0, 1 << 24));
+}
+
+// Where it runs, what it writes, and the moe-dp scenario.
+void add_run_options(CLI::App& app, Config& c, Flags& f) {
+  app.add_option("-t,--nthreads", f.threads,
+                 "threads per process: 1 only (one rank per GPU, each on its own thread; more "
+                 "ranks: -g or mpirun)");
+  app.add_option("-p,--parallel_init", f.parallel_init,
+                 "0 only (communicators are created together in one NCCL group)");
   app.add_option("-g,--gpus", c.gpus, "GPUs to drive (one rank each; 0: all visible)")
       ->check(CLI::Range(0, 1024));
   app.add_option("--ranks-per-gpu", c.ranks_per_gpu,
@@ -153,7 +161,7 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
       ->check(CLI::Range(1, 64));
   app.add_option("--json", c.json_path, "write results as JSON to this file");
   app.add_option("--csv", c.csv_path, "write results as CSV to this file");
-  app.add_option("--scenario", scenario,
+  app.add_option("--scenario", f.scenario,
                  "none | moe-dp (DeepSeek-R1 MoE layer, DP attention + EP; its own sizes, "
                  "formats and paths: -d, -b, -e, -f, -i, --op, --path, -R, -G are refused)")
       ->check(CLI::IsMember({"none", "moe-dp"}));
@@ -162,77 +170,104 @@ ParseResult parse_command_line(int argc, const char* const* argv) {
   app.add_option("--moe-topk", c.moe_topk, "moe-dp experts per token")->check(CLI::Range(1, 256));
   app.add_option("--moe-max-tokens", c.moe_max_tokens, "moe-dp largest tokens per rank")
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--moe-combine", combine, "moe-dp combine format: bf16 | nvfp4")
+  app.add_option("--moe-combine", f.combine, "moe-dp combine format: bf16 | nvfp4")
       ->check(CLI::IsMember({"bf16", "nvfp4"}));
-  try {
-    app.parse(argc, argv);
-    c.min_bytes = parse_size(min_size);
-    c.max_bytes = parse_size(max_size);
-    if (!step_bytes.empty()) c.step_bytes = parse_size(step_bytes);
-  } catch (const CLI::ParseError& e) {
-    int const code = app.exit(e);  // prints help, or the usage error
-    return ParseResult{std::nullopt, code == 0 ? 0 : 1};
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "symmcomm-bench: %s\nRun with --help for more information.\n", e.what());
-    return ParseResult{std::nullopt, 1};
+}
+
+// Flags of nccl-tests that have no meaning here, and combinations that cannot run: the reason,
+// naming the flag, or "" when the command line is fine.
+std::string refusal(const CLI::App& app, const Config& c, const Flags& f) {
+  if (f.threads != 1) {
+    return "-t " + std::to_string(f.threads) +
+           ": one thread per process only (each rank, one per GPU, runs on its own thread; more "
+           "ranks: -g or mpirun -n)";
   }
-  // Flags of nccl-tests that have no meaning here are refused by name, never ignored.
-  auto const refuse = [](const std::string& why) {
-    std::fprintf(stderr, "symmcomm-bench: %s\nRun with --help for more information.\n",
-                 why.c_str());
-    return ParseResult{std::nullopt, 1};
-  };
-  if (threads != 1) {
-    return refuse("-t " + std::to_string(threads) +
-                  ": one thread per process only (each rank, one per GPU, runs on its own "
-                  "thread; more ranks: -g or mpirun -n)");
+  if (f.parallel_init != 0) {
+    return "-p " + std::to_string(f.parallel_init) +
+           ": parallel initialisation is not supported (the communicators are created together "
+           "in one NCCL group)";
   }
-  if (parallel_init != 0) {
-    return refuse("-p " + std::to_string(parallel_init) +
-                  ": parallel initialisation is not supported (the communicators are created "
-                  "together in one NCCL group)");
+  if (!f.step_bytes.empty() && c.step_bytes == 0) return "-i 0: the step must be positive";
+  if (c.graph_launches > 0 && f.blocking != 0) {
+    return "-z 1 with -G " + std::to_string(c.graph_launches) +
+           ": the host cannot wait for calls inside a captured graph";
   }
-  if (!step_bytes.empty() && c.step_bytes == 0) return refuse("-i 0: the step must be positive");
-  if (c.graph_launches > 0 && blocking != 0) {
-    return refuse("-z 1 with -G " + std::to_string(c.graph_launches) +
-                  ": the host cannot wait for calls inside a captured graph");
-  }
-  if (scenario == "moe-dp") {
-    for (auto* o : {static_cast<CLI::Option*>(app.get_option("--dtype")), min_option, max_option,
-                    factor_option, step_option, app.get_option("--op"), path_option,
-                    app.get_option("--local_register"), app.get_option("--cudagraph")}) {
-      if (o->count() > 0) {
-        return refuse("--scenario moe-dp sets its own sizes, formats and paths: " + o->get_name() +
-                      " is not used there (see --moe-* and --help)");
-      }
+  if (f.scenario != "moe-dp") return "";
+  for (const CLI::Option* o : std::initializer_list<const CLI::Option*>{
+           app.get_option("--dtype"), f.min_option, f.max_option, f.factor_option, f.step_option,
+           app.get_option("--op"), f.path_option, app.get_option("--local_register"),
+           app.get_option("--cudagraph")}) {
+    if (o->count() > 0) {
+      return "--scenario moe-dp sets its own sizes, formats and paths: " + o->get_name() +
+             " is not used there (see --moe-* and --help)";
     }
   }
-  if (c.min_bytes == 0 || c.max_bytes < c.min_bytes) {
-    std::fprintf(stderr, "symmcomm-bench: -b %zu / -e %zu: need 0 < minbytes <= maxbytes\n",
-                 c.min_bytes, c.max_bytes);
-    return ParseResult{std::nullopt, 1};
-  }
-  c.op = op == "allgather" ? Operation::AllGather : Operation::ReduceScatter;
+  return "";
+}
+
+// The names and numbers of the flags into `c`.
+void finish(Config& c, const Flags& f, int argc, const char* const* argv) {
+  c.op = f.op == "allgather" ? Operation::AllGather : Operation::ReduceScatter;
   static const std::map<std::string, DataType> dtypes = {
       {"nvfp4", DataType::Nvfp4},     {"fp8e4m3", DataType::Fp8E4M3}, {"f8e4m3", DataType::Fp8E4M3},
       {"fp8e5m2", DataType::Fp8E5M2}, {"f8e5m2", DataType::Fp8E5M2},  {"bf16", DataType::Bf16},
       {"bfloat16", DataType::Bf16}};
-  c.dtype = dtypes.at(dtype);
+  c.dtype = dtypes.at(f.dtype);
   static const std::map<std::string, BenchPath> paths = {
       {"auto", BenchPath::Auto},         {"nccl-symmetric", BenchPath::NcclSymmetric},
       {"lsa-kernel", BenchPath::Lsa},    {"lsa", BenchPath::Lsa},
       {"fallback", BenchPath::Fallback}, {"nccl", BenchPath::Nccl}};
   static const char* const by_registration[] = {"nccl", "fallback", "auto"};
-  if (registration >= 0) path = by_registration[registration];
-  c.path = paths.at(path);
-  c.check = check != 0;
-  c.check_rounds = check;
-  c.average = static_cast<Average>(average);
-  c.blocking = blocking != 0;
-  c.cpu_time = cpu_time != 0;
-  c.scenario = scenario == "moe-dp" ? Scenario::MoeDp : Scenario::None;
-  c.moe_combine = dtypes.at(combine);
+  c.path = paths.at(f.registration >= 0 ? by_registration[f.registration] : f.path);
+  c.check = f.check != 0;
+  c.check_rounds = f.check;
+  c.average = static_cast<Average>(f.average);
+  c.blocking = f.blocking != 0;
+  c.cpu_time = f.cpu_time != 0;
+  c.scenario = f.scenario == "moe-dp" ? Scenario::MoeDp : Scenario::None;
+  c.moe_combine = dtypes.at(f.combine);
   for (int i = 0; i < argc; ++i) c.command_line += (i ? " " : "") + std::string(argv[i]);
+}
+
+ParseResult usage_error(const std::string& why) {
+  std::fprintf(stderr, "symmcomm-bench: %s\nRun with --help for more information.\n", why.c_str());
+  return ParseResult{std::nullopt, 1};
+}
+
+}  // namespace
+
+ParseResult parse_command_line(int argc, const char* const* argv) {
+  Config c;
+  Flags f;
+  CLI::App app{
+      "symmcomm-bench: all-gather and reduce-scatter in NVFP4, FP8 and BF16 over NCCL "
+      "symmetric memory, beside plain NCCL (nccl-tests' flags and columns)"};
+  app.option_defaults()->always_capture_default();  // --help shows every default
+  app.set_version_flag("--version", std::string("symmcomm-bench ") + kVersion + " (symmcomm " +
+                                        kVersion + ", built against NCCL " + kNcclBuildVersion +
+                                        ")");
+  add_what_options(app, c, f);
+  add_timing_options(app, c, f);
+  add_run_options(app, c, f);
+  try {
+    app.parse(argc, argv);
+    c.min_bytes = parse_size(f.min_size);
+    c.max_bytes = parse_size(f.max_size);
+    if (!f.step_bytes.empty()) c.step_bytes = parse_size(f.step_bytes);
+  } catch (const CLI::ParseError& e) {
+    int const code = app.exit(e);  // prints help, or the usage error
+    return ParseResult{std::nullopt, code == 0 ? 0 : 1};
+  } catch (const std::invalid_argument& e) {
+    return usage_error(e.what());
+  }
+  // Flags of nccl-tests that have no meaning here are refused by name, never ignored.
+  if (std::string const why = refusal(app, c, f); !why.empty()) return usage_error(why);
+  if (c.min_bytes == 0 || c.max_bytes < c.min_bytes) {
+    std::fprintf(stderr, "symmcomm-bench: -b %zu / -e %zu: need 0 < minbytes <= maxbytes\n",
+                 c.min_bytes, c.max_bytes);
+    return ParseResult{std::nullopt, 1};
+  }
+  finish(c, f, argc, argv);
   return ParseResult{c, 0};
 }
 
