@@ -64,13 +64,10 @@ bool write_file(const std::string& path, const std::string& text) {
   f << text;
   return static_cast<bool>(f);
 }
-}  // namespace
 
-int main(int argc, char** argv) {
-  ParseResult parsed = parse_command_line(argc, argv);
-  if (!parsed.config) return parsed.exit_code;
-  Config const& c = *parsed.config;
-  MpiSession mpi;
+// Everything that can be refused before a GPU is touched, then the GPUs: 0 to go on with `gpus`
+// GPUs, else the exit code (after saying why).
+int preflight(const Config& c, const MpiSession& mpi, int& gpus) {
   // Output files are checked before anything is measured (an unwritable path found after a
   // long sweep loses it); only the printing rank writes them.
   bool const writes_outputs = !launched_by_mpi() ||
@@ -98,7 +95,7 @@ int main(int argc, char** argv) {
                  e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
     return 2;
   }
-  int const gpus = c.gpus == 0 ? visible : c.gpus;
+  gpus = c.gpus == 0 ? visible : c.gpus;
   if (c.ranks_per_gpu > 1) {
     std::string const why = mpi.active
                                 ? std::string(
@@ -111,12 +108,93 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  int const world = gpus * c.ranks_per_gpu;
   if (!mpi.active && gpus > visible) {
     std::fprintf(stderr, "symmcomm-bench: -g %d asks for more GPUs than the %d visible\n", gpus,
                  visible);
     return 1;
   }
+  return 0;
+}
+
+// Pool bytes per rank: three of the largest size, or the moe-dp layer's tensors.
+std::size_t pool_bytes(const Config& c, int world) {
+  std::size_t pool = 3 * c.max_bytes + (std::size_t{64} << 20);
+  if (c.scenario == Scenario::MoeDp) {
+    std::size_t const per_rank =
+        static_cast<std::size_t>(c.moe_max_tokens) * static_cast<std::size_t>(c.moe_hidden);
+    pool = std::max(pool, per_rank * static_cast<std::size_t>(world) * 4 + (std::size_t{64} << 20));
+  }
+  return pool;
+}
+
+void print_banner(const Meta& meta, const Ranks& ranks, int gpus) {
+  std::printf("# symmcomm-bench %s | %d x %s | NCCL %s | %s\n# %s\n", meta.symmcomm.c_str(), gpus,
+              meta.gpu.c_str(), meta.nccl.c_str(), meta.date.c_str(), meta.command.c_str());
+  std::printf("# ranks: %d, %s\n", ranks.world(), meta.sharing.c_str());
+  const symmcomm::Capabilities& caps = ranks.comms[0].capabilities();
+  std::printf("# symmetric memory: %s\n", caps.symmetric_memory ? "yes" : caps.reason.c_str());
+}
+
+// The sweep (-N cycles) or the moe-dp scenario, printed as they finish.
+void run_and_print(const Config& c, Ranks& ranks, std::vector<Result>& results,
+                   std::vector<MoeResult>& moe) {
+  bool const prints = ranks.prints();
+  if (c.scenario == Scenario::MoeDp) {
+    moe = run_moe(c, ranks);
+    if (!prints) return;
+    std::printf("#%9s %10s %12s %12s %12s\n", "tokens", "path", "dispatch_us", "combine_us",
+                "total_us");
+    for (const auto& m : moe) {
+      std::printf(" %9d %10s %12.2f %12.2f %12.2f\n", m.tokens_per_rank, m.path.c_str(),
+                  m.dispatch_us, m.combine_us, m.total_us());
+    }
+    return;
+  }
+  for (int cycle = 0; cycle < c.run_cycles; ++cycle) {
+    std::vector<Result> const cycle_results = run_sweep(c, ranks);
+    if (prints) {
+      if (c.run_cycles > 1) std::printf("# cycle %d of %d\n", cycle + 1, c.run_cycles);
+      std::printf("%s%s", timing_note(c).c_str(), table_header().c_str());
+      for (const auto& r : cycle_results) std::printf("%s\n", format_row(r).c_str());
+      if (!cycle_results.empty()) std::printf("# path: %s\n", cycle_results.back().plan.c_str());
+      std::printf("%s", table_footer(cycle_results).c_str());
+    }
+    results.insert(results.end(), cycle_results.begin(), cycle_results.end());
+  }
+}
+
+// --json, --csv, and the verdict: 0, 1 (an output not written) or 3 (wrong values).
+int finish(const Config& c, const Meta& meta, const std::vector<Result>& results,
+           const std::vector<MoeResult>& moe) {
+  if (!c.json_path.empty() && !write_file(c.json_path, to_json(meta, results, moe))) {
+    std::fprintf(stderr, "symmcomm-bench: cannot write --json %s\n", c.json_path.c_str());
+    return 1;
+  }
+  if (!c.csv_path.empty() &&
+      !write_file(c.csv_path, c.scenario == Scenario::MoeDp ? to_csv(moe) : to_csv(results))) {
+    std::fprintf(stderr, "symmcomm-bench: cannot write --csv %s\n", c.csv_path.c_str());
+    return 1;
+  }
+  long long wrong = 0;
+  for (const auto& r : results) {
+    wrong += r.wrong > 0 ? r.wrong : 0;
+    wrong += r.has_in_place && r.in_place_wrong > 0 ? r.in_place_wrong : 0;
+  }
+  if (wrong > 0) {
+    std::fprintf(stderr, "symmcomm-bench: %lld wrong elements\n", wrong);
+    return 3;
+  }
+  return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  ParseResult parsed = parse_command_line(argc, argv);
+  if (!parsed.config) return parsed.exit_code;
+  Config const& c = *parsed.config;
+  MpiSession mpi;
+  int gpus = 0;
+  if (int const refused = preflight(c, mpi, gpus); refused != 0) return refused;
   try {
     cudaDeviceProp prop{};
     cudaGetDeviceProperties(&prop, 0);
@@ -129,85 +207,27 @@ int main(int argc, char** argv) {
         c.command_line,
         symmcomm::kVersion,
         0,
-        ""};
-    std::size_t pool = 3 * c.max_bytes + (std::size_t{64} << 20);
-    if (c.scenario == Scenario::MoeDp) {
-      std::size_t const per_rank =
-          static_cast<std::size_t>(c.moe_max_tokens) * static_cast<std::size_t>(c.moe_hidden);
-      pool =
-          std::max(pool, per_rank * static_cast<std::size_t>(world) * 4 + (std::size_t{64} << 20));
-    }
-    std::string sharing = c.ranks_per_gpu > 1 ? std::to_string(c.ranks_per_gpu) +
-                                                    " ranks of this process share each GPU: "
-                                                    "NCCL_MULTI_RANK_GPU_ENABLE=1"
-                                              : std::string("one GPU per rank");
+        c.ranks_per_gpu > 1 ? std::to_string(c.ranks_per_gpu) +
+                                  " ranks of this process share each GPU: "
+                                  "NCCL_MULTI_RANK_GPU_ENABLE=1"
+                            : std::string("one GPU per rank")};
 #if defined(SYMMCOMM_WITH_MPI)
     // More ranks than GPUs on a node (a one-GPU machine): let them share (mpi.hpp).
-    if (mpi.active) sharing = symmcomm::share_gpus_if_needed(MPI_COMM_WORLD);
+    if (mpi.active) meta.sharing = symmcomm::share_gpus_if_needed(MPI_COMM_WORLD);
 #endif
-    Ranks ranks = make_ranks(gpus, c.ranks_per_gpu, pool, mpi.active);
+    Ranks ranks =
+        make_ranks(gpus, c.ranks_per_gpu, pool_bytes(c, gpus * c.ranks_per_gpu), mpi.active);
     meta.gpu_count = ranks.world();
     meta.ranks = ranks.world();
-    meta.sharing = sharing;
     bool const prints = ranks.prints();
-    if (prints)
-      std::printf("# symmcomm-bench %s | %d x %s | NCCL %s | %s\n# %s\n", meta.symmcomm.c_str(),
-                  gpus, meta.gpu.c_str(), meta.nccl.c_str(), meta.date.c_str(),
-                  meta.command.c_str());
-    if (prints) std::printf("# ranks: %d, %s\n", ranks.world(), sharing.c_str());
-    if (prints)
-      std::printf("# symmetric memory: %s\n", ranks.comms[0].capabilities().symmetric_memory
-                                                  ? "yes"
-                                                  : ranks.comms[0].capabilities().reason.c_str());
+    if (prints) print_banner(meta, ranks, gpus);
     std::vector<Result> results;
     std::vector<MoeResult> moe;
-    if (c.scenario == Scenario::MoeDp) {
-      moe = run_moe(c, ranks);
-      if (prints)
-        std::printf("#%9s %10s %12s %12s %12s\n", "tokens", "path", "dispatch_us", "combine_us",
-                    "total_us");
-      for (const auto& m : moe) {
-        if (prints)
-          std::printf(" %9d %10s %12.2f %12.2f %12.2f\n", m.tokens_per_rank, m.path.c_str(),
-                      m.dispatch_us, m.combine_us, m.total_us());
-      }
-    } else {
-      for (int cycle = 0; cycle < c.run_cycles; ++cycle) {
-        std::vector<Result> const cycle_results = run_sweep(c, ranks);
-        if (prints) {
-          if (c.run_cycles > 1) std::printf("# cycle %d of %d\n", cycle + 1, c.run_cycles);
-          std::printf("%s%s", timing_note(c).c_str(), table_header().c_str());
-          for (const auto& r : cycle_results) std::printf("%s\n", format_row(r).c_str());
-          if (!cycle_results.empty())
-            std::printf("# path: %s\n", cycle_results.back().plan.c_str());
-          std::printf("%s", table_footer(cycle_results).c_str());
-        }
-        results.insert(results.end(), cycle_results.begin(), cycle_results.end());
-      }
-    }
+    run_and_print(c, ranks, results, moe);
     release_ranks(ranks);
-    if (!prints) return 0;
-    if (!c.json_path.empty() && !write_file(c.json_path, to_json(meta, results, moe))) {
-      std::fprintf(stderr, "symmcomm-bench: cannot write --json %s\n", c.json_path.c_str());
-      return 1;
-    }
-    if (!c.csv_path.empty() &&
-        !write_file(c.csv_path, c.scenario == Scenario::MoeDp ? to_csv(moe) : to_csv(results))) {
-      std::fprintf(stderr, "symmcomm-bench: cannot write --csv %s\n", c.csv_path.c_str());
-      return 1;
-    }
-    long long wrong = 0;
-    for (const auto& r : results) {
-      wrong += r.wrong > 0 ? r.wrong : 0;
-      wrong += r.has_in_place && r.in_place_wrong > 0 ? r.in_place_wrong : 0;
-    }
-    if (wrong > 0) {
-      std::fprintf(stderr, "symmcomm-bench: %lld wrong elements\n", wrong);
-      return 3;
-    }
+    return prints ? finish(c, meta, results, moe) : 0;
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "symmcomm-bench: %s\n", ex.what());
     return 1;
   }
-  return 0;
 }
