@@ -56,106 +56,130 @@ std::vector<std::int32_t> zipf_counts(int ranks, std::size_t mean, std::size_t c
   return c;
 }
 
+// One case's tensors on every rank (NVFP4 rows of kHidden at capacity) and its counts.
+struct RaggedCase {
+  int variant = 0;  // 0 device counts, 1 padded, 2 host counts, 3 device counts in one launch
+  std::size_t capacity = 0, cap_elems = 0, rows = 0;
+  std::vector<std::int32_t> counts;
+  std::vector<std::size_t> host_counts;
+  std::vector<std::uint8_t*> data, scales, global, rdata, rscales, rglobal;
+  std::vector<std::uint8_t*> count, all_counts, offsets, overflow;
+};
+
+RaggedCase ragged_case(RankWorld& w, RankBuffers& b, std::size_t mean, int variant) {
+  auto const n = static_cast<std::size_t>(w.size());
+  RaggedCase k;
+  k.variant = variant;
+  k.capacity = 2 * mean;
+  k.counts = zipf_counts(w.size(), mean, k.capacity);
+  k.cap_elems = k.capacity * kHidden;
+  k.data = b.get(k.cap_elems / 2, true);
+  k.scales = b.get(k.cap_elems / 16, true);
+  k.global = b.get(4, true);
+  k.rdata = b.get(n * k.cap_elems / 2, true);
+  k.rscales = b.get(n * k.cap_elems / 16, true);
+  k.rglobal = b.get(4 * n, true);
+  k.count = b.get(4, false);
+  k.all_counts = b.get(4 * n, variant == 3);  // the one-launch kernel writes peers' arrays
+  k.offsets = b.get(4 * n, false);
+  k.overflow = b.get(4, false);
+  for (std::int32_t c : k.counts) {
+    k.host_counts.push_back(static_cast<std::size_t>(c) * kHidden);
+    k.rows += static_cast<std::size_t>(c);
+  }
+  on_every_rank(w.size(), [&](int r) {
+    auto const i = static_cast<std::size_t>(r);
+    support::upload_value_on(w.ranks[i].stream, k.count[i], k.counts[i]);
+    support::upload_value_on(w.ranks[i].stream, k.overflow[i], std::int32_t{0});
+    support::upload_value_on(w.ranks[i].stream, k.global[i], 1.0f);
+    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(w.ranks[i].stream));
+  });
+  return k;
+}
+
+// Rank r's call of the case's variant; the path it took.
+Path ragged_call(RankWorld& w, const RaggedCase& k, int r) {
+  auto const i = static_cast<std::size_t>(r);
+  auto const n = static_cast<std::size_t>(w.size());
+  Rank& me = w.ranks[i];
+  auto* g = reinterpret_cast<float*>(k.global[i]);
+  auto* rg = reinterpret_cast<float*>(k.rglobal[i]);
+  if (k.variant == 0 || k.variant == 3) {
+    Options options;
+    options.path = k.variant == 3 ? PathChoice::LsaKernel : PathChoice::Fallback;
+    DeviceCounts const dc{reinterpret_cast<std::int32_t*>(k.count[i]), k.capacity,
+                          reinterpret_cast<std::int32_t*>(k.all_counts[i]),
+                          reinterpret_cast<std::int32_t*>(k.offsets[i]),
+                          reinterpret_cast<std::int32_t*>(k.overflow[i])};
+    return all_gatherv(me.comm, Nvfp4View{k.data[i], k.scales[i], g, k.cap_elems},
+                       Nvfp4View{k.rdata[i], k.rscales[i], rg, n * k.cap_elems}, kHidden, dc,
+                       me.stream, options)
+        .path;
+  }
+  if (k.variant == 1) {
+    return all_gather(me.comm, Nvfp4View{k.data[i], k.scales[i], g, k.cap_elems},
+                      Nvfp4View{k.rdata[i], k.rscales[i], rg, n * k.cap_elems}, me.stream)
+        .path;
+  }
+  std::size_t total = 0;
+  for (std::size_t c : k.host_counts) total += c;
+  return all_gatherv(me.comm, Nvfp4View{k.data[i], k.scales[i], g, k.host_counts[i]},
+                     Nvfp4View{k.rdata[i], k.rscales[i], rg, total}, k.host_counts, me.stream)
+      .path;
+}
+
+// kCalls calls per rank, each rank from its own thread (NCCL calls of several ranks from one
+// thread would need a group, and a device-count gather runs outside one), eager or captured
+// (each rank its own stream on its own thread, every capture ended before any graph is
+// instantiated); the gate keeps host time out.
+void time_ragged(benchmark::State& state, RankWorld& w, const std::function<void(int)>& call,
+                 bool graph) {
+  if (!graph) {
+    time_gated(
+        state, w,
+        [&] {
+          on_every_rank(w.size(), [&](int r) {
+            for (int k = 0; k < kCalls; ++k) call(r);
+          });
+        },
+        kCalls);
+    return;
+  }
+  std::vector<cudaGraph_t> graphs(static_cast<std::size_t>(w.size()));
+  on_every_rank(w.size(), [&](int r) {
+    Rank& me = w.ranks[static_cast<std::size_t>(r)];
+    SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(me.stream, cudaStreamCaptureModeThreadLocal));
+    for (int k = 0; k < kCalls; ++k) call(r);
+    SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(me.stream, &graphs[static_cast<std::size_t>(r)]));
+  });
+  time_graphs_gated(state, w, graphs, kCalls);
+}
+
 void BM_RaggedGather(benchmark::State& state) {
   RankWorld* const w = world_or_skip(state);
   if (w == nullptr) return;
-  auto const mean = static_cast<std::size_t>(state.range(1));
+  auto const n = static_cast<std::size_t>(w->size());
   int const variant = static_cast<int>(state.range(2));
   bool const graph = state.range(3) != 0;
-  auto const n = static_cast<std::size_t>(w->size());
-  std::size_t const capacity = 2 * mean;
-  auto const counts = zipf_counts(w->size(), mean, capacity);
-  std::size_t const cap_elems = capacity * kHidden;
   RankBuffers b(*w);
-  auto const data = b.get(cap_elems / 2, true), scales = b.get(cap_elems / 16, true),
-             global = b.get(4, true);
-  auto const rdata = b.get(n * cap_elems / 2, true), rscales = b.get(n * cap_elems / 16, true),
-             rglobal = b.get(4 * n, true);
-  auto const count = b.get(4, false), all_counts = b.get(4 * n, variant == 3),
-             offsets = b.get(4 * n, false), overflow = b.get(4, false);
-  std::vector<std::size_t> host_counts;
-  std::size_t rows = 0;
-  for (std::int32_t c : counts) {
-    host_counts.push_back(static_cast<std::size_t>(c) * kHidden);
-    rows += static_cast<std::size_t>(c);
-  }
-  on_every_rank(w->size(), [&](int r) {
-    auto const i = static_cast<std::size_t>(r);
-    support::upload_value_on(w->ranks[i].stream, count[i], counts[i]);
-    std::int32_t const zero = 0;
-    support::upload_value_on(w->ranks[i].stream, overflow[i], zero);
-    float const one = 1.0f;
-    support::upload_value_on(w->ranks[i].stream, global[i], one);
-    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(w->ranks[i].stream));
-  });
-  std::atomic<int> taken_value{static_cast<int>(Path::Fallback)};
-  auto const call = [&](int r) {
-    auto const i = static_cast<std::size_t>(r);
-    Rank& me = w->ranks[i];
-    auto* g = reinterpret_cast<float*>(global[i]);
-    auto* rg = reinterpret_cast<float*>(rglobal[i]);
-    Path taken = Path::Fallback;
-    if (variant == 0 || variant == 3) {
-      Options options;
-      options.path = variant == 3 ? PathChoice::LsaKernel : PathChoice::Fallback;
-      DeviceCounts const dc{reinterpret_cast<std::int32_t*>(count[i]), capacity,
-                            reinterpret_cast<std::int32_t*>(all_counts[i]),
-                            reinterpret_cast<std::int32_t*>(offsets[i]),
-                            reinterpret_cast<std::int32_t*>(overflow[i])};
-      taken = all_gatherv(me.comm, Nvfp4View{data[i], scales[i], g, cap_elems},
-                          Nvfp4View{rdata[i], rscales[i], rg, n * cap_elems}, kHidden, dc,
-                          me.stream, options)
-                  .path;
-    } else if (variant == 1) {
-      taken = all_gather(me.comm, Nvfp4View{data[i], scales[i], g, cap_elems},
-                         Nvfp4View{rdata[i], rscales[i], rg, n * cap_elems}, me.stream)
-                  .path;
-    } else {
-      std::size_t const mine = host_counts[i];
-      std::size_t total = 0;
-      for (std::size_t c : host_counts) total += c;
-      taken = all_gatherv(me.comm, Nvfp4View{data[i], scales[i], g, mine},
-                          Nvfp4View{rdata[i], rscales[i], rg, total}, host_counts, me.stream)
-                  .path;
-    }
-    taken_value.store(static_cast<int>(taken));
-  };
+  RaggedCase const k = ragged_case(*w, b, static_cast<std::size_t>(state.range(1)), variant);
+  std::atomic<int> taken{static_cast<int>(Path::Fallback)};
+  auto const call = [&](int r) { taken.store(static_cast<int>(ragged_call(*w, k, r))); };
   // First calls from every rank's thread at once: NCCL connects peers on a communicator's first
   // collectives, which one thread driving every rank in turn cannot complete.
   on_every_rank(w->size(), [&](int r) {
     call(r);
     SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(w->ranks[static_cast<std::size_t>(r)].stream));
   });
-  // Each rank's calls from its own thread (NCCL calls of several ranks from one thread would
-  // need a group, and a device-count gather runs outside one); the gate keeps host time out.
-  auto const eager = [&] {
-    on_every_rank(w->size(), [&](int r) {
-      for (int k = 0; k < kCalls; ++k) call(r);
-    });
-  };
-  if (!graph) {
-    time_gated(state, *w, eager, kCalls);
-  } else {
-    // Each rank captures its own stream on its own thread; every capture ends before any graph
-    // is instantiated.
-    std::vector<cudaGraph_t> graphs(n);
-    on_every_rank(w->size(), [&](int r) {
-      Rank& me = w->ranks[static_cast<std::size_t>(r)];
-      SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(me.stream, cudaStreamCaptureModeThreadLocal));
-      for (int k = 0; k < kCalls; ++k) call(r);
-      SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(me.stream, &graphs[static_cast<std::size_t>(r)]));
-    });
-    time_graphs_gated(state, *w, graphs, kCalls);
-  }
+  time_ragged(state, *w, call, graph);
   static const char* const kNames[] = {"device counts", "padded to capacity", "host counts",
                                        "device counts, one launch"};
   state.SetLabel(std::to_string(n) + " ranks, " + kNames[variant] + ", " +
-                 to_string(static_cast<Path>(taken_value.load())) +
-                 (graph ? ", graph" : ", eager"));
-  state.counters["rows"] = static_cast<double>(rows);
-  state.counters["bytes_needed"] = static_cast<double>(rows * (kHidden / 2 + kHidden / 16));
+                 to_string(static_cast<Path>(taken.load())) + (graph ? ", graph" : ", eager"));
+  state.counters["rows"] = static_cast<double>(k.rows);
+  state.counters["bytes_needed"] = static_cast<double>(k.rows * (kHidden / 2 + kHidden / 16));
   state.counters["bytes_at_capacity"] =
-      static_cast<double>(n * capacity * (kHidden / 2 + kHidden / 16));
+      static_cast<double>(n * k.capacity * (kHidden / 2 + kHidden / 16));
 }
 
 // Args: ranks, mean tokens per rank, variant, graph.
