@@ -6,9 +6,12 @@
   direct  symmcomm.all_gather (the package's ctypes call the operator wraps)
   torch   torch.distributed.all_gather_into_tensor
 
-Each: `calls` back-to-back enqueues timed on the host (time.perf_counter, no synchronisation
-inside the loop, one after), best of `repeats`; the GPU work is a few KiB, so the figure is the
-host cost of a call. Writes a Markdown table and JSON to OUT_DIR (default: bench/results/...).
+Rows: BF16 all-gathers (8 KiB and 56 KiB per rank) and an NVFP4 all-gather (packed data, block
+scales and the global scale; torch.distributed gathers the same three tensors in one
+coalescing group, as an engine without symmcomm does). Each: `calls` back-to-back enqueues
+timed on the host (time.perf_counter, no synchronisation inside the loop, one after); every
+figure is the median of `repeats` such runs with their min-max; the GPU work is a few KiB, so
+the figure is the host cost of a call. Writes a Markdown table and JSON to OUT_DIR.
 
 Usage: python3 bench/python/ops_overhead.py [OUT_DIR] [--calls N] [--repeats R]
 """
@@ -16,6 +19,7 @@ import argparse
 import datetime
 import json
 import os
+import statistics
 import sys
 import time
 
@@ -28,25 +32,51 @@ import symmcomm  # noqa: E402
 import symmcomm.ops  # noqa: E402
 
 
-def best_per_call_us(fn, calls, repeats):
+def per_call_us(fn, calls, repeats):
+    """[median, min, max] of `repeats` runs of `calls` calls, microseconds per call."""
     fn()
     torch.cuda.synchronize()
-    best = float("inf")
+    runs = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         for _ in range(calls):
             fn()
         t1 = time.perf_counter()
         torch.cuda.synchronize()
-        best = min(best, (t1 - t0) / calls * 1e6)
-    return best
+        runs.append((t1 - t0) / calls * 1e6)
+    return [statistics.median(runs), min(runs), max(runs)]
+
+
+def nvfp4_cases(ops, comm, hidden):
+    """The NVFP4 all-gather three ways: 4 rows of `hidden` elements (data, block scales, one
+    global scale), gathered by the operator, the ctypes call and torch.distributed."""
+    data = torch.zeros(4, hidden // 2, device="cuda", dtype=torch.uint8)
+    bs = torch.full((4, hidden // 16), 0x38, device="cuda", dtype=torch.uint8)
+    gs = torch.ones(1, device="cuda", dtype=torch.float32)
+    out_data, out_bs = torch.empty_like(data), torch.empty_like(bs)
+    out_gs = torch.empty(1, device="cuda", dtype=torch.float32)
+
+    def torch_gather():
+        with dist._coalescing_manager(async_ops=False):
+            dist.all_gather_into_tensor(out_data, data)
+            dist.all_gather_into_tensor(out_bs, bs)
+            dist.all_gather_into_tensor(out_gs, gs)
+
+    send = symmcomm.Nvfp4Tensor(data, bs, gs)
+    recv = symmcomm.Nvfp4Tensor(out_data, out_bs, out_gs)
+    return data.numel() + bs.numel() + 4, {
+        "op": lambda: ops.all_gather_nvfp4_out(data, bs, gs, out_data, out_bs, out_gs,
+                                               "overhead"),
+        "direct": lambda: symmcomm.all_gather(comm, send, recv),
+        "torch": torch_gather,
+    }
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out_dir", nargs="?", default=os.path.join(HERE, "..", "results"))
     ap.add_argument("--calls", type=int, default=2000)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=7)
     a = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("ops_overhead.py: no CUDA GPU; nothing to measure")
@@ -66,8 +96,11 @@ def main():
             "direct": lambda: symmcomm.all_gather(comm, x, out),
             "torch": lambda: dist.all_gather_into_tensor(out, x),
         }
-        us = {k: best_per_call_us(f, a.calls, a.repeats) for k, f in cases.items()}
-        rows.append({"bytes": x.numel() * 2, **us})
+        us = {k: per_call_us(f, a.calls, a.repeats) for k, f in cases.items()}
+        rows.append({"what": "bf16", "bytes": x.numel() * 2, **us})
+    nbytes, cases = nvfp4_cases(ops, comm, 7168)
+    us = {k: per_call_us(f, a.calls, a.repeats) for k, f in cases.items()}
+    rows.append({"what": "nvfp4", "bytes": nbytes, **us})
     props = torch.cuda.get_device_properties(0)
     meta = {"gpu": props.name, "torch": torch.__version__, "nccl": symmcomm.nccl_version(),
             "date": datetime.date.today().isoformat(), "calls": a.calls, "repeats": a.repeats,
@@ -75,13 +108,20 @@ def main():
     os.makedirs(a.out_dir, exist_ok=True)
     with open(os.path.join(a.out_dir, "ops_overhead.json"), "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
-    lines = ["# Per-call host overhead, us (best of %d x %d calls; %s, torch %s, NCCL %s, %s)"
+    lines = ["# Per-call host overhead, us: median (min-max) of %d runs of %d calls (one rank; %s, "
+             "torch %s, NCCL %s, %s)"
              % (a.repeats, a.calls, meta["gpu"], meta["torch"], meta["nccl"], meta["date"]), "",
-             "| bytes | torch.ops.symmcomm | symmcomm (ctypes) | torch.distributed | op / direct |",
-             "|---|---|---|---|---|"]
+             "| tensor | bytes | torch.ops.symmcomm | symmcomm (ctypes) | torch.distributed "
+             "| op / torch | op - direct |",
+             "|---|---|---|---|---|---|---|"]
+
+    def cell(v):
+        return "%.2f (%.2f-%.2f)" % tuple(v)
+
     for r in rows:
-        lines.append("| %d | %.2f | %.2f | %.2f | %.2f |"
-                     % (r["bytes"], r["op"], r["direct"], r["torch"], r["op"] / r["direct"]))
+        lines.append("| %s | %d | %s | %s | %s | %.2f | %.2f |"
+                     % (r["what"], r["bytes"], cell(r["op"]), cell(r["direct"]), cell(r["torch"]),
+                        r["op"][0] / r["torch"][0], r["op"][0] - r["direct"][0]))
     text = "\n".join(lines) + "\n"
     with open(os.path.join(a.out_dir, "ops_overhead.md"), "w") as f:
         f.write(text)

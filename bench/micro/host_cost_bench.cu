@@ -1,0 +1,139 @@
+// Host cost of one eager call: the host time from a collective's entry to its return, beside
+// the host time of launching an empty kernel on the same kind of stream in the same run (the
+// launch every call pays at least). Their difference is symmcomm's own host work per call: the
+// descriptor, validation, provenance look-ups, the plan and the kernel argument.
+//
+// BM_HostCostNvfp4AllGather/ranks/bytes: symmcomm's NVFP4 all-gather of `bytes` of packed data
+// per rank (data + block scales + global scale) on pool buffers, Auto's path: with 2 ranks
+// sharing the GPU (NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1) symmcomm's LSA kernels; with a
+// one-rank communicator NCCL's path (one rank has no symmetric support). Every rank's thread
+// times its own calls; the figure is rank 0's.
+// BM_HostCostEmptyKernel: one empty kernel launch.
+// Each iteration times kCalls calls back to back and reports the time per call; the stream is
+// drained after each iteration, outside the timing, so the launch queue never fills.
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "micro/rank_world.hpp"
+#include "symmcomm/collectives/all_gather.hpp"
+#include "symmcomm/comm/communicator.hpp"
+#include "symmcomm/error.hpp"
+#include "symmcomm/memory/symm_allocator.hpp"
+
+namespace symmcomm::bench {
+namespace {
+
+constexpr int kCalls = 50;
+
+__global__ void empty_kernel() {}
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_per_call(Clock::time_point start, Clock::time_point end) {
+  return std::chrono::duration<double>(end - start).count() / kCalls;
+}
+
+void BM_HostCostEmptyKernel(benchmark::State& state) {
+  cudaStream_t s = nullptr;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+    state.SkipWithError("no usable GPU");
+    return;
+  }
+  for (auto _ : state) {
+    auto const start = Clock::now();
+    for (int k = 0; k < kCalls; ++k) empty_kernel<<<1, 1, 0, s>>>();
+    auto const end = Clock::now();
+    state.SetIterationTime(seconds_per_call(start, end));
+    SYMMCOMM_CUDA_TRY(cudaGetLastError());
+    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
+  }
+  state.SetLabel("empty kernel launch");
+  SYMMCOMM_CUDA_TRY(cudaStreamDestroy(s));
+}
+
+// A one-rank communicator with a pool and a stream, made once.
+struct OneRank {
+  Communicator comm;
+  std::unique_ptr<SymmAllocator> pool;
+  cudaStream_t stream = nullptr;
+};
+
+OneRank& one_rank() {
+  static OneRank* r = [] {
+    auto* o = new OneRank;
+    o->comm = std::move(create_local_communicators({0}).front());
+    o->pool = std::make_unique<SymmAllocator>(o->comm, PoolOptions{64u << 20});
+    SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&o->stream, cudaStreamNonBlocking));
+    return o;
+  }();
+  return *r;
+}
+
+// Rank-local tensors of one call: `count` elements from this rank, `ranks` x count gathered.
+struct GatherTensors {
+  std::unique_ptr<PoolNvfp4> send, recv;
+};
+
+// kCalls all-gathers on one rank, timed on its own thread; returns seconds per call.
+double time_gathers(Communicator& comm, cudaStream_t s, const GatherTensors& t,
+                    std::vector<std::string>& path) {
+  auto const start = Clock::now();
+  Plan plan;
+  for (int k = 0; k < kCalls; ++k) plan = all_gather(comm, t.send->view, t.recv->view, s);
+  auto const end = Clock::now();
+  path[static_cast<std::size_t>(comm.rank())] = to_string(plan.path);
+  SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
+  return seconds_per_call(start, end);
+}
+
+void BM_HostCostNvfp4AllGather(benchmark::State& state) {
+  int const ranks = static_cast<int>(state.range(0));
+  std::size_t const count = static_cast<std::size_t>(state.range(1)) * 2;  // packed bytes x 2
+  std::vector<std::string> path(static_cast<std::size_t>(ranks));
+  if (ranks == 1) {
+    OneRank& o = one_rank();
+    GatherTensors t{std::make_unique<PoolNvfp4>(*o.pool, count),
+                    std::make_unique<PoolNvfp4>(*o.pool, count)};
+    for (auto _ : state) state.SetIterationTime(time_gathers(o.comm, o.stream, t, path));
+  } else {
+    RankWorld* const w = world_or_skip(state);
+    if (w == nullptr) return;
+    std::vector<GatherTensors> t(static_cast<std::size_t>(ranks));
+    on_every_rank(ranks, [&](int r) {
+      Rank& me = w->ranks[static_cast<std::size_t>(r)];
+      t[static_cast<std::size_t>(r)] = GatherTensors{
+          std::make_unique<PoolNvfp4>(*me.pool, count),
+          std::make_unique<PoolNvfp4>(*me.pool, count * static_cast<std::size_t>(ranks),
+                                      static_cast<std::size_t>(ranks))};
+    });
+    std::vector<double> per_call(static_cast<std::size_t>(ranks));
+    for (auto _ : state) {
+      on_every_rank(ranks, [&](int r) {
+        Rank& me = w->ranks[static_cast<std::size_t>(r)];
+        per_call[static_cast<std::size_t>(r)] =
+            time_gathers(me.comm, me.stream, t[static_cast<std::size_t>(r)], path);
+      });
+      state.SetIterationTime(per_call[0]);
+    }
+    on_every_rank(ranks, [&](int r) { t[static_cast<std::size_t>(r)] = GatherTensors{}; });
+  }
+  state.SetLabel(std::to_string(ranks) + (ranks == 1 ? " rank, " : " ranks sharing the GPU, ") +
+                 path[0]);
+}
+
+}  // namespace
+
+BENCHMARK(BM_HostCostEmptyKernel)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_HostCostNvfp4AllGather)
+    ->ArgsProduct({{1, 2}, {1 << 10, 1 << 20}})
+    ->ArgNames({"ranks", "bytes"})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace symmcomm::bench
