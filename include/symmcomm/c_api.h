@@ -235,10 +235,14 @@ const char* symmcomm_version(void);
 /** SYMMCOMM_C_ABI_VERSION of the library loaded (compare with the header a binding expects). */
 int symmcomm_abi_version(void);
 /** What symmcomm will do on this machine (symmcomm/system_report.hpp; the symmcomm-info tool
- *  prints it): text when json is 0, else JSON of schema "symmcomm-info/1". Writes at most
- *  capacity bytes, NUL-terminated, and the bytes the whole report needs (with its NUL) to
- *  *needed when needed is not NULL; text may be NULL when capacity is 0. Works without a GPU. */
-symmcomm_status_t symmcomm_system_report(int json, char* text, size_t capacity, size_t* needed);
+ *  prints it): text when json is 0, else JSON of schema "symmcomm-info/1"; probe_ranks > 0 also
+ *  makes that many ranks sharing GPU 0 and reports their capabilities (0: no communicator is
+ *  made). Writes at most capacity bytes, NUL-terminated, and the bytes the whole report needs
+ *  (with its NUL) to *needed when needed is not NULL; text may be NULL when capacity is 0.
+ *  Works without a GPU (a probe then says why it could not run). The report is made anew on
+ *  every call. */
+symmcomm_status_t symmcomm_system_report(int json, int probe_ranks, char* text, size_t capacity,
+                                         size_t* needed);
 
 /* ---- communicators ------------------------------------------------------------------------ */
 

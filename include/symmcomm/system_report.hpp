@@ -16,8 +16,13 @@ namespace symmcomm {
 enum class ReportFormat : std::uint8_t { Text, Json };
 
 /// @brief The report. Never fails for what it cannot learn (no GPU, no driver, no NCCL): the
-/// report says what it could not learn and why. Creates no communicator and allocates no device
-/// memory; initialises the CUDA runtime where a driver is present.
-std::string system_report(ReportFormat format = ReportFormat::Text);
+/// report says what it could not learn and why. With `probe_ranks` = 0 it creates no
+/// communicator and allocates no device memory (it initialises the CUDA runtime where a driver
+/// is present). With `probe_ranks` >= 1 it also makes that many ranks of one communicator in
+/// this process, each on its own thread, on GPU 0 (several ranks share it: NCCL >= 2.30 with
+/// NCCL_MULTI_RANK_GPU_ENABLE=1, which the probe sets for this process when unset), reports
+/// what each communicator found (symmetric memory, LSA team, SM share, why not) and tears them
+/// down: what a run with ranks sharing the GPU would get.
+std::string system_report(ReportFormat format = ReportFormat::Text, int probe_ranks = 0);
 
 }  // namespace symmcomm

@@ -138,7 +138,7 @@ def _declare(lib):
         "symmcomm_last_error": (c.c_char_p, []),
         "symmcomm_version": (c.c_char_p, []),
         "symmcomm_abi_version": (c.c_int, []),
-        "symmcomm_system_report": (status, [c.c_int, c.c_char_p, c.c_size_t,
+        "symmcomm_system_report": (status, [c.c_int, c.c_int, c.c_char_p, c.c_size_t,
                                             c.POINTER(c.c_size_t)]),
         "symmcomm_unique_id_bytes": (c.c_size_t, []),
         "symmcomm_get_unique_id": (status, [ptr]),

@@ -14,14 +14,22 @@ import sys
 from ._core import _check, _lib
 
 
-def report(as_json=False):
-    """The report as text, or as a dict (schema "symmcomm-info/1") when ``as_json``."""
-    needed = ctypes.c_size_t(0)
-    _check(_lib.symmcomm_system_report(1 if as_json else 0, None, 0, ctypes.byref(needed)))
-    # The report is gathered anew on each call: leave room for a longer second answer.
-    capacity = needed.value + 4096
-    buffer = ctypes.create_string_buffer(capacity)
-    _check(_lib.symmcomm_system_report(1 if as_json else 0, buffer, capacity, ctypes.byref(needed)))
+def report(as_json=False, ranks=0):
+    """The report as text, or as a dict (schema "symmcomm-info/1") when ``as_json``; with
+    ``ranks`` > 0 also what that many ranks sharing GPU 0 find (see symmcomm-info --ranks)."""
+    if isinstance(ranks, bool) or not isinstance(ranks, int) or not 0 <= ranks <= 64:
+        raise ValueError("ranks must be an int in 0..64, got %r" % (ranks,))
+    mode = 1 if as_json else 0
+    # The report is made anew on each call (a probe even makes communicators): ask once with
+    # room to spare, and again only if that was not enough.
+    capacity = 1 << 16
+    while True:
+        needed = ctypes.c_size_t(0)
+        buffer = ctypes.create_string_buffer(capacity)
+        _check(_lib.symmcomm_system_report(mode, ranks, buffer, capacity, ctypes.byref(needed)))
+        if needed.value <= capacity:
+            break
+        capacity = needed.value + 4096
     text = buffer.value.decode("utf-8", "replace")
     return json.loads(text) if as_json else text
 
@@ -29,12 +37,14 @@ def report(as_json=False):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m symmcomm.info", description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true", help="JSON for bug reports")
+    parser.add_argument("--ranks", type=int, default=0,
+                        help="also make this many ranks sharing GPU 0 and report what they find")
     args = parser.parse_args(argv)
     if args.json:
-        json.dump(report(True), sys.stdout, indent=2)
+        json.dump(report(True, args.ranks), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(report(False))
+        sys.stdout.write(report(False, args.ranks))
     return 0
 
 

@@ -552,6 +552,8 @@ def test_the_machine_report_follows_its_schema_without_a_gpu(monkeypatch):
     assert report["symmcomm"]["c_abi_version"] == _capi.ABI_VERSION
     text = info.report()
     assert "Paths" in text and "built for CUDA architectures" in text
+    with pytest.raises(ValueError, match="ranks must be an int in 0..64"):
+        info.report(ranks=65)
 
 
 def test_python_m_symmcomm_info_runs_and_prints_json():

@@ -74,11 +74,14 @@ int symmcomm_abi_version(void) {
   return SYMMCOMM_C_ABI_VERSION;
 }
 
-symmcomm_status_t symmcomm_system_report(int json, char* text, size_t capacity, size_t* needed) {
+symmcomm_status_t symmcomm_system_report(int json, int probe_ranks, char* text, size_t capacity,
+                                         size_t* needed) {
   return guarded([&] {
     SYMMCOMM_EXPECTS(text != nullptr || capacity == 0, "text is NULL but capacity is " << capacity);
-    std::string const report = symmcomm::system_report(json != 0 ? symmcomm::ReportFormat::Json
-                                                                 : symmcomm::ReportFormat::Text);
+    SYMMCOMM_EXPECTS(probe_ranks >= 0 && probe_ranks <= 64,
+                     "probe_ranks " << probe_ranks << " is outside 0..64");
+    std::string const report = symmcomm::system_report(
+        json != 0 ? symmcomm::ReportFormat::Json : symmcomm::ReportFormat::Text, probe_ranks);
     if (needed != nullptr) *needed = report.size() + 1;
     if (capacity > 0) {
       std::size_t const n = std::min(report.size(), capacity - 1);

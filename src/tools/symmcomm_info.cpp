@@ -12,11 +12,17 @@ int main(int argc, char** argv) {
   CLI::App app{
       "symmcomm-info: what symmcomm will do on this machine (attach --json to bug reports)"};
   bool json = false;
+  int ranks = 0;
   app.add_flag("--json", json, "JSON (schema symmcomm-info/1) instead of text");
+  app.add_option("--ranks", ranks,
+                 "also make this many ranks of one communicator sharing GPU 0 (threads of this "
+                 "process; > 1 needs NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1 is set for them) "
+                 "and report what each found")
+      ->check(CLI::Range(0, 64));
   CLI11_PARSE(app, argc, argv);
   try {
-    std::cout << symmcomm::system_report(json ? symmcomm::ReportFormat::Json
-                                              : symmcomm::ReportFormat::Text);
+    std::cout << symmcomm::system_report(
+        json ? symmcomm::ReportFormat::Json : symmcomm::ReportFormat::Text, ranks);
   } catch (const std::exception& e) {
     std::cerr << "symmcomm-info: " << e.what() << "\n";
     return 1;

@@ -7,15 +7,20 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "symmcomm/build_info.hpp"
 #include "symmcomm/c_api.h"
+#include "symmcomm/comm/communicator.hpp"
 #include "symmcomm/limits.hpp"
 #include "symmcomm/runtime.hpp"
 #include "symmcomm/version.hpp"
@@ -57,7 +62,15 @@ struct PathRow {
   std::string why;  // what is missing, or what it runs on
 };
 
+// What the communicators of a probe found (system_report's probe_ranks).
+struct Probe {
+  int ranks = 0;
+  std::string error;  // why the probe could not run ("" when it ran)
+  std::vector<Capabilities> caps;
+};
+
 struct Facts {
+  Probe probe;
   int cuda_runtime = 0, cuda_driver = 0;
   std::string cuda_note;
   bool nccl_loaded_known = false;
@@ -245,12 +258,78 @@ void decide_paths(Facts& f) {
   f.paths = {fallback, symmetric, lsa, small, counted};
 }
 
-Facts gather() {
+// `n` ranks of one communicator on GPU 0, each made, probed and torn down by its own thread
+// (ranks sharing a GPU must be driven concurrently). More than 2 ranks get NCCL's kernels
+// capped so that every rank's fit on the GPU at once.
+Probe probe_ranks(const Facts& f, int n) {
+  Probe p;
+  p.ranks = n;
+  if (f.gpus.empty()) {
+    p.error = f.gpu_note;
+    return p;
+  }
+  if (n > 1) {
+    if (!f.nccl_loaded_known || f.nccl_loaded < NcclVersion{2, 30, 0}) {
+      p.error = "ranks share a GPU only with NCCL >= 2.30 (NCCL_MULTI_RANK_GPU_ENABLE)";
+      return p;
+    }
+    setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);  // this process only; kept where set
+    if (!env_is("NCCL_MULTI_RANK_GPU_ENABLE", "1")) {
+      p.error = "NCCL_MULTI_RANK_GPU_ENABLE is set, but not to 1";
+      return p;
+    }
+  }
+  ncclUniqueId id;
+  if (ncclGetUniqueId(&id) != ncclSuccess) {
+    p.error = "ncclGetUniqueId failed";
+    return p;
+  }
+  int const max_ctas = n > 2 ? std::max(1, std::min(32, f.gpus[0].sms / (n + 1))) : 0;
+  p.caps.resize(static_cast<std::size_t>(n));
+  std::vector<std::string> errors(static_cast<std::size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      auto const i = static_cast<std::size_t>(r);
+      try {
+        if (cudaSetDevice(f.gpus[0].index) != cudaSuccess)
+          throw std::runtime_error("cudaSetDevice");
+        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+        if (max_ctas > 0) {
+          config.minCTAs = 1;
+          config.maxCTAs = max_ctas;
+        }
+        ncclComm_t c = nullptr;
+        ncclResult_t const rc = ncclCommInitRankConfig(&c, n, id, r, &config);
+        if (rc != ncclSuccess) {
+          throw std::runtime_error(std::string("ncclCommInitRankConfig: ") +
+                                   ncclGetErrorString(rc));
+        }
+        Communicator comm = Communicator::own(c);  // probes (collective), torn down at scope end
+        p.caps[i] = comm.capabilities();
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    if (!errors[i].empty()) {
+      p.error = "rank " + std::to_string(i) + ": " + errors[i];
+      p.caps.clear();
+      break;
+    }
+  }
+  return p;
+}
+
+Facts gather(int probe) {
   Facts f;
   gather_cuda(f);
   gather_nccl(f);
   gather_environment(f);
   decide_paths(f);
+  if (probe > 0) f.probe = probe_ranks(f, probe);
   return f;
 }
 
@@ -265,6 +344,44 @@ std::vector<std::string> architectures() {
     start = end + 1;
   }
   return out;
+}
+
+void probe_json(detail::JsonWriter& w, const Probe& p) {
+  w.begin_object("probe").value("ranks", p.ranks);
+  if (!p.error.empty()) {
+    w.value("error", p.error).end_object();
+    return;
+  }
+  w.begin_array("communicators");
+  for (const Capabilities& c : p.caps) {
+    w.begin_object()
+        .value("symmetric_memory", c.symmetric_memory)
+        .value("lsa_team_size", c.lsa_team_size)
+        .value("ranks_per_gpu", c.ranks_per_gpu)
+        .value("lsa_sm_share", c.lsa_sm_share)
+        .value("lsa_gpu_sms", c.lsa_gpu_sms)
+        .value("lsa_kernels", c.lsa_covers(p.ranks))
+        .value("reason", c.reason)
+        .end_object();
+  }
+  w.end_array().end_object();
+}
+
+void probe_text(std::ostream& os, const Probe& p) {
+  os << "Probe: " << p.ranks << " rank(s) of one communicator on GPU 0\n";
+  if (!p.error.empty()) {
+    os << "  could not run: " << p.error << "\n";
+    return;
+  }
+  for (std::size_t r = 0; r < p.caps.size(); ++r) {
+    const Capabilities& c = p.caps[r];
+    os << "  rank " << r << ": symmetric memory " << (c.symmetric_memory ? "yes" : "no")
+       << ", LSA team " << c.lsa_team_size << ", " << c.ranks_per_gpu << " rank(s) per GPU, "
+       << c.lsa_sm_share
+       << " SMs per rank; symmcomm's LSA kernels: " << (c.lsa_covers(p.ranks) ? "yes" : "no");
+    if (!c.symmetric_memory) os << " (" << c.reason << ")";
+    os << "\n";
+  }
 }
 
 std::string json(const Facts& f) {
@@ -331,7 +448,9 @@ std::string json(const Facts& f) {
         .value("why", p.why)
         .end_object();
   }
-  w.end_array().end_object();
+  w.end_array();
+  if (f.probe.ranks > 0) probe_json(w, f.probe);
+  w.end_object();
   return w.str() + "\n";
 }
 
@@ -376,6 +495,7 @@ std::string text(const Facts& f) {
     os << "  " << p.name << ": " << (p.available ? "available" : "not available") << " - " << p.why
        << "\n    needs: " << p.needs << "\n";
   }
+  if (f.probe.ranks > 0) probe_text(os, f.probe);
   os << "A communicator decides its own capabilities when it is made "
         "(Communicator::capabilities(), SYMMCOMM_LOG=info says why).\n";
   return os.str();
@@ -383,8 +503,8 @@ std::string text(const Facts& f) {
 
 }  // namespace
 
-std::string system_report(ReportFormat format) {
-  Facts const f = gather();
+std::string system_report(ReportFormat format, int probe_ranks) {
+  Facts const f = gather(probe_ranks);
   return format == ReportFormat::Json ? json(f) : text(f);
 }
 

@@ -76,6 +76,16 @@ def main():
     out = subprocess.run([binary, "--json"], env=env, capture_output=True, text=True, check=True)
     report = json.loads(out.stdout)
     check_report(report, {"SYMMCOMM_LSA_LL": "0", "NCCL_NVLS_ENABLE": "0"})
+    expect("probe" not in report, "a report without --ranks makes no communicator")
+    # --ranks 1: one communicator made and probed where there is a GPU, else why not.
+    out = subprocess.run([binary, "--json", "--ranks", "1"], env=env, capture_output=True,
+                         text=True, check=True)
+    probe = json.loads(out.stdout)["probe"]
+    expect(probe["ranks"] == 1, "probe.ranks")
+    if report["gpus"]:
+        expect(len(probe.get("communicators", [])) == 1, "probe: %r" % probe)
+    else:
+        expect(probe.get("error"), "probe without a GPU must say why: %r" % probe)
     if expected is not None:
         expect(report["symmcomm"]["cuda_architectures"] == expected,
                "architectures %r, expected %r" % (report["symmcomm"]["cuda_architectures"],

@@ -309,19 +309,22 @@ namespace {
 // buffer with room is a named argument error.
 TEST(CApi, SystemReportIsSizedThenWritten) {
   size_t needed = 0;
-  ASSERT_EQ(symmcomm_system_report(1, nullptr, 0, &needed), SYMMCOMM_SUCCESS);
+  ASSERT_EQ(symmcomm_system_report(1, 0, nullptr, 0, &needed), SYMMCOMM_SUCCESS);
   ASSERT_GT(needed, 100u);
   std::string json(needed + 4096, '\0');
-  ASSERT_EQ(symmcomm_system_report(1, json.data(), json.size(), &needed), SYMMCOMM_SUCCESS);
+  ASSERT_EQ(symmcomm_system_report(1, 0, json.data(), json.size(), &needed), SYMMCOMM_SUCCESS);
   EXPECT_EQ(json.rfind("{\"schema\":\"symmcomm-info/1\"", 0), 0u) << json;
   EXPECT_NE(json.find("\"c_abi_version\":" + std::to_string(SYMMCOMM_C_ABI_VERSION)),
             std::string::npos);
   char small[16];
-  ASSERT_EQ(symmcomm_system_report(0, small, sizeof small, &needed), SYMMCOMM_SUCCESS);
+  ASSERT_EQ(symmcomm_system_report(0, 0, small, sizeof small, &needed), SYMMCOMM_SUCCESS);
   EXPECT_EQ(std::string(small),
             (std::string("symmcomm ") + symmcomm_version() + " (C ABI").substr(0, 15));
-  EXPECT_EQ(symmcomm_system_report(0, nullptr, 8, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(symmcomm_system_report(0, 0, nullptr, 8, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(symmcomm_last_error()).find("text is NULL but capacity is 8"),
+            std::string::npos);
+  EXPECT_EQ(symmcomm_system_report(0, 65, nullptr, 0, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(symmcomm_last_error()).find("probe_ranks 65 is outside 0..64"),
             std::string::npos);
 }
 
