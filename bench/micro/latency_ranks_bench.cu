@@ -47,6 +47,7 @@
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/error.hpp"
+#include "symmcomm/memory/provenance.hpp"
 
 namespace symmcomm::bench {
 namespace {
@@ -262,6 +263,50 @@ void BM_LatencyLsaBarriers(benchmark::State& state) {
       Path::LsaKernel, "symmcomm LSA barriers only");
 }
 
+__global__ void empty_kernel() {}
+
+// The floor under every call of the sweep, in the same run: variant 0, an empty kernel per rank
+// (a graph's empty kernel node); variant 1, one round of a one-flag ping-pong between ranks 0
+// and 1 through their windows (lsa::flag_ping_pong: one signal each way; the other ranks launch
+// the same kernel and leave).
+void BM_LatencyFloor(benchmark::State& state) {
+  RankWorld* const w = world_or_skip(state);
+  if (w == nullptr) return;
+  int const variant = static_cast<int>(state.range(1));
+  bool const graph = state.range(2) != 0;
+  auto const pdl = programmatic_launch(false);
+  RankBuffers b(*w);
+  auto const flags = b.get(2 * sizeof(std::uint32_t), true);
+  on_every_rank(w->size(), [&](int r) {
+    Rank& me = w->ranks[static_cast<std::size_t>(r)];
+    support::fill_on(me.stream, flags[static_cast<std::size_t>(r)], 0, 2 * sizeof(std::uint32_t));
+    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(me.stream));
+  });
+  std::vector<detail::lsa::Peers> peers;
+  std::vector<detail::lsa::SymRef> refs;
+  for (std::size_t r = 0; r < w->ranks.size(); ++r) {
+    const auto& state_r = *detail::state_of(w->ranks[r].comm);
+    Provenance const p = provenance_of(w->ranks[r].comm, flags[r], 2 * sizeof(std::uint32_t));
+    SYMMCOMM_EXPECTS(p.symmetric(), "the ping-pong flags are not in a window");
+    peers.push_back(detail::lsa_peers(state_r));
+    peers.back().window[0] = p.window;
+    refs.push_back(detail::lsa::SymRef{0, p.offset});
+  }
+  time_variant(
+      state, *w, false, graph,
+      [&](int r) {
+        auto const i = static_cast<std::size_t>(r);
+        if (variant == 0) {
+          empty_kernel<<<1, 1, 0, w->ranks[i].stream>>>();
+          SYMMCOMM_CUDA_TRY(cudaGetLastError());
+        } else {
+          detail::lsa::flag_ping_pong(peers[i], refs[i], w->ranks[i].stream);
+        }
+        return Path::LsaKernel;
+      },
+      Path::LsaKernel, variant == 0 ? "empty kernel" : "one-flag ping-pong, ranks 0 and 1");
+}
+
 // Args: ranks, bytes per rank (1 KiB to 4 MiB, x4), variant, graph; the all-gather's variant 4
 // up to 64 KiB (`before`).
 void latency_args(benchmark::internal::Benchmark* b, bool before) {
@@ -284,6 +329,12 @@ void latency_args(benchmark::internal::Benchmark* b, bool before) {
 
 BENCHMARK(BM_LatencyAllGather)->Apply([](auto* b) { latency_args(b, true); });
 BENCHMARK(BM_LatencyReduceScatter)->Apply([](auto* b) { latency_args(b, false); });
+BENCHMARK(BM_LatencyFloor)
+    ->ArgsProduct({{2, 4, 8}, {0, 1}, {0, 1}})
+    ->ArgNames({"ranks", "variant", "graph"})
+    ->Iterations(kIterations)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_LatencyLsaBarriers)
     ->ArgsProduct({{2, 4, 8}, {0, 1}})
     ->ArgNames({"ranks", "graph"})

@@ -221,6 +221,32 @@ __global__ void __launch_bounds__(kThreads) barriers_kernel(P peers) {
   programmatic_release(peers);
 }
 
+// One round of a one-flag ping-pong between ranks 0 and 1 (the others leave at once): each
+// rank counts its calls in flags word 1 of its own slot; rank 0 stores the count into rank 1's
+// word 0 and waits for it to come back into its own, rank 1 waits for it and sends it back.
+// The fixed cost of one signal each way (flag_ping_pong).
+template <class P>
+__global__ void ping_pong_kernel(P peers, SymRef flags) {
+  programmatic_wait(peers);
+  int const me = peers.rank();
+  if (threadIdx.x == 0 && me < 2 && peers.size() >= 2) {
+    auto* mine = reinterpret_cast<volatile std::uint32_t*>(peers.ptr(flags, me));
+    auto* other = reinterpret_cast<volatile std::uint32_t*>(peers.ptr(flags, 1 - me));
+    std::uint32_t const c = mine[1] + 1;
+    mine[1] = c;
+    auto const wait = [&] {
+      for (unsigned polls = 1; mine[0] != c; ++polls) {
+        if (polls % kAbortPolls == 0 && peers.aborted()) return;
+      }
+    };
+    if (me == 1) wait();
+    __threadfence_system();
+    other[0] = c;
+    if (me == 0) wait();
+  }
+  programmatic_release(peers);
+}
+
 // ---- host side ------------------------------------------------------------------------------
 
 // NVFP4 always runs 8-byte items (see ReduceShape), in a kernel of their own for
@@ -414,6 +440,14 @@ void counted_gather(const Peers& peers, const CountedGatherArgs& a, cudaStream_t
 void barriers_only(const Peers& peers, cudaStream_t stream) {
   with_policy(peers, [&](const auto& p) {
     launch(barriers_kernel<std::decay_t<decltype(p)>>, 1, stream, p);
+  });
+}
+
+void flag_ping_pong(const Peers& peers, SymRef flags, cudaStream_t stream) {
+  SYMMCOMM_EXPECTS(!peers.loopback, "lsa ping-pong: ranks must run at once (not loopback)");
+  check_ref(peers, flags, "ping-pong flags");
+  with_policy(peers, [&](const auto& p) {
+    launch(ping_pong_kernel<std::decay_t<decltype(p)>>, 1, stream, p, flags);
   });
 }
 

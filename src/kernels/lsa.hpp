@@ -218,6 +218,10 @@ void counted_reduce(const Peers& peers, const CountedReduceArgs& args, cudaStrea
 /// data between them, one CTA, launched as the collectives' kernels are (PDL included). For the
 /// latency benchmark's split of the fixed cost (bench/micro/latency_ranks_bench.cu).
 void barriers_only(const Peers& peers, cudaStream_t stream);
+/// One round of a one-flag ping-pong between ranks 0 and 1 through their `flags` slots (two
+/// zeroed 32-bit words per rank, in a window): the fixed cost of one signal each way, for the
+/// latency benchmark's floor. Production peers only.
+void flag_ping_pong(const Peers& peers, SymRef flags, cudaStream_t stream);
 
 /// Local shards of a quantized tensor, one per rank (device pointers): what the fallback's local
 /// reduction sums. The public QuantizedShards itself (one type from the API to the kernels).

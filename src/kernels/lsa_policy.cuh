@@ -42,6 +42,7 @@ struct LoopbackPolicy {
   __device__ int size() const { return my_size; }
   __device__ char* ptr(SymRef ref, int peer) const { return base[ref.slot][peer] + ref.offset; }
   __device__ bool barrier() const { return true; }
+  __device__ bool aborted() const { return false; }
 };
 
 // The fallback's local reduction: "peers" are the shards of a ShardTable (slot 0 =
@@ -80,6 +81,7 @@ struct LsaPolicy {
   // raised - NCCL's own wait polls only its device communicator's abort flag, which 2.28 lacks
   // and 2.30 leaves null. An aborted barrier leaves the epoch advanced: the communicator is
   // not used again.
+  __device__ bool aborted() const { return abort_raised(abort_word); }
   __device__ bool barrier() const {
     ncclLsaBarrierSession<ncclCoopCta> bar(ncclCoopCta(), comm, ncclTeamTagLsa(), blockIdx.x);
     bar.arrive(ncclCoopCta(), cuda::memory_order_acq_rel);
