@@ -4,7 +4,7 @@
 # and collective at a time under a time limit each. A part that runs past its limit gets every
 # thread's native backtrace (cuda-gdb) beside its output, then is stopped; the parts' JSON are
 # merged into latency.json and tabulated (bench/plot.py --latency). Outputs in ${OUT:-./gpu-out}.
-# Usage: [SYMMCOMM_LATENCY_RANKS="2 4 8"] [SYMMCOMM_LATENCY_OPS="AllGather ReduceScatter LsaBarriers"]
+# Usage: [SYMMCOMM_LATENCY_RANKS="2 4 8"] [SYMMCOMM_LATENCY_OPS="Floor AllGather ReduceScatter LsaBarriers"]
 #        [SYMMCOMM_LATENCY_LIMIT_S=150] [SYMMCOMM_LATENCY_BACKTRACE=0 (no cuda-gdb on overrun)]
 #        scripts/gpu_latency.sh [build dir (build-nccl2)]
 set -uo pipefail
@@ -19,10 +19,10 @@ export LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}"
 rc=0
 parts=()
 for n in ${SYMMCOMM_LATENCY_RANKS:-2 4 8}; do
-  for op in ${SYMMCOMM_LATENCY_OPS:-AllGather ReduceScatter LsaBarriers}; do
+  for op in ${SYMMCOMM_LATENCY_OPS:-Floor AllGather ReduceScatter LsaBarriers}; do
     f="$out/latency_${op}_n$n"
     "$build/bench/symmcomm_micro_bench" --benchmark_filter="BM_Latency$op/ranks:$n/" \
-      --benchmark_repetitions=3 --benchmark_min_time=0.02s \
+      --benchmark_repetitions=5 --benchmark_min_time=0.02s \
       --benchmark_display_aggregates_only=true --benchmark_out="$f.json" \
       --benchmark_out_format=json >"$f.txt" 2>"$f.err" &
     pid=$!
