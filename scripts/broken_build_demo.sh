@@ -5,7 +5,8 @@
 # must pass). Needs a GPU and a configured build (default build-dev, system NCCL). Prints one
 # verdict line per mutation; exits 1 if a check passed on a broken build or failed on the
 # restored one. SYMMCOMM_DEMO_SKIP_RESTORED=1 skips the restored run (when the full suites of the
-# same tree ran in the session). Usage: scripts/broken_build_demo.sh [build-dir]
+# same tree ran in the session); SYMMCOMM_DEMO_NCCL230_LIB=<NCCL 2.30 lib dir> (with a build
+# against it) adds the multi-rank abort check. Usage: scripts/broken_build_demo.sh [build-dir]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 build="${1:-$SYMMCOMM_ROOT/build-dev}"
@@ -57,11 +58,23 @@ mutate collectives-requantize-short src/collectives/reduce_scatter.cpp \
   's/out\.scale, out\.count\},\n(\s+)ScaleMode::Compute/out.scale, out.count - 16},\n$1ScaleMode::Compute/' \
   "${gpu_tests[@]}" --gtest_filter='Collectives.OneRankReduceScatterOfEveryFormat'
 mutate bench-gather-half-the-scales src/collectives/all_gather.cpp \
-  's/scaled\(counts, 1, kNvfp4BlockSize\)/scaled(counts, 1, 2 * kNvfp4BlockSize)/' \
+  's/scales\[r\] = counts\[r\] \/ kNvfp4BlockSize;/scales[r] = counts[r] \/ (2 * kNvfp4BlockSize);/' \
   ./bench/symmcomm-bench --op allgather -d nvfp4 -b 1M -e 1M -n 2 -w 1 -c 1
 mutate pool-stream-ordered-free-no-wait src/memory/symm_allocator.cpp \
   's/SYMMCOMM_CUDA_TRY\(cudaStreamWaitEvent\(stream, f\.event, 0\)\);/(void)0;/' \
   "${gpu_tests[@]}" --gtest_filter='SymmAllocator.StreamOrdered*'
+# The abort word not polled: a kernel waiting for a flag that never comes is not ended by it
+# (one GPU, any NCCL line); with a 2.30 build (build-nccl2) the multi-rank abort tests too.
+mutate abort-word-not-polled src/kernels/lsa_policy.cuh \
+  's/return word != nullptr && \*static_cast<const volatile std::uint32_t\*>\(word\) != 0;/return false;/' \
+  "${gpu_tests[@]}" --gtest_filter='AbortWord.*'
+if [ -n "${SYMMCOMM_DEMO_NCCL230_LIB:-}" ]; then
+  mutate abort-word-not-polled-ranks src/kernels/lsa_policy.cuh \
+    's/return word != nullptr && \*static_cast<const volatile std::uint32_t\*>\(word\) != 0;/return false;/' \
+    env LD_LIBRARY_PATH="$SYMMCOMM_DEMO_NCCL230_LIB" NCCL_MULTI_RANK_GPU_ENABLE=1 \
+    SYMMCOMM_WAIT_TIMEOUT_S=20 mpiexec --allow-run-as-root --oversubscribe --bind-to none -n 2 \
+    ./tests/symmcomm_multi_rank_tests --gtest_filter='MultiRankAbort.*'
+fi
 mutate multi-rank-reduce-shard-scales src/collectives/reduce_scatter.cpp \
   's/ws_scales \+ r \* \(my_count \/ kNvfp4BlockSize\)/ws_scales/' \
   ctest --output-on-failure -R 'bench\.multi_rank\.reducescatter\.nvfp4\.n2|multi_rank\.MultiRankReduceScatter\.n2'
