@@ -6,8 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 comment='(//|#|/\*|^ *\*|""")'
-history='([Ss]ession [0-9]+|[Ii]ssue #?[0-9]+|\(#[0-9]+\)|finding [0-9]+ of)'
-figure='(\b[0-9]+\.[0-9]+x\b|\b[0-9]+(\.[0-9]+)?-[0-9]+(\.[0-9]+)?x\b|\b[0-9]+(\.[0-9]+)? ?(us|µs|ms|GB/s|TB/s)\b|bench/results/20)'
+history='([Ss]ession ?[0-9]+|[Ii]ssue #?[0-9]+|\(#[0-9]+\)|finding [0-9]+ of)'
+figure='(\b[0-9]+\.[0-9]+x\b|\b[0-9]+(\.[0-9]+)?-[0-9]+(\.[0-9]+)?x\b|\b[0-9]+(\.[0-9]+)? ?(us|µs|ms|GB/s|TB/s)\b|bench/results/20|\b20[0-9]{2}-[0-9]{2}-[0-9]{2}-[a-z0-9]+|[0-9]+% (off|of copy|faster|slower)|vs [0-9.]+%)'
 hits=$(git grep -nE "${comment}.*(${history}|${figure})" -- src include python tests bench examples scripts \
          ':!bench/results' ':!*.md' ':!scripts/check_history.sh' || true)
 if [ -n "$hits" ]; then

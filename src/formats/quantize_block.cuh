@@ -60,10 +60,10 @@ __device__ __forceinline__ void fill_dequant_table(float* table, float global_sc
   __syncthreads();
 }
 
-// Each thread quantizes whole 16-element blocks, two blocks in flight. (Measured on H200: giving
-// a thread half a block, with coalesced 16-byte loads and a shuffle for the block maximum, was
-// slower, 63% vs 73% of copy bandwidth: the per-element work, not the access pattern, limits
-// this kernel.) This per-element form is exact for every input, NaN and infinities included.
+// Each thread quantizes whole 16-element blocks, two blocks in flight. (Giving a thread half a
+// block, with coalesced 16-byte loads and a shuffle for the block maximum, was slower: the
+// per-element work, not the access pattern, limits this kernel.) This per-element form is exact for
+// every input, NaN and infinities included.
 __device__ __forceinline__ void quantize_one_block(const float (&x)[16], float scale_factor,
                                                    const float* quant_table, uint2& packed,
                                                    std::uint8_t& scale) {

@@ -5,10 +5,9 @@
 //
 // Chunk (tile t, 4-column group g, lane l) is bytes [16 l, 16 l + 16) of tile (t, g): the 4
 // scales of columns 4g..4g+3 of rows 128 t + l + 32 k, k = 0..3. Chunks are numbered
-// lane-fastest, so a warp stores one whole 512-byte tile. (Measured on the H200: one thread per
-// (row, group) word stores 4 bytes per 32-byte sector, the rows of a group lying 16 bytes
-// apart, and made the fused gather slower than gather-then-swizzle; bench/results/
-// 2026-12-03-h200x1-session10.)
+// lane-fastest, so a warp stores one whole 512-byte tile. (One thread per (row, group) word
+// would store 4 bytes per 32-byte sector, the rows of a group lying 16 bytes apart: slower than
+// gathering linearly and swizzling after.)
 
 #include <cstddef>
 #include <cstdint>

@@ -237,9 +237,9 @@ void reduce_shards(const ShardTable& shards, DataType type, std::size_t count, v
 /// Programmatic dependent launch (PDL) of the LSA kernels: with it a kernel may start while the
 /// previous kernel on its stream finishes (it waits for that kernel's completion before reading
 /// input or meeting peers) and lets the next one launch after its closing barrier, hiding launch
-/// latency between back-to-back kernels. Off by default (measured against plain launches in
-/// bench/micro/latency_ranks_bench.cu, variant 3: 9-32% off eager calls, 0-9% off graph
-/// replays; docs/design-notes.md); SYMMCOMM_LSA_PDL=1 turns it on. Process-wide.
+/// latency between back-to-back kernels. Off by default (bench/micro/latency_ranks_bench.cu's
+/// variant 3 measures it against plain launches; docs/design-notes.md quotes the figures);
+/// SYMMCOMM_LSA_PDL=1 turns it on. Process-wide.
 void set_programmatic_launch(bool on) noexcept;
 bool programmatic_launch() noexcept;
 
