@@ -7,7 +7,7 @@
 
 #include "formats/quantize_block.cuh"
 #include "lsa_policy.cuh"
-#include "swizzle_units.hpp"
+#include "kernels/scale_swizzle.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
 #include "symmcomm/formats/scale_layout.hpp"
 

@@ -7,7 +7,7 @@
 #include "core/cuda_utils.hpp"
 #include "core/kernel_preload.hpp"
 #include "core/launch.cuh"
-#include "formats/swizzle_chunks.hpp"
+#include "formats/scale_swizzle.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/formats/scale_layout.hpp"
@@ -16,7 +16,7 @@ namespace symmcomm {
 namespace detail {
 namespace {
 
-// One thread per 16-byte chunk of the swizzled layout (formats/swizzle_chunks.hpp), so a warp
+// One thread per 16-byte chunk of the swizzled layout (formats/scale_swizzle.hpp), so a warp
 // stores a whole 512-byte tile; `kWide`: the output is 16-byte aligned and each chunk is one
 // store (one thread per output byte, with byte stores and a byte load per thread, was several
 // times slower).
@@ -47,7 +47,7 @@ __global__ void swizzle_scales_kernel(const std::uint8_t* __restrict__ linear, s
 
 // Loaded with the rest of this module when a communicator is made (core/kernel_preload.hpp).
 [[maybe_unused]] const bool kModuleRegistered = register_kernel_module(
-    reinterpret_cast<const void*>(&swizzle_scales_kernel<true>), "formats/swizzle_scales.cu");
+    reinterpret_cast<const void*>(&swizzle_scales_kernel<true>), "formats/scale_swizzle.cu");
 
 }  // namespace
 }  // namespace detail

@@ -11,7 +11,7 @@
 
 #include <cstddef>
 
-#include "formats/swizzle_chunks.hpp"
+#include "formats/scale_swizzle.hpp"
 #include "symmcomm/formats/host_device.hpp"
 #include "symmcomm/formats/scale_layout.hpp"
 
@@ -32,7 +32,7 @@ SYMMCOMM_HD constexpr ChunkRow chunk_row(const SwizzleRows& s, std::size_t row) 
   return ChunkRow::Other;
 }
 
-/// A segment's units are the 16-byte chunks (formats/swizzle_chunks.hpp) of the row tiles its
+/// A segment's units are the 16-byte chunks (formats/scale_swizzle.hpp) of the row tiles its
 /// rows and padding rows touch; rows of a shared tile that belong to other ranks are skipped
 /// (chunk_row). First row tile and number of units of a segment with `cols` scale columns.
 struct SwizzleSpan {
