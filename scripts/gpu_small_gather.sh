@@ -36,7 +36,7 @@ ranks() {  # ranks <n> <filter> <log> [env...]
 symmcomm_allow_skips
 if want tests; then
   for n in 2 4 8; do
-    ranks "$n" 'MultiRankSmallGather.*:MultiRankAllGather.*:MultiRank.*:MultiRankAbort.*' "$out/gather-n$n.txt"
+    ranks "$n" 'MultiRankSmallGather.*:MultiRankAllGather.*:MultiRank.*:MultiRankAbort.*:MultiRankSmallReduceScatter.*' "$out/gather-n$n.txt"
   done
   ranks 4 'MultiRankSmallGather.*' "$out/gather-pdl-n4.txt" SYMMCOMM_LSA_PDL=1
   env LD_LIBRARY_PATH="$second/lib" timeout 150 "$build/tests/symmcomm_gpu_tests" \

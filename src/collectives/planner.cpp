@@ -39,7 +39,7 @@ void describe(std::ostream& os, PlanReason why, const Plan& p) {
             "type at every step); symmcomm dequantizes and accumulates in fp32";
       break;
     case PlanReason::LsaKernelUnavailable:
-      os << "this build has no LSA kernel for this operation and type";
+      os << "symmcomm has no LSA kernel for this operation, type and size";
       break;
     case PlanReason::Staged:
       os << "plain buffers are copied through symmetric staging scratch";

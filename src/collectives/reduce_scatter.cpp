@@ -7,8 +7,10 @@
 
 #include <nccl.h>
 
+#include "comm/dev_comm.hpp"
 #include "core/cuda_utils.hpp"
 #include "executors.hpp"
+#include "kernels/lsa_ll.hpp"
 #include "symmcomm/collectives/local_reduce.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/error.hpp"
@@ -37,16 +39,32 @@ Plan native_reduce_scatter(CommState& state, const CollectiveCall& call, cudaStr
   std::size_t const n = static_cast<std::size_t>(state.size);
   bool const equal = call.counts == Counts::Equal;
   std::size_t const send_bytes = call.send.data_bytes(), recv_bytes = call.recv.data_bytes();
+  // symmcomm's push-model kernel for small BF16 sums (kernels/lsa_ll.hpp): taken only where
+  // Options::path asks for it until it is measured against NCCL's paths (Auto keeps NCCL's).
+  bool const push = equal && type == DataType::Bf16 && options.path == PathChoice::LsaKernel &&
+                    lsa::ll_reduce_fits(state.ll_window != nullptr, recv_bytes);
   PlannedCall planned(state, Operation::ReduceScatter, options, operation);
   planned.types(type, type)
       .per_rank(recv_bytes, equal)
+      .lsa_kernel(push)
       .staging_usable(equal && staging_usable(state, options, send_bytes, recv_bytes))
       .buffer(Slot::SendData, "send.data", call.send.data, send_bytes)
       .buffer(Slot::RecvData, "recv.data", call.recv.data, recv_bytes);
-  Plan const plan = planned.decide(stream);  // no LSA kernel for native sums: NCCL's own paths
+  Plan const plan = planned.decide(stream);
   DeviceGuard guard(state.device);
   planned.before_enqueue(stream);
-  if (plan.staged) {
+  if (plan.path == Path::LsaKernel) {
+    lsa::LlReduceArgs a;
+    a.send = call.send.data;
+    a.out = call.recv.data;
+    a.shard_bytes = recv_bytes;
+    a.rank = state.rank;
+    a.size = state.size;
+    a.scratch = state.ll_window;
+    a.calls = state.ll_calls;
+    a.abort_word = device_abort_word(state);
+    lsa::ll_reduce_scatter(a, state.caps.lsa_sm_share, stream);
+  } else if (plan.staged) {
     planned.refuse_in_group("staged path");
     SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(options.staging.send, call.send.data, send_bytes,
                                       cudaMemcpyDeviceToDevice, stream));

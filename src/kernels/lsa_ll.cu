@@ -1,4 +1,5 @@
-// symmcomm's small-message all-gather: flags in the data instead of barriers (lsa_ll.hpp).
+// symmcomm's small-message all-gather and reduce-scatter: flags in the data instead of
+// barriers (lsa_ll.hpp).
 
 #include "core/kernel_preload.hpp"
 #include "lsa_launch.cuh"
@@ -66,6 +67,42 @@ __device__ __forceinline__ void write_bytes(const LlSegment& seg, int from, std:
   unsigned long long const v = (static_cast<unsigned long long>(d.y) << 32) | d.x;
   std::size_t const n = seg.bytes - offset < kLlLineData ? seg.bytes - offset : kLlLineData;
   for (std::size_t i = 0; i < n; ++i) dst[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+
+// Eight bytes (fewer at the end of `bytes`, the rest 0) of `base` from `offset`.
+__device__ __forceinline__ uint2 read_raw(const void* base, std::size_t bytes, std::size_t offset) {
+  return read_bytes(LlSegment{base, nullptr, bytes, 0}, offset);
+}
+
+// Line `line` of rank `from`'s slot in `mine` (this rank's half), once its flags read `flag`;
+// false when the communicator was aborted while it waited.
+__device__ __forceinline__ bool wait_line(const char* mine, int from, std::size_t line,
+                                          std::uint32_t flag, const std::uint32_t* abort_word,
+                                          uint2& d) {
+  const char* q = mine + static_cast<std::size_t>(from) * kLlSlotBytes + line * kLlLineBytes;
+  uint4 v = load_line(q);
+  for (unsigned polls = 1; v.y != flag || v.w != flag; ++polls) {
+    if (polls % kAbortPolls == 0 && abort_raised(abort_word)) return false;
+    v = load_line(q);
+  }
+  d = make_uint2(v.x, v.z);
+  return true;
+}
+
+// Four bf16 values (one line's 8 bytes, element 0 in the low half of x) added to `acc` in fp32.
+__device__ __forceinline__ void add_bf16x4(float (&acc)[4], uint2 d) {
+  acc[0] += __uint_as_float(d.x << 16);
+  acc[1] += __uint_as_float(d.x & 0xFFFF0000u);
+  acc[2] += __uint_as_float(d.y << 16);
+  acc[3] += __uint_as_float(d.y & 0xFFFF0000u);
+}
+
+// The four sums rounded once to bf16, as one line's 8 bytes.
+__device__ __forceinline__ uint2 round_bf16x4(const float (&acc)[4]) {
+  auto const bits = [](float x) {
+    return static_cast<unsigned>(__bfloat16_as_ushort(__float2bfloat16_rn(x)));
+  };
+  return make_uint2(bits(acc[0]) | (bits(acc[1]) << 16), bits(acc[2]) | (bits(acc[3]) << 16));
 }
 
 // Lines a thread sends, loaded before the call's number is known (their loads, the counter's
@@ -148,7 +185,72 @@ __global__ void __launch_bounds__(kThreads)
   }
   programmatic_release(launch_flags);
 }
+// The push-model reduce-scatter (LlReduceArgs): every rank sends shard p of its send to peer p's
+// scratch, then sums its own shard from every rank in rank order.
+__global__ void __launch_bounds__(kThreads)
+    ll_reduce_scatter_kernel(const LlLaunch launch_flags, const __grid_constant__ LlReduceArgs a) {
+  programmatic_wait(launch_flags);
+  __shared__ std::uint32_t call;
+  __shared__ char* slots[kMaxRanks];  // each rank's scratch (first half)
+  int const n = a.size;
+  int const me = a.rank;
+  std::size_t const stride = grid_threads();
+  std::size_t const first = global_thread();
+  std::size_t const lines = (a.shard_bytes + kLlLineData - 1) / kLlLineData;  // ll_lines
+  const auto* send = static_cast<const unsigned char*>(a.send);
+  if (threadIdx.x == 0) call = a.calls[0];
+  for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
+    slots[p] = static_cast<char*>(ncclGetLsaPointer(a.scratch, 0, p));
+  }
+  __syncthreads();
+  std::uint32_t const c = call;
+  std::uint32_t const flag = c | 0x80000000u;  // never 0: zeroed scratch never matches
+  std::size_t const half =
+      static_cast<std::size_t>(c & 1u) * static_cast<std::size_t>(n) * kLlSlotBytes;
+  // Send: line l of shard p (every peer p) into this rank's slot of p's scratch.
+  std::size_t const items = static_cast<std::size_t>(n - 1) * lines;
+  for (std::size_t i = first; i < items; i += stride) {
+    int const p = rotated(me, static_cast<int>(i / lines) + 1, n);
+    std::size_t const line = i % lines;
+    uint2 const d = read_raw(send + static_cast<std::size_t>(p) * a.shard_bytes, a.shard_bytes,
+                             line * kLlLineData);
+    store_line(slots[p] + half + static_cast<std::size_t>(me) * kLlSlotBytes + line * kLlLineBytes,
+               make_uint4(d.x, flag, d.y, flag));
+  }
+  // Receive: line l of this rank's shard summed over every rank in rank order, rounded once.
+  const char* const mine = slots[me] + half;
+  const unsigned char* const own = send + static_cast<std::size_t>(me) * a.shard_bytes;
+  bool aborted = false;
+  for (std::size_t line = first; line < lines && !aborted; line += stride) {
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int r = 0; r < n && !aborted; ++r) {
+      uint2 d;
+      if (r == me) {
+        d = read_raw(own, a.shard_bytes, line * kLlLineData);
+      } else if (!wait_line(mine, r, line, flag, a.abort_word, d)) {
+        aborted = true;
+        break;
+      }
+      add_bf16x4(acc, d);
+    }
+    if (aborted) break;
+    write_bytes(LlSegment{nullptr, a.out, a.shard_bytes, 0}, 0, line * kLlLineData,
+                round_bf16x4(acc));
+  }
+  // The call counter advances as the all-gather's does (one counter for both kernels).
+  if (threadIdx.x == 0) {
+    if (gridDim.x == 1 || atomicAdd(&a.calls[1], 1u) == gridDim.x - 1) {
+      if (gridDim.x > 1) a.calls[1] = 0;
+      a.calls[0] = c + 1;
+    }
+  }
+  programmatic_release(launch_flags);
+}
 #endif
+
+// Grid cap of both kernels: enough threads that every peer's lines are read at once, up to a
+// few CTAs per rank.
+constexpr unsigned kLlGridCap = 16;
 
 // On unless the latency benchmark turns it off: SYMMCOMM_LSA_LL=0 acts earlier, at communicator
 // creation (no rank makes the scratch, so nothing fits).
@@ -188,8 +290,6 @@ void ll_gather(const LlGatherArgs& a, int sm_share, cudaStream_t stream) {
   SYMMCOMM_EXPECTS(line == a.lines && a.lines >= 1 && a.lines <= kLlMaxBytesPerRank / kLlLineData,
                    "lsa ll gather: " << a.lines << " lines per rank, outside 1.."
                                      << kLlMaxBytesPerRank / kLlLineData);
-  // Enough threads that every peer's lines are read at once, up to a few CTAs per rank.
-  constexpr unsigned kLlGridCap = 16;
   unsigned const grid =
       grid_for_units(a.lines * static_cast<std::size_t>(a.size > 1 ? a.size - 1 : 1), kLlGridCap);
   LlLaunch flags;
@@ -202,6 +302,35 @@ void ll_gather(const LlGatherArgs& a, int sm_share, cudaStream_t stream) {
   (void)sm_share;
   (void)stream;
   SYMMCOMM_FAIL("lsa ll gather: this build has no NCCL device API (NCCL < 2.28 headers)");
+#endif
+}
+
+void ll_reduce_scatter(const LlReduceArgs& a, int sm_share, cudaStream_t stream) {
+  SYMMCOMM_EXPECTS(a.size >= 1 && a.size <= kMaxRanks && a.rank >= 0 && a.rank < a.size,
+                   "lsa ll reduce-scatter: rank " << a.rank << " of " << a.size << " ranks");
+  SYMMCOMM_EXPECTS(a.scratch != nullptr && a.calls != nullptr,
+                   "lsa ll reduce-scatter: the communicator has no scratch window");
+  SYMMCOMM_EXPECTS(a.shard_bytes > 0 && a.shard_bytes % 2 == 0 &&
+                       ll_lines(a.shard_bytes) <= kLlMaxBytesPerRank / kLlLineData,
+                   "lsa ll reduce-scatter: a shard of " << a.shard_bytes
+                                                        << " bytes is not whole bf16 values "
+                                                           "within 1.."
+                                                        << kLlMaxBytesPerRank << " bytes");
+  SYMMCOMM_EXPECTS(a.send != nullptr && a.out != nullptr,
+                   "lsa ll reduce-scatter: send or out is null");
+#if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
+  std::size_t const lines = ll_lines(a.shard_bytes);
+  unsigned const grid =
+      grid_for_units(lines * static_cast<std::size_t>(a.size > 1 ? a.size - 1 : 1), kLlGridCap);
+  LlLaunch flags;
+  flags.programmatic = programmatic_launch();
+  launch(ll_reduce_scatter_kernel,
+         resident_grid(reinterpret_cast<const void*>(ll_reduce_scatter_kernel), sm_share, grid),
+         stream, flags, a);
+#else
+  (void)sm_share;
+  (void)stream;
+  SYMMCOMM_FAIL("lsa ll reduce-scatter: this build has no NCCL device API (NCCL < 2.28 headers)");
 #endif
 }
 

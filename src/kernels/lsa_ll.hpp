@@ -1,6 +1,6 @@
 #pragma once
-// Private: symmcomm's small-message all-gather (lsa_ll.cu), which meets its peers through the
-// data instead of barriers.
+// Private: symmcomm's small-message all-gather and reduce-scatter (lsa_ll.cu), which meet their
+// peers through the data instead of barriers.
 //
 // Every LSA kernel of lsa.hpp opens and closes with a barrier over the team; at a few KiB per
 // rank those two barriers are most of a call's time (BM_LatencyLsaBarriers measures them). This
@@ -80,5 +80,32 @@ inline bool ll_fits(bool scratch, std::size_t bytes, std::size_t lines) {
 /// Launches the all-gather (checks its arguments; lines <= kLlMaxBytesPerRank / 8).
 /// `sm_share` caps the grid as for the other LSA kernels (Peers::sm_share).
 void ll_gather(const LlGatherArgs& args, int sm_share, cudaStream_t stream);
+
+/// A small BF16 reduce-scatter pushed through the same scratch (the push model): each rank
+/// writes shard p of its `send` (shard_bytes each, rank after rank) as lines with the call's
+/// flag into its slot of peer p's scratch; each rank sums its own shard from every rank in rank
+/// order in fp32 once every line's flags carry the call's number (its own shard read from its
+/// own send), rounds once to bf16 into `out`. Same call counter and halves as the all-gather
+/// (the reuse argument above holds as it is: a rank writes into peers' scratch and reads only
+/// its own), no barrier. Production only.
+struct LlReduceArgs {
+  const void* send = nullptr;  ///< size x shard_bytes of bf16
+  void* out = nullptr;         ///< shard_bytes of bf16
+  std::size_t shard_bytes = 0;
+  int rank = 0, size = 1;
+  ncclWindow_t scratch = nullptr;
+  std::uint32_t* calls = nullptr;
+  const std::uint32_t* abort_word = nullptr;  ///< as LlGatherArgs::abort_word
+};
+
+/// Whether a BF16 reduce-scatter of `shard_bytes` per rank fits the push-model kernel: the
+/// communicator has the scratch, the kernels are enabled, and a shard's lines fit a slot.
+inline bool ll_reduce_fits(bool scratch, std::size_t shard_bytes) {
+  return scratch && ll_gather_enabled() && shard_bytes > 0 && shard_bytes % 2 == 0 &&
+         ll_lines(shard_bytes) <= kLlMaxBytesPerRank / kLlLineData;
+}
+
+/// Launches the push-model reduce-scatter (checks its arguments first).
+void ll_reduce_scatter(const LlReduceArgs& args, int sm_share, cudaStream_t stream);
 
 }  // namespace symmcomm::detail::lsa

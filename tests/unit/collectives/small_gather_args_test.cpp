@@ -97,3 +97,61 @@ TEST(SmallGatherArgs, BadLayoutsAreRefusedBeforeAnyLaunch) {
 }
 
 }  // namespace
+
+namespace {
+
+// The push-model reduce-scatter (lsa::LlReduceArgs): which shards it takes and the argument
+// checks before any launch.
+TEST(SmallReduceScatterArgs, TakenForWholeBf16ShardsWithinASlot) {
+  SwitchGuard guard;
+  lsa::set_ll_gather(true);
+  EXPECT_TRUE(lsa::ll_reduce_fits(true, 2));
+  EXPECT_TRUE(lsa::ll_reduce_fits(true, kLlMaxBytesPerRank));
+  EXPECT_FALSE(lsa::ll_reduce_fits(true, kLlMaxBytesPerRank + 2)) << "past a slot";
+  EXPECT_FALSE(lsa::ll_reduce_fits(true, 3)) << "half a bf16 value";
+  EXPECT_FALSE(lsa::ll_reduce_fits(true, 0));
+  EXPECT_FALSE(lsa::ll_reduce_fits(false, 64)) << "no scratch window";
+  lsa::set_ll_gather(false);
+  EXPECT_FALSE(lsa::ll_reduce_fits(true, 64)) << "switched off";
+}
+
+TEST(SmallReduceScatterArgs, BadArgumentsAreRefusedBeforeAnyLaunch) {
+  static std::uint16_t send[64], out[16];
+  static std::uint32_t calls[2];
+  auto const good = [] {
+    lsa::LlReduceArgs a;
+    a.send = send;
+    a.out = out;
+    a.shard_bytes = 32;
+    a.rank = 1;
+    a.size = 2;
+    a.scratch = reinterpret_cast<ncclWindow_t>(&calls[0]);  // never reached: checks come first
+    a.calls = calls;
+    return a;
+  };
+  auto const refused = [](const lsa::LlReduceArgs& a, const std::string& words) {
+    try {
+      lsa::ll_reduce_scatter(a, 0, nullptr);
+      ADD_FAILURE() << "accepted; expected an error naming " << words;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  lsa::LlReduceArgs a = good();
+  a.rank = 2;
+  refused(a, "rank 2 of 2 ranks");
+  a = good();
+  a.scratch = nullptr;
+  refused(a, "no scratch window");
+  a = good();
+  a.shard_bytes = 31;
+  refused(a, "a shard of 31 bytes is not whole bf16 values");
+  a = good();
+  a.shard_bytes = kLlMaxBytesPerRank + 2;
+  refused(a, "is not whole bf16 values within");
+  a = good();
+  a.out = nullptr;
+  refused(a, "send or out is null");
+}
+
+}  // namespace
