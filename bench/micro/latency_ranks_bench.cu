@@ -19,7 +19,10 @@
 //   0  symmcomm's NVFP4 reduce-scatter into bf16 (lsa-kernel), shard = size / 2 elements;
 //   1  NCCL's symmetric bf16 reduce-scatter of the same element count (the reference);
 //   2  plain NCCL bf16 reduce-scatter on cudaMalloc buffers;
-//   3  variant 0 launched with programmatic dependent launch (as above).
+//   3  variant 0 launched with programmatic dependent launch (as above);
+//   4  symmcomm's push-model BF16 reduce-scatter (lsa::ll_reduce_scatter, forced lsa-kernel:
+//      no barrier, the small gather's scratch), the same element count as variant 1 (up to
+//      64 KiB).
 // BM_LatencyLsaBarriers: the synchronisation every LSA kernel pays, alone (the opening and the
 // closing barrier, one CTA, no data: detail::lsa::barriers_only), eager and graph, beside which
 // the all-gather's variant 0 at 1 KiB shows what the data adds and variant 1 what NCCL's whole
@@ -206,7 +209,19 @@ void BM_LatencyReduceScatter(benchmark::State& state) {
   std::size_t const total = shard * n;
   RankBuffers b(*w);
   auto const pdl = programmatic_launch(lc.variant == 3);
-  if (lc.variant == 0 || lc.variant == 3) {
+  if (lc.variant == 4) {
+    auto const in = b.get(total * 2, true), out = b.get(shard * 2, true);
+    time_variant(
+        state, *w, false, lc.graph,
+        [&](int r) {
+          auto const i = static_cast<std::size_t>(r);
+          return reduce_scatter(w->ranks[i].comm, Bf16Span{reinterpret_cast<bf16*>(in[i]), total},
+                                Bf16Span{reinterpret_cast<bf16*>(out[i]), shard},
+                                w->ranks[i].stream, forced(PathChoice::LsaKernel))
+              .path;
+        },
+        Path::LsaKernel, "symmcomm push bf16");
+  } else if (lc.variant == 0 || lc.variant == 3) {
     auto const data = b.get(total / 2, true), scales = b.get(total / 16, true);
     auto const global = b.get(4, true), out = b.get(shard * 2, true);
     // A global scale of 1 and small block scales: any finite data will do for timing.
@@ -307,8 +322,8 @@ void BM_LatencyFloor(benchmark::State& state) {
       Path::LsaKernel, variant == 0 ? "empty kernel" : "one-flag ping-pong, ranks 0 and 1");
 }
 
-// Args: ranks, bytes per rank (1 KiB to 4 MiB, x4), variant, graph; the all-gather's variant 4
-// up to 64 KiB (`before`).
+// Args: ranks, bytes per rank (1 KiB to 4 MiB, x4), variant, graph; variant 4 (the all-gather's
+// barrier kernel, the reduce-scatter's push kernel) up to 64 KiB (`before`).
 void latency_args(benchmark::internal::Benchmark* b, bool before) {
   for (int n : {2, 4, 8}) {
     for (std::int64_t bytes = 1 << 10; bytes <= (4 << 20); bytes *= 4) {
@@ -328,7 +343,7 @@ void latency_args(benchmark::internal::Benchmark* b, bool before) {
 }
 
 BENCHMARK(BM_LatencyAllGather)->Apply([](auto* b) { latency_args(b, true); });
-BENCHMARK(BM_LatencyReduceScatter)->Apply([](auto* b) { latency_args(b, false); });
+BENCHMARK(BM_LatencyReduceScatter)->Apply([](auto* b) { latency_args(b, true); });
 BENCHMARK(BM_LatencyFloor)
     ->ArgsProduct({{2, 4, 8}, {0, 1}, {0, 1}})
     ->ArgNames({"ranks", "variant", "graph"})
