@@ -22,9 +22,11 @@ import re
 import sys
 
 VARIANTS = {0: "symmcomm lsa-kernel", 1: "NCCL symmetric", 2: "plain NCCL",
-            3: "symmcomm lsa-kernel + PDL", 4: "symmcomm barrier kernel"}
+            3: "symmcomm lsa-kernel + PDL", 4: "symmcomm barrier kernel",
+            5: "symmcomm push bf16"}
 PDL = 3
 BARRIER_KERNEL = 4  # the all-gather with its small-message kernel off: the "before"
+PUSH = 5  # the reduce-scatter's push-model BF16 kernel, beside NCCL's BF16 reduce-scatters
 _NAME = re.compile(r"BM_Latency(\w+)/ranks:(\d+)/bytes:(\d+)/variant:(\d)/graph:(\d)")
 
 
@@ -112,16 +114,19 @@ def latency_table(runs):
         means = {v: sum(t) / len(t) for v, t in by_variant.items()}
         rows.append((op, ranks, size, graph, means, _ratio(by_variant, 0, 1),
                      _ratio(by_variant, PDL, 1), _ratio(by_variant, BARRIER_KERNEL, 1),
-                     _ratio(by_variant, 0, BARRIER_KERNEL)))
+                     _ratio(by_variant, 0, BARRIER_KERNEL), _ratio(by_variant, PUSH, 1)))
     return rows
 
 
 def latency_markdown(rows, context):
     pdl = any(PDL in r[4] for r in rows)
     before = any(BARRIER_KERNEL in r[4] for r in rows)
-    variants = [v for v in VARIANTS if (v != PDL or pdl) and (v != BARRIER_KERNEL or before)]
+    push = any(PUSH in r[4] for r in rows)
+    variants = [v for v in VARIANTS
+                if (v != PDL or pdl) and (v != BARRIER_KERNEL or before) and (v != PUSH or push)]
     ratios = ["ours / NCCL symmetric (min-max)"] + (["ours + PDL / NCCL symmetric"] if pdl else [])
     ratios += ["barrier kernel / NCCL symmetric", "ours / barrier kernel"] if before else []
+    ratios += ["push bf16 / NCCL symmetric"] if push else []
     header = ["op", "ranks", "bytes/rank", "launch"] + [VARIANTS[v] for v in variants] + ratios
     out = [f"# Decode-size latency: {context}", "", "| " + " | ".join(header) + " |",
            "|" + "---|" * len(header)]
@@ -129,10 +134,12 @@ def latency_markdown(rows, context):
     def fmt(r):
         return f"{r[0]:.2f} ({r[1]:.2f}-{r[2]:.2f})" if r else "-"
 
-    for op, ranks, size, graph, means, ratio, pdl_ratio, before_ratio, after_before in rows:
+    for op, ranks, size, graph, means, ratio, pdl_ratio, before_ratio, after_before, push_ratio \
+            in rows:
         cells = [f"{means[v]:.2f} us" if v in means else "-" for v in variants]
         cells += [fmt(ratio)] + ([fmt(pdl_ratio)] if pdl else [])
         cells += [fmt(before_ratio), fmt(after_before)] if before else []
+        cells += [fmt(push_ratio)] if push else []
         out.append(f"| {op} | {ranks} | {size} | {'graph' if graph else 'eager'} | " +
                    " | ".join(cells) + " |")
     return "\n".join(out) + "\n"

@@ -20,7 +20,7 @@
 //   1  NCCL's symmetric bf16 reduce-scatter of the same element count (the reference);
 //   2  plain NCCL bf16 reduce-scatter on cudaMalloc buffers;
 //   3  variant 0 launched with programmatic dependent launch (as above);
-//   4  symmcomm's push-model BF16 reduce-scatter (lsa::ll_reduce_scatter, forced lsa-kernel:
+//   5  symmcomm's push-model BF16 reduce-scatter (lsa::ll_reduce_scatter, forced lsa-kernel:
 //      no barrier, the small gather's scratch), the same element count as variant 1 (up to
 //      64 KiB).
 // BM_LatencyLsaBarriers: the synchronisation every LSA kernel pays, alone (the opening and the
@@ -209,7 +209,7 @@ void BM_LatencyReduceScatter(benchmark::State& state) {
   std::size_t const total = shard * n;
   RankBuffers b(*w);
   auto const pdl = programmatic_launch(lc.variant == 3);
-  if (lc.variant == 4) {
+  if (lc.variant == 5) {
     auto const in = b.get(total * 2, true), out = b.get(shard * 2, true);
     time_variant(
         state, *w, false, lc.graph,
@@ -322,14 +322,15 @@ void BM_LatencyFloor(benchmark::State& state) {
       Path::LsaKernel, variant == 0 ? "empty kernel" : "one-flag ping-pong, ranks 0 and 1");
 }
 
-// Args: ranks, bytes per rank (1 KiB to 4 MiB, x4), variant, graph; variant 4 (the all-gather's
-// barrier kernel, the reduce-scatter's push kernel) up to 64 KiB (`before`).
-void latency_args(benchmark::internal::Benchmark* b, bool before) {
+// Args: ranks, bytes per rank (1 KiB to 4 MiB, x4), variant, graph; up to 64 KiB also `small`
+// (the all-gather's variant 4, the barrier kernel; the reduce-scatter's variant 5, the push
+// kernel).
+void latency_args(benchmark::internal::Benchmark* b, int small) {
   for (int n : {2, 4, 8}) {
     for (std::int64_t bytes = 1 << 10; bytes <= (4 << 20); bytes *= 4) {
       for (int graph : {0, 1}) {
         for (int variant : {0, 1, 2, 3}) b->Args({n, bytes, variant, graph});
-        if (before && bytes <= (64 << 10)) b->Args({n, bytes, 4, graph});
+        if (bytes <= (64 << 10)) b->Args({n, bytes, small, graph});
       }
     }
   }
@@ -342,8 +343,8 @@ void latency_args(benchmark::internal::Benchmark* b, bool before) {
       ->Unit(benchmark::kMicrosecond);
 }
 
-BENCHMARK(BM_LatencyAllGather)->Apply([](auto* b) { latency_args(b, true); });
-BENCHMARK(BM_LatencyReduceScatter)->Apply([](auto* b) { latency_args(b, true); });
+BENCHMARK(BM_LatencyAllGather)->Apply([](auto* b) { latency_args(b, 4); });
+BENCHMARK(BM_LatencyReduceScatter)->Apply([](auto* b) { latency_args(b, 5); });
 BENCHMARK(BM_LatencyFloor)
     ->ArgsProduct({{2, 4, 8}, {0, 1}, {0, 1}})
     ->ArgNames({"ranks", "variant", "graph"})

@@ -36,7 +36,7 @@ class LatencyTable(unittest.TestCase):
 
     def test_ratio_is_ours_over_nccl_symmetric_paired_by_repetition(self):
         rows = plot.latency_table(plot.latency_runs(DOC))
-        op, ranks, size, graph, means, ratio, pdl_ratio, before, after_before = rows[0]
+        op, ranks, size, graph, means, ratio, pdl_ratio, before, after_before, push = rows[0]
         self.assertEqual((op, ranks, size, graph), ("AllGather", 2, 1024, 0))
         self.assertAlmostEqual(means[0], 13.0)
         self.assertAlmostEqual(means[1], 7.5)
@@ -46,6 +46,7 @@ class LatencyTable(unittest.TestCase):
         self.assertIsNone(pdl_ratio)  # no PDL run: no ratio
         self.assertIsNone(before)  # no barrier-kernel run: no before / after
         self.assertIsNone(after_before)
+        self.assertIsNone(push)  # no push-kernel run: no ratio
         self.assertIsNone(rows[1][5])  # no NCCL symmetric run: no ratio
 
     def test_markdown_has_a_row_per_case(self):
@@ -81,6 +82,18 @@ class LatencyTable(unittest.TestCase):
         self.assertIn("| AllGather | 2 | 1024 | eager | 13.00 us | 7.50 us | 9.00 us | 22.00 us | "
                       "1.75 (1.50-2.00) | 3.00 (2.00-4.00) | 0.62 (0.50-0.75) |", text)
         self.assertNotIn("PDL", text)
+
+    def test_push_kernel_runs_get_a_column_and_a_ratio_to_nccl_symmetric(self):
+        doc = {"benchmarks": DOC["benchmarks"] + [
+            run("BM_LatencyReduceScatter/ranks:8/bytes:4096/variant:1/graph:1/manual_time", 10.0),
+            run("BM_LatencyReduceScatter/ranks:8/bytes:4096/variant:5/graph:1/manual_time", 6.0)]}
+        rows = plot.latency_table(plot.latency_runs(doc))
+        self.assertAlmostEqual(rows[1][9][0], 0.6)  # push / NCCL symmetric
+        text = plot.latency_markdown(rows, "H200")
+        self.assertIn("| symmcomm push bf16 | ours / NCCL symmetric (min-max) | "
+                      "push bf16 / NCCL symmetric |", text)
+        self.assertIn("| ReduceScatter | 8 | 4096 | graph | 5.00 us | 10.00 us | - | 6.00 us | "
+                      "0.50 (0.50-0.50) | 0.60 (0.60-0.60) |", text)
 
     def test_barriers_alone_are_set_beside_the_smallest_all_gather(self):
         doc = {"benchmarks": DOC["benchmarks"] + [
