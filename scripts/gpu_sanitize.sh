@@ -6,6 +6,10 @@
 # loopback gathers, reduces and fused quantize + gather, scale swizzling and the swizzled-scale
 # gathers), since NCCL's kernels are not ours to fix. Writes ${OUT:-./gpu-out}/sanitize_<tool>.log and
 # prints one summary line per tool. Exit status: non-zero if any tool reports an error.
+# With SYMMCOMM_SANITIZE_RANKS_BUILD (a build against NCCL >= 2.30, e.g. build-nccl2) every tool
+# also runs over the production-only kernels (the small-message gather, the push-model
+# reduce-scatter, the one-launch device-count kernels) in 2 ranks sharing the GPU, each under
+# the sanitizer (NCCL from SYMMCOMM_SECOND_NCCL, default .nccl-2.30.7).
 # Usage: [SANITIZE_TIMEOUT=seconds per tool] scripts/gpu_sanitize.sh [build-dir]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -41,4 +45,23 @@ run memcheck "-$long"
 run racecheck "$kernels"
 run synccheck "$kernels"
 run initcheck "$kernels"
+ranks_build="${SYMMCOMM_SANITIZE_RANKS_BUILD:-}"
+if [ -n "$ranks_build" ]; then
+  second="${SYMMCOMM_SECOND_NCCL:-$SYMMCOMM_ROOT/.nccl-2.30.7}"
+  production='MultiRankSmallGather.ChangingSizes*:MultiRankSmallReduceScatter.Shards*:MultiRankRagged.*'
+  for tool in memcheck racecheck synccheck initcheck; do
+    log="$out/sanitize_ranks_$tool.log"
+    extra=()
+    [ "$tool" = memcheck ] && extra=(--report-api-errors no)
+    env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
+      SYMMCOMM_WAIT_TIMEOUT_S=120 timeout "${SANITIZE_TIMEOUT:-540}" \
+      mpiexec --allow-run-as-root --oversubscribe --bind-to none -n 2 \
+      compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 \
+      "$ranks_build/tests/symmcomm_multi_rank_tests" --gtest_filter="$production" >"$log" 2>&1
+    status=$?
+    echo "$tool over 2 ranks: exit $status; $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" |
+      sort | uniq -c | tr '\n' ' ')$(grep -cE "^\[  PASSED  \]" "$log") rank(s) passed"
+    [ "$status" -eq 0 ] || rc=1
+  done
+fi
 exit $rc
