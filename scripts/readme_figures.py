@@ -28,12 +28,16 @@ def span(values, digits):
     return "%s (%s-%s)" % (med, fmt.format(min(values)), fmt.format(max(values)))
 
 
-def runs_of(path, name):
-    doc = json.load(open(os.path.join(ROOT, path)))
-    runs = [b for b in doc["benchmarks"]
-            if b.get("run_type") == "iteration" and b.get("run_name") == name]
+def runs_of(paths, name):
+    """Every repetition of `name` in the files `paths` (one path or a list: runs of the same
+    configuration in several device calls count together)."""
+    runs = []
+    for path in [paths] if isinstance(paths, str) else paths:
+        doc = json.load(open(os.path.join(ROOT, path)))
+        runs += [b for b in doc["benchmarks"]
+                 if b.get("run_type") == "iteration" and b.get("run_name") == name]
     if not runs:
-        raise SystemExit("readme_figures: %s has no run %s" % (path, name))
+        raise SystemExit("readme_figures: %s has no run %s" % (paths, name))
     return runs
 
 
@@ -46,7 +50,10 @@ def row(r):
     mix = span([x["vs_mix"] for x in runs], 3) if "vs_mix" in runs[0] else ""
     n = len(runs)
     count = "%d%s" % (n, "" if n >= MIN_RUNS else " (< %d)" % MIN_RUNS)
-    link = "[%s](%s)" % (os.path.basename(os.path.dirname(r["file"])), r["file"])
+    first = r["file"] if isinstance(r["file"], str) else r["file"][0]
+    files = 1 if isinstance(r["file"], str) else len(r["file"])
+    link = "[%s](%s)%s" % (os.path.basename(os.path.dirname(first)), first,
+                           "" if files == 1 else " (+%d files)" % (files - 1))
     return "| %s | %s | %s | %s | %s | %s |" % (r["what"], figure, copy, mix, count, link)
 
 
