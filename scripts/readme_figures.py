@@ -10,6 +10,7 @@ Usage: scripts/readme_figures.py            print the table
 """
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -17,6 +18,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFEST = os.path.join(ROOT, "bench", "results", "figures.json")
 README = os.path.join(ROOT, "README.md")
 BEGIN, END = "<!-- figures:begin (scripts/readme_figures.py) -->", "<!-- figures:end -->"
+LATENCY_BEGIN = "<!-- latency:begin (scripts/readme_figures.py) -->"
+LATENCY_END = "<!-- latency:end -->"
+_LATENCY = re.compile(r"BM_Latency(\w+)/ranks:(\d+)/bytes:(\d+)/variant:(\d)/graph:(\d)")
 MIN_RUNS = 5
 
 
@@ -65,19 +69,59 @@ def table():
     return "\n".join(lines)
 
 
-def replaced(text, block):
-    if BEGIN not in text or END not in text:
-        raise SystemExit("readme_figures: README.md lacks the figures markers")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return head + BEGIN + "\n" + block + "\n" + END + tail
+def latency_table(spec):
+    """Ours / the better of NCCL's two paths (symmetric, plain) per rank count and size, each the
+    median (min-max) of the repetitions paired one by one; a "before" column where asked."""
+    times = {}
+    doc = json.load(open(os.path.join(ROOT, spec["file"])))
+    for b in doc["benchmarks"]:
+        m = _LATENCY.match(b.get("name", ""))
+        if b.get("run_type") != "iteration" or b.get("error_occurred") or not m:
+            continue
+        op, ranks, size, variant, graph = m.group(1), *map(int, m.groups()[1:])
+        if op == spec["op"] and graph == spec["graph"]:
+            times.setdefault((ranks, size, variant), []).append(b["real_time"])
+
+    def ratio(ranks, size, ours):
+        got, sym, plain = (times.get((ranks, size, v)) for v in (ours, 1, 2))
+        if not got or not sym or not plain:
+            return "-"
+        r = [g / min(s, p) for g, s, p in zip(got, sym, plain)]
+        return span(r, 2)
+
+    sizes = spec["bytes"]
+    head = ["ranks sharing one H200"] + ["%d KiB" % (s // 1024) for s in sizes]
+    if "before" in spec:
+        head.append("%d KiB, %s" % (sizes[0] // 1024, spec["before"]["label"]))
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for ranks in spec["ranks"]:
+        cells = [ratio(ranks, s, 0) for s in sizes]
+        if "before" in spec:
+            cells.append(ratio(ranks, sizes[0], spec["before"]["variant"]))
+        lines.append("| %d | %s |" % (ranks, " | ".join(cells)))
+    runs = min((len(v) for v in times.values()), default=0)
+    lines.append("")
+    lines.append("Ours / the better of NCCL's symmetric and plain calls of the same bytes, median "
+                 "(min-max) over %d repetitions paired one by one%s: [%s](%s)."
+                 % (runs, " (< %d)" % MIN_RUNS if runs < MIN_RUNS else "",
+                    os.path.basename(os.path.dirname(spec["file"])), spec["file"]))
+    return "\n".join(lines)
+
+
+def replaced(text, block, begin=BEGIN, end=END):
+    if begin not in text or end not in text:
+        raise SystemExit("readme_figures: README.md lacks the markers %s" % begin)
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return head + begin + "\n" + block + "\n" + end + tail
 
 
 def main(argv):
     block = table()
+    latency = latency_table(json.load(open(MANIFEST))["latency"])
     if "--write" in argv or "--check" in argv:
         text = open(README).read()
-        want = replaced(text, block)
+        want = replaced(replaced(text, block), latency, LATENCY_BEGIN, LATENCY_END)
         if "--check" in argv:
             if want != text:
                 print("readme_figures: README.md's figures table differs from the stored results; "
@@ -87,7 +131,7 @@ def main(argv):
             return 0
         open(README, "w").write(want)
         return 0
-    print(block)
+    print(block + "\n\n" + latency)
     return 0
 
 
