@@ -105,6 +105,26 @@ __device__ __forceinline__ uint2 round_bf16x4(const float (&acc)[4]) {
   return make_uint2(bits(acc[0]) | (bits(acc[1]) << 16), bits(acc[2]) | (bits(acc[3]) << 16));
 }
 
+// The flag of call `c`: never 0, so zeroed scratch never matches.
+__device__ __forceinline__ std::uint32_t call_flag(std::uint32_t c) {
+  return c | 0x80000000u;
+}
+
+// The byte offset of call `c`'s half of a scratch of `n` slots (alternate calls, alternate halves).
+__device__ __forceinline__ std::size_t call_half(std::uint32_t c, int n) {
+  return static_cast<std::size_t>(c & 1u) * static_cast<std::size_t>(n) * kLlSlotBytes;
+}
+
+// Advances the call counter once every CTA has read it: by the one CTA, or by the last CTA to
+// finish (every CTA read it before counting itself). One counter for both kernels.
+__device__ __forceinline__ void advance_call(std::uint32_t* calls, std::uint32_t c) {
+  if (threadIdx.x != 0) return;
+  if (gridDim.x == 1 || atomicAdd(&calls[1], 1u) == gridDim.x - 1) {
+    if (gridDim.x > 1) calls[1] = 0;
+    calls[0] = c + 1;
+  }
+}
+
 // Lines a thread sends, loaded before the call's number is known (their loads, the counter's
 // and the peers' window lookups are then one wait instead of three).
 constexpr int kLlSendUnroll = 2;
@@ -131,17 +151,15 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   std::uint32_t const c = call;
-  std::uint32_t const flag = c | 0x80000000u;  // never 0: zeroed scratch never matches
-  std::size_t const slot_bytes = kLlSlotBytes;
-  std::size_t const half =
-      static_cast<std::size_t>(c & 1u) * static_cast<std::size_t>(n) * slot_bytes;
+  std::uint32_t const flag = call_flag(c);
+  std::size_t const half = call_half(c, n);
   // Send: each line of this rank's data to its slot in every peer's scratch, and to its own
   // place in this rank's receive buffer.
   auto const send = [&](std::size_t line, uint2 d) {
     std::size_t offset = 0;
     const LlSegment& seg = segment_of(a, line, offset);
     uint4 const packet = make_uint4(d.x, flag, d.y, flag);
-    std::size_t const at = half + static_cast<std::size_t>(me) * slot_bytes + line * kLlLineBytes;
+    std::size_t const at = half + static_cast<std::size_t>(me) * kLlSlotBytes + line * kLlLineBytes;
     for (int j = 1; j < n; ++j) store_line(slots[rotated(me, j, n)] + at, packet);
     write_bytes(seg, me, offset, d);
   };
@@ -157,32 +175,16 @@ __global__ void __launch_bounds__(kThreads)
   // kAbortPolls polls the communicator's abort word is read, so that an abort ends us.
   std::size_t const items = static_cast<std::size_t>(n - 1) * a.lines;
   const char* const mine = slots[me] + half;
-  bool aborted = false;
-  for (std::size_t i = first; i < items && !aborted; i += stride) {
+  for (std::size_t i = first; i < items; i += stride) {
     int const from = rotated(me, static_cast<int>(i / a.lines) + 1, n);
     std::size_t const line = i % a.lines;
-    const char* q = mine + static_cast<std::size_t>(from) * slot_bytes + line * kLlLineBytes;
-    uint4 v = load_line(q);
-    for (unsigned polls = 1; v.y != flag || v.w != flag; ++polls) {
-      if (polls % kAbortPolls == 0 && abort_raised(a.abort_word)) {
-        aborted = true;
-        break;
-      }
-      v = load_line(q);
-    }
-    if (aborted) break;
+    uint2 d;
+    if (!wait_line(mine, from, line, flag, a.abort_word, d)) break;  // aborted
     std::size_t offset = 0;
     const LlSegment& seg = segment_of(a, line, offset);
-    write_bytes(seg, from, offset, make_uint2(v.x, v.z));
+    write_bytes(seg, from, offset, d);
   }
-  // The call counter advances once every CTA has read it: by the one CTA, or by the last CTA to
-  // finish (every CTA read it before counting itself).
-  if (threadIdx.x == 0) {
-    if (gridDim.x == 1 || atomicAdd(&a.calls[1], 1u) == gridDim.x - 1) {
-      if (gridDim.x > 1) a.calls[1] = 0;
-      a.calls[0] = c + 1;
-    }
-  }
+  advance_call(a.calls, c);
   programmatic_release(launch_flags);
 }
 // The push-model reduce-scatter (LlReduceArgs): every rank sends shard p of its send to peer p's
@@ -204,9 +206,8 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   std::uint32_t const c = call;
-  std::uint32_t const flag = c | 0x80000000u;  // never 0: zeroed scratch never matches
-  std::size_t const half =
-      static_cast<std::size_t>(c & 1u) * static_cast<std::size_t>(n) * kLlSlotBytes;
+  std::uint32_t const flag = call_flag(c);
+  std::size_t const half = call_half(c, n);
   // Send: line l of shard p (every peer p) into this rank's slot of p's scratch.
   std::size_t const items = static_cast<std::size_t>(n - 1) * lines;
   for (std::size_t i = first; i < items; i += stride) {
@@ -237,13 +238,7 @@ __global__ void __launch_bounds__(kThreads)
     write_bytes(LlSegment{nullptr, a.out, a.shard_bytes, 0}, 0, line * kLlLineData,
                 round_bf16x4(acc));
   }
-  // The call counter advances as the all-gather's does (one counter for both kernels).
-  if (threadIdx.x == 0) {
-    if (gridDim.x == 1 || atomicAdd(&a.calls[1], 1u) == gridDim.x - 1) {
-      if (gridDim.x > 1) a.calls[1] = 0;
-      a.calls[0] = c + 1;
-    }
-  }
+  advance_call(a.calls, c);
   programmatic_release(launch_flags);
 }
 #endif
