@@ -5,6 +5,7 @@
 # thread's native backtrace (cuda-gdb) beside its output, then is stopped; the parts' JSON are
 # merged into latency.json and tabulated (bench/plot.py --latency). Outputs in ${OUT:-./gpu-out}.
 # Usage: [SYMMCOMM_LATENCY_RANKS="2 4 8"] [SYMMCOMM_LATENCY_OPS="Floor AllGather ReduceScatter LsaBarriers"]
+#        [SYMMCOMM_LATENCY_BYTES="1024|4096|16384|65536" (sizes per rank; default all)]
 #        [SYMMCOMM_LATENCY_LIMIT_S=150] [SYMMCOMM_LATENCY_BACKTRACE=0 (no cuda-gdb on overrun)]
 #        scripts/gpu_latency.sh [build dir (build-nccl2)]
 set -uo pipefail
@@ -21,7 +22,10 @@ parts=()
 for n in ${SYMMCOMM_LATENCY_RANKS:-2 4 8}; do
   for op in ${SYMMCOMM_LATENCY_OPS:-Floor AllGather ReduceScatter LsaBarriers}; do
     f="$out/latency_${op}_n$n"
-    "$build/bench/symmcomm_micro_bench" --benchmark_filter="BM_Latency$op/ranks:$n/" \
+    sizes=""
+    [ -n "${SYMMCOMM_LATENCY_BYTES:-}" ] && [ "$op" != Floor ] && [ "$op" != LsaBarriers ] &&
+      sizes="bytes:(${SYMMCOMM_LATENCY_BYTES})/"
+    "$build/bench/symmcomm_micro_bench" --benchmark_filter="BM_Latency$op/ranks:$n/$sizes" \
       --benchmark_repetitions=5 --benchmark_min_time=0.02s \
       --benchmark_display_aggregates_only=true --benchmark_out="$f.json" \
       --benchmark_out_format=json >"$f.txt" 2>"$f.err" &

@@ -4,7 +4,9 @@
 # multi-rank tier included: ranks share the GPU, see tests/multi_rank/main.cpp) and keeps one
 # NCCL tuning log of a multi-rank run on the second NCCL. Logs under ${OUT:-./gpu-out}.
 # Usage: scripts/gpu_nccl_matrix.sh [ctest args...]   (e.g. -L multi_rank)
-# SYMMCOMM_BUILD_ONLY=1 stops after the builds (a later call on the warm machine reuses them).
+# SYMMCOMM_BUILD_ONLY=1 stops after the builds (a later call on the warm machine reuses them);
+# SYMMCOMM_SUITES="system second" (default both) picks the suites; SYMMCOMM_NO_TUNING_LOG=1 skips
+# the tuning log. Builds carry this GPU's architecture alone (symmcomm_dev_architectures).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
@@ -21,7 +23,8 @@ build() {  # build <dir> <tag> [cmake args...]
   local dir="$1" tag="$2"; shift 2
   local generator=(-G Ninja)
   cmake -S "$SYMMCOMM_ROOT" -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DSYMMCOMM_WARNINGS_AS_ERRORS=ON -DSYMMCOMM_WITH_MPI=ON "$@" >"$out/build-$tag.log" 2>&1 &&
+    -DSYMMCOMM_WARNINGS_AS_ERRORS=ON -DSYMMCOMM_WITH_MPI=ON \
+    -DCMAKE_CUDA_ARCHITECTURES="$(symmcomm_dev_architectures)" "$@" >"$out/build-$tag.log" 2>&1 &&
     cmake --build "$dir" --parallel "$jobs" >>"$out/build-$tag.log" 2>&1
 }
 build "$SYMMCOMM_ROOT/build-dev" system & p1=$!
@@ -45,11 +48,11 @@ if [ -n "${SYMMCOMM_DIAG_FILTER:-}" ]; then
 fi
 
 # NCCL's own account of what it launched, ranks sharing the GPU on the second NCCL.
-LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING \
+[ "${SYMMCOMM_NO_TUNING_LOG:-0}" = 1 ] || LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING \
   SYMMCOMM_EXPECT_SYMMETRIC=1 timeout 300 mpirun --allow-run-as-root --oversubscribe \
   --bind-to none -n 2 "$SYMMCOMM_ROOT/build-nccl2/tests/symmcomm_multi_rank_tests" \
   --gtest_filter='MultiRankAllGather.Nvfp4*:MultiRankReduceScatter.Bf16*' >"$out/nccl-tuning-n2.log" 2>&1
-grep -E "Symmetric|symmetric|isAllDirectP2p|PASSED|FAILED" "$out/nccl-tuning-n2.log" | sort | uniq -c | sort -rn | head -12
+[ -f "$out/nccl-tuning-n2.log" ] && grep -E "Symmetric|symmetric|isAllDirectP2p|PASSED|FAILED" "$out/nccl-tuning-n2.log" | sort | uniq -c | sort -rn | head -12
 rc=0
 run_suite() {  # run_suite <dir> <tag> [env...]
   local dir="$1" tag="$2"; shift 2
@@ -64,9 +67,10 @@ run_suite() {  # run_suite <dir> <tag> [env...]
     rc=1
 }
 ctest_args=("$@")
-run_suite "$SYMMCOMM_ROOT/build-dev" system \
+suites=" ${SYMMCOMM_SUITES:-system second} "
+[[ "$suites" != *" system "* ]] || run_suite "$SYMMCOMM_ROOT/build-dev" system \
   SYMMCOMM_ALLOWED_SKIPS="$SYMMCOMM_SKIPS_BY_DESIGN|$SYMMCOMM_SKIPS_WITHOUT_LSA"
-run_suite "$SYMMCOMM_ROOT/build-nccl2" second LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" \
+[[ "$suites" != *" second "* ]] || run_suite "$SYMMCOMM_ROOT/build-nccl2" second LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" \
   SYMMCOMM_EXPECT_SYMMETRIC=1 SYMMCOMM_ALLOWED_SKIPS="$SYMMCOMM_SKIPS_BY_DESIGN"
 
 exit $rc
