@@ -103,18 +103,31 @@ def _ratio(by_variant, ours, reference):
     return (sum(pairs) / len(pairs), min(pairs), max(pairs))
 
 
+def _ratio_better(by_variant, ours):
+    """(mean, min, max) of ours / the better of NCCL's symmetric and plain calls, the better
+    taken repetition by repetition; None where ours or both NCCL calls are missing."""
+    refs = [by_variant[v] for v in (1, 2) if v in by_variant]
+    if ours not in by_variant or not refs:
+        return None
+    better = [min(times) for times in zip(*refs)]
+    pairs = [a / b for a, b in zip(by_variant[ours], better)]
+    return (sum(pairs) / len(pairs), min(pairs), max(pairs))
+
+
 def latency_table(runs):
     """Rows (op, ranks, bytes, graph, {variant: mean us}, ratio, pdl ratio, before ratio,
-    after / before) where ratio is ours / NCCL symmetric, pdl ratio ours with PDL / NCCL
-    symmetric, before ratio the barrier kernel / NCCL symmetric and after / before ours / the
-    barrier kernel, each (mean, min, max) paired repetition by repetition, None where either
-    side is missing."""
+    after / before, push ratio, ours / better NCCL, push / better NCCL) where ratio is ours /
+    NCCL symmetric, pdl ratio ours with PDL / NCCL symmetric, before ratio the barrier kernel /
+    NCCL symmetric, after / before ours / the barrier kernel, push ratio the push BF16 kernel /
+    NCCL symmetric, and the last two against the better of NCCL's symmetric and plain calls,
+    each (mean, min, max) paired repetition by repetition, None where a side is missing."""
     rows = []
     for (op, ranks, size, graph), by_variant in sorted(runs.items()):
         means = {v: sum(t) / len(t) for v, t in by_variant.items()}
         rows.append((op, ranks, size, graph, means, _ratio(by_variant, 0, 1),
                      _ratio(by_variant, PDL, 1), _ratio(by_variant, BARRIER_KERNEL, 1),
-                     _ratio(by_variant, 0, BARRIER_KERNEL), _ratio(by_variant, PUSH, 1)))
+                     _ratio(by_variant, 0, BARRIER_KERNEL), _ratio(by_variant, PUSH, 1),
+                     _ratio_better(by_variant, 0), _ratio_better(by_variant, PUSH)))
     return rows
 
 
@@ -124,9 +137,10 @@ def latency_markdown(rows, context):
     push = any(PUSH in r[4] for r in rows)
     variants = [v for v in VARIANTS
                 if (v != PDL or pdl) and (v != BARRIER_KERNEL or before) and (v != PUSH or push)]
-    ratios = ["ours / NCCL symmetric (min-max)"] + (["ours + PDL / NCCL symmetric"] if pdl else [])
+    ratios = ["ours / NCCL symmetric (min-max)", "ours / better NCCL (min-max)"]
+    ratios += ["ours + PDL / NCCL symmetric"] if pdl else []
     ratios += ["barrier kernel / NCCL symmetric", "ours / barrier kernel"] if before else []
-    ratios += ["push bf16 / NCCL symmetric"] if push else []
+    ratios += ["push bf16 / NCCL symmetric", "push bf16 / better NCCL"] if push else []
     header = ["op", "ranks", "bytes/rank", "launch"] + [VARIANTS[v] for v in variants] + ratios
     out = [f"# Decode-size latency: {context}", "", "| " + " | ".join(header) + " |",
            "|" + "---|" * len(header)]
@@ -134,12 +148,12 @@ def latency_markdown(rows, context):
     def fmt(r):
         return f"{r[0]:.2f} ({r[1]:.2f}-{r[2]:.2f})" if r else "-"
 
-    for op, ranks, size, graph, means, ratio, pdl_ratio, before_ratio, after_before, push_ratio \
-            in rows:
+    for (op, ranks, size, graph, means, ratio, pdl_ratio, before_ratio, after_before, push_ratio,
+         better, push_better) in rows:
         cells = [f"{means[v]:.2f} us" if v in means else "-" for v in variants]
-        cells += [fmt(ratio)] + ([fmt(pdl_ratio)] if pdl else [])
+        cells += [fmt(ratio), fmt(better)] + ([fmt(pdl_ratio)] if pdl else [])
         cells += [fmt(before_ratio), fmt(after_before)] if before else []
-        cells += [fmt(push_ratio)] if push else []
+        cells += [fmt(push_ratio), fmt(push_better)] if push else []
         out.append(f"| {op} | {ranks} | {size} | {'graph' if graph else 'eager'} | " +
                    " | ".join(cells) + " |")
     return "\n".join(out) + "\n"

@@ -16,10 +16,13 @@
 //      barrier kernel every size took before it, the "before" of the same run (up to 64 KiB;
 //      larger calls take the barrier kernel either way).
 // BM_LatencyReduceScatter, variant:
-//   0  symmcomm's NVFP4 reduce-scatter into bf16 (lsa-kernel), shard = size / 2 elements;
+//   0  symmcomm's NVFP4 reduce-scatter into bf16 (lsa-kernel: the push-model kernel up to its
+//      decode limit, 64 KiB of output here, the pull kernel above), shard = size / 2 elements;
 //   1  NCCL's symmetric bf16 reduce-scatter of the same element count (the reference);
 //   2  plain NCCL bf16 reduce-scatter on cudaMalloc buffers;
 //   3  variant 0 launched with programmatic dependent launch (as above);
+//   4  variant 0 with the push kernel off: the pull kernel with its two barriers, the "before"
+//      of the same run (up to 64 KiB);
 //   5  symmcomm's push-model BF16 reduce-scatter (lsa::ll_reduce_scatter, forced lsa-kernel:
 //      no barrier, the small gather's scratch), the same element count as variant 1 (up to
 //      64 KiB).
@@ -37,6 +40,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -209,6 +213,7 @@ void BM_LatencyReduceScatter(benchmark::State& state) {
   std::size_t const total = shard * n;
   RankBuffers b(*w);
   auto const pdl = programmatic_launch(lc.variant == 3);
+  auto const push = small_message_kernel(lc.variant != 4);
   if (lc.variant == 5) {
     auto const in = b.get(total * 2, true), out = b.get(shard * 2, true);
     time_variant(
@@ -221,7 +226,7 @@ void BM_LatencyReduceScatter(benchmark::State& state) {
               .path;
         },
         Path::LsaKernel, "symmcomm push bf16");
-  } else if (lc.variant == 0 || lc.variant == 3) {
+  } else if (lc.variant == 0 || lc.variant == 3 || lc.variant == 4) {
     auto const data = b.get(total / 2, true), scales = b.get(total / 16, true);
     auto const global = b.get(4, true), out = b.get(shard * 2, true);
     // A global scale of 1 and small block scales: any finite data will do for timing.
@@ -322,15 +327,17 @@ void BM_LatencyFloor(benchmark::State& state) {
       Path::LsaKernel, variant == 0 ? "empty kernel" : "one-flag ping-pong, ranks 0 and 1");
 }
 
-// Args: ranks, bytes per rank (1 KiB to 4 MiB, x4), variant, graph; up to 64 KiB also `small`
-// (the all-gather's variant 4, the barrier kernel; the reduce-scatter's variant 5, the push
-// kernel).
-void latency_args(benchmark::internal::Benchmark* b, int small) {
+// Args: ranks, bytes per rank (1 KiB to 4 MiB, x4), variant, graph; up to 64 KiB also the
+// `small` variants (the all-gather's 4, the barrier kernel; the reduce-scatter's 4, the pull
+// kernel, and 5, the push-model BF16 kernel).
+void latency_args(benchmark::internal::Benchmark* b, std::initializer_list<int> small) {
   for (int n : {2, 4, 8}) {
     for (std::int64_t bytes = 1 << 10; bytes <= (4 << 20); bytes *= 4) {
       for (int graph : {0, 1}) {
         for (int variant : {0, 1, 2, 3}) b->Args({n, bytes, variant, graph});
-        if (bytes <= (64 << 10)) b->Args({n, bytes, small, graph});
+        if (bytes <= (64 << 10)) {
+          for (int variant : small) b->Args({n, bytes, variant, graph});
+        }
       }
     }
   }
@@ -343,8 +350,8 @@ void latency_args(benchmark::internal::Benchmark* b, int small) {
       ->Unit(benchmark::kMicrosecond);
 }
 
-BENCHMARK(BM_LatencyAllGather)->Apply([](auto* b) { latency_args(b, 4); });
-BENCHMARK(BM_LatencyReduceScatter)->Apply([](auto* b) { latency_args(b, 5); });
+BENCHMARK(BM_LatencyAllGather)->Apply([](auto* b) { latency_args(b, {4}); });
+BENCHMARK(BM_LatencyReduceScatter)->Apply([](auto* b) { latency_args(b, {4, 5}); });
 BENCHMARK(BM_LatencyFloor)
     ->ArgsProduct({{2, 4, 8}, {0, 1}, {0, 1}})
     ->ArgNames({"ranks", "variant", "graph"})

@@ -7,6 +7,10 @@
 
 #include <nccl.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
 #include "comm/dev_comm.hpp"
 #include "core/cuda_utils.hpp"
 #include "executors.hpp"
@@ -42,7 +46,7 @@ Plan native_reduce_scatter(CommState& state, const CollectiveCall& call, cudaStr
   // symmcomm's push-model kernel for small BF16 sums (kernels/lsa_ll.hpp): taken only where
   // Options::path asks for it until it is measured against NCCL's paths (Auto keeps NCCL's).
   bool const push = equal && type == DataType::Bf16 && options.path == PathChoice::LsaKernel &&
-                    lsa::ll_reduce_fits(state.ll_window != nullptr, recv_bytes);
+                    lsa::ll_reduce_fits(state.ll_window != nullptr, type, call.recv.count);
   PlannedCall planned(state, Operation::ReduceScatter, options, operation);
   planned.types(type, type)
       .per_rank(recv_bytes, equal)
@@ -57,7 +61,7 @@ Plan native_reduce_scatter(CommState& state, const CollectiveCall& call, cudaStr
     lsa::LlReduceArgs a;
     a.send = call.send.data;
     a.out = call.recv.data;
-    a.shard_bytes = recv_bytes;
+    a.shard = call.recv.count;
     a.rank = state.rank;
     a.size = state.size;
     a.scratch = state.ll_window;
@@ -176,15 +180,60 @@ const char* send_scale_name(const QuantizedInput& in) {
   return in.nvfp4() ? "send.global_scale" : "send.scale";
 }
 
+// Push (kernels/lsa_ll.hpp): each rank writes the shards its peers own into their scratch lines
+// and sums its own; no barrier, and the send buffers are read only by their own rank.
+void push_reduce_scatter(const detail::CommState& state, const QuantizedInput& in, void* out,
+                         bool out_fp32, std::size_t shard, cudaStream_t stream) {
+  detail::lsa::LlReduceArgs a;
+  a.type = in.type;
+  a.send = in.data;
+  a.block_scales = in.block_scales;
+  a.scale = in.scale;
+  a.out = out;
+  a.out_fp32 = out_fp32;
+  a.shard = shard;
+  a.rank = state.rank;
+  a.size = state.size;
+  a.scratch = state.ll_window;
+  a.calls = state.ll_calls;
+  a.abort_word = detail::device_abort_word(state);
+  detail::lsa::ll_reduce_scatter(a, state.caps.lsa_sm_share, stream);
+}
+
+// Whether symmcomm's LSA path sums this call with the push-model kernel: equal shards that fit
+// a scratch slot, written to a 16-byte aligned output.
+bool push_fits(const detail::CommState& state, const QuantizedInput& in, std::size_t shard,
+               bool equal_shards) {
+  return equal_shards && detail::lsa::ll_reduce_fits(state.ll_window != nullptr, in.type, shard);
+}
+
 void lsa_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
                         const QuantizedOutput& out, const detail::PlannedCall& call,
-                        std::size_t my_displacement, cudaStream_t stream, const Options& options) {
+                        std::size_t my_displacement, bool equal_shards, cudaStream_t stream,
+                        const Options& options) {
   float* temp = nullptr;
   if (requantizes(out.type)) {
     temp = static_cast<float*>(
         detail::acquire_workspace(state, options, out.count * sizeof(float), stream));
   }
   detail::DeviceGuard guard(state.device);
+  if (push_fits(state, in, out.count, equal_shards)) {
+    auto push_into = [&](auto* dst) {
+      bool const fp32 = std::is_same_v<std::remove_pointer_t<decltype(dst)>, float>;
+      if (reinterpret_cast<std::uintptr_t>(dst) % 16 == 0) {
+        push_reduce_scatter(state, in, dst, fp32, out.count, stream);
+        return;
+      }
+      // An output the kernel's 16-byte stores cannot reach: the sum goes through the
+      // workspace and is copied after (the same bits).
+      std::size_t const bytes = out.count * (fp32 ? sizeof(float) : sizeof(bf16));
+      void* aligned = detail::acquire_workspace(state, options, bytes, stream);
+      push_reduce_scatter(state, in, aligned, fp32, out.count, stream);
+      SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(dst, aligned, bytes, cudaMemcpyDeviceToDevice, stream));
+    };
+    write_output(out, temp, push_into, stream);
+    return;
+  }
   detail::lsa::Peers peers = detail::lsa_peers(state);
   const Provenance& data = call.provenance(Slot::SendData);
   const Provenance& scale = call.provenance(Slot::SendScale);
@@ -309,7 +358,9 @@ Plan quantized_reduce_scatter(CommState& state, const CollectiveCall& call, cuda
   auto const displ = displacements(shard_counts);
   planned.before_enqueue(stream);
   if (plan.path == Path::LsaKernel) {
-    lsa_reduce_scatter(state, in, out, planned, displ[me], stream, options);
+    bool const equal_shards = std::all_of(shard_counts.begin(), shard_counts.end(),
+                                          [&](std::size_t c) { return c == out.count; });
+    lsa_reduce_scatter(state, in, out, planned, displ[me], equal_shards, stream, options);
   } else {
     fallback_reduce_scatter(state, in, out, shard_counts, displ, stream, options, planned);
   }

@@ -4,6 +4,7 @@
 #include "core/kernel_preload.hpp"
 #include "lsa_launch.cuh"
 #include "lsa_ll.hpp"
+#include "lsa_reduce.cuh"
 
 #if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
 #include <nccl_device.h>
@@ -198,7 +199,8 @@ __global__ void __launch_bounds__(kThreads)
   int const me = a.rank;
   std::size_t const stride = grid_threads();
   std::size_t const first = global_thread();
-  std::size_t const lines = (a.shard_bytes + kLlLineData - 1) / kLlLineData;  // ll_lines
+  std::size_t const shard_bytes = 2 * a.shard;
+  std::size_t const lines = (shard_bytes + kLlLineData - 1) / kLlLineData;  // ll_lines
   const auto* send = static_cast<const unsigned char*>(a.send);
   if (threadIdx.x == 0) call = a.calls[0];
   for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
@@ -213,21 +215,21 @@ __global__ void __launch_bounds__(kThreads)
   for (std::size_t i = first; i < items; i += stride) {
     int const p = rotated(me, static_cast<int>(i / lines) + 1, n);
     std::size_t const line = i % lines;
-    uint2 const d = read_raw(send + static_cast<std::size_t>(p) * a.shard_bytes, a.shard_bytes,
-                             line * kLlLineData);
+    uint2 const d =
+        read_raw(send + static_cast<std::size_t>(p) * shard_bytes, shard_bytes, line * kLlLineData);
     store_line(slots[p] + half + static_cast<std::size_t>(me) * kLlSlotBytes + line * kLlLineBytes,
                make_uint4(d.x, flag, d.y, flag));
   }
   // Receive: line l of this rank's shard summed over every rank in rank order, rounded once.
   const char* const mine = slots[me] + half;
-  const unsigned char* const own = send + static_cast<std::size_t>(me) * a.shard_bytes;
+  const unsigned char* const own = send + static_cast<std::size_t>(me) * shard_bytes;
   bool aborted = false;
   for (std::size_t line = first; line < lines && !aborted; line += stride) {
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
     for (int r = 0; r < n && !aborted; ++r) {
       uint2 d;
       if (r == me) {
-        d = read_raw(own, a.shard_bytes, line * kLlLineData);
+        d = read_raw(own, shard_bytes, line * kLlLineData);
       } else if (!wait_line(mine, r, line, flag, a.abort_word, d)) {
         aborted = true;
         break;
@@ -235,8 +237,99 @@ __global__ void __launch_bounds__(kThreads)
       add_bf16x4(acc, d);
     }
     if (aborted) break;
-    write_bytes(LlSegment{nullptr, a.out, a.shard_bytes, 0}, 0, line * kLlLineData,
+    write_bytes(LlSegment{nullptr, a.out, shard_bytes, 0}, 0, line * kLlLineData,
                 round_bf16x4(acc));
+  }
+  advance_call(a.calls, c);
+  programmatic_release(launch_flags);
+}
+
+// The push-model reduce-scatter from NVFP4 or FP8 codes (LlReduceArgs): a slot holds `items`
+// lines of codes (one item each: an NVFP4 block or 8 FP8 values), then NVFP4's block scale codes
+// (8 per line), then the sender's scale. One thread per item of this rank's shard sums it over
+// every rank in rank order with the pull kernel's accumulate(), so both kernels agree bit for
+// bit.
+template <bool kNvfp4, class Out>
+__global__ void __launch_bounds__(kThreads)
+    ll_quantized_reduce_scatter_kernel(const LlLaunch launch_flags,
+                                       const __grid_constant__ LlReduceArgs a) {
+  constexpr int kElems = kNvfp4 ? 16 : 8;
+  programmatic_wait(launch_flags);
+  __shared__ std::uint32_t call;
+  __shared__ char* slots[kMaxRanks];
+  int const n = a.size;
+  int const me = a.rank;
+  std::size_t const stride = grid_threads();
+  std::size_t const first = global_thread();
+  std::size_t const items = a.shard / kElems;
+  std::size_t const code_bytes = items * kLlLineData;  // one shard's codes
+  std::size_t const scale_lines = kNvfp4 ? (items + kLlLineData - 1) / kLlLineData : 0;
+  std::size_t const lines = items + scale_lines + 1;  // ll_reduce_lines
+  const auto* codes = static_cast<const unsigned char*>(a.send);
+  if (threadIdx.x == 0) call = a.calls[0];
+  for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
+    slots[p] = static_cast<char*>(ncclGetLsaPointer(a.scratch, 0, p));
+  }
+  float const my_scale = *a.scale;
+  __syncthreads();
+  std::uint32_t const c = call;
+  std::uint32_t const flag = call_flag(c);
+  std::size_t const half = call_half(c, n);
+  // Send: line l of this rank's contribution to peer p: codes, block scale codes, scale.
+  std::size_t const sends = static_cast<std::size_t>(n - 1) * lines;
+  for (std::size_t i = first; i < sends; i += stride) {
+    int const p = rotated(me, static_cast<int>(i / lines) + 1, n);
+    std::size_t const line = i % lines;
+    uint2 d;
+    if (line < items) {
+      d = read_raw(codes + static_cast<std::size_t>(p) * code_bytes, code_bytes,
+                   line * kLlLineData);
+    } else if (line + 1 < lines) {
+      d = read_raw(a.block_scales + static_cast<std::size_t>(p) * items, items,
+                   (line - items) * kLlLineData);
+    } else {
+      d = make_uint2(__float_as_uint(my_scale), 0u);
+    }
+    store_line(slots[p] + half + static_cast<std::size_t>(me) * kLlSlotBytes + line * kLlLineBytes,
+               make_uint4(d.x, flag, d.y, flag));
+  }
+  // Receive: item i of this rank's shard from every rank in rank order, dequantized with that
+  // rank's scales, summed in fp32, rounded once.
+  const char* const mine = slots[me] + half;
+  Fp8Format const format = fp8_format_of(a.type);
+  bool aborted = false;
+  for (std::size_t i = first; i < items && !aborted; i += stride) {
+    float acc[kElems] = {};
+    for (int r = 0; r < n; ++r) {
+      RawItem<kNvfp4, 8> raw;
+      uint2 d;
+      float s;
+      if (r == me) {
+        d = read_raw(codes + static_cast<std::size_t>(me) * code_bytes, code_bytes,
+                     i * kLlLineData);
+        if constexpr (kNvfp4) raw.scales = a.block_scales[static_cast<std::size_t>(me) * items + i];
+        s = my_scale;
+      } else {
+        uint2 sc, g;
+        if (!wait_line(mine, r, i, flag, a.abort_word, d) ||
+            (kNvfp4 && !wait_line(mine, r, items + i / kLlLineData, flag, a.abort_word, sc)) ||
+            !wait_line(mine, r, lines - 1, flag, a.abort_word, g)) {
+          aborted = true;
+          break;
+        }
+        if constexpr (kNvfp4) {
+          unsigned const word = (i % kLlLineData) < 4 ? sc.x : sc.y;
+          raw.scales = static_cast<std::uint8_t>(word >> (8 * (i % 4)));
+        }
+        s = __uint_as_float(g.x);
+      }
+      raw.w[0] = d.x;
+      raw.w[1] = d.y;
+      // NVFP4: 2^14 / global scale, as the pull kernel (its decoder's values are 2^-14 scaled).
+      accumulate<kNvfp4, 8>(raw, kNvfp4 ? 16384.0f / s : s, format, acc);
+    }
+    if (aborted) break;
+    store_floats<kElems>(static_cast<Out*>(a.out), i * kElems, acc);
   }
   advance_call(a.calls, c);
   programmatic_release(launch_flags);
@@ -301,27 +394,49 @@ void ll_gather(const LlGatherArgs& a, int sm_share, cudaStream_t stream) {
 }
 
 void ll_reduce_scatter(const LlReduceArgs& a, int sm_share, cudaStream_t stream) {
+  bool const quantized = a.type != DataType::Bf16;
+  SYMMCOMM_EXPECTS(
+      a.type == DataType::Bf16 || a.type == DataType::Nvfp4 || a.type == DataType::Fp8E4M3 ||
+          a.type == DataType::Fp8E5M2,
+      "lsa ll reduce-scatter: send type " << to_string(a.type) << " (bf16, nvfp4, fp8 only)");
   SYMMCOMM_EXPECTS(a.size >= 1 && a.size <= kMaxRanks && a.rank >= 0 && a.rank < a.size,
                    "lsa ll reduce-scatter: rank " << a.rank << " of " << a.size << " ranks");
   SYMMCOMM_EXPECTS(a.scratch != nullptr && a.calls != nullptr,
                    "lsa ll reduce-scatter: the communicator has no scratch window");
-  SYMMCOMM_EXPECTS(a.shard_bytes > 0 && a.shard_bytes % 2 == 0 &&
-                       ll_lines(a.shard_bytes) <= kLlMaxBytesPerRank / kLlLineData,
-                   "lsa ll reduce-scatter: a shard of " << a.shard_bytes
-                                                        << " bytes is not whole bf16 values "
-                                                           "within 1.."
-                                                        << kLlMaxBytesPerRank << " bytes");
+  SYMMCOMM_EXPECTS(a.shard > 0 && (!quantized || a.shard % ll_line_elements(a.type) == 0) &&
+                       ll_reduce_lines(a.type, a.shard) <= kLlMaxBytesPerRank / kLlLineData,
+                   "lsa ll reduce-scatter: a shard of "
+                       << a.shard << " " << to_string(a.type)
+                       << " elements is not whole lines within a slot of " << kLlMaxBytesPerRank
+                       << " bytes");
   SYMMCOMM_EXPECTS(a.send != nullptr && a.out != nullptr,
                    "lsa ll reduce-scatter: send or out is null");
+  SYMMCOMM_EXPECTS(!quantized || (a.scale != nullptr &&
+                                  (a.type != DataType::Nvfp4 || a.block_scales != nullptr)),
+                   "lsa ll reduce-scatter: " << to_string(a.type) << " without its scales");
+  SYMMCOMM_EXPECTS(!quantized || reinterpret_cast<std::uintptr_t>(a.out) % 16 == 0,
+                   "lsa ll reduce-scatter: out is not 16-byte aligned");
+  SYMMCOMM_EXPECTS(quantized || !a.out_fp32,
+                   "lsa ll reduce-scatter: a bf16 sum is written as bf16 only");
 #if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
-  std::size_t const lines = ll_lines(a.shard_bytes);
+  std::size_t const lines = ll_reduce_lines(a.type, a.shard);
   unsigned const grid =
       grid_for_units(lines * static_cast<std::size_t>(a.size > 1 ? a.size - 1 : 1), kLlGridCap);
   LlLaunch flags;
   flags.programmatic = programmatic_launch();
-  launch(ll_reduce_scatter_kernel,
-         resident_grid(reinterpret_cast<const void*>(ll_reduce_scatter_kernel), sm_share, grid),
-         stream, flags, a);
+  auto const go = [&](auto kernel) {
+    launch(kernel, resident_grid(reinterpret_cast<const void*>(kernel), sm_share, grid), stream,
+           flags, a);
+  };
+  if (!quantized) {
+    go(ll_reduce_scatter_kernel);
+  } else if (a.type == DataType::Nvfp4) {
+    a.out_fp32 ? go(ll_quantized_reduce_scatter_kernel<true, float>)
+               : go(ll_quantized_reduce_scatter_kernel<true, bf16>);
+  } else {
+    a.out_fp32 ? go(ll_quantized_reduce_scatter_kernel<false, float>)
+               : go(ll_quantized_reduce_scatter_kernel<false, bf16>);
+  }
 #else
   (void)sm_share;
   (void)stream;

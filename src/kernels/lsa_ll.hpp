@@ -81,31 +81,65 @@ inline bool ll_fits(bool scratch, std::size_t bytes, std::size_t lines) {
 /// `sm_share` caps the grid as for the other LSA kernels (Peers::sm_share).
 void ll_gather(const LlGatherArgs& args, int sm_share, cudaStream_t stream);
 
-/// A small BF16 reduce-scatter pushed through the same scratch (the push model): each rank
-/// writes shard p of its `send` (shard_bytes each, rank after rank) as lines with the call's
-/// flag into its slot of peer p's scratch; each rank sums its own shard from every rank in rank
-/// order in fp32 once every line's flags carry the call's number (its own shard read from its
-/// own send), rounds once to bf16 into `out`. Same call counter and halves as the all-gather
-/// (the reuse argument above holds as it is: a rank writes into peers' scratch and reads only
-/// its own), no barrier. Production only.
+/// A small reduce-scatter pushed through the same scratch (the push model): each rank writes
+/// shard p of its `send` (`shard` elements each, rank after rank) as lines with the call's flag
+/// into its slot of peer p's scratch; each rank sums its own shard from every rank in rank order
+/// in fp32 once every line's flags carry the call's number (its own shard read from its own
+/// send), rounds once into `out`. Same call counter and halves as the all-gather (the reuse
+/// argument above holds as it is: a rank writes into peers' scratch and reads only its own), no
+/// barrier. Production only.
+///
+/// BF16 in, BF16 out: a shard's values are its lines. NVFP4 or FP8 in (codes, with NVFP4 block
+/// scales and one fp32 scale per rank), BF16 or FP32 out: a slot holds the shard's codes, one
+/// line per 8 bytes (an NVFP4 line is exactly one 16-element block), then (NVFP4) its block
+/// scale codes, then one line with the sender's scale; the receiver dequantizes each rank's
+/// values with that rank's scales, in the arithmetic of the pull kernel (lsa_reduce.cuh), so
+/// both give the same bits.
 struct LlReduceArgs {
-  const void* send = nullptr;  ///< size x shard_bytes of bf16
-  void* out = nullptr;         ///< shard_bytes of bf16
-  std::size_t shard_bytes = 0;
+  DataType type = DataType::Bf16;              ///< send: Bf16, Nvfp4, Fp8E4M3 or Fp8E5M2
+  const void* send = nullptr;                  ///< size x shard elements: bf16 values or codes
+  const std::uint8_t* block_scales = nullptr;  ///< NVFP4: size x shard / 16 e4m3 codes
+  const float* scale = nullptr;  ///< NVFP4 global scale / FP8 scale of this rank (one float)
+  void* out = nullptr;           ///< shard elements: bf16, or fp32 when out_fp32 (quantized in)
+  bool out_fp32 = false;
+  std::size_t shard = 0;  ///< elements per rank
   int rank = 0, size = 1;
   ncclWindow_t scratch = nullptr;
   std::uint32_t* calls = nullptr;
   const std::uint32_t* abort_word = nullptr;  ///< as LlGatherArgs::abort_word
 };
 
-/// Whether a BF16 reduce-scatter of `shard_bytes` per rank fits the push-model kernel: the
-/// communicator has the scratch, the kernels are enabled, and a shard's lines fit a slot.
-inline bool ll_reduce_fits(bool scratch, std::size_t shard_bytes) {
-  return scratch && ll_gather_enabled() && shard_bytes > 0 && shard_bytes % 2 == 0 &&
-         ll_lines(shard_bytes) <= kLlMaxBytesPerRank / kLlLineData;
+/// Elements one line of quantized codes holds: an NVFP4 block (16) or 8 FP8 values.
+inline constexpr std::size_t ll_line_elements(DataType type) {
+  return type == DataType::Nvfp4 ? 16 : 8;
 }
 
-/// Launches the push-model reduce-scatter (checks its arguments first).
+/// Lines a rank's contribution to one peer takes: a BF16 shard's values, or a quantized shard's
+/// codes, block scale codes (NVFP4) and the scale line.
+inline constexpr std::size_t ll_reduce_lines(DataType type, std::size_t shard) {
+  if (type == DataType::Bf16) return ll_lines(2 * shard);
+  std::size_t const items = shard / ll_line_elements(type);
+  return items + (type == DataType::Nvfp4 ? ll_lines(items) : 0) + 1;
+}
+
+/// The largest quantized shard (elements) the push kernel takes: decode sizes, up to 64 KiB of
+/// bf16 output per rank. Larger shards take the pull kernel, whose grid spans the GPU (this
+/// kernel's stops at a few CTAs per rank).
+inline constexpr std::size_t kLlQuantizedMaxShard = 32768;
+
+/// Whether a reduce-scatter of `shard` elements per rank from `type` fits the push-model kernel:
+/// the communicator has the scratch, the kernels are enabled, the shard is whole lines of codes
+/// (quantized: whole NVFP4 blocks, or 8 FP8 values, up to kLlQuantizedMaxShard), and its lines
+/// fit a slot.
+inline bool ll_reduce_fits(bool scratch, DataType type, std::size_t shard) {
+  bool const typed = type == DataType::Bf16 ||
+                     (shard % ll_line_elements(type) == 0 && shard <= kLlQuantizedMaxShard);
+  return scratch && ll_gather_enabled() && shard > 0 && typed &&
+         ll_reduce_lines(type, shard) <= kLlMaxBytesPerRank / kLlLineData;
+}
+
+/// Launches the push-model reduce-scatter (checks its arguments first; a quantized one needs
+/// `out` 16-byte aligned).
 void ll_reduce_scatter(const LlReduceArgs& args, int sm_share, cudaStream_t stream);
 
 }  // namespace symmcomm::detail::lsa

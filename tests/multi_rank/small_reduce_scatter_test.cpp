@@ -8,15 +8,19 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "comm/comm_state.hpp"
 #include "comm/lsa_limits.hpp"
+#include "kernels/lsa_ll.hpp"
 #include "multi_rank/checks.hpp"
 #include "multi_rank/world.hpp"
+#include "support/reference.hpp"
 #include "support/tensors.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/error.hpp"
@@ -155,6 +159,111 @@ TEST(MultiRankSmallReduceScatter, OneGraphReplayedWithNewInputs) {
   }
   SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(exec));
   SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
+}
+
+// ---- quantized in (NVFP4, FP8): the push kernel against the host and the pull kernel --------
+
+// Half an ulp of each partial sum per rank: the device fuses multiply-adds, the host does not.
+template <class Q>
+float fma_bound(const std::vector<Q>& ranks, std::size_t i) {
+  double magnitude = 0.0;
+  for (const auto& r : ranks) magnitude += std::fabs(r.value(i));
+  return static_cast<float>(magnitude * static_cast<double>(ranks.size()) * 1.2e-7) + 1e-30f;
+}
+
+// One quantized shard size's check: the LSA path (forced) sums it with the push kernel (the
+// device counter advances once per call) into fp32 and bf16; fp32 within the host's rank-order
+// sum's rounding, bf16 the fp32 result rounded once, and both called twice with no host wait.
+// The same call with the push kernel switched off takes the pull kernel: the same fp32 bits.
+template <class Q, class Run>
+void check_push(const std::vector<Q>& all, std::size_t shard, bool push_expected,
+                const std::string& what, Run&& run) {
+  World& w = world();
+  std::size_t const first = static_cast<std::size_t>(w.rank) * shard;
+  auto const want = reduce_like_kernel(all, first, shard);
+  DeviceArray<float> out32(shard), pulled(shard);
+  DeviceArray<bf16> out16(shard);
+  settle();
+  std::uint32_t const before = kernel_calls();
+  for (int again = 0; again < 2; ++again) {
+    EXPECT_EQ(run(Fp32Span{out32.get(), shard}).path, Path::LsaKernel) << what;
+    EXPECT_EQ(run(Bf16Span{out16.get(), shard}).path, Path::LsaKernel) << what;
+  }
+  EXPECT_EQ(kernel_calls() - before, push_expected ? 4u : 0u) << what << ": push-kernel calls";
+  detail::lsa::set_ll_gather(false);
+  EXPECT_EQ(run(Fp32Span{pulled.get(), shard}).path, Path::LsaKernel) << what << " (pull)";
+  detail::lsa::set_ll_gather(true);
+  sync();
+  std::vector<float> got(shard), pull(shard);
+  std::vector<bf16> got16(shard);
+  copy_sync(got.data(), out32.get(), out32.bytes());
+  copy_sync(pull.data(), pulled.get(), pulled.bytes());
+  copy_sync(got16.data(), out16.get(), out16.bytes());
+  std::size_t bad = 0, bad16 = 0, differ = 0;
+  for (std::size_t i = 0; i < shard; ++i) {
+    if (!(std::fabs(got[i] - want[i]) <= fma_bound(all, first + i))) ++bad;
+    std::uint16_t bits = 0;
+    std::memcpy(&bits, &got16[i], 2);
+    if (bits != float_to_bf16_bits(got[i])) ++bad16;
+    if (std::memcmp(&got[i], &pull[i], sizeof(float)) != 0) ++differ;
+  }
+  EXPECT_EQ(bad, 0u) << what << ": fp32 elements off the host's rank-order sum";
+  EXPECT_EQ(bad16, 0u) << what << ": bf16 elements not the fp32 result rounded once";
+  EXPECT_EQ(differ, 0u) << what << ": fp32 elements differing from the pull kernel's";
+}
+
+// Shards from one NVFP4 block (or one line of FP8 codes) to the decode limit, and one past it
+// (the pull kernel then).
+std::vector<std::size_t> quantized_shards(std::size_t line_elements) {
+  std::size_t const limit = detail::lsa::kLlQuantizedMaxShard;
+  return {line_elements, 3 * line_elements, 65 * line_elements, limit, limit + line_elements};
+}
+
+TEST(MultiRankSmallReduceScatter, Nvfp4ShardsArePushedAndMatchTheHostAndThePullKernel) {
+  if (!has_push_kernel()) GTEST_SKIP() << kNoKernel << caps().reason;
+  World& w = world();
+  for (std::size_t shard : quantized_shards(16)) {
+    std::size_t const total = shard * static_cast<std::size_t>(w.size);
+    std::vector<HostNvfp4> q;
+    for (int r = 0; r < w.size; ++r) {
+      q.push_back(HostNvfp4::quantize(
+          random_floats(total, seed_of(r, static_cast<int>(shard)), 1.0f + static_cast<float>(r))));
+    }
+    const HostNvfp4& mine = q[static_cast<std::size_t>(w.rank)];
+    PoolArray<std::uint8_t> data(total / 2), scales(total / kNvfp4BlockSize);
+    PoolArray<float> global(1);
+    data.upload(mine.data);
+    scales.upload(mine.scales);
+    global.upload({mine.global_scale});
+    Nvfp4View const send{data.get(), scales.get(), global.get(), total};
+    check_push(q, shard, shard <= detail::lsa::kLlQuantizedMaxShard,
+               "nvfp4 shard of " + std::to_string(shard),
+               [&](auto out) { return reduce_scatter(w.comm, send, out, w.stream, forced()); });
+  }
+}
+
+TEST(MultiRankSmallReduceScatter, Fp8ShardsArePushedAndMatchTheHostAndThePullKernel) {
+  if (!has_push_kernel()) GTEST_SKIP() << kNoKernel << caps().reason;
+  World& w = world();
+  for (Fp8Format format : {Fp8Format::E4M3, Fp8Format::E5M2}) {
+    for (std::size_t shard : quantized_shards(8)) {
+      std::size_t const total = shard * static_cast<std::size_t>(w.size);
+      std::vector<HostFp8> q;
+      for (int r = 0; r < w.size; ++r) {
+        q.push_back(HostFp8::quantize(random_floats(total, seed_of(r, static_cast<int>(shard) + 7),
+                                                    1.0f + static_cast<float>(r) * 0.5f),
+                                      format));
+      }
+      PoolArray<std::uint8_t> codes(total);
+      PoolArray<float> scale(1);
+      codes.upload(q[static_cast<std::size_t>(w.rank)].codes);
+      scale.upload({q[static_cast<std::size_t>(w.rank)].scale});
+      Fp8View const send{codes.get(), scale.get(), total, format};
+      check_push(q, shard, shard <= detail::lsa::kLlQuantizedMaxShard,
+                 "fp8 shard of " + std::to_string(shard),
+                 [&](auto out) { return reduce_scatter(w.comm, send, out, w.stream, forced()); });
+    }
+  }
 }
 
 }  // namespace

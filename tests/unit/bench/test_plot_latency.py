@@ -36,7 +36,8 @@ class LatencyTable(unittest.TestCase):
 
     def test_ratio_is_ours_over_nccl_symmetric_paired_by_repetition(self):
         rows = plot.latency_table(plot.latency_runs(DOC))
-        op, ranks, size, graph, means, ratio, pdl_ratio, before, after_before, push = rows[0]
+        (op, ranks, size, graph, means, ratio, pdl_ratio, before, after_before, push, better,
+         push_better) = rows[0]
         self.assertEqual((op, ranks, size, graph), ("AllGather", 2, 1024, 0))
         self.assertAlmostEqual(means[0], 13.0)
         self.assertAlmostEqual(means[1], 7.5)
@@ -47,13 +48,17 @@ class LatencyTable(unittest.TestCase):
         self.assertIsNone(before)  # no barrier-kernel run: no before / after
         self.assertIsNone(after_before)
         self.assertIsNone(push)  # no push-kernel run: no ratio
+        self.assertIsNone(push_better)
+        # Against the better NCCL call, repetition by repetition: 14 / min(7, 9) (one plain run).
+        self.assertAlmostEqual(better[0], 2.0)
         self.assertIsNone(rows[1][5])  # no NCCL symmetric run: no ratio
 
     def test_markdown_has_a_row_per_case(self):
         text = plot.latency_markdown(plot.latency_table(plot.latency_runs(DOC)), "H200")
-        self.assertIn("| AllGather | 2 | 1024 | eager | 13.00 us | 7.50 us | 9.00 us | 1.75 (1.50-2.00) |",
+        self.assertIn("| AllGather | 2 | 1024 | eager | 13.00 us | 7.50 us | 9.00 us | 1.75 (1.50-2.00) | "
+                      "2.00 (2.00-2.00) |",
                       text)
-        self.assertIn("| ReduceScatter | 8 | 4096 | graph | 5.00 us | - | - | - |", text)
+        self.assertIn("| ReduceScatter | 8 | 4096 | graph | 5.00 us | - | - | - | - |", text)
         self.assertNotIn("PDL", text)  # no variant 3 runs: no PDL column
 
     def test_pdl_runs_get_a_column_and_a_ratio_of_their_own(self):
@@ -64,10 +69,11 @@ class LatencyTable(unittest.TestCase):
         self.assertAlmostEqual(rows[0][6][0], (1.0 + 0.75) / 2)
         text = plot.latency_markdown(rows, "H200")
         self.assertIn("| symmcomm lsa-kernel + PDL | ours / NCCL symmetric (min-max) | "
-                      "ours + PDL / NCCL symmetric |", text)
+                      "ours / better NCCL (min-max) | ours + PDL / NCCL symmetric |", text)
         self.assertIn("| AllGather | 2 | 1024 | eager | 13.00 us | 7.50 us | 9.00 us | 6.50 us | "
-                      "1.75 (1.50-2.00) | 0.88 (0.75-1.00) |", text)
-        self.assertIn("| ReduceScatter | 8 | 4096 | graph | 5.00 us | - | - | - | - | - |", text)
+                      "1.75 (1.50-2.00) | 2.00 (2.00-2.00) | 0.88 (0.75-1.00) |", text)
+        self.assertIn("| ReduceScatter | 8 | 4096 | graph | 5.00 us | - | - | - | - | - | - |",
+                      text)
 
     def test_barrier_kernel_runs_give_the_before_and_after_in_one_table(self):
         doc = {"benchmarks": DOC["benchmarks"] + [
@@ -78,9 +84,11 @@ class LatencyTable(unittest.TestCase):
         self.assertAlmostEqual(rows[0][8][0], (0.5 + 0.75) / 2)  # ours / before, paired
         text = plot.latency_markdown(rows, "H200")
         self.assertIn("| symmcomm barrier kernel | ours / NCCL symmetric (min-max) | "
-                      "barrier kernel / NCCL symmetric | ours / barrier kernel |", text)
+                      "ours / better NCCL (min-max) | barrier kernel / NCCL symmetric | "
+                      "ours / barrier kernel |", text)
         self.assertIn("| AllGather | 2 | 1024 | eager | 13.00 us | 7.50 us | 9.00 us | 22.00 us | "
-                      "1.75 (1.50-2.00) | 3.00 (2.00-4.00) | 0.62 (0.50-0.75) |", text)
+                      "1.75 (1.50-2.00) | 2.00 (2.00-2.00) | 3.00 (2.00-4.00) | "
+                      "0.62 (0.50-0.75) |", text)
         self.assertNotIn("PDL", text)
 
     def test_push_kernel_runs_get_a_column_and_a_ratio_to_nccl_symmetric(self):
@@ -91,9 +99,11 @@ class LatencyTable(unittest.TestCase):
         self.assertAlmostEqual(rows[1][9][0], 0.6)  # push / NCCL symmetric
         text = plot.latency_markdown(rows, "H200")
         self.assertIn("| symmcomm push bf16 | ours / NCCL symmetric (min-max) | "
-                      "push bf16 / NCCL symmetric |", text)
+                      "ours / better NCCL (min-max) | push bf16 / NCCL symmetric | "
+                      "push bf16 / better NCCL |", text)
         self.assertIn("| ReduceScatter | 8 | 4096 | graph | 5.00 us | 10.00 us | - | 6.00 us | "
-                      "0.50 (0.50-0.50) | 0.60 (0.60-0.60) |", text)
+                      "0.50 (0.50-0.50) | 0.50 (0.50-0.50) | 0.60 (0.60-0.60) | "
+                      "0.60 (0.60-0.60) |", text)
 
     def test_barriers_alone_are_set_beside_the_smallest_all_gather(self):
         doc = {"benchmarks": DOC["benchmarks"] + [

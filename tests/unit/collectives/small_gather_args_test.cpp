@@ -105,24 +105,45 @@ namespace {
 TEST(SmallReduceScatterArgs, TakenForWholeBf16ShardsWithinASlot) {
   SwitchGuard guard;
   lsa::set_ll_gather(true);
-  EXPECT_TRUE(lsa::ll_reduce_fits(true, 2));
-  EXPECT_TRUE(lsa::ll_reduce_fits(true, kLlMaxBytesPerRank));
-  EXPECT_FALSE(lsa::ll_reduce_fits(true, kLlMaxBytesPerRank + 2)) << "past a slot";
-  EXPECT_FALSE(lsa::ll_reduce_fits(true, 3)) << "half a bf16 value";
-  EXPECT_FALSE(lsa::ll_reduce_fits(true, 0));
-  EXPECT_FALSE(lsa::ll_reduce_fits(false, 64)) << "no scratch window";
+  auto const bf16 = DataType::Bf16;
+  EXPECT_TRUE(lsa::ll_reduce_fits(true, bf16, 1));
+  EXPECT_TRUE(lsa::ll_reduce_fits(true, bf16, kLlMaxBytesPerRank / 2));
+  EXPECT_FALSE(lsa::ll_reduce_fits(true, bf16, kLlMaxBytesPerRank / 2 + 1)) << "past a slot";
+  EXPECT_FALSE(lsa::ll_reduce_fits(true, bf16, 0));
+  EXPECT_FALSE(lsa::ll_reduce_fits(false, bf16, 64)) << "no scratch window";
   lsa::set_ll_gather(false);
-  EXPECT_FALSE(lsa::ll_reduce_fits(true, 64)) << "switched off";
+  EXPECT_FALSE(lsa::ll_reduce_fits(true, bf16, 64)) << "switched off";
+}
+
+// A quantized shard's lines: its codes (8 bytes a line), NVFP4's block scale codes (8 a line)
+// and one scale line; whole lines of codes only.
+TEST(SmallReduceScatterArgs, QuantizedShardsAreWholeLinesOfCodesWithTheirScales) {
+  SwitchGuard guard;
+  lsa::set_ll_gather(true);
+  EXPECT_EQ(lsa::ll_reduce_lines(DataType::Nvfp4, 16), 1u + 1u + 1u);
+  EXPECT_EQ(lsa::ll_reduce_lines(DataType::Nvfp4, 16 * 9), 9u + 2u + 1u);
+  EXPECT_EQ(lsa::ll_reduce_lines(DataType::Fp8E4M3, 64), 8u + 1u);
+  EXPECT_EQ(lsa::ll_reduce_lines(DataType::Bf16, 5), 2u);
+  EXPECT_TRUE(lsa::ll_reduce_fits(true, DataType::Nvfp4, 16));
+  EXPECT_FALSE(lsa::ll_reduce_fits(true, DataType::Nvfp4, 24)) << "half an NVFP4 block";
+  EXPECT_TRUE(lsa::ll_reduce_fits(true, DataType::Fp8E5M2, 8));
+  EXPECT_FALSE(lsa::ll_reduce_fits(true, DataType::Fp8E4M3, 12)) << "half a line of FP8 codes";
+  // Decode sizes only: the largest quantized shard, and its lines within a slot.
+  EXPECT_TRUE(lsa::ll_reduce_fits(true, DataType::Nvfp4, lsa::kLlQuantizedMaxShard));
+  EXPECT_FALSE(lsa::ll_reduce_fits(true, DataType::Nvfp4, lsa::kLlQuantizedMaxShard + 16));
+  EXPECT_FALSE(lsa::ll_reduce_fits(true, DataType::Fp8E4M3, lsa::kLlQuantizedMaxShard + 8));
+  EXPECT_LE(lsa::ll_reduce_lines(DataType::Fp8E4M3, lsa::kLlQuantizedMaxShard),
+            kLlMaxBytesPerRank / kLlLineData);
 }
 
 TEST(SmallReduceScatterArgs, BadArgumentsAreRefusedBeforeAnyLaunch) {
-  static std::uint16_t send[64], out[16];
+  alignas(16) static std::uint16_t send[64], out[16];
   static std::uint32_t calls[2];
   auto const good = [] {
     lsa::LlReduceArgs a;
     a.send = send;
     a.out = out;
-    a.shard_bytes = 32;
+    a.shard = 16;
     a.rank = 1;
     a.size = 2;
     a.scratch = reinterpret_cast<ncclWindow_t>(&calls[0]);  // never reached: checks come first
@@ -144,11 +165,26 @@ TEST(SmallReduceScatterArgs, BadArgumentsAreRefusedBeforeAnyLaunch) {
   a.scratch = nullptr;
   refused(a, "no scratch window");
   a = good();
-  a.shard_bytes = 31;
-  refused(a, "a shard of 31 bytes is not whole bf16 values");
+  a.shard = 0;
+  refused(a, "a shard of 0 bf16 elements is not whole lines");
   a = good();
-  a.shard_bytes = kLlMaxBytesPerRank + 2;
-  refused(a, "is not whole bf16 values within");
+  a.shard = kLlMaxBytesPerRank / 2 + 1;
+  refused(a, "is not whole lines within a slot");
+  a = good();
+  a.type = DataType::Nvfp4;
+  a.shard = 24;
+  refused(a, "a shard of 24 nvfp4 elements is not whole lines");
+  a.shard = 16;
+  refused(a, "nvfp4 without its scales");
+  a = good();
+  a.out_fp32 = true;
+  refused(a, "a bf16 sum is written as bf16 only");
+  a = good();
+  a.type = DataType::Fp8E4M3;
+  static float scale = 1.0f;
+  a.scale = &scale;
+  a.out = reinterpret_cast<char*>(out) + 2;
+  refused(a, "out is not 16-byte aligned");
   a = good();
   a.out = nullptr;
   refused(a, "send or out is null");
