@@ -75,20 +75,37 @@ __device__ __forceinline__ uint2 read_raw(const void* base, std::size_t bytes, s
   return read_bytes(LlSegment{base, nullptr, bytes, 0}, offset);
 }
 
+// Where line `line` of rank `from`'s slot lies in `mine` (this rank's half).
+__device__ __forceinline__ const char* line_at(const char* mine, int from, std::size_t line) {
+  return mine + static_cast<std::size_t>(from) * kLlSlotBytes + line * kLlLineBytes;
+}
+
+// Re-loads `v` (line `q`, loaded once already) until its flags read `flag`; false when the
+// communicator was aborted while it waited (the abort word is read every kAbortPolls polls).
+__device__ __forceinline__ bool complete_line(const char* q, uint4& v, std::uint32_t flag,
+                                              const std::uint32_t* abort_word) {
+  for (unsigned polls = 1; v.y != flag || v.w != flag; ++polls) {
+    if (polls % kAbortPolls == 0 && abort_raised(abort_word)) return false;
+    v = load_line(q);
+  }
+  return true;
+}
+
 // Line `line` of rank `from`'s slot in `mine` (this rank's half), once its flags read `flag`;
 // false when the communicator was aborted while it waited.
 __device__ __forceinline__ bool wait_line(const char* mine, int from, std::size_t line,
                                           std::uint32_t flag, const std::uint32_t* abort_word,
                                           uint2& d) {
-  const char* q = mine + static_cast<std::size_t>(from) * kLlSlotBytes + line * kLlLineBytes;
+  const char* q = line_at(mine, from, line);
   uint4 v = load_line(q);
-  for (unsigned polls = 1; v.y != flag || v.w != flag; ++polls) {
-    if (polls % kAbortPolls == 0 && abort_raised(abort_word)) return false;
-    v = load_line(q);
-  }
+  if (!complete_line(q, v, flag, abort_word)) return false;
   d = make_uint2(v.x, v.z);
   return true;
 }
+
+// Ranks whose lines a reducing thread loads at once before completing them in rank order: one
+// round trip for the batch instead of one per line.
+constexpr int kLlRankBatch = 4;
 
 // Four bf16 values (one line's 8 bytes, element 0 in the low half of x) added to `acc` in fp32.
 __device__ __forceinline__ void add_bf16x4(float (&acc)[4], uint2 d) {
@@ -226,15 +243,27 @@ __global__ void __launch_bounds__(kThreads)
   bool aborted = false;
   for (std::size_t line = first; line < lines && !aborted; line += stride) {
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    for (int r = 0; r < n && !aborted; ++r) {
-      uint2 d;
-      if (r == me) {
-        d = read_raw(own, shard_bytes, line * kLlLineData);
-      } else if (!wait_line(mine, r, line, flag, a.abort_word, d)) {
-        aborted = true;
-        break;
+    for (int r0 = 0; r0 < n && !aborted; r0 += kLlRankBatch) {
+      uint4 v[kLlRankBatch];
+#pragma unroll
+      for (int k = 0; k < kLlRankBatch; ++k) {
+        if (r0 + k < n && r0 + k != me) v[k] = load_line(line_at(mine, r0 + k, line));
       }
-      add_bf16x4(acc, d);
+#pragma unroll
+      for (int k = 0; k < kLlRankBatch; ++k) {
+        int const r = r0 + k;
+        if (r >= n) break;
+        uint2 d;
+        if (r == me) {
+          d = read_raw(own, shard_bytes, line * kLlLineData);
+        } else if (complete_line(line_at(mine, r, line), v[k], flag, a.abort_word)) {
+          d = make_uint2(v[k].x, v[k].z);
+        } else {
+          aborted = true;
+          break;
+        }
+        add_bf16x4(acc, d);
+      }
     }
     if (aborted) break;
     write_bytes(LlSegment{nullptr, a.out, shard_bytes, 0}, 0, line * kLlLineData,
@@ -300,33 +329,52 @@ __global__ void __launch_bounds__(kThreads)
   bool aborted = false;
   for (std::size_t i = first; i < items && !aborted; i += stride) {
     float acc[kElems] = {};
-    for (int r = 0; r < n; ++r) {
-      RawItem<kNvfp4, 8> raw;
-      uint2 d;
-      float s;
-      if (r == me) {
-        d = read_raw(codes + static_cast<std::size_t>(me) * code_bytes, code_bytes,
-                     i * kLlLineData);
-        if constexpr (kNvfp4) raw.scales = a.block_scales[static_cast<std::size_t>(me) * items + i];
-        s = my_scale;
-      } else {
-        uint2 sc, g;
-        if (!wait_line(mine, r, i, flag, a.abort_word, d) ||
-            (kNvfp4 && !wait_line(mine, r, items + i / kLlLineData, flag, a.abort_word, sc)) ||
-            !wait_line(mine, r, lines - 1, flag, a.abort_word, g)) {
-          aborted = true;
-          break;
-        }
-        if constexpr (kNvfp4) {
-          unsigned const word = (i % kLlLineData) < 4 ? sc.x : sc.y;
-          raw.scales = static_cast<std::uint8_t>(word >> (8 * (i % 4)));
-        }
-        s = __uint_as_float(g.x);
+    std::size_t const scale_line = items + i / kLlLineData;
+    for (int r0 = 0; r0 < n && !aborted; r0 += kLlRankBatch) {
+      // Codes, block scales (NVFP4) and scale of the batch's ranks, loaded at once.
+      uint4 dv[kLlRankBatch], sv[kLlRankBatch], gv[kLlRankBatch];
+#pragma unroll
+      for (int k = 0; k < kLlRankBatch; ++k) {
+        int const r = r0 + k;
+        if (r >= n || r == me) continue;
+        dv[k] = load_line(line_at(mine, r, i));
+        if constexpr (kNvfp4) sv[k] = load_line(line_at(mine, r, scale_line));
+        gv[k] = load_line(line_at(mine, r, lines - 1));
       }
-      raw.w[0] = d.x;
-      raw.w[1] = d.y;
-      // NVFP4: 2^14 / global scale, as the pull kernel (its decoder's values are 2^-14 scaled).
-      accumulate<kNvfp4, 8>(raw, kNvfp4 ? 16384.0f / s : s, format, acc);
+#pragma unroll
+      for (int k = 0; k < kLlRankBatch; ++k) {
+        int const r = r0 + k;
+        if (r >= n) break;
+        RawItem<kNvfp4, 8> raw;
+        float s;
+        if (r == me) {
+          uint2 const d = read_raw(codes + static_cast<std::size_t>(me) * code_bytes, code_bytes,
+                                   i * kLlLineData);
+          raw.w[0] = d.x;
+          raw.w[1] = d.y;
+          if constexpr (kNvfp4) {
+            raw.scales = a.block_scales[static_cast<std::size_t>(me) * items + i];
+          }
+          s = my_scale;
+        } else {
+          if (!complete_line(line_at(mine, r, i), dv[k], flag, a.abort_word) ||
+              (kNvfp4 && !complete_line(line_at(mine, r, scale_line), sv[k], flag, a.abort_word)) ||
+              !complete_line(line_at(mine, r, lines - 1), gv[k], flag, a.abort_word)) {
+            aborted = true;
+            break;
+          }
+          raw.w[0] = dv[k].x;
+          raw.w[1] = dv[k].z;
+          if constexpr (kNvfp4) {
+            // Byte i % 8 of the line's 8 data bytes (x holds bytes 0-3, z bytes 4-7).
+            unsigned const word = (i % kLlLineData) < 4 ? sv[k].x : sv[k].z;
+            raw.scales = static_cast<std::uint8_t>(word >> (8 * (i % 4)));
+          }
+          s = __uint_as_float(gv[k].x);
+        }
+        // NVFP4: 2^14 / global scale, as the pull kernel (its decoder's values are 2^-14 scaled).
+        accumulate<kNvfp4, 8>(raw, kNvfp4 ? 16384.0f / s : s, format, acc);
+      }
     }
     if (aborted) break;
     store_floats<kElems>(static_cast<Out*>(a.out), i * kElems, acc);

@@ -212,17 +212,17 @@ void check_push(const std::vector<Q>& all, std::size_t shard, bool push_expected
   EXPECT_EQ(differ, 0u) << what << ": fp32 elements differing from the pull kernel's";
 }
 
-// Shards from one NVFP4 block (or one line of FP8 codes) to the decode limit, and one past it
-// (the pull kernel then).
-std::vector<std::size_t> quantized_shards(std::size_t line_elements) {
+// Shards from one 16-element unit (the quantized reduce-scatter's granule: one NVFP4 block, two
+// lines of FP8 codes) to the decode limit, and one past it (the pull kernel then).
+std::vector<std::size_t> quantized_shards() {
   std::size_t const limit = detail::lsa::kLlQuantizedMaxShard;
-  return {line_elements, 3 * line_elements, 65 * line_elements, limit, limit + line_elements};
+  return {16, 48, 1040, limit, limit + 16};
 }
 
 TEST(MultiRankSmallReduceScatter, Nvfp4ShardsArePushedAndMatchTheHostAndThePullKernel) {
   if (!has_push_kernel()) GTEST_SKIP() << kNoKernel << caps().reason;
   World& w = world();
-  for (std::size_t shard : quantized_shards(16)) {
+  for (std::size_t shard : quantized_shards()) {
     std::size_t const total = shard * static_cast<std::size_t>(w.size);
     std::vector<HostNvfp4> q;
     for (int r = 0; r < w.size; ++r) {
@@ -246,7 +246,7 @@ TEST(MultiRankSmallReduceScatter, Fp8ShardsArePushedAndMatchTheHostAndThePullKer
   if (!has_push_kernel()) GTEST_SKIP() << kNoKernel << caps().reason;
   World& w = world();
   for (Fp8Format format : {Fp8Format::E4M3, Fp8Format::E5M2}) {
-    for (std::size_t shard : quantized_shards(8)) {
+    for (std::size_t shard : quantized_shards()) {
       std::size_t const total = shard * static_cast<std::size_t>(w.size);
       std::vector<HostFp8> q;
       for (int r = 0; r < w.size; ++r) {
