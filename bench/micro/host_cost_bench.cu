@@ -10,7 +10,10 @@
 // times its own calls; the figure is rank 0's.
 // BM_HostCostEmptyKernel: one empty kernel launch.
 // Each iteration times kCalls calls back to back and reports the time per call; the stream is
-// drained after each iteration, outside the timing, so the launch queue never fills.
+// drained after each iteration, outside the timing, so the launch queue never fills. The
+// iteration count is fixed (kIterations): the reported time is 1/kCalls of an iteration's, so
+// Google Benchmark's own search for a count would run each case kCalls times longer than its
+// minimum time.
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
@@ -30,6 +33,7 @@ namespace symmcomm::bench {
 namespace {
 
 constexpr int kCalls = 50;
+constexpr int kIterations = 200;
 
 __global__ void empty_kernel() {}
 
@@ -129,10 +133,14 @@ void BM_HostCostNvfp4AllGather(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_HostCostEmptyKernel)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_HostCostEmptyKernel)
+    ->Iterations(kIterations)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HostCostNvfp4AllGather)
     ->ArgsProduct({{1, 2}, {1 << 10, 1 << 20}})
     ->ArgNames({"ranks", "bytes"})
+    ->Iterations(kIterations)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 
