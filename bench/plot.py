@@ -9,8 +9,8 @@ Writes OUT_PREFIX_busbw.png and OUT_PREFIX_latency.png (matplotlib, Debian: pyth
 Reads the BM_Latency* results of symmcomm_micro_bench (Google Benchmark JSON, with
 --benchmark_repetitions) and writes OUT_PREFIX_decode_latency.png (time per call vs bytes per
 rank, a panel per op and rank count, eager solid, CUDA graph dashed) and
-OUT_PREFIX_decode_latency.md (per size: each variant's mean time and ours / NCCL symmetric,
-mean and min-max over the repetitions; with variant 3 runs, the lsa-kernel launched with
+OUT_PREFIX_decode_latency.md (per size: each variant's median time and ours / NCCL symmetric and
+ours / the better of NCCL's two calls, median and min-max over the repetitions; with variant 3 runs, the lsa-kernel launched with
 programmatic dependent launch, a column and a ratio of its own; with variant 4 runs (the
 all-gather's barrier kernel, its small-message kernel off), a column, its ratio to NCCL
 symmetric and ours / barrier kernel (after / before, same run); with BM_LatencyLsaBarriers
@@ -19,6 +19,7 @@ and the rest, beside NCCL's symmetric call of the same bytes).
 """
 import json
 import re
+import statistics
 import sys
 
 VARIANTS = {0: "symmcomm lsa-kernel", 1: "NCCL symmetric", 2: "plain NCCL",
@@ -51,7 +52,7 @@ def barrier_runs(doc):
 
 
 def barrier_markdown(barriers, runs):
-    """Per rank count and launch: the barriers' mean time, the smallest all-gather's (the kernel
+    """Per rank count and launch: the barriers' median time, the smallest all-gather's (the kernel
     with barriers - variant 4 where it ran, since variant 0 then has none - and NCCL symmetric)
     and the barriers' share of it; "" without barrier runs."""
     if not barriers:
@@ -67,7 +68,7 @@ def barrier_markdown(barriers, runs):
         cells = [f"{bar:.2f} us", "-", "-", "-", "-", "-"]
         if sizes:
             by_variant = runs[("AllGather", ranks, sizes[0], graph)]
-            mean = {v: sum(t) / len(t) for v, t in by_variant.items()}
+            mean = {v: statistics.median(t) for v, t in by_variant.items()}
             cells[1] = str(sizes[0])
             if with_barriers in mean:
                 ours = mean[with_barriers]
@@ -95,35 +96,35 @@ def latency_runs(doc):
 
 
 def _ratio(by_variant, ours, reference):
-    """(mean, min, max) of ours / reference paired repetition by repetition; None where either
+    """(median, min, max) of ours / reference paired repetition by repetition; None where either
     is missing."""
     if ours not in by_variant or reference not in by_variant:
         return None
     pairs = [a / b for a, b in zip(by_variant[ours], by_variant[reference])]
-    return (sum(pairs) / len(pairs), min(pairs), max(pairs))
+    return (statistics.median(pairs), min(pairs), max(pairs))
 
 
 def _ratio_better(by_variant, ours):
-    """(mean, min, max) of ours / the better of NCCL's symmetric and plain calls, the better
+    """(median, min, max) of ours / the better of NCCL's symmetric and plain calls, the better
     taken repetition by repetition; None where ours or both NCCL calls are missing."""
     refs = [by_variant[v] for v in (1, 2) if v in by_variant]
     if ours not in by_variant or not refs:
         return None
     better = [min(times) for times in zip(*refs)]
     pairs = [a / b for a, b in zip(by_variant[ours], better)]
-    return (sum(pairs) / len(pairs), min(pairs), max(pairs))
+    return (statistics.median(pairs), min(pairs), max(pairs))
 
 
 def latency_table(runs):
-    """Rows (op, ranks, bytes, graph, {variant: mean us}, ratio, pdl ratio, before ratio,
+    """Rows (op, ranks, bytes, graph, {variant: median us}, ratio, pdl ratio, before ratio,
     after / before, push ratio, ours / better NCCL, push / better NCCL) where ratio is ours /
     NCCL symmetric, pdl ratio ours with PDL / NCCL symmetric, before ratio the barrier kernel /
     NCCL symmetric, after / before ours / the barrier kernel, push ratio the push BF16 kernel /
     NCCL symmetric, and the last two against the better of NCCL's symmetric and plain calls,
-    each (mean, min, max) paired repetition by repetition, None where a side is missing."""
+    each (median, min, max) paired repetition by repetition, None where a side is missing."""
     rows = []
     for (op, ranks, size, graph), by_variant in sorted(runs.items()):
-        means = {v: sum(t) / len(t) for v, t in by_variant.items()}
+        means = {v: statistics.median(t) for v, t in by_variant.items()}
         rows.append((op, ranks, size, graph, means, _ratio(by_variant, 0, 1),
                      _ratio(by_variant, PDL, 1), _ratio(by_variant, BARRIER_KERNEL, 1),
                      _ratio(by_variant, 0, BARRIER_KERNEL), _ratio(by_variant, PUSH, 1),
