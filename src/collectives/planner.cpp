@@ -17,8 +17,7 @@ void describe(std::ostream& os, PlanReason why, const Plan& p) {
       os << "every buffer lies in a symmetric window of this communicator";
       break;
     case PlanReason::LsaKernelFaster:
-      os << "symmcomm's LSA kernel reads peers' windows directly, faster than NCCL at this size "
-            "(thresholds.hpp)";
+      os << "symmcomm's LSA kernel, measured faster than NCCL at this size (thresholds.hpp)";
       break;
     case PlanReason::ForcedFallback:
     case PlanReason::Forced:
@@ -142,8 +141,11 @@ int first_non_symmetric(const PlanRequest& r, bool peer_accessed_only, bool nccl
 
 // Auto's choice between two usable symmetric paths (thresholds.hpp).
 bool lsa_preferred_over_nccl(const PlanRequest& r) {
-  return r.operation == Operation::AllGather &&
-         r.bytes_per_rank <= thresholds::kLsaAllGatherMaxBytesPerRank;
+  if (r.operation == Operation::AllGather) {
+    return r.bytes_per_rank <= thresholds::kLsaAllGatherMaxBytesPerRank;
+  }
+  return nccl_reduces_natively(r.send_type, r.recv_type) &&
+         r.bytes_per_rank <= thresholds::kLsaReduceScatterMaxBytesPerRank;
 }
 
 // What stops NCCL's symmetric kernels, if anything.

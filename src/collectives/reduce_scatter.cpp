@@ -43,9 +43,9 @@ Plan native_reduce_scatter(CommState& state, const CollectiveCall& call, cudaStr
   std::size_t const n = static_cast<std::size_t>(state.size);
   bool const equal = call.counts == Counts::Equal;
   std::size_t const send_bytes = call.send.data_bytes(), recv_bytes = call.recv.data_bytes();
-  // symmcomm's push-model kernel for small BF16 sums (kernels/lsa_ll.hpp): taken only where
-  // Options::path asks for it until it is measured against NCCL's paths (Auto keeps NCCL's).
-  bool const push = equal && type == DataType::Bf16 && options.path == PathChoice::LsaKernel &&
+  // symmcomm's push-model kernel for small BF16 sums (kernels/lsa_ll.hpp); Auto takes it up to
+  // thresholds::kLsaReduceScatterMaxBytesPerRank, where it was measured faster than NCCL.
+  bool const push = equal && type == DataType::Bf16 &&
                     lsa::ll_reduce_fits(state.ll_window != nullptr, type, call.recv.count);
   PlannedCall planned(state, Operation::ReduceScatter, options, operation);
   planned.types(type, type)

@@ -26,4 +26,12 @@ inline constexpr std::size_t kStagingMaxBytesPerRank = std::size_t{1} << 20;
 /// (kernels/lsa_ll.hpp). docs/design-notes.md quotes the measurements behind this bound.
 inline constexpr std::size_t kLsaAllGatherMaxBytesPerRank = std::size_t{256} << 10;
 
+/// Largest BF16 output per rank for which Auto takes symmcomm's push-model reduce-scatter
+/// (kernels/lsa_ll.hpp: no barrier, each rank pushes peers' shards into their scratch lines) over
+/// NCCL's symmetric and plain reduce-scatters, when the buffers are symmetric. Measured with
+/// 2, 4 and 8 ranks sharing one H200, eager and in CUDA graphs, 1-64 KiB per rank: faster than
+/// the better of NCCL's two calls at every size (docs/design-notes.md quotes the range; the run
+/// is in bench/results/). Larger shards were not measured on this kernel, so NCCL keeps them.
+inline constexpr std::size_t kLsaReduceScatterMaxBytesPerRank = std::size_t{64} << 10;
+
 }  // namespace symmcomm::thresholds

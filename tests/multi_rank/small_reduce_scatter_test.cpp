@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/thresholds.hpp"
 #include "comm/comm_state.hpp"
 #include "comm/lsa_limits.hpp"
 #include "kernels/lsa_ll.hpp"
@@ -122,17 +123,24 @@ TEST(MultiRankSmallReduceScatter, ShardsUpToTheLimitTwiceWithoutHostWaitsMatchTh
   expect_same_path_everywhere(Path::LsaKernel, "small reduce-scatters");
 }
 
-TEST(MultiRankSmallReduceScatter, OnePastTheLimitIsRefusedWhenForcedAndAutoKeepsNccl) {
+TEST(MultiRankSmallReduceScatter, OnePastTheLimitIsRefusedWhenForcedAndAutoTakesItBelow) {
   if (!has_push_kernel()) GTEST_SKIP() << kNoKernel << caps().reason;
   Call big(detail::kLlMaxBytesPerRank / 2 + 4, 0, 1);
   big.upload(0);
   std::string const text = logic_error_text([&] { big.run(forced()); });
   EXPECT_NE(text.find("Options::path = lsa-kernel cannot be taken"), std::string::npos) << text;
-  Call small(256, 0, 2);
-  small.upload(0);
-  EXPECT_NE(small.run(Options{}).path, Path::LsaKernel) << "Auto takes the kernel unmeasured";
-  sync();
-  small.expect_summed(0, "Auto's path");
+  // Auto: the push kernel up to its measured limit (symmetric buffers), NCCL's path above.
+  std::size_t const limit = thresholds::kLsaReduceScatterMaxBytesPerRank / 2;  // bf16 values
+  Call small(256, 0, 2), at(limit, 0, 3), past(limit + 8, 0, 4);
+  for (Call* c : {&small, &at, &past}) c->upload(0);
+  std::uint32_t const before = kernel_calls();
+  EXPECT_EQ(small.run(Options{}).path, Path::LsaKernel);
+  EXPECT_EQ(at.run(Options{}).path, Path::LsaKernel);
+  EXPECT_NE(past.run(Options{}).path, Path::LsaKernel);
+  EXPECT_EQ(kernel_calls() - before, 2u) << "push-kernel calls of Auto";
+  small.expect_summed(0, "Auto's push kernel");
+  at.expect_summed(0, "Auto at the limit");
+  past.expect_summed(0, "Auto past the limit");
 }
 
 TEST(MultiRankSmallReduceScatter, OneGraphReplayedWithNewInputs) {

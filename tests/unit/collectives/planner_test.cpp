@@ -246,6 +246,27 @@ TEST(Planner, AutoPrefersLsaGatherOnlyBelowTheThreshold) {
   EXPECT_EQ(plan_collective(q).path, Path::LsaKernel);
 }
 
+// The push-model BF16 reduce-scatter (an LSA kernel where the executor says it fits) is Auto's
+// choice up to its measured limit; NCCL's symmetric reduce-scatter above it.
+TEST(Planner, AutoPrefersThePushReduceScatterOnlyBelowTheThreshold) {
+  Capabilities const c = caps(true, 8);
+  auto r = request(Operation::ReduceScatter, DataType::Bf16, DataType::Bf16, c,
+                   ProvenanceStatus::Symmetric, ProvenanceStatus::Symmetric);
+  r.lsa_kernel_available = true;
+  r.bytes_per_rank = thresholds::kLsaReduceScatterMaxBytesPerRank;
+  Plan p = plan_collective(r);
+  EXPECT_EQ(p.path, Path::LsaKernel);
+  EXPECT_EQ(p.why, PlanReason::LsaKernelFaster);
+  r.bytes_per_rank = thresholds::kLsaReduceScatterMaxBytesPerRank + 2;
+  p = plan_collective(r);
+  EXPECT_EQ(p.path, Path::NcclSymmetric);
+  EXPECT_EQ(p.why, PlanReason::NcclFasterHere);
+  // No kernel for the call (FP32, or past the push kernel's slot): NCCL's, whatever the size.
+  r.bytes_per_rank = 1024;
+  r.lsa_kernel_available = false;
+  EXPECT_EQ(plan_collective(r).path, Path::NcclSymmetric);
+}
+
 TEST(Planner, FusedQuantizeGatherFallsBackWithItsOwnReason) {
   Capabilities const c = caps(true, 8);
   auto r = request(Operation::AllGather, DataType::Bf16, DataType::Nvfp4, c,
