@@ -70,8 +70,9 @@ def table():
 
 
 def latency_table(spec):
-    """Ours / the better of NCCL's two paths (symmetric, plain) per rank count and size, each the
-    median (min-max) of the repetitions paired one by one; a "before" column where asked."""
+    """Ours (variant "variant", default 0) / the better of NCCL's two paths (symmetric, plain) per
+    rank count and size, each the median (min-max) of the repetitions paired one by one; a
+    "before" column where asked; the spec's "title" above the table where given."""
     times = {}
     doc = json.load(open(os.path.join(ROOT, spec["file"])))
     for b in doc["benchmarks"]:
@@ -95,7 +96,7 @@ def latency_table(spec):
         head.append("%d KiB, %s" % (sizes[0] // 1024, spec["before"]["label"]))
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for ranks in spec["ranks"]:
-        cells = [ratio(ranks, s, 0) for s in sizes]
+        cells = [ratio(ranks, s, spec.get("variant", 0)) for s in sizes]
         if "before" in spec:
             cells.append(ratio(ranks, sizes[0], spec["before"]["variant"]))
         lines.append("| %d | %s |" % (ranks, " | ".join(cells)))
@@ -105,7 +106,16 @@ def latency_table(spec):
                  "(min-max) over %d repetitions paired one by one%s: [%s](%s)."
                  % (runs, " (< %d)" % MIN_RUNS if runs < MIN_RUNS else "",
                     os.path.basename(os.path.dirname(spec["file"])), spec["file"]))
+    if "title" in spec:
+        lines = [spec["title"], ""] + lines
     return "\n".join(lines)
+
+
+def latency_tables(specs):
+    """Every latency spec's table (one spec, or a list of them), a blank line between."""
+    if isinstance(specs, dict):
+        specs = [specs]
+    return "\n\n".join(latency_table(spec) for spec in specs)
 
 
 def replaced(text, block, begin=BEGIN, end=END):
@@ -118,7 +128,7 @@ def replaced(text, block, begin=BEGIN, end=END):
 
 def main(argv):
     block = table()
-    latency = latency_table(json.load(open(MANIFEST))["latency"])
+    latency = latency_tables(json.load(open(MANIFEST))["latency"])
     if "--write" in argv or "--check" in argv:
         text = open(README).read()
         want = replaced(replaced(text, block), latency, LATENCY_BEGIN, LATENCY_END)
