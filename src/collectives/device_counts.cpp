@@ -239,8 +239,9 @@ Plan execute_device_count_gather(CommState& state, const CollectiveCall& call, c
 
 namespace {
 
-// One launch (BF16 rows, lsa::counted_reduce): counts through the window, one barrier, then
-// each rank reads only its rows from every peer's send part 0.
+// One launch (lsa::counted_reduce): counts through the window, one barrier, then each rank
+// reads only its rows from every peer's send parts (BF16 values, or NVFP4 codes and block
+// scales with every rank's global scale).
 void enqueue_counted_reduce(const CommState& state, const PlannedCall& planned,
                             const CollectiveCall& call, const std::vector<RowPart>& rows,
                             cudaStream_t stream) {
@@ -249,7 +250,12 @@ void enqueue_counted_reduce(const CommState& state, const PlannedCall& planned,
   lsa::CountedReduceArgs a;
   fill_counted(a, call.device_counts, slots, planned.provenance(Slot::RecvPart, 0),
                total_row_bytes(rows));
+  a.type = call.send.dtype;
   a.send = slots.ref(planned.provenance(Slot::SendPart, 0), rows[0].name);
+  if (a.type == DataType::Nvfp4) {
+    a.block_scales = slots.ref(planned.provenance(Slot::SendPart, 1), rows[1].name);
+    a.scale = slots.ref(planned.provenance(Slot::SendScale), "send.global_scale");
+  }
   a.row_elements = call.row_elements;
   a.out = static_cast<bf16*>(call.recv.data);
   planned.before_enqueue(stream);
@@ -302,8 +308,12 @@ Plan execute_device_count_reduce_scatter(CommState& state, const CollectiveCall&
   const DeviceCounts& counts = call.device_counts;
   auto const n = static_cast<std::size_t>(state.size);
   std::vector<RowPart> const rows = row_parts(call);
-  // symmcomm's one-launch kernel sums BF16 rows; NVFP4 rows take the fallback.
-  bool const kernel = call.send.dtype == DataType::Bf16;
+  // symmcomm's one-launch kernel sums BF16 rows, and NVFP4 rows whose codes it can load 8 bytes
+  // and whose bf16 output it can store 16 bytes at a time; other NVFP4 rows take the fallback.
+  bool const nvfp4 = call.send.dtype == DataType::Nvfp4;
+  bool const kernel = call.send.dtype == DataType::Bf16 ||
+                      (nvfp4 && reinterpret_cast<std::uintptr_t>(call.send.data) % 8 == 0 &&
+                       reinterpret_cast<std::uintptr_t>(call.recv.data) % 16 == 0);
   PlannedCall planned(state, Operation::ReduceScatter, options, operation);
   planned.per_rank(counts.capacity * total_row_bytes(rows), false)
       .lsa_kernel(kernel)
@@ -316,6 +326,8 @@ Plan execute_device_count_reduce_scatter(CommState& state, const CollectiveCall&
   }
   if (kernel) {
     planned.part(Slot::RecvPart, 0, "counts.counts", counts.counts, n * sizeof(std::int32_t));
+    if (nvfp4)
+      planned.buffer(Slot::SendScale, "send.global_scale", call.send.scales, sizeof(float));
   }
   planned.buffer(Slot::RecvData, "recv.data", call.recv.data, call.recv.data_bytes(), false);
   Plan const plan = planned.decide(stream);

@@ -194,18 +194,23 @@ struct CountedGatherArgs : CountedArgs {
   SymRef scale_dst{};
 };
 
-/// A BF16 reduce-scatter with this rank's shard size on the device (device_counts.hpp), in one
+/// A reduce-scatter with this rank's shard size on the device (device_counts.hpp), in one
 /// launch: after the count exchange (CountedArgs) this rank sums its count rows from every peer's
-/// compact `send` (rows from
-/// offset[rank] on, `row_elements` bf16 each) in fp32, in rank order, rounds once, writes them to
-/// local `out` and zeroes out's rows past its count up to `capacity`; a closing barrier keeps
-/// peers' send buffers in use until every rank has read them. Peers are read with 16-byte loads
-/// where every peer's rows and `out` allow (`vector`), else element by element.
+/// compact `send` (rows from offset[rank] on, `row_elements` each) in fp32, in rank order, rounds
+/// once to bf16, writes them to local `out` and zeroes out's rows past its count up to
+/// `capacity`; a closing barrier keeps peers' send buffers in use until every rank has read them.
+/// BF16 rows are read with 16-byte loads where every peer's rows and `out` allow (`vector`),
+/// else element by element. NVFP4 rows (`type`): packed codes in `send`, their e4m3 block scales
+/// (row_elements / 16 a row, compact like the codes) in `block_scales` and each rank's global
+/// scale at `scale`, dequantized with the pull kernel's arithmetic (lsa_reduce.cuh); `send` must
+/// be 8-byte and `out` 16-byte aligned there.
 struct CountedReduceArgs : CountedArgs {
-  SymRef send{};                 ///< comm.size() x capacity rows of room, compact
-  std::size_t row_elements = 0;  ///< bf16 elements per row
-  bf16* out = nullptr;           ///< capacity rows, local
-  bool vector = false;           ///< 16-byte loads and stores (set by counted_reduce)
+  DataType type = DataType::Bf16;  ///< the rows: Bf16 or Nvfp4
+  SymRef send{};                   ///< comm.size() x capacity rows of room, compact
+  SymRef block_scales{}, scale{};  ///< NVFP4 only
+  std::size_t row_elements = 0;    ///< elements per row (NVFP4: a multiple of 16)
+  bf16* out = nullptr;             ///< capacity rows, local
+  bool vector = false;             ///< 16-byte loads and stores (set by counted_reduce)
 };
 
 /// Launch one kernel for the calling rank described by `peers`.

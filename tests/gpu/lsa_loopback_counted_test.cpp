@@ -1,6 +1,6 @@
 // The one-launch device-count gather and BF16 reduce-scatter (lsa::counted_gather,
-// lsa::counted_reduce: device_counts.hpp's LSA path) through the loopback peer policy: virtual ranks on
-// one GPU against the host, with and without PDL.
+// lsa::counted_reduce: device_counts.hpp's LSA path) through the loopback peer policy: virtual
+// ranks on one GPU against the host, with and without PDL.
 
 #include <gtest/gtest.h>
 
@@ -255,6 +255,93 @@ TEST(LsaLoopbackCounted, DeviceCountBf16ReduceScatterInOneLaunchMatchesTheHost) 
   for (int n : {3, 4, 8}) {
     for (std::size_t row : {std::size_t{64}, std::size_t{12}}) {
       for (bool pdl : {false, true}) counted_reduce_matches_the_host(n, row, pdl);
+    }
+  }
+}
+
+// The one-launch NVFP4 -> BF16 device-count reduce-scatter over virtual ranks, as above: this
+// rank's rows dequantized with each rank's block and global scales, summed in fp32 in rank order,
+// rounded once; against the host's fp32 rank-order sum (within the device's fused multiply-adds
+// and one bf16 rounding), out's rows past the count 0.
+void counted_nvfp4_reduce_matches_the_host(int n, std::size_t row) {
+  SCOPED_TRACE(std::to_string(n) + " ranks, nvfp4 rows of " + std::to_string(row));
+  std::size_t const capacity = 7;
+  auto const un = static_cast<std::size_t>(n);
+  std::size_t const room = un * capacity * row;
+  HostCounts const h = HostCounts::edge_cases(n, capacity, 3, 5);
+  CountArrays const arrays(h.raw);
+  std::vector<HostNvfp4> host;
+  std::vector<std::unique_ptr<DeviceArray<std::uint8_t>>> data, scales;
+  std::vector<std::unique_ptr<DeviceArray<float>>> global;
+  std::vector<std::unique_ptr<DeviceArray<std::uint16_t>>> out;
+  for (std::size_t r = 0; r < un; ++r) {
+    host.push_back(HostNvfp4::quantize(
+        random_floats(room, 950 + static_cast<std::uint32_t>(r), 1.0f + static_cast<float>(r))));
+    data.push_back(std::make_unique<DeviceArray<std::uint8_t>>(room / 2));
+    scales.push_back(std::make_unique<DeviceArray<std::uint8_t>>(room / 16));
+    global.push_back(std::make_unique<DeviceArray<float>>(1));
+    out.push_back(std::make_unique<DeviceArray<std::uint16_t>>(capacity * row));
+    data[r]->upload(host[r].data);
+    scales[r]->upload(host[r].scales);
+    global[r]->upload({host[r].global_scale});
+    out[r]->upload(std::vector<std::uint16_t>(capacity * row, 0xABAB));
+  }
+  for (int phase : {1, 2}) {
+    for (int r = 0; r < n; ++r) {
+      auto const i = static_cast<std::size_t>(r);
+      detail::lsa::Peers peers = detail::lsa::Peers::loopback_of(r, n);
+      for (std::size_t q = 0; q < un; ++q) {
+        peers.base[0][q] = arrays.counts[q]->get();
+        peers.base[1][q] = data[q]->get();
+        peers.base[2][q] = scales[q]->get();
+        peers.base[3][q] = global[q]->get();
+      }
+      detail::lsa::CountedReduceArgs a;
+      a.type = DataType::Nvfp4;
+      a.count = arrays.count[i]->get();
+      a.counts = detail::lsa::SymRef{0, 0};
+      a.offsets = arrays.offsets[i]->get();
+      a.overflow = arrays.overflow[i]->get();
+      a.capacity = capacity;
+      a.send = detail::lsa::SymRef{1, 0};
+      a.block_scales = detail::lsa::SymRef{2, 0};
+      a.scale = detail::lsa::SymRef{3, 0};
+      a.row_elements = row;
+      a.out = reinterpret_cast<bf16*>(out[i]->get());
+      a.phase = phase;
+      a.grid_bytes = capacity * (row / 2 + row / 16);
+      detail::lsa::counted_reduce(peers, a, nullptr);
+    }
+  }
+  SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+  for (std::size_t r = 0; r < un; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    arrays.expect(r, h, true);
+    auto const first = static_cast<std::size_t>(h.prefix[r]) * row;
+    std::size_t const mine = static_cast<std::size_t>(h.clamped[r]) * row;
+    std::vector<float> const want = reduce_like_kernel(host, first, mine);
+    auto const got = out[r]->download();
+    std::size_t bad = 0;
+    for (std::size_t e = 0; e < mine; ++e) {
+      double magnitude = 0.0;
+      for (const HostNvfp4& q : host) magnitude += std::fabs(q.value(first + e));
+      // The device's fused multiply-adds (half an ulp a step) and one bf16 rounding.
+      double const tol = magnitude * static_cast<double>(n) * 1.2e-7 +
+                         std::fabs(static_cast<double>(want[e])) / 256.0 + 1e-30;
+      if (!(std::fabs(static_cast<double>(bf16_bits_to_float(got[e])) - want[e]) <= tol)) ++bad;
+    }
+    EXPECT_EQ(bad, 0u) << "elements off the host's rank-order sum";
+    for (std::size_t e = mine; e < got.size(); ++e) {
+      ASSERT_EQ(got[e], 0u) << "element " << e << " past this rank's count is not 0";
+    }
+  }
+}
+
+TEST(LsaLoopbackCounted, DeviceCountNvfp4ReduceScatterInOneLaunchMatchesTheHost) {
+  SYMMCOMM_REQUIRE_GPU();
+  for (int n : {3, 4, 8}) {
+    for (std::size_t row : {std::size_t{64}, std::size_t{16}}) {
+      counted_nvfp4_reduce_matches_the_host(n, row);
     }
   }
 }

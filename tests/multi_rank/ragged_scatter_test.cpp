@@ -1,6 +1,6 @@
-// Reduce-scatters with shard sizes on the device (symmcomm/collectives/device_counts.hpp) across real
-// ranks: this rank's sum of its count rows lands at the top of recv and the rest is 0, on every
-// path, eager and from one captured graph replayed with other counts; a count above capacity
+// Reduce-scatters with shard sizes on the device (symmcomm/collectives/device_counts.hpp) across
+// real ranks: this rank's sum of its count rows lands at the top of recv and the rest is 0, on
+// every path, eager and from one captured graph replayed with other counts; a count above capacity
 // raises the overflow flag. BF16 and NVFP4 into BF16, against host references and the
 // host-count reduce_scatterv.
 
@@ -180,22 +180,36 @@ TEST(MultiRankRagged, ReduceScatterWithDeviceCountsMatchesHostCounts) {
   scales.upload(q.scales);
   global.upload({q.global_scale});
   PoolArray<std::uint16_t> by_device(cap * row), by_host(std::max<std::size_t>(mine * row, 16));
-  by_device.poison();
-  reduce_scatterv(w.comm, Nvfp4View{data.get(), scales.get(), global.get(), full},
-                  Bf16Span{reinterpret_cast<bf16*>(by_device.get()), cap * row}, row, dc, w.stream);
   reduce_scatterv(w.comm, Nvfp4View{data.get(), scales.get(), global.get(), total_rows * row},
                   Bf16Span{reinterpret_cast<bf16*>(by_host.get()), mine * row}, host_counts,
                   w.stream);
   sync();
-  auto const got = by_device.download();
   auto const ref = by_host.download();
-  EXPECT_SAME_VECTORS(std::vector<std::uint16_t>(
-                          got.begin(), got.begin() + static_cast<std::ptrdiff_t>(mine * row)),
-                      std::vector<std::uint16_t>(
-                          ref.begin(), ref.begin() + static_cast<std::ptrdiff_t>(mine * row)),
-                      "nvfp4 device-count reduce-scatter vs host counts");
-  for (std::size_t i = mine * row; i < got.size(); ++i) {
-    ASSERT_EQ(got[i], 0u) << "row element " << i << " past this rank's count is not 0";
+  // Every path: the one-launch kernel (Auto's where it runs) and the padded fallback.
+  std::vector<PathChoice> paths{PathChoice::Fallback, PathChoice::Auto};
+  if (lsa_can()) paths.push_back(PathChoice::LsaKernel);
+  for (PathChoice path : paths) {
+    Options o;
+    o.path = path;
+    by_device.poison();
+    Plan const p = reduce_scatterv(w.comm, Nvfp4View{data.get(), scales.get(), global.get(), full},
+                                   Bf16Span{reinterpret_cast<bf16*>(by_device.get()), cap * row},
+                                   row, dc, w.stream, o);
+    sync();
+    std::string const at = std::string("nvfp4 device-count reduce-scatter (") + to_string(path) +
+                           " -> " + to_string(p.path) + ") vs host counts";
+    Path const expected =
+        path == PathChoice::Fallback || !lsa_can() ? Path::Fallback : Path::LsaKernel;
+    EXPECT_EQ(p.path, expected) << at;
+    auto const got = by_device.download();
+    EXPECT_SAME_VECTORS(std::vector<std::uint16_t>(
+                            got.begin(), got.begin() + static_cast<std::ptrdiff_t>(mine * row)),
+                        std::vector<std::uint16_t>(
+                            ref.begin(), ref.begin() + static_cast<std::ptrdiff_t>(mine * row)),
+                        at);
+    for (std::size_t i = mine * row; i < got.size(); ++i) {
+      ASSERT_EQ(got[i], 0u) << at << ": row element " << i << " past this rank's count is not 0";
+    }
   }
 }
 

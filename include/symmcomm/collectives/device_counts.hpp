@@ -22,8 +22,8 @@
 /// compact place on every peer (PlanReason::DeviceCountsInOneLaunch). Otherwise the fallback:
 /// NCCL gathers every rank's count, then every rank's rows at capacity into the communicator's
 /// workspace, then one kernel compacts them; the plan's reason says how many bytes per rank that
-/// moves. The BF16 reduce_scatterv has the same two paths (its kernel needs `send` and `counts`
-/// in windows; see there); the NVFP4 one runs on the fallback. Options::path = LsaKernel forces the
+/// moves. The reduce_scatterv overloads have the same two paths (their kernel needs `send` and
+/// `counts` in windows; see there). Options::path = LsaKernel forces the
 /// kernel (refused, naming the buffer, where it cannot run), Fallback forces NCCL's path.
 /// Collective, stream-ordered and capturable like every symmcomm collective (all_gather.hpp); the
 /// fallback is refused inside a symmcomm::Group (the compaction must follow NCCL's work). Its
@@ -95,12 +95,14 @@ Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
 /// this rank's sum of its *count rows lands in `recv` (capacity rows of room; the rows past the
 /// count are written as 0). BF16 sums (NCCL's) and NVFP4 with per-rank global scales into BF16
 /// (fp32 accumulation, one rounding). Counts, offsets and overflow as the gathers'.
-/// BF16, where an LSA team spans the communicator and `send` and `counts` lie in its windows:
-/// Auto takes symmcomm's one-launch kernel - counts exchanged through the window, one barrier,
-/// then each rank reads only its rows from every peer's `send`, sums them in fp32 in rank order
-/// and rounds once (PlanReason::DeviceCountsInOneLaunch; Options::path = LsaKernel forces it).
-/// Otherwise, and always for NVFP4, the fallback: the compact rows are laid out at capacity in
-/// the workspace, then reduce-scattered by NCCL (BF16: NCCL's sums) or symmcomm's reduction.
+/// Where an LSA team spans the communicator and `send` (NVFP4: data, block scales and global
+/// scale) and `counts` lie in its windows: Auto takes symmcomm's one-launch kernel - counts
+/// exchanged through the window, one barrier, then each rank reads only its rows from every
+/// peer's `send`, sums them in fp32 in rank order and rounds once
+/// (PlanReason::DeviceCountsInOneLaunch; Options::path = LsaKernel forces it). NVFP4 takes it when
+/// `send.data` is 8-byte and `recv` 16-byte aligned. Otherwise the fallback: the compact rows are
+/// laid out at capacity in the workspace, then reduce-scattered by NCCL (BF16: NCCL's sums) or
+/// symmcomm's reduction. Both give NVFP4 the same bits (the same fp32 arithmetic in rank order).
 Plan reduce_scatterv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
                      std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
                      const Options& options = {});

@@ -277,7 +277,7 @@ TEST(RaggedArgs, OneLaunchReduceScatterArgumentsAreCheckedBeforeAnyLaunch) {
   using detail::lsa::CountedReduceArgs;
   using detail::lsa::Peers;
   using detail::lsa::SymRef;
-  static std::int32_t words[64];
+  alignas(16) static std::int32_t words[64];
   Peers const peers = two_virtual_ranks(words);
   CountedReduceArgs a;
   a.count = words;
@@ -312,6 +312,30 @@ TEST(RaggedArgs, OneLaunchReduceScatterArgumentsAreCheckedBeforeAnyLaunch) {
   b.send = SymRef{0, 1};
   EXPECT_NE(text(b).find("send.data at offset 1 is not 2-byte aligned"), std::string::npos)
       << text(b);
+  // NVFP4 rows: whole blocks, codes 8-byte aligned, the scales' slots, out 16-byte aligned.
+  CountedReduceArgs q = a;
+  q.type = DataType::Nvfp4;
+  q.row_elements = 32;
+  q.block_scales = SymRef{2, 0};
+  q.scale = SymRef{3, 0};
+  q.out = reinterpret_cast<bf16*>(words + 32);  // 16-byte aligned with the array (alignas)
+  b = q;
+  b.row_elements = 24;
+  EXPECT_NE(text(b).find("row_elements 24 is not whole NVFP4 blocks of 16"), std::string::npos)
+      << text(b);
+  b = q;
+  b.send = SymRef{0, 4};
+  EXPECT_NE(text(b).find("send.data at offset 4 is not 8-byte aligned"), std::string::npos)
+      << text(b);
+  b = q;
+  b.scale = SymRef{9, 0};
+  EXPECT_NE(text(b).find("send.global_scale slot 9 outside 0..3"), std::string::npos) << text(b);
+  b = q;
+  b.out = reinterpret_cast<bf16*>(words + 33);
+  EXPECT_NE(text(b).find("out is not 16-byte aligned"), std::string::npos) << text(b);
+  b = a;
+  b.type = DataType::Fp32;
+  EXPECT_NE(text(b).find("rows of fp32 (bf16 or nvfp4)"), std::string::npos) << text(b);
 }
 
 }  // namespace
