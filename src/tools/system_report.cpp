@@ -252,7 +252,7 @@ void decide_paths(Facts& f) {
   PathRow counted{"device-count-kernels",
                   "what lsa-kernel needs; send/receive tensors and counts in windows",
                   lsa.available,
-                  lsa.available ? "one-launch gathers and BF16 reduce-scatters "
+                  lsa.available ? "one-launch gathers and BF16 and NVFP4 reduce-scatters "
                                   "with counts on the device"
                                 : lsa.why};
   f.paths = {fallback, symmetric, lsa, small, counted};
