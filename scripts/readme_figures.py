@@ -102,9 +102,10 @@ def latency_table(spec):
         lines.append("| %d | %s |" % (ranks, " | ".join(cells)))
     runs = min((len(v) for v in times.values()), default=0)
     lines.append("")
-    lines.append("Ours / the better of NCCL's symmetric and plain calls of the same bytes, median "
+    lines.append("Ours / the better of NCCL's symmetric and plain %s, median "
                  "(min-max) over %d repetitions paired one by one%s: [%s](%s)."
-                 % (runs, " (< %d)" % MIN_RUNS if runs < MIN_RUNS else "",
+                 % (spec.get("reference", "calls of the same bytes"), runs,
+                    " (< %d)" % MIN_RUNS if runs < MIN_RUNS else "",
                     os.path.basename(os.path.dirname(spec["file"])), spec["file"]))
     if "title" in spec:
         lines = [spec["title"], ""] + lines
