@@ -89,3 +89,17 @@ symmcomm_allow_skips() {
 symmcomm_ctest_verdict() {
   "$SYMMCOMM_ROOT/scripts/ctest_skips.sh" "$1" "$2"
 }
+
+# symmcomm_repair_nccl_links <nccl root>: a copied NCCL whose library links arrived as small
+# text files naming their target (a copy that does not keep links, as the shared NCCL 2.30 build
+# is stored) gets its links back, so the linker and the loader see the library itself.
+symmcomm_repair_nccl_links() {
+  local lib="$1/lib" f target
+  [ -d "$lib" ] || return 0
+  for f in "$lib/libnccl.so" "$lib/libnccl.so.2"; do
+    [ -f "$f" ] && [ ! -L "$f" ] && [ "$(stat -c %s "$f")" -lt 256 ] || continue
+    target=$(head -c 255 "$f" | tr -d '\n')
+    [ -n "$target" ] && [ -e "$lib/$target" ] && ln -sf "$target" "$f"
+  done
+  return 0
+}

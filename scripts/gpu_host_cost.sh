@@ -9,6 +9,7 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 second="${SYMMCOMM_SECOND_NCCL:-$SYMMCOMM_ROOT/.nccl-2.30.7}"
+symmcomm_repair_nccl_links "$second"
 build="$SYMMCOMM_ROOT/build-nccl2"
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0

@@ -12,6 +12,7 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 second="${SYMMCOMM_SECOND_NCCL:-$SYMMCOMM_ROOT/.nccl-2.30.7}"
+symmcomm_repair_nccl_links "$second"
 build="${1:-$SYMMCOMM_ROOT/build-nccl2}"
 limit="${SYMMCOMM_LATENCY_LIMIT_S:-150}"
 mkdir -p "$out"

@@ -10,6 +10,7 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 second="${SYMMCOMM_SECOND_NCCL:-$SYMMCOMM_ROOT/.nccl-2.30.7}"
+symmcomm_repair_nccl_links "$second"
 py="${SYMMCOMM_PYTHON:-/opt/torch/.venv/bin/python3}"
 [ -x "$py" ] || py=python3
 mkdir -p "$out"

@@ -9,6 +9,7 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 second="${SYMMCOMM_SECOND_NCCL:-$SYMMCOMM_ROOT/.nccl-2.30.7}"
+symmcomm_repair_nccl_links "$second"
 mkdir -p "$out"
 want() { [[ " ${SYMMCOMM_SKIP:-} " != *" $1 "* ]]; }
 export NCCL_NVLS_ENABLE=0 GTEST_COLOR=no

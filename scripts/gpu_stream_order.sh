@@ -10,6 +10,7 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 second="${SYMMCOMM_SECOND_NCCL:-$SYMMCOMM_ROOT/.nccl-2.30.7}"
+symmcomm_repair_nccl_links "$second"
 repeats="${SYMMCOMM_STRESS_REPEATS:-5}"
 parts="${SYMMCOMM_STRESS_PARTS:-legacy bench tier}"   # which parts to run
 tier_ranks="${SYMMCOMM_STRESS_TIER_RANKS:-2 4 8}"
