@@ -1,7 +1,7 @@
 // DP attention's ragged gather three ways, side by side over N real NCCL ranks sharing this
 // process's GPU (NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1; skipped otherwise, saying why):
 // NVFP4 rows of 7168 elements (a DeepSeek-class hidden size), per-rank token counts Zipf-like
-// around a mean (64, 256, 1024), capacity twice the mean.
+// around a mean (4, 8, 64, 256, 1024), capacity twice the mean.
 //
 // BM_RaggedGather, variant (third argument):
 //   0  counts on the device on NCCL's path (Options::path = Fallback: every rank's rows at
@@ -11,8 +11,11 @@
 //   2  host counts: all_gatherv with the counts as a host vector (a graph per count pattern);
 //   3  counts on the device through symmcomm's one-launch LSA kernel (Options::path =
 //      LsaKernel, Auto's choice where it runs; the counts arrays in the pool's windows): only
-//      the counted rows move.
-// Variants 0 and 3 are what one captured graph serves for every step's counts.
+//      the counted rows move;
+//   4  variant 3 with counts in the scratch lines (lsa::ll_counted_gather, switched on for the
+//      case): no barrier and no count exchange before the rows; only where capacity rows fit a
+//      slot (decode sizes: means 4 and 8 here).
+// Variants 0, 3 and 4 are what one captured graph serves for every step's counts.
 // Fourth argument: 1 = the calls captured in one CUDA graph per rank and replayed (variants 0,
 // 1 and 3; 2 cannot replay with other counts and is eager only). Time per call, the slowest
 // rank's, host launch cost excluded (rank_world.hpp); counters: rows gathered, bytes the counts
@@ -28,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/lsa_ll.hpp"
 #include "micro/rank_world.hpp"
 #include "support/ordered_copy.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
@@ -58,7 +62,7 @@ std::vector<std::int32_t> zipf_counts(int ranks, std::size_t mean, std::size_t c
 
 // One case's tensors on every rank (NVFP4 rows of kHidden at capacity) and its counts.
 struct RaggedCase {
-  int variant = 0;  // 0 device counts, 1 padded, 2 host counts, 3 device counts in one launch
+  int variant = 0;  // 0 device counts, 1 padded, 2 host counts, 3 one launch, 4 counts in lines
   std::size_t capacity = 0, cap_elems = 0, rows = 0;
   std::vector<std::int32_t> counts;
   std::vector<std::size_t> host_counts;
@@ -80,7 +84,7 @@ RaggedCase ragged_case(RankWorld& w, RankBuffers& b, std::size_t mean, int varia
   k.rscales = b.get(n * k.cap_elems / 16, true);
   k.rglobal = b.get(4 * n, true);
   k.count = b.get(4, false);
-  k.all_counts = b.get(4 * n, variant == 3);  // the one-launch kernel writes peers' arrays
+  k.all_counts = b.get(4 * n, variant >= 3);  // the one-launch kernel writes peers' arrays
   k.offsets = b.get(4 * n, false);
   k.overflow = b.get(4, false);
   for (std::int32_t c : k.counts) {
@@ -104,9 +108,9 @@ Path ragged_call(RankWorld& w, const RaggedCase& k, int r) {
   Rank& me = w.ranks[i];
   auto* g = reinterpret_cast<float*>(k.global[i]);
   auto* rg = reinterpret_cast<float*>(k.rglobal[i]);
-  if (k.variant == 0 || k.variant == 3) {
+  if (k.variant == 0 || k.variant >= 3) {
     Options options;
-    options.path = k.variant == 3 ? PathChoice::LsaKernel : PathChoice::Fallback;
+    options.path = k.variant >= 3 ? PathChoice::LsaKernel : PathChoice::Fallback;
     DeviceCounts const dc{reinterpret_cast<std::int32_t*>(k.count[i]), k.capacity,
                           reinterpret_cast<std::int32_t*>(k.all_counts[i]),
                           reinterpret_cast<std::int32_t*>(k.offsets[i]),
@@ -163,6 +167,12 @@ void BM_RaggedGather(benchmark::State& state) {
   bool const graph = state.range(3) != 0;
   RankBuffers b(*w);
   RaggedCase const k = ragged_case(*w, b, static_cast<std::size_t>(state.range(1)), variant);
+  // Variant 4: the counts-in-lines kernel for this case (the same on every rank: one process).
+  struct CountsInLines {
+    bool was = detail::lsa::ll_counts_enabled();
+    explicit CountsInLines(bool on) { detail::lsa::set_ll_counts(on); }
+    ~CountsInLines() { detail::lsa::set_ll_counts(was); }
+  } const lines(variant == 4);
   std::atomic<int> taken{static_cast<int>(Path::Fallback)};
   auto const call = [&](int r) { taken.store(static_cast<int>(ragged_call(*w, k, r))); };
   // First calls from every rank's thread at once: NCCL connects peers on a communicator's first
@@ -173,7 +183,7 @@ void BM_RaggedGather(benchmark::State& state) {
   });
   time_ragged(state, *w, call, graph);
   static const char* const kNames[] = {"device counts", "padded to capacity", "host counts",
-                                       "device counts, one launch"};
+                                       "device counts, one launch", "device counts in the lines"};
   state.SetLabel(std::to_string(n) + " ranks, " + kNames[variant] + ", " +
                  to_string(static_cast<Path>(taken.load())) + (graph ? ", graph" : ", eager"));
   state.counters["rows"] = static_cast<double>(k.rows);
@@ -185,10 +195,11 @@ void BM_RaggedGather(benchmark::State& state) {
 // Args: ranks, mean tokens per rank, variant, graph.
 void ragged_args(benchmark::internal::Benchmark* b) {
   for (int n : {2, 4, 8}) {
-    for (std::int64_t mean : {64, 256, 1024}) {
-      for (int variant : {0, 1, 2, 3}) {
+    for (std::int64_t mean : {4, 8, 64, 256, 1024}) {
+      for (int variant : {0, 1, 2, 3, 4}) {
         for (int graph : {0, 1}) {
           if (variant == 2 && graph == 1) continue;  // host counts: a graph per count pattern
+          if (variant == 4 && mean > 8) continue;    // capacity rows past a scratch slot
           b->Args({n, mean, variant, graph});
         }
       }

@@ -11,11 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "comm/dev_comm.hpp"
 #include "comm/wait_internal.hpp"
 #include "core/cuda_utils.hpp"
 #include "executors.hpp"
 #include "kernels/compact.hpp"
 #include "kernels/lsa.hpp"
+#include "kernels/lsa_ll.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/comm/wait.hpp"
 #include "symmcomm/error.hpp"
@@ -165,6 +167,36 @@ void enqueue_counted_gather(const CommState& state, const PlannedCall& planned,
   lsa::counted_gather(peers, a, stream);
 }
 
+// The counts-in-lines arguments of a call (lsa::LlCountedGatherArgs), or parts = 0 where the call
+// does not fit that kernel (a swizzled part, too many parts, rows past a slot, switched off).
+lsa::LlCountedGatherArgs ll_counted_args(const CommState& state, const CollectiveCall& call,
+                                         const std::vector<RowPart>& rows, const ScalePart& scale) {
+  lsa::LlCountedGatherArgs a;
+  if (rows.size() > static_cast<std::size_t>(lsa::LlCountedGatherArgs::kMaxParts)) return a;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].swizzled) return lsa::LlCountedGatherArgs{};
+    a.part[i] = lsa::LlCountedGatherArgs::Part{rows[i].send, rows[i].recv, rows[i].row_bytes};
+  }
+  a.parts = static_cast<int>(rows.size());
+  const DeviceCounts& counts = call.device_counts;
+  if (!lsa::ll_counted_fits(state.ll_window != nullptr, counts.capacity, lsa::ll_row_lines(a))) {
+    return lsa::LlCountedGatherArgs{};
+  }
+  a.scale_src = scale.send;
+  a.scale_recv = scale.recv;
+  a.count = counts.count;
+  a.counts = counts.counts;
+  a.offsets = counts.offsets;
+  a.overflow = counts.overflow;
+  a.capacity = counts.capacity;
+  a.rank = state.rank;
+  a.size = state.size;
+  a.scratch = state.ll_window;
+  a.calls = state.ll_calls;
+  a.abort_word = device_abort_word(state);
+  return a;
+}
+
 // NCCL gathers every rank's count and its rows at capacity into the workspace (rank after rank,
 // part after part), then one kernel compacts them.
 void enqueue_padded_gather(CommState& state, const PlannedCall& planned, const CollectiveCall& call,
@@ -229,7 +261,14 @@ Plan execute_device_count_gather(CommState& state, const CollectiveCall& call, c
   Plan const plan = planned.decide(stream);
   DeviceGuard guard(state.device);
   if (plan.path == Path::LsaKernel) {
-    enqueue_counted_gather(state, planned, call, rows, scale, counts_part, stream);
+    // Counts in the scratch lines where the call fits that kernel, else the one-launch kernel.
+    lsa::LlCountedGatherArgs const ll = ll_counted_args(state, call, rows, scale);
+    if (ll.parts > 0) {
+      planned.before_enqueue(stream);
+      lsa::ll_counted_gather(ll, state.caps.lsa_sm_share, stream);
+    } else {
+      enqueue_counted_gather(state, planned, call, rows, scale, counts_part, stream);
+    }
   } else {
     enqueue_padded_gather(state, planned, call, rows, scale, stream, options);
   }

@@ -382,9 +382,145 @@ __global__ void __launch_bounds__(kThreads)
   advance_call(a.calls, c);
   programmatic_release(launch_flags);
 }
+
+// Which part line `li` of a row belongs to (`part_line`: each part's first line in a row, then
+// the row's line count).
+__device__ __forceinline__ int part_of_line(
+    const std::size_t (&part_line)[LlCountedGatherArgs::kMaxParts + 1], int parts, std::size_t li) {
+  int k = 0;
+  while (k + 1 < parts && li >= part_line[k + 1]) ++k;
+  return k;
+}
+
+// The counts-in-lines gather (LlCountedGatherArgs): send this rank's count, scale and counted
+// rows to every peer's scratch, read every peer's count, then copy every rank's rows to their
+// compact place.
+__global__ void __launch_bounds__(kThreads)
+    ll_counted_gather_kernel(const LlLaunch launch_flags,
+                             const __grid_constant__ LlCountedGatherArgs a) {
+  programmatic_wait(launch_flags);
+  __shared__ std::uint32_t call;
+  __shared__ char* slots[kMaxRanks];
+  __shared__ std::int32_t raw[kMaxRanks];
+  __shared__ std::int32_t first_row[kMaxRanks + 1];
+  __shared__ int aborted;
+  int const n = a.size;
+  int const me = a.rank;
+  std::size_t const stride = grid_threads();
+  std::size_t const first = global_thread();
+  std::size_t part_line[LlCountedGatherArgs::kMaxParts + 1];
+  std::size_t row_lines = 0;
+#pragma unroll
+  for (int k = 0; k < LlCountedGatherArgs::kMaxParts; ++k) {
+    part_line[k] = row_lines;
+    if (k < a.parts) row_lines += (a.part[k].row_bytes + kLlLineData - 1) / kLlLineData;
+  }
+  part_line[LlCountedGatherArgs::kMaxParts] = row_lines;
+  if (threadIdx.x == 0) {
+    call = a.calls[0];
+    aborted = 0;
+  }
+  for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
+    slots[p] = static_cast<char*>(ncclGetLsaPointer(a.scratch, 0, p));
+  }
+  auto const cap = static_cast<std::int32_t>(a.capacity);
+  std::int32_t const mine_raw = *a.count;
+  std::int32_t const mine = mine_raw < 0 ? 0 : (mine_raw > cap ? cap : mine_raw);
+  __syncthreads();
+  std::uint32_t const c = call;
+  std::uint32_t const flag = call_flag(c);
+  std::size_t const half = call_half(c, n);
+  // Send: line 0 the raw count, line 1 the scale, then the counted rows, part after part.
+  std::size_t const lines = 2 + static_cast<std::size_t>(mine) * row_lines;
+  std::size_t const at = half + static_cast<std::size_t>(me) * kLlSlotBytes;
+  for (std::size_t line = first; line < lines; line += stride) {
+    uint2 d;
+    if (line == 0) {
+      d = make_uint2(static_cast<unsigned>(mine_raw), 0u);
+    } else if (line == 1) {
+      d = make_uint2(a.scale_src != nullptr ? __float_as_uint(*a.scale_src) : 0u, 0u);
+    } else {
+      std::size_t const row = (line - 2) / row_lines, li = (line - 2) % row_lines;
+      int const k = part_of_line(part_line, a.parts, li);
+      std::size_t const bytes = a.part[k].row_bytes;
+      d = read_raw(static_cast<const unsigned char*>(a.part[k].src) + row * bytes, bytes,
+                   (li - part_line[k]) * kLlLineData);
+    }
+    uint4 const packet = make_uint4(d.x, flag, d.y, flag);
+    for (int j = 1; j < n; ++j)
+      store_line(slots[rotated(me, j, n)] + at + line * kLlLineBytes, packet);
+  }
+  // Counts: every rank's line 0 (one thread per rank in every CTA), then their prefix.
+  const char* const mine_half = slots[me] + half;
+  for (int q = static_cast<int>(threadIdx.x); q < n; q += static_cast<int>(blockDim.x)) {
+    std::int32_t v = mine_raw;
+    uint2 d;
+    if (q != me) {
+      if (wait_line(mine_half, q, 0, flag, a.abort_word, d)) {
+        v = static_cast<std::int32_t>(d.x);
+      } else {
+        aborted = 1;
+        v = 0;
+      }
+    }
+    raw[q] = v;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    std::int32_t sum = 0;
+    bool over = false;
+    for (int q = 0; q < n; ++q) {
+      std::int32_t const v = raw[q];
+      std::int32_t const clamped = v < 0 ? 0 : (v > cap ? cap : v);
+      over = over || clamped != v;
+      first_row[q] = sum;
+      if (blockIdx.x == 0) {
+        a.counts[q] = v;
+        a.offsets[q] = sum;
+      }
+      sum += clamped;
+    }
+    first_row[n] = sum;
+    if (blockIdx.x == 0 && over) *a.overflow = 1;
+  }
+  __syncthreads();
+  if (!aborted) {
+    // Scale floats: CTA 0, one thread per rank.
+    if (blockIdx.x == 0 && a.scale_recv != nullptr) {
+      for (int q = static_cast<int>(threadIdx.x); q < n; q += static_cast<int>(blockDim.x)) {
+        uint2 d;
+        if (q == me) {
+          a.scale_recv[q] = *a.scale_src;
+        } else if (wait_line(mine_half, q, 1, flag, a.abort_word, d)) {
+          a.scale_recv[q] = __uint_as_float(d.x);
+        }
+      }
+    }
+    // Rows: row g of the compact result is row g - first_row[q] of rank q.
+    std::size_t const items = static_cast<std::size_t>(first_row[n]) * row_lines;
+    for (std::size_t i = first; i < items; i += stride) {
+      std::size_t const g = i / row_lines, li = i % row_lines;
+      int q = 0;
+      while (q + 1 < n && g >= static_cast<std::size_t>(first_row[q + 1])) ++q;
+      std::size_t const j = g - static_cast<std::size_t>(first_row[q]);
+      int const k = part_of_line(part_line, a.parts, li);
+      std::size_t const bytes = a.part[k].row_bytes;
+      std::size_t const offset = (li - part_line[k]) * kLlLineData;
+      uint2 d;
+      if (q == me) {
+        d = read_raw(static_cast<const unsigned char*>(a.part[k].src) + j * bytes, bytes, offset);
+      } else if (!wait_line(mine_half, q, 2 + j * row_lines + li, flag, a.abort_word, d)) {
+        break;  // aborted
+      }
+      write_bytes(LlSegment{nullptr, a.part[k].recv, bytes, 0}, static_cast<int>(g), offset, d);
+    }
+  }
+  advance_call(a.calls, c);
+  programmatic_release(launch_flags);
+}
 #endif
 
-// Grid cap of both kernels: enough threads that every peer's lines are read at once, up to a
+// Grid cap of the kernels: enough threads that every peer's lines are read at once, up to a
 // few CTAs per rank.
 constexpr unsigned kLlGridCap = 16;
 
@@ -399,7 +535,20 @@ std::atomic<bool>& ll_setting() {
 [[maybe_unused]] const bool kModuleRegistered =
     register_kernel_module(reinterpret_cast<const void*>(&ll_gather_kernel), "kernels/lsa_ll.cu");
 
+// Off until measured against the one-launch kernel: the benchmarks and the tests turn it on.
+std::atomic<bool>& ll_counts_setting() {
+  static std::atomic<bool> on{false};
+  return on;
+}
+
 }  // namespace
+
+void set_ll_counts(bool on) noexcept {
+  ll_counts_setting().store(on, std::memory_order_relaxed);
+}
+bool ll_counts_enabled() noexcept {
+  return ll_counts_setting().load(std::memory_order_relaxed);
+}
 
 void set_ll_gather(bool on) noexcept {
   ll_setting().store(on, std::memory_order_relaxed);
@@ -489,6 +638,47 @@ void ll_reduce_scatter(const LlReduceArgs& a, int sm_share, cudaStream_t stream)
   (void)sm_share;
   (void)stream;
   SYMMCOMM_FAIL("lsa ll reduce-scatter: this build has no NCCL device API (NCCL < 2.28 headers)");
+#endif
+}
+
+void ll_counted_gather(const LlCountedGatherArgs& a, int sm_share, cudaStream_t stream) {
+  SYMMCOMM_EXPECTS(a.size >= 1 && a.size <= kMaxRanks && a.rank >= 0 && a.rank < a.size,
+                   "lsa ll counted gather: rank " << a.rank << " of " << a.size << " ranks");
+  SYMMCOMM_EXPECTS(a.scratch != nullptr && a.calls != nullptr,
+                   "lsa ll counted gather: the communicator has no scratch window");
+  SYMMCOMM_EXPECTS(a.parts >= 1 && a.parts <= LlCountedGatherArgs::kMaxParts,
+                   "lsa ll counted gather: " << a.parts << " parts, outside 1.."
+                                             << LlCountedGatherArgs::kMaxParts);
+  for (int k = 0; k < a.parts; ++k) {
+    const LlCountedGatherArgs::Part& p = a.part[k];
+    SYMMCOMM_EXPECTS(p.row_bytes > 0 && p.src != nullptr && p.recv != nullptr,
+                     "lsa ll counted gather: part " << k << " has no rows or no buffers");
+  }
+  SYMMCOMM_EXPECTS(
+      a.count != nullptr && a.counts != nullptr && a.offsets != nullptr && a.overflow != nullptr,
+      "lsa ll counted gather: count, counts, offsets and overflow must be device "
+      "pointers");
+  SYMMCOMM_EXPECTS((a.scale_src == nullptr) == (a.scale_recv == nullptr),
+                   "lsa ll counted gather: a scale to send needs a place to land, and back");
+  std::size_t const row_lines = ll_row_lines(a);
+  SYMMCOMM_EXPECTS(a.capacity <= static_cast<std::size_t>(INT32_MAX) &&
+                       ll_counted_lines(a.capacity, row_lines) <= kLlMaxBytesPerRank / kLlLineData,
+                   "lsa ll counted gather: capacity "
+                       << a.capacity << " rows of " << row_lines << " lines do not fit a slot of "
+                       << kLlMaxBytesPerRank / kLlLineData << " lines");
+#if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
+  // Rank-independent: the most lines a rank sends or receives.
+  std::size_t const units = static_cast<std::size_t>(a.size) * a.capacity * row_lines + 2;
+  unsigned const grid = grid_for_units(units, kLlGridCap);
+  LlLaunch flags;
+  flags.programmatic = programmatic_launch();
+  launch(ll_counted_gather_kernel,
+         resident_grid(reinterpret_cast<const void*>(ll_counted_gather_kernel), sm_share, grid),
+         stream, flags, a);
+#else
+  (void)sm_share;
+  (void)stream;
+  SYMMCOMM_FAIL("lsa ll counted gather: this build has no NCCL device API (NCCL < 2.28 headers)");
 #endif
 }
 

@@ -142,4 +142,66 @@ inline bool ll_reduce_fits(bool scratch, DataType type, std::size_t shard) {
 /// `out` 16-byte aligned).
 void ll_reduce_scatter(const LlReduceArgs& args, int sm_share, cudaStream_t stream);
 
+/// An all-gather with this rank's row count on the device (device_counts.hpp) through the same
+/// scratch, counts in the lines: each rank writes its raw count (line 0), its scale float (line
+/// 1) and its first count rows of every part (each row at a fixed place of its slot, part after
+/// part, each part's row starting a line) into its slot of every peer's scratch; each rank reads
+/// every peer's count line, takes the prefix of the counts clamped to 0..capacity, and copies
+/// every rank's rows from its scratch (its own from `src`) to their compact place in each part's
+/// local `recv`. No barrier and no count exchange before the rows: the call counter and halves
+/// of the all-gather above, whose reuse argument holds since every rank reads every peer's count
+/// line in every call. Writes `counts` (raw), `offsets` (prefix of the clamped counts) and sets
+/// `overflow` as the one-launch kernel does. Linear parts only; production only. Off unless
+/// turned on (set_ll_counts): not yet measured against the one-launch kernel.
+struct LlCountedGatherArgs {
+  struct Part {
+    const void* src = nullptr;  ///< capacity rows of row_bytes, local
+    void* recv = nullptr;       ///< size x capacity rows of room, local: compact rows land here
+    std::size_t row_bytes = 0;
+  };
+  static constexpr int kMaxParts = 6;
+  Part part[kMaxParts];
+  int parts = 0;
+  const float* scale_src = nullptr;  ///< this rank's scale float, or null (BF16)
+  float* scale_recv = nullptr;       ///< size floats, local (null with scale_src)
+  const std::int32_t* count = nullptr;
+  std::int32_t* counts = nullptr;   ///< size raw counts, local
+  std::int32_t* offsets = nullptr;  ///< size row offsets, local
+  std::int32_t* overflow = nullptr;
+  std::size_t capacity = 0;
+  int rank = 0, size = 1;
+  ncclWindow_t scratch = nullptr;
+  std::uint32_t* calls = nullptr;
+  const std::uint32_t* abort_word = nullptr;  ///< as LlGatherArgs::abort_word
+};
+
+/// Lines one row of every part takes in a slot (each part's row starts a line).
+inline std::size_t ll_row_lines(const LlCountedGatherArgs& a) {
+  std::size_t lines = 0;
+  for (int k = 0; k < a.parts; ++k) lines += ll_lines(a.part[k].row_bytes);
+  return lines;
+}
+
+/// Lines a slot needs for `capacity` rows of `row_lines` lines: the count, the scale, the rows.
+inline constexpr std::size_t ll_counted_lines(std::size_t capacity, std::size_t row_lines) {
+  return 2 + capacity * row_lines;
+}
+
+/// Whether counts travel in the lines (ll_counted_gather) where the call fits: off by default;
+/// the benchmarks and the tests turn it on. Process-wide, the same on every rank of a
+/// communicator (ranks deciding differently would wait for each other for ever), hence no
+/// environment variable until the ranks agree on it at creation as they do on SYMMCOMM_LSA_LL.
+void set_ll_counts(bool on) noexcept;
+bool ll_counts_enabled() noexcept;
+
+/// Whether a device-count gather of `capacity` rows of `row_lines` lines fits the kernel: the
+/// communicator has the scratch, the kernel is enabled, and the rows fit a slot.
+inline bool ll_counted_fits(bool scratch, std::size_t capacity, std::size_t row_lines) {
+  return scratch && ll_counts_enabled() && row_lines > 0 &&
+         ll_counted_lines(capacity, row_lines) <= kLlMaxBytesPerRank / kLlLineData;
+}
+
+/// Launches the counts-in-lines gather (checks its arguments first).
+void ll_counted_gather(const LlCountedGatherArgs& args, int sm_share, cudaStream_t stream);
+
 }  // namespace symmcomm::detail::lsa

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "comm/comm_state.hpp"
+#include "kernels/lsa_ll.hpp"
 #include "multi_rank/checks.hpp"
 #include "multi_rank/ragged_common.hpp"
 #include "multi_rank/world.hpp"
@@ -162,6 +164,28 @@ TEST(MultiRankRagged, Nvfp4DeviceCountsOnTheLsaKernelInOneLaunch) {
   nvfp4_device_counts(PathChoice::LsaKernel);
 }
 
+// The same calls with counts in the scratch lines (lsa::ll_counted_gather, switched on for the
+// test): every check above holds, and the device call counter says the kernel ran (one call per
+// eager round and graph replay).
+TEST(MultiRankRagged, Nvfp4DeviceCountsWithCountsInTheLines) {
+  if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
+  const auto& state = detail::state_of(world().comm);
+  if (state->ll_window == nullptr) GTEST_SKIP() << "no scratch window (SYMMCOMM_LSA_LL=0)";
+  auto const calls = [&] {
+    sync();
+    std::uint32_t c = 0;
+    copy_sync(&c, state->ll_calls, sizeof(c));
+    return c;
+  };
+  detail::lsa::set_ll_counts(true);
+  std::uint32_t const before = calls();
+  nvfp4_device_counts(PathChoice::LsaKernel);
+  nvfp4_device_counts(PathChoice::Auto);
+  detail::lsa::set_ll_counts(false);
+  // Per run: 3 eager rounds, 4 replays and the replay above capacity.
+  EXPECT_EQ(calls() - before, 2u * 8u) << "calls that took the counts-in-lines kernel";
+}
+
 // Block scales gathered straight into the 128 x 4 layout NVFP4 GEMMs read: the compact rows'
 // scales at their swizzled places, every byte from the total count to the padded end 0 (the
 // buffer is poisoned first), eager and from one graph replayed with new counts.
@@ -239,33 +263,43 @@ TEST(MultiRankRagged, Bf16DeviceCountsAndArgumentErrors) {
   rweights.poison();
   std::vector<RowItem> const items{RowItem{ids.get(), rids.get(), 32, "topk_ids"},
                                    RowItem{weights.get(), rweights.get(), 32, "topk_weights"}};
-  all_gatherv(
-      w.comm, Bf16Span{reinterpret_cast<bf16*>(send.get()), cap * row},
-      Bf16Span{reinterpret_cast<bf16*>(recv.get()), static_cast<std::size_t>(n) * cap * row}, row,
-      items, dc, w.stream);
-  sync();
-  for (int salt : {320, 321}) {
-    std::vector<std::uint8_t> want_item;
-    for (int q = 0; q < n; ++q) {
-      auto const theirs = random_bytes(cap * 32, seed_of(q, salt));
-      std::int32_t const c = (q * 5 + 2) % static_cast<std::int32_t>(cap + 1);
-      want_item.insert(want_item.end(), theirs.begin(), theirs.begin() + c * 32);
+  // With the one-launch kernel (or the fallback), then with counts in the scratch lines where
+  // the ranks run symmcomm's kernels.
+  for (bool ll : {false, true}) {
+    detail::lsa::set_ll_counts(ll);
+    recv.poison();
+    rids.poison();
+    rweights.poison();
+    std::string const how = ll ? " (counts in the lines)" : "";
+    all_gatherv(
+        w.comm, Bf16Span{reinterpret_cast<bf16*>(send.get()), cap * row},
+        Bf16Span{reinterpret_cast<bf16*>(recv.get()), static_cast<std::size_t>(n) * cap * row}, row,
+        items, dc, w.stream);
+    sync();
+    for (int salt : {320, 321}) {
+      std::vector<std::uint8_t> want_item;
+      for (int q = 0; q < n; ++q) {
+        auto const theirs = random_bytes(cap * 32, seed_of(q, salt));
+        std::int32_t const c = (q * 5 + 2) % static_cast<std::int32_t>(cap + 1);
+        want_item.insert(want_item.end(), theirs.begin(), theirs.begin() + c * 32);
+      }
+      auto const got_item = (salt == 320 ? rids : rweights).download();
+      EXPECT_SAME_VECTORS(
+          std::vector<std::uint8_t>(
+              got_item.begin(), got_item.begin() + static_cast<std::ptrdiff_t>(want_item.size())),
+          want_item, std::string(salt == 320 ? "topk ids" : "topk weights") + how);
     }
-    auto const got_item = (salt == 320 ? rids : rweights).download();
-    EXPECT_SAME_VECTORS(
-        std::vector<std::uint8_t>(got_item.begin(),
-                                  got_item.begin() + static_cast<std::ptrdiff_t>(want_item.size())),
-        want_item, salt == 320 ? "topk ids" : "topk weights");
+    std::vector<std::uint16_t> want;
+    for (int q = 0; q < n; ++q) {
+      auto const theirs = to_bf16_bits(random_floats(cap * row, seed_of(q, 310), 3.0f));
+      std::int32_t const c = (q * 5 + 2) % static_cast<std::int32_t>(cap + 1);
+      want.insert(want.end(), theirs.begin(), theirs.begin() + c * static_cast<std::int32_t>(row));
+    }
+    auto const got = recv.download();
+    EXPECT_SAME_VECTORS(std::vector<std::uint16_t>(got.begin(), got.begin() + want.size()), want,
+                        "bf16 device counts" + how);
   }
-  std::vector<std::uint16_t> want;
-  for (int q = 0; q < n; ++q) {
-    auto const theirs = to_bf16_bits(random_floats(cap * row, seed_of(q, 310), 3.0f));
-    std::int32_t const c = (q * 5 + 2) % static_cast<std::int32_t>(cap + 1);
-    want.insert(want.end(), theirs.begin(), theirs.begin() + c * static_cast<std::int32_t>(row));
-  }
-  auto const got = recv.download();
-  EXPECT_SAME_VECTORS(std::vector<std::uint16_t>(got.begin(), got.begin() + want.size()), want,
-                      "bf16 device counts");
+  detail::lsa::set_ll_counts(false);
   // Sizes that do not match the capacity are named (before anything is enqueued).
   try {
     all_gatherv(

@@ -190,4 +190,79 @@ TEST(SmallReduceScatterArgs, BadArgumentsAreRefusedBeforeAnyLaunch) {
   refused(a, "send or out is null");
 }
 
+// The counts-in-lines gather (lsa::LlCountedGatherArgs): off by default, the slot's lines (the
+// count, the scale, capacity rows of every part, each part's row starting a line), and the
+// argument checks before any launch.
+TEST(CountedLinesArgs, OffByDefaultAndTakenWhereCapacityRowsFitASlot) {
+  EXPECT_FALSE(lsa::ll_counts_enabled()) << "on before it was measured";
+  lsa::LlCountedGatherArgs a;
+  a.parts = 3;
+  a.part[0].row_bytes = 3584;  // 7168 NVFP4 values
+  a.part[1].row_bytes = 448;   // their block scales
+  a.part[2].row_bytes = 33;    // 33 bytes: 5 lines
+  EXPECT_EQ(lsa::ll_row_lines(a), 448u + 56u + 5u);
+  EXPECT_EQ(lsa::ll_counted_lines(4, 509), 2u + 4u * 509u);
+  std::size_t const slot = kLlMaxBytesPerRank / kLlLineData;
+  std::size_t const most = (slot - 2) / 509;
+  SwitchGuard guard;
+  lsa::set_ll_gather(true);
+  lsa::set_ll_counts(true);
+  EXPECT_TRUE(lsa::ll_counted_fits(true, most, 509));
+  EXPECT_FALSE(lsa::ll_counted_fits(true, most + 1, 509)) << "past a slot";
+  EXPECT_FALSE(lsa::ll_counted_fits(false, 4, 509)) << "no scratch window";
+  EXPECT_FALSE(lsa::ll_counted_fits(true, 4, 0)) << "no rows";
+  lsa::set_ll_counts(false);
+  EXPECT_FALSE(lsa::ll_counted_fits(true, 4, 509)) << "switched off";
+}
+
+TEST(CountedLinesArgs, BadArgumentsAreRefusedBeforeAnyLaunch) {
+  static std::uint8_t src[64], recv[128];
+  static std::int32_t words[8];
+  static float scale[2];
+  auto const good = [] {
+    lsa::LlCountedGatherArgs a;
+    a.parts = 1;
+    a.part[0] = lsa::LlCountedGatherArgs::Part{src, recv, 16};
+    a.count = words;
+    a.counts = words + 2;
+    a.offsets = words + 4;
+    a.overflow = words + 6;
+    a.capacity = 4;
+    a.rank = 0;
+    a.size = 2;
+    a.scratch = reinterpret_cast<ncclWindow_t>(&words[0]);  // never reached: checks come first
+    a.calls = reinterpret_cast<std::uint32_t*>(words);
+    return a;
+  };
+  auto const refused = [](const lsa::LlCountedGatherArgs& a, const std::string& words_) {
+    try {
+      lsa::ll_counted_gather(a, 0, nullptr);
+      ADD_FAILURE() << "accepted; expected an error naming " << words_;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(words_), std::string::npos) << e.what();
+    }
+  };
+  lsa::LlCountedGatherArgs a = good();
+  a.size = 0;
+  refused(a, "rank 0 of 0 ranks");
+  a = good();
+  a.calls = nullptr;
+  refused(a, "no scratch window");
+  a = good();
+  a.parts = 7;
+  refused(a, "7 parts, outside 1..6");
+  a = good();
+  a.part[0].recv = nullptr;
+  refused(a, "part 0 has no rows or no buffers");
+  a = good();
+  a.offsets = nullptr;
+  refused(a, "count, counts, offsets and overflow must be device pointers");
+  a = good();
+  a.scale_src = scale;
+  refused(a, "a scale to send needs a place to land");
+  a = good();
+  a.capacity = kLlMaxBytesPerRank;
+  refused(a, "do not fit a slot");
+}
+
 }  // namespace
