@@ -301,6 +301,31 @@ void enqueue_counted_reduce(const CommState& state, const PlannedCall& planned,
   lsa::counted_reduce(peers, a, stream);
 }
 
+// Counts in the scratch lines (lsa::ll_counted_reduce: switched on, and the rows fit a slot).
+void enqueue_ll_counted_reduce(const CommState& state, const PlannedCall& planned,
+                               const CollectiveCall& call, cudaStream_t stream) {
+  const DeviceCounts& counts = call.device_counts;
+  lsa::LlCountedReduceArgs a;
+  a.type = call.send.dtype;
+  a.send = call.send.data;
+  a.block_scales = static_cast<const std::uint8_t*>(call.send.block_scales);
+  a.scale = call.send.scales;
+  a.out = static_cast<bf16*>(call.recv.data);
+  a.row_elements = call.row_elements;
+  a.count = counts.count;
+  a.counts = counts.counts;
+  a.offsets = counts.offsets;
+  a.overflow = counts.overflow;
+  a.capacity = counts.capacity;
+  a.rank = state.rank;
+  a.size = state.size;
+  a.scratch = state.ll_window;
+  a.calls = state.ll_calls;
+  a.abort_word = device_abort_word(state);
+  planned.before_enqueue(stream);
+  lsa::ll_counted_reduce(a, state.caps.lsa_sm_share, stream);
+}
+
 // The compact rows laid out at capacity in the workspace (zeroed first), then reduce-scattered
 // on the fallback (the workspace is no window) with workspace of its own after the rows.
 void enqueue_padded_reduce(CommState& state, const PlannedCall& planned, const CollectiveCall& call,
@@ -372,7 +397,12 @@ Plan execute_device_count_reduce_scatter(CommState& state, const CollectiveCall&
   Plan const plan = planned.decide(stream);
   DeviceGuard guard(state.device);
   if (plan.path == Path::LsaKernel) {
-    enqueue_counted_reduce(state, planned, call, rows, stream);
+    if (lsa::ll_counted_reduce_fits(state.ll_window != nullptr, call.send.dtype, counts.capacity,
+                                    call.row_elements)) {
+      enqueue_ll_counted_reduce(state, planned, call, stream);
+    } else {
+      enqueue_counted_reduce(state, planned, call, rows, stream);
+    }
   } else {
     enqueue_padded_reduce(state, planned, call, rows, stream, options);
   }

@@ -60,7 +60,7 @@ struct LlGatherArgs {
 };
 
 /// Lines `bytes` take in a slot.
-inline constexpr std::size_t ll_lines(std::size_t bytes) {
+SYMMCOMM_HD constexpr std::size_t ll_lines(std::size_t bytes) {
   return (bytes + kLlLineData - 1) / kLlLineData;
 }
 
@@ -203,5 +203,53 @@ inline bool ll_counted_fits(bool scratch, std::size_t capacity, std::size_t row_
 
 /// Launches the counts-in-lines gather (checks its arguments first).
 void ll_counted_gather(const LlCountedGatherArgs& args, int sm_share, cudaStream_t stream);
+
+/// A reduce-scatter with this rank's shard size on the device (device_counts.hpp) through the
+/// same scratch, counts in the lines: each rank writes its raw count (line 0) and, NVFP4, its
+/// global scale (line 1) into its slot of every peer's scratch, reads every peer's count, and
+/// with their prefix (clamped to 0..capacity) pushes each peer's rows of its compact `send` into
+/// its slot of that peer's scratch (BF16 values; NVFP4 codes, then from a fixed line their block
+/// scales); each rank then sums its own rows over every rank in rank order in fp32 (NVFP4:
+/// dequantized with each rank's scales, the pull kernel's arithmetic) and rounds once to bf16 in
+/// `out`, whose rows past its count up to capacity are written as 0. The call counter and
+/// halves of the all-gather above; writes `counts`, `offsets` and `overflow` as the one-launch
+/// kernel does. Production only; off unless turned on (set_ll_counts).
+struct LlCountedReduceArgs {
+  DataType type = DataType::Bf16;              ///< Bf16 or Nvfp4 rows
+  const void* send = nullptr;                  ///< size x capacity rows of room, compact, local
+  const std::uint8_t* block_scales = nullptr;  ///< NVFP4: row_elements / 16 a row, compact
+  const float* scale = nullptr;                ///< NVFP4: this rank's global scale
+  bf16* out = nullptr;                         ///< capacity rows, local (NVFP4: 16-byte aligned)
+  std::size_t row_elements = 0;                ///< NVFP4: a multiple of 16
+  const std::int32_t* count = nullptr;
+  std::int32_t* counts = nullptr;   ///< size raw counts, local
+  std::int32_t* offsets = nullptr;  ///< size row offsets, local
+  std::int32_t* overflow = nullptr;
+  std::size_t capacity = 0;
+  int rank = 0, size = 1;
+  ncclWindow_t scratch = nullptr;
+  std::uint32_t* calls = nullptr;
+  const std::uint32_t* abort_word = nullptr;  ///< as LlGatherArgs::abort_word
+};
+
+/// Lines a slot needs for a reduce-scatter of `capacity` rows of `row_elements` from `type`:
+/// the count, the scale, the values (BF16) or the codes and block scales (NVFP4).
+inline constexpr std::size_t ll_counted_reduce_lines(DataType type, std::size_t capacity,
+                                                     std::size_t row_elements) {
+  std::size_t const elements = capacity * row_elements;
+  if (type == DataType::Nvfp4) return 2 + elements / 16 + ll_lines(elements / 16);
+  return 2 + ll_lines(2 * elements);
+}
+
+/// Whether a device-count reduce-scatter fits the counts-in-lines kernel (see ll_counted_fits).
+inline bool ll_counted_reduce_fits(bool scratch, DataType type, std::size_t capacity,
+                                   std::size_t row_elements) {
+  bool const typed = type == DataType::Bf16 || (type == DataType::Nvfp4 && row_elements % 16 == 0);
+  return scratch && ll_counts_enabled() && typed && row_elements > 0 &&
+         ll_counted_reduce_lines(type, capacity, row_elements) <= kLlMaxBytesPerRank / kLlLineData;
+}
+
+/// Launches the counts-in-lines reduce-scatter (checks its arguments first).
+void ll_counted_reduce(const LlCountedReduceArgs& args, int sm_share, cudaStream_t stream);
 
 }  // namespace symmcomm::detail::lsa

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/lsa_ll.hpp"
 #include "symmcomm/collectives/options.hpp"
 
 namespace symmcomm::test {
@@ -35,5 +36,14 @@ inline void expect_device_count_plan(const Plan& plan, PathChoice path, bool lsa
                                                       : PlanReason::DeviceCountsInOneLaunch)
       << plan.reason();
 }
+
+// Counts in the scratch lines (lsa::ll_counted_gather / ll_counted_reduce) for one scope, off
+// again after it, also when an assertion returns early.
+struct CountsInLines {
+  explicit CountsInLines(bool on) { detail::lsa::set_ll_counts(on); }
+  ~CountsInLines() { detail::lsa::set_ll_counts(false); }
+  CountsInLines(const CountsInLines&) = delete;
+  CountsInLines& operator=(const CountsInLines&) = delete;
+};
 
 }  // namespace symmcomm::test

@@ -8,8 +8,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "comm/comm_state.hpp"
+#include "kernels/lsa_ll.hpp"
 #include "multi_rank/checks.hpp"
 #include "multi_rank/ragged_common.hpp"
 #include "multi_rank/world.hpp"
@@ -128,6 +131,28 @@ TEST(MultiRankRagged, Bf16ReduceScatterWithDeviceCountsOnEveryPathEagerAndFromOn
   }
 }
 
+// The same calls with counts in the scratch lines (lsa::ll_counted_reduce, switched on for the
+// test): every check above holds, and the device call counter says the kernel ran (3 eager
+// rounds, 4 replays and the replay above capacity per run).
+TEST(MultiRankRagged, Bf16ReduceScatterWithCountsInTheLines) {
+  if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
+  const auto& state = detail::state_of(world().comm);
+  if (state->ll_window == nullptr) GTEST_SKIP() << "no scratch window (SYMMCOMM_LSA_LL=0)";
+  auto const calls = [&] {
+    sync();
+    std::uint32_t c = 0;
+    copy_sync(&c, state->ll_calls, sizeof(c));
+    return c;
+  };
+  std::uint32_t const before = calls();
+  {
+    CountsInLines const on(true);
+    bf16_scatter_device_counts(PathChoice::LsaKernel, 256);
+    bf16_scatter_device_counts(PathChoice::Auto, 36);
+  }
+  EXPECT_EQ(calls() - before, 2u * 8u) << "calls that took the counts-in-lines kernel";
+}
+
 // Reduce-scatter with shard sizes on the device: this rank's rows of the sum land at the top of
 // recv, the rest of recv is 0; equal to the host-count reduce_scatterv of the same compact send.
 TEST(MultiRankRagged, ReduceScatterWithDeviceCountsMatchesHostCounts) {
@@ -185,10 +210,16 @@ TEST(MultiRankRagged, ReduceScatterWithDeviceCountsMatchesHostCounts) {
                   w.stream);
   sync();
   auto const ref = by_host.download();
-  // Every path: the one-launch kernel (Auto's where it runs) and the padded fallback.
-  std::vector<PathChoice> paths{PathChoice::Fallback, PathChoice::Auto};
-  if (lsa_can()) paths.push_back(PathChoice::LsaKernel);
-  for (PathChoice path : paths) {
+  // Every path: the one-launch kernel (Auto's where it runs; then with counts in the scratch
+  // lines) and the padded fallback.
+  std::vector<std::pair<PathChoice, bool>> paths{{PathChoice::Fallback, false},
+                                                 {PathChoice::Auto, false}};
+  if (lsa_can()) {
+    paths.emplace_back(PathChoice::LsaKernel, false);
+    paths.emplace_back(PathChoice::LsaKernel, true);
+  }
+  for (auto [path, lines] : paths) {
+    CountsInLines const switched(lines);
     Options o;
     o.path = path;
     by_device.poison();
@@ -197,7 +228,8 @@ TEST(MultiRankRagged, ReduceScatterWithDeviceCountsMatchesHostCounts) {
                                    row, dc, w.stream, o);
     sync();
     std::string const at = std::string("nvfp4 device-count reduce-scatter (") + to_string(path) +
-                           " -> " + to_string(p.path) + ") vs host counts";
+                           (lines ? ", counts in the lines" : "") + " -> " + to_string(p.path) +
+                           ") vs host counts";
     Path const expected =
         path == PathChoice::Fallback || !lsa_can() ? Path::Fallback : Path::LsaKernel;
     EXPECT_EQ(p.path, expected) << at;

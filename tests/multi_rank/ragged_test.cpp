@@ -177,11 +177,12 @@ TEST(MultiRankRagged, Nvfp4DeviceCountsWithCountsInTheLines) {
     copy_sync(&c, state->ll_calls, sizeof(c));
     return c;
   };
-  detail::lsa::set_ll_counts(true);
   std::uint32_t const before = calls();
-  nvfp4_device_counts(PathChoice::LsaKernel);
-  nvfp4_device_counts(PathChoice::Auto);
-  detail::lsa::set_ll_counts(false);
+  {
+    CountsInLines const on(true);
+    nvfp4_device_counts(PathChoice::LsaKernel);
+    nvfp4_device_counts(PathChoice::Auto);
+  }
   // Per run: 3 eager rounds, 4 replays and the replay above capacity.
   EXPECT_EQ(calls() - before, 2u * 8u) << "calls that took the counts-in-lines kernel";
 }
@@ -266,7 +267,7 @@ TEST(MultiRankRagged, Bf16DeviceCountsAndArgumentErrors) {
   // With the one-launch kernel (or the fallback), then with counts in the scratch lines where
   // the ranks run symmcomm's kernels.
   for (bool ll : {false, true}) {
-    detail::lsa::set_ll_counts(ll);
+    CountsInLines const switched(ll);
     recv.poison();
     rids.poison();
     rweights.poison();
@@ -299,7 +300,6 @@ TEST(MultiRankRagged, Bf16DeviceCountsAndArgumentErrors) {
     EXPECT_SAME_VECTORS(std::vector<std::uint16_t>(got.begin(), got.begin() + want.size()), want,
                         "bf16 device counts" + how);
   }
-  detail::lsa::set_ll_counts(false);
   // Sizes that do not match the capacity are named (before anything is enqueued).
   try {
     all_gatherv(

@@ -265,4 +265,66 @@ TEST(CountedLinesArgs, BadArgumentsAreRefusedBeforeAnyLaunch) {
   refused(a, "do not fit a slot");
 }
 
+// The counts-in-lines reduce-scatter (lsa::LlCountedReduceArgs): the slot's lines (the count,
+// the scale, then the values, or the codes and their block scales) and the argument checks.
+TEST(CountedLinesArgs, ReduceScatterLinesAndBadArguments) {
+  EXPECT_EQ(lsa::ll_counted_reduce_lines(DataType::Bf16, 3, 5), 2u + 4u);  // 30 bytes
+  EXPECT_EQ(lsa::ll_counted_reduce_lines(DataType::Nvfp4, 3, 32), 2u + 6u + 1u);
+  SwitchGuard guard;
+  lsa::set_ll_counts(true);
+  EXPECT_TRUE(lsa::ll_counted_reduce_fits(true, DataType::Nvfp4, 24, 7168));
+  EXPECT_FALSE(lsa::ll_counted_reduce_fits(true, DataType::Nvfp4, 25, 7168)) << "past a slot";
+  EXPECT_FALSE(lsa::ll_counted_reduce_fits(true, DataType::Nvfp4, 4, 24)) << "half a block";
+  EXPECT_FALSE(lsa::ll_counted_reduce_fits(true, DataType::Fp32, 4, 16)) << "fp32 rows";
+  EXPECT_TRUE(lsa::ll_counted_reduce_fits(true, DataType::Bf16, 6, 7168));
+  EXPECT_FALSE(lsa::ll_counted_reduce_fits(true, DataType::Bf16, 7, 7168));
+  lsa::set_ll_counts(false);
+  EXPECT_FALSE(lsa::ll_counted_reduce_fits(true, DataType::Bf16, 6, 7168)) << "switched off";
+  alignas(16) static std::uint16_t send[64], out[64];
+  static std::int32_t words[8];
+  auto const good = [] {
+    lsa::LlCountedReduceArgs a;
+    a.send = send;
+    a.out = reinterpret_cast<bf16*>(out);
+    a.row_elements = 16;
+    a.count = words;
+    a.counts = words + 2;
+    a.offsets = words + 4;
+    a.overflow = words + 6;
+    a.capacity = 2;
+    a.size = 2;
+    a.scratch = reinterpret_cast<ncclWindow_t>(&words[0]);  // never reached: checks come first
+    a.calls = reinterpret_cast<std::uint32_t*>(words);
+    return a;
+  };
+  auto const refused = [](const lsa::LlCountedReduceArgs& a, const std::string& text) {
+    try {
+      lsa::ll_counted_reduce(a, 0, nullptr);
+      ADD_FAILURE() << "accepted; expected an error naming " << text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  lsa::LlCountedReduceArgs a = good();
+  a.type = DataType::Fp8E4M3;
+  refused(a, "rows of fp8e4m3 (bf16 or nvfp4)");
+  a = good();
+  a.rank = 3;
+  refused(a, "rank 3 of 2 ranks");
+  a = good();
+  a.send = nullptr;
+  refused(a, "send or out is null");
+  a = good();
+  a.overflow = nullptr;
+  refused(a, "count, counts, offsets and overflow must be device pointers");
+  a = good();
+  a.type = DataType::Nvfp4;
+  refused(a, "nvfp4 without its scales");
+  a.row_elements = 24;
+  refused(a, "row_elements 24 of nvfp4");
+  a = good();
+  a.capacity = kLlMaxBytesPerRank;
+  refused(a, "past a slot of");
+}
+
 }  // namespace
