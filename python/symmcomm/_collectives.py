@@ -225,10 +225,12 @@ def reduce_scatterv_device(comm, send, recv, counts, row_elements, stream=None, 
     shard sizes on the device (MoE combine after all_gatherv_device): `send` (bf16 tensor or
     Nvfp4Tensor with per-rank global scales) holds every rank's shard compactly (rank r's rows
     at counts.offsets[r]) in room for comm.size x capacity rows of `row_elements`; `recv` (bf16)
-    holds capacity rows, the ones past this rank's count written as 0. A bf16 `send` and
-    counts.counts allocated in a symmcomm pool (torch.cuda.use_mem_pool(torch_mem_pool(pool)))
-    take symmcomm's one-launch kernel (only this rank's rows are read from each peer); otherwise,
-    and for NVFP4, the fallback. Returns the Plan (its reason says which)."""
+    holds capacity rows, the ones past this rank's count written as 0. A `send` (NVFP4: its
+    data, block scales and global scale) and counts.counts allocated in a symmcomm pool
+    (torch.cuda.use_mem_pool(torch_mem_pool(pool))) take symmcomm's one-launch kernel (only this
+    rank's rows are read from each peer; NVFP4 needs its data 8-byte and `recv` 16-byte
+    aligned, as pool allocations are); otherwise the fallback. Returns the Plan (its reason says
+    which)."""
     rank, size, device, _ = comm.info()
     row = _int_arg(row_elements, "row_elements", 1)
     o = _path_arg(path)
