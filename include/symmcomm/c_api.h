@@ -382,8 +382,9 @@ symmcomm_status_t symmcomm_all_gatherv_device(symmcomm_comm_t comm, const symmco
  *  dispatch; symmcomm::reduce_scatterv with DeviceCounts): send holds every rank's shard
  *  compactly (rank r's counts[r] rows at offsets[r]) in room for comm size x capacity rows;
  *  this rank's sum of its *count rows lands in the BF16 recv (capacity rows; the rest 0).
- *  BF16 -> BF16 (symmcomm's one-launch LSA kernel where send and the counts lie in windows,
- *  else the fallback) or NVFP4 -> BF16 (fallback: rows laid out at capacity, then reduced). */
+ *  BF16 -> BF16 or NVFP4 -> BF16: symmcomm's one-launch LSA kernel where send (NVFP4: data,
+ *  block scales, global scale; data 8-byte and recv 16-byte aligned) and the counts lie in
+ *  windows, else the fallback (rows laid out at capacity, then reduced). */
 symmcomm_status_t symmcomm_reduce_scatterv_device(
     symmcomm_comm_t comm, const symmcomm_tensor_t* send, const symmcomm_tensor_t* recv,
     size_t row_elements, const symmcomm_device_counts_t* counts, const symmcomm_options_t* options,
