@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# One device call of the open work, each phase sized for one call of at most 10 minutes on one
+# H200 (a warm machine keeps its builds; a fresh one rebuilds in about a minute). Every phase
+# writes its logs under a scratch folder and packs them into ONE archive, $OUT/<phase>.tgz (the
+# device tool returns at most 8 files), even when it is stopped at its time limit.
+#
+# Phases:
+#   tests230  build against NCCL 2.30.7 (.nccl-2.30.7, a copy of ../shared/nccl-2.30.7); the
+#             multi-rank tier (2/4/8 ranks sharing the GPU, the counts-in-lines tests among
+#             them), then the single-GPU tier
+#   bench     the ragged gather at decode capacities (counts in the lines = variant 4) and the
+#             decode-size reduce-scatter sweep, 5 repetitions each; moe-dp at 2/4/8 ranks
+#   tests228  build against the system NCCL (2.28); its single-GPU tier and the multi-rank tier
+#             at 2 ranks (NCCL_HOSTID: the fallback across processes); the abort word broken on
+#             purpose (its tests must fail); python -m symmcomm.info; the sanitizers
+# Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+phase="${1:?usage: scripts/gpu_round.sh tests230|bench|tests228 [seconds]}"
+limit="${2:-570}"
+dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
+work="$(mktemp -d)"
+second="${SYMMCOMM_SECOND_NCCL:-$SYMMCOMM_ROOT/.nccl-2.30.7}"
+symmcomm_repair_nccl_links "$second"
+mkdir -p "$dest"
+trap 'tar czf "$dest/$phase.tgz" -C "$work" . ; echo "== $phase: $SECONDS s, logs in $dest/$phase.tgz"' EXIT
+export OUT="$work" NCCL_NVLS_ENABLE=0 GTEST_COLOR=no PYTHONUNBUFFERED=1 SYMMCOMM_NO_TUNING_LOG=1
+left() { echo $((limit - SECONDS)); }  # seconds left of this call
+
+case "$phase" in
+  tests230)
+    export SYMMCOMM_SUITES=second
+    SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
+    SYMMCOMM_SUITE_TIMEOUT_S=$(( $(left) - 150 )) "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -L multi_rank
+    mv "$work/ctest-second.log" "$work/ctest-multi-rank-2.30.7.log"
+    mv "$work/skips-second.txt" "$work/skips-multi-rank-2.30.7.txt"
+    SYMMCOMM_SUITE_TIMEOUT_S=$(( $(left) - 10 )) "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -L gpu -LE multi_rank
+    ;;
+  bench)
+    export SYMMCOMM_SUITES=second
+    SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
+    env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
+      timeout 150 "$SYMMCOMM_ROOT"/build-nccl2/bench/symmcomm_micro_bench \
+      --benchmark_filter='BM_RaggedGather/ranks:(2|4|8)/mean_tokens:(4|8)/' \
+      --benchmark_repetitions=5 --benchmark_out="$work/ragged.json" \
+      --benchmark_out_format=json >"$work/ragged.txt" 2>&1
+    echo "== ragged gather: exit $?"
+    SYMMCOMM_LATENCY_OPS="Floor ReduceScatter" SYMMCOMM_LATENCY_BYTES="1024|4096|16384|65536" \
+      SYMMCOMM_LATENCY_LIMIT_S=60 SYMMCOMM_LATENCY_BACKTRACE=0 timeout 200 "$SYMMCOMM_ROOT"/scripts/gpu_latency.sh \
+      >"$work/latency-summary.txt" 2>&1
+    echo "== latency: exit $?"
+    SYMMCOMM_SKIP="tests latency" SYMMCOMM_MOE_LIMIT_S=$(( ($(left) - 20) / 3 )) \
+      timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_small_gather.sh
+    ;;
+  tests228)
+    export SYMMCOMM_SUITES=system
+    SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
+    SYMMCOMM_SUITE_TIMEOUT_S=200 "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -L gpu -LE multi_rank
+    mv "$work/ctest-system.log" "$work/ctest-gpu-2.28.3.log"
+    SYMMCOMM_SUITE_TIMEOUT_S=120 "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -R 'multi_rank\..*\.n2$'
+    SYMMCOMM_LIBRARY="$SYMMCOMM_ROOT/build-dev/src/libsymmcomm_c.so" PYTHONPATH="$SYMMCOMM_ROOT/python" \
+      timeout 30 python3 -m symmcomm.info >"$work/python-info-2.28.3.txt" 2>&1
+    echo "== python -m symmcomm.info: exit $?"
+    SYMMCOMM_DEMO_ONLY=abort SYMMCOMM_DEMO_SKIP_RESTORED=1 timeout "$(( $(left) - 90 ))" \
+      "$SYMMCOMM_ROOT"/scripts/broken_build_demo.sh "$SYMMCOMM_ROOT"/build-dev
+    # The demo restores the source; the build must follow before anything else runs it.
+    cmake --build "$SYMMCOMM_ROOT"/build-dev --parallel "$(nproc)" >"$work/rebuild.log" 2>&1 || exit 1
+    timeout "$(( $(left) - 5 ))" "$SYMMCOMM_ROOT"/scripts/gpu_sanitize.sh "$SYMMCOMM_ROOT"/build-dev
+    ;;
+  *)
+    echo "unknown phase $phase (tests230, bench, tests228)"
+    exit 2
+    ;;
+esac
