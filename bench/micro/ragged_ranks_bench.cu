@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/lsa_ll.hpp"
+#include "kernels/lsa_ll_counted.hpp"
 #include "micro/rank_world.hpp"
 #include "support/ordered_copy.hpp"
 #include "symmcomm/collectives/all_gather.hpp"

@@ -17,7 +17,7 @@
 #include "executors.hpp"
 #include "kernels/compact.hpp"
 #include "kernels/lsa.hpp"
-#include "kernels/lsa_ll.hpp"
+#include "kernels/lsa_ll_counted.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/comm/wait.hpp"
 #include "symmcomm/error.hpp"
@@ -167,6 +167,20 @@ void enqueue_counted_gather(const CommState& state, const PlannedCall& planned,
   lsa::counted_gather(peers, a, stream);
 }
 
+// The counts and scratch of a counts-in-lines call (lsa::LlCountsArgs).
+void fill_ll_counts(lsa::LlCountsArgs& a, const CommState& state, const DeviceCounts& counts) {
+  a.count = counts.count;
+  a.counts = counts.counts;
+  a.offsets = counts.offsets;
+  a.overflow = counts.overflow;
+  a.capacity = counts.capacity;
+  a.rank = state.rank;
+  a.size = state.size;
+  a.scratch = state.ll_window;
+  a.calls = state.ll_calls;
+  a.abort_word = device_abort_word(state);
+}
+
 // The counts-in-lines arguments of a call (lsa::LlCountedGatherArgs), or parts = 0 where the call
 // does not fit that kernel (a swizzled part, too many parts, rows past a slot, switched off).
 lsa::LlCountedGatherArgs ll_counted_args(const CommState& state, const CollectiveCall& call,
@@ -184,16 +198,7 @@ lsa::LlCountedGatherArgs ll_counted_args(const CommState& state, const Collectiv
   }
   a.scale_src = scale.send;
   a.scale_recv = scale.recv;
-  a.count = counts.count;
-  a.counts = counts.counts;
-  a.offsets = counts.offsets;
-  a.overflow = counts.overflow;
-  a.capacity = counts.capacity;
-  a.rank = state.rank;
-  a.size = state.size;
-  a.scratch = state.ll_window;
-  a.calls = state.ll_calls;
-  a.abort_word = device_abort_word(state);
+  fill_ll_counts(a, state, counts);
   return a;
 }
 
@@ -304,7 +309,6 @@ void enqueue_counted_reduce(const CommState& state, const PlannedCall& planned,
 // Counts in the scratch lines (lsa::ll_counted_reduce: switched on, and the rows fit a slot).
 void enqueue_ll_counted_reduce(const CommState& state, const PlannedCall& planned,
                                const CollectiveCall& call, cudaStream_t stream) {
-  const DeviceCounts& counts = call.device_counts;
   lsa::LlCountedReduceArgs a;
   a.type = call.send.dtype;
   a.send = call.send.data;
@@ -312,16 +316,7 @@ void enqueue_ll_counted_reduce(const CommState& state, const PlannedCall& planne
   a.scale = call.send.scales;
   a.out = static_cast<bf16*>(call.recv.data);
   a.row_elements = call.row_elements;
-  a.count = counts.count;
-  a.counts = counts.counts;
-  a.offsets = counts.offsets;
-  a.overflow = counts.overflow;
-  a.capacity = counts.capacity;
-  a.rank = state.rank;
-  a.size = state.size;
-  a.scratch = state.ll_window;
-  a.calls = state.ll_calls;
-  a.abort_word = device_abort_word(state);
+  fill_ll_counts(a, state, call.device_counts);
   planned.before_enqueue(stream);
   lsa::ll_counted_reduce(a, state.caps.lsa_sm_share, stream);
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/comm_state.hpp"
 #include "multi_rank/world.hpp"
 #include "symmcomm/comm/wait.hpp"
 
@@ -18,6 +19,16 @@ inline std::uint32_t seed_of(int rank, int salt) {
 
 inline void sync() {
   wait(world().comm, world().stream);
+}
+
+// Calls of symmcomm's scratch-window kernels on this communicator so far (the device call
+// counter they share, kernels/lsa_ll.hpp), after this rank's stream drained.
+inline std::uint32_t ll_kernel_calls() {
+  const auto& state = detail::state_of(world().comm);
+  sync();
+  std::uint32_t calls = 0;
+  copy_sync(&calls, state->ll_calls, sizeof(calls));
+  return calls;
 }
 
 inline Path path_of(PathChoice c) {

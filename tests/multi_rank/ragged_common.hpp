@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/lsa_ll.hpp"
+#include "kernels/lsa_ll_counted.hpp"
 #include "symmcomm/collectives/options.hpp"
 
 namespace symmcomm::test {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "comm/comm_state.hpp"
-#include "kernels/lsa_ll.hpp"
+#include "kernels/lsa_ll_counted.hpp"
 #include "multi_rank/checks.hpp"
 #include "multi_rank/ragged_common.hpp"
 #include "multi_rank/world.hpp"
@@ -138,19 +138,13 @@ TEST(MultiRankRagged, Bf16ReduceScatterWithCountsInTheLines) {
   if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
   const auto& state = detail::state_of(world().comm);
   if (state->ll_window == nullptr) GTEST_SKIP() << "no scratch window (SYMMCOMM_LSA_LL=0)";
-  auto const calls = [&] {
-    sync();
-    std::uint32_t c = 0;
-    copy_sync(&c, state->ll_calls, sizeof(c));
-    return c;
-  };
-  std::uint32_t const before = calls();
+  std::uint32_t const before = ll_kernel_calls();
   {
     CountsInLines const on(true);
     bf16_scatter_device_counts(PathChoice::LsaKernel, 256);
     bf16_scatter_device_counts(PathChoice::Auto, 36);
   }
-  EXPECT_EQ(calls() - before, 2u * 8u) << "calls that took the counts-in-lines kernel";
+  EXPECT_EQ(ll_kernel_calls() - before, 2u * 8u) << "calls that took the counts-in-lines kernel";
 }
 
 // Reduce-scatter with shard sizes on the device: this rank's rows of the sum land at the top of

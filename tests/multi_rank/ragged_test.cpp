@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "comm/comm_state.hpp"
-#include "kernels/lsa_ll.hpp"
+#include "kernels/lsa_ll_counted.hpp"
 #include "multi_rank/checks.hpp"
 #include "multi_rank/ragged_common.hpp"
 #include "multi_rank/world.hpp"
@@ -171,20 +171,14 @@ TEST(MultiRankRagged, Nvfp4DeviceCountsWithCountsInTheLines) {
   if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
   const auto& state = detail::state_of(world().comm);
   if (state->ll_window == nullptr) GTEST_SKIP() << "no scratch window (SYMMCOMM_LSA_LL=0)";
-  auto const calls = [&] {
-    sync();
-    std::uint32_t c = 0;
-    copy_sync(&c, state->ll_calls, sizeof(c));
-    return c;
-  };
-  std::uint32_t const before = calls();
+  std::uint32_t const before = ll_kernel_calls();
   {
     CountsInLines const on(true);
     nvfp4_device_counts(PathChoice::LsaKernel);
     nvfp4_device_counts(PathChoice::Auto);
   }
   // Per run: 3 eager rounds, 4 replays and the replay above capacity.
-  EXPECT_EQ(calls() - before, 2u * 8u) << "calls that took the counts-in-lines kernel";
+  EXPECT_EQ(ll_kernel_calls() - before, 2u * 8u) << "calls that took the counts-in-lines kernel";
 }
 
 // Block scales gathered straight into the 128 x 4 layout NVFP4 GEMMs read: the compact rows'

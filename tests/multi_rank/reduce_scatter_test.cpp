@@ -25,15 +25,6 @@ namespace {
 
 // ---- reduce-scatter ------------------------------------------------------------------------
 
-// The device fuses multiply-adds, the host does not: each of the ranks' steps may round
-// differently by half an ulp of the partial sum.
-template <class Q>
-float fma_bound(const std::vector<Q>& inputs, std::size_t i) {
-  double magnitude = 0.0;
-  for (const auto& r : inputs) magnitude += std::fabs(r.value(i));
-  return static_cast<float>(magnitude * static_cast<double>(inputs.size()) * 1.2e-7) + 1e-30f;
-}
-
 // Re-quantized output (the input's format, scale computed from the sum): bit-identical to the
 // host quantizing the same path's fp32 result, data, block scales and scale alike.
 template <class Run>

@@ -35,14 +35,6 @@ bool has_push_kernel() {
   return detail::state_of(world().comm)->ll_window != nullptr;
 }
 
-std::uint32_t kernel_calls() {
-  const auto& state = detail::state_of(world().comm);
-  sync();
-  std::uint32_t calls = 0;
-  copy_sync(&calls, state->ll_calls, sizeof(calls));
-  return calls;
-}
-
 Options forced() {
   Options o;
   o.path = PathChoice::LsaKernel;
@@ -108,7 +100,7 @@ TEST(MultiRankSmallReduceScatter, ShardsUpToTheLimitTwiceWithoutHostWaitsMatchTh
     calls.push_back(std::make_unique<Call>(shard, skew, ++salt));
   }
   for (auto& c : calls) c->upload(0);
-  std::uint32_t const before = kernel_calls();
+  std::uint32_t const before = ll_kernel_calls();
   // Every call twice in a row and the list twice: a half is rewritten while the slowest rank
   // may still be reading the other, with nothing but the flags in between.
   for (int round = 0; round < 2; ++round) {
@@ -118,7 +110,7 @@ TEST(MultiRankSmallReduceScatter, ShardsUpToTheLimitTwiceWithoutHostWaitsMatchTh
       }
     }
   }
-  EXPECT_EQ(kernel_calls() - before, 4u * calls.size());
+  EXPECT_EQ(ll_kernel_calls() - before, 4u * calls.size());
   for (auto& c : calls) c->expect_summed(0, "shard of " + std::to_string(c->shard));
   expect_same_path_everywhere(Path::LsaKernel, "small reduce-scatters");
 }
@@ -133,11 +125,11 @@ TEST(MultiRankSmallReduceScatter, OnePastTheLimitIsRefusedWhenForcedAndAutoTakes
   std::size_t const limit = thresholds::kLsaReduceScatterMaxBytesPerRank / 2;  // bf16 values
   Call small(256, 0, 2), at(limit, 0, 3), past(limit + 8, 0, 4);
   for (Call* c : {&small, &at, &past}) c->upload(0);
-  std::uint32_t const before = kernel_calls();
+  std::uint32_t const before = ll_kernel_calls();
   EXPECT_EQ(small.run(Options{}).path, Path::LsaKernel);
   EXPECT_EQ(at.run(Options{}).path, Path::LsaKernel);
   EXPECT_NE(past.run(Options{}).path, Path::LsaKernel);
-  EXPECT_EQ(kernel_calls() - before, 2u) << "push-kernel calls of Auto";
+  EXPECT_EQ(ll_kernel_calls() - before, 2u) << "push-kernel calls of Auto";
   small.expect_summed(0, "Auto's push kernel");
   at.expect_summed(0, "Auto at the limit");
   past.expect_summed(0, "Auto past the limit");
@@ -171,14 +163,6 @@ TEST(MultiRankSmallReduceScatter, OneGraphReplayedWithNewInputs) {
 
 // ---- quantized in (NVFP4, FP8): the push kernel against the host and the pull kernel --------
 
-// Half an ulp of each partial sum per rank: the device fuses multiply-adds, the host does not.
-template <class Q>
-float fma_bound(const std::vector<Q>& ranks, std::size_t i) {
-  double magnitude = 0.0;
-  for (const auto& r : ranks) magnitude += std::fabs(r.value(i));
-  return static_cast<float>(magnitude * static_cast<double>(ranks.size()) * 1.2e-7) + 1e-30f;
-}
-
 // One quantized shard size's check: the LSA path (forced) sums it with the push kernel (the
 // device counter advances once per call) into fp32 and bf16; fp32 within the host's rank-order
 // sum's rounding, bf16 the fp32 result rounded once, and both called twice with no host wait.
@@ -192,12 +176,12 @@ void check_push(const std::vector<Q>& all, std::size_t shard, bool push_expected
   DeviceArray<float> out32(shard), pulled(shard);
   DeviceArray<bf16> out16(shard);
   settle();
-  std::uint32_t const before = kernel_calls();
+  std::uint32_t const before = ll_kernel_calls();
   for (int again = 0; again < 2; ++again) {
     EXPECT_EQ(run(Fp32Span{out32.get(), shard}).path, Path::LsaKernel) << what;
     EXPECT_EQ(run(Bf16Span{out16.get(), shard}).path, Path::LsaKernel) << what;
   }
-  EXPECT_EQ(kernel_calls() - before, push_expected ? 4u : 0u) << what << ": push-kernel calls";
+  EXPECT_EQ(ll_kernel_calls() - before, push_expected ? 4u : 0u) << what << ": push-kernel calls";
   detail::lsa::set_ll_gather(false);
   EXPECT_EQ(run(Fp32Span{pulled.get(), shard}).path, Path::LsaKernel) << what << " (pull)";
   detail::lsa::set_ll_gather(true);

@@ -109,4 +109,14 @@ double relative_error(const std::vector<T>& out, const std::vector<double>& ref)
   return std::sqrt(e / r);
 }
 
+/// How far the device's fp32 rank-order sum at element i may lie from reduce_like_kernel's: the
+/// device fuses multiply-adds, the host does not, so each of the ranks' steps may round
+/// differently by half an ulp of the partial sum.
+template <class Q>
+float fma_bound(const std::vector<Q>& ranks, std::size_t i) {
+  double magnitude = 0.0;
+  for (const auto& r : ranks) magnitude += std::fabs(r.value(i));
+  return static_cast<float>(magnitude * static_cast<double>(ranks.size()) * 1.2e-7) + 1e-30f;
+}
+
 }  // namespace symmcomm::test

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "comm/lsa_limits.hpp"
-#include "kernels/lsa_ll.hpp"
+#include "kernels/lsa_ll_counted.hpp"
 #include "symmcomm/error.hpp"
 
 namespace {
