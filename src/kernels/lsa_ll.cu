@@ -32,6 +32,10 @@ constexpr int kLlRankBatch = 4;
 // and the peers' window lookups are then one wait instead of three).
 constexpr int kLlSendUnroll = 2;
 
+// Elements one thread of the quantized push reduce-scatter sums: half an NVFP4 block (one word of
+// codes), a whole line of FP8. Eight bf16 or fp32 outputs are whole 16-byte stores.
+constexpr int kLlPartElems = 8;
+
 __global__ void __launch_bounds__(kThreads)
     ll_gather_kernel(const LlLaunch launch_flags, const __grid_constant__ LlGatherArgs a) {
   programmatic_wait(launch_flags);
@@ -154,9 +158,9 @@ __global__ void __launch_bounds__(kThreads)
 
 // The push-model reduce-scatter from NVFP4 or FP8 codes (LlReduceArgs): a slot holds `items`
 // lines of codes (one item each: an NVFP4 block or 8 FP8 values), then NVFP4's block scale codes
-// (8 per line), then the sender's scale. One thread per item of this rank's shard sums it over
-// every rank in rank order with the pull kernel's accumulate(), so both kernels agree bit for
-// bit.
+// (8 per line), then the sender's scale. One thread per 8 elements of this rank's shard sums them
+// over every rank in rank order with the pull kernel's arithmetic (accumulate(),
+// accumulate_e2m1x8()), so both kernels agree bit for bit.
 template <bool kNvfp4, class Out>
 __global__ void __launch_bounds__(kThreads)
     ll_quantized_reduce_scatter_kernel(const LlLaunch launch_flags,
@@ -198,13 +202,19 @@ __global__ void __launch_bounds__(kThreads)
     store_line(slots[p] + half + static_cast<std::size_t>(me) * kLlSlotBytes + line * kLlLineBytes,
                make_uint4(d.x, flag, d.y, flag));
   }
-  // Receive: item i of this rank's shard from every rank in rank order, dequantized with that
-  // rank's scales, summed in fp32, rounded once.
+  // Receive: this rank's shard in parts of 8 elements (half an NVFP4 block, one FP8 line), each
+  // summed over every rank in rank order from that rank's codes and scales, in fp32, rounded
+  // once. Parts go to CTAs in turn (spread_thread) so that a small shard's decoding spreads over
+  // every CTA's SM instead of filling the first CTA.
   const char* const mine = slots[me] + half;
   Fp8Format const format = fp8_format_of(a.type);
+  constexpr int kParts = kElems / kLlPartElems;  // parts per line
+  std::size_t const parts = items * kParts;
   bool aborted = false;
-  for (std::size_t i = first; i < items && !aborted; i += stride) {
-    float acc[kElems] = {};
+  for (std::size_t u = spread_thread(); u < parts && !aborted; u += stride) {
+    std::size_t const i = u / kParts;  // the line (item) holding the part
+    int const h = static_cast<int>(u % kParts);
+    float acc[kLlPartElems] = {};
     std::size_t const scale_line = items + i / kLlLineData;
     for (int r0 = 0; r0 < n && !aborted; r0 += kLlRankBatch) {
       // Codes, block scales (NVFP4) and scale of the batch's ranks, loaded at once.
@@ -221,16 +231,14 @@ __global__ void __launch_bounds__(kThreads)
       for (int k = 0; k < kLlRankBatch; ++k) {
         int const r = r0 + k;
         if (r >= n) break;
-        RawItem<kNvfp4, 8> raw;
+        uint2 d;
+        unsigned scale_code = 0;
         float s;
         if (r == me) {
-          uint2 const d = read_raw(codes + static_cast<std::size_t>(me) * code_bytes, code_bytes,
-                                   i * kLlLineData);
-          raw.w[0] = d.x;
-          raw.w[1] = d.y;
-          if constexpr (kNvfp4) {
-            raw.scales = a.block_scales[static_cast<std::size_t>(me) * items + i];
-          }
+          d = read_raw(codes + static_cast<std::size_t>(me) * code_bytes, code_bytes,
+                       i * kLlLineData);
+          if constexpr (kNvfp4)
+            scale_code = a.block_scales[static_cast<std::size_t>(me) * items + i];
           s = my_scale;
         } else {
           if (!complete_line(line_at(mine, r, i), dv[k], flag, a.abort_word) ||
@@ -239,21 +247,30 @@ __global__ void __launch_bounds__(kThreads)
             aborted = true;
             break;
           }
-          raw.w[0] = dv[k].x;
-          raw.w[1] = dv[k].z;
+          d = make_uint2(dv[k].x, dv[k].z);
           if constexpr (kNvfp4) {
             // Byte i % 8 of the line's 8 data bytes (x holds bytes 0-3, z bytes 4-7).
             unsigned const word = (i % kLlLineData) < 4 ? sv[k].x : sv[k].z;
-            raw.scales = static_cast<std::uint8_t>(word >> (8 * (i % 4)));
+            scale_code = (word >> (8 * (i % 4))) & 0xFFu;
           }
           s = __uint_as_float(gv[k].x);
         }
-        // NVFP4: 2^14 / global scale, as the pull kernel (its decoder's values are 2^-14 scaled).
-        accumulate<kNvfp4, 8>(raw, kNvfp4 ? 16384.0f / s : s, format, acc);
+        if constexpr (kNvfp4) {
+          // The pull kernel's arithmetic for one word of the block: its block scale times
+          // 2^14 / global scale (the decoder's values are 2^-14 scaled).
+          float scale[1];
+          block_scales<1>(static_cast<std::uint16_t>(scale_code), scale);
+          accumulate_e2m1x8(h == 0 ? d.x : d.y, scale[0] * (16384.0f / s), acc);
+        } else {
+          RawItem<false, 8> raw;
+          raw.w[0] = d.x;
+          raw.w[1] = d.y;
+          accumulate<false, 8>(raw, s, format, acc);
+        }
       }
     }
     if (aborted) break;
-    store_floats<kElems>(static_cast<Out*>(a.out), i * kElems, acc);
+    store_floats<kLlPartElems>(static_cast<Out*>(a.out), i * kElems + h * kLlPartElems, acc);
   }
   advance_call(a.calls, c);
   programmatic_release(launch_flags);

@@ -119,6 +119,13 @@ __device__ __forceinline__ uint2 round_bf16x4(const float (&acc)[4]) {
   return make_uint2(bits(acc[0]) | (bits(acc[1]) << 16), bits(acc[2]) | (bits(acc[3]) << 16));
 }
 
+// This thread's place when consecutive work units go to CTAs in turn (unit u to CTA u % grid):
+// a loop from here with stride grid_threads() covers every unit once, and a few units' work
+// spreads over every CTA's SM instead of filling the first CTA.
+__device__ __forceinline__ std::size_t spread_thread() {
+  return static_cast<std::size_t>(threadIdx.x) * gridDim.x + blockIdx.x;
+}
+
 // The flag of call `c`: never 0, so zeroed scratch never matches.
 __device__ __forceinline__ std::uint32_t call_flag(std::uint32_t c) {
   return c | 0x80000000u;

@@ -77,6 +77,20 @@ __device__ __forceinline__ void block_scales(std::uint16_t codes, float (&out)[k
 #endif
 }
 
+// acc[0..7] += the eight e2m1 codes of `w` (code k in bits 4k..4k+3) times `m`, the block's
+// scale times the caller's multiplier. One word's arithmetic, shared by accumulate() and the
+// push reduce-scatter's half-block receive, so both give the same bits.
+__device__ __forceinline__ void accumulate_e2m1x8(std::uint32_t w, float m, float* acc) {
+  std::uint32_t pairs[4];
+  e2m1x8_to_half2_bits(w, pairs);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    float2 const v = half2_bits_to_float2(pairs[j]);
+    acc[j] += v.x * m;
+    acc[j + 4] += v.y * m;
+  }
+}
+
 // acc += decode(item) * scales. Same arithmetic, in the same order, for every caller (the
 // one-shot reduce-scatter and the fallback's local reduction share this kernel), so results
 // are bit-identical between paths.
@@ -96,14 +110,7 @@ __device__ __forceinline__ void accumulate(const RawItem<kNvfp4, kBytes>& r, flo
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         int const w = 2 * b + h;  // codes 8w..8w+7
-        std::uint32_t pairs[4];
-        e2m1x8_to_half2_bits(r.w[w], pairs);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          float2 const v = half2_bits_to_float2(pairs[j]);
-          acc[8 * w + j] += v.x * m;
-          acc[8 * w + j + 4] += v.y * m;
-        }
+        accumulate_e2m1x8(r.w[w], m, acc + 8 * w);
       }
     }
   } else {
