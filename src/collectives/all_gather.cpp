@@ -25,8 +25,8 @@ lsa::LlGatherArgs ll_args(const CommState& state, const std::vector<GatherPart>&
   lsa::LlGatherArgs a;
   a.rank = state.rank;
   a.size = state.size;
-  a.scratch = state.ll_window;
-  a.calls = state.ll_calls;
+  a.scratch = state.scratch.window;
+  a.calls = state.scratch.calls;
   a.abort_word = device_abort_word(state);
   for (const GatherPart& p : parts) {
     std::size_t const bytes = p.bytes[static_cast<std::size_t>(state.rank)];
@@ -146,7 +146,7 @@ void enqueue_lsa(const CommState& state, const PlannedCall& planned,
     lsa::LlGatherArgs const small = ll_args(state, parts);
     std::size_t send_total = 0;
     for (const GatherPart& p : parts) send_total += p.bytes[static_cast<std::size_t>(state.rank)];
-    if (lsa::ll_fits(state.ll_window != nullptr, send_total, small.lines)) {
+    if (lsa::ll_fits(state.scratch.window != nullptr, send_total, small.lines)) {
       lsa::ll_gather(small, state.caps.lsa_sm_share, stream);
       return;
     }

@@ -176,8 +176,8 @@ void fill_ll_counts(lsa::LlCountsArgs& a, const CommState& state, const DeviceCo
   a.capacity = counts.capacity;
   a.rank = state.rank;
   a.size = state.size;
-  a.scratch = state.ll_window;
-  a.calls = state.ll_calls;
+  a.scratch = state.scratch.window;
+  a.calls = state.scratch.calls;
   a.abort_word = device_abort_word(state);
 }
 
@@ -193,7 +193,8 @@ lsa::LlCountedGatherArgs ll_counted_args(const CommState& state, const Collectiv
   }
   a.parts = static_cast<int>(rows.size());
   const DeviceCounts& counts = call.device_counts;
-  if (!lsa::ll_counted_fits(state.ll_window != nullptr, counts.capacity, lsa::ll_row_lines(a))) {
+  if (!lsa::ll_counted_fits(state.scratch.window != nullptr, counts.capacity,
+                            lsa::ll_row_lines(a))) {
     return lsa::LlCountedGatherArgs{};
   }
   a.scale_src = scale.send;
@@ -392,8 +393,8 @@ Plan execute_device_count_reduce_scatter(CommState& state, const CollectiveCall&
   Plan const plan = planned.decide(stream);
   DeviceGuard guard(state.device);
   if (plan.path == Path::LsaKernel) {
-    if (lsa::ll_counted_reduce_fits(state.ll_window != nullptr, call.send.dtype, counts.capacity,
-                                    call.row_elements)) {
+    if (lsa::ll_counted_reduce_fits(state.scratch.window != nullptr, call.send.dtype,
+                                    counts.capacity, call.row_elements)) {
       enqueue_ll_counted_reduce(state, planned, call, stream);
     } else {
       enqueue_counted_reduce(state, planned, call, rows, stream);

@@ -46,7 +46,7 @@ Plan native_reduce_scatter(CommState& state, const CollectiveCall& call, cudaStr
   // symmcomm's push-model kernel for small BF16 sums (kernels/lsa_ll.hpp); Auto takes it up to
   // thresholds::kLsaReduceScatterMaxBytesPerRank, where it was measured faster than NCCL.
   bool const push = equal && type == DataType::Bf16 &&
-                    lsa::ll_reduce_fits(state.ll_window != nullptr, type, call.recv.count);
+                    lsa::ll_reduce_fits(state.scratch.window != nullptr, type, call.recv.count);
   PlannedCall planned(state, Operation::ReduceScatter, options, operation);
   planned.types(type, type)
       .per_rank(recv_bytes, equal)
@@ -64,8 +64,8 @@ Plan native_reduce_scatter(CommState& state, const CollectiveCall& call, cudaStr
     a.shard = call.recv.count;
     a.rank = state.rank;
     a.size = state.size;
-    a.scratch = state.ll_window;
-    a.calls = state.ll_calls;
+    a.scratch = state.scratch.window;
+    a.calls = state.scratch.calls;
     a.abort_word = device_abort_word(state);
     lsa::ll_reduce_scatter(a, state.caps.lsa_sm_share, stream);
   } else if (plan.staged) {
@@ -194,8 +194,8 @@ void push_reduce_scatter(const detail::CommState& state, const QuantizedInput& i
   a.shard = shard;
   a.rank = state.rank;
   a.size = state.size;
-  a.scratch = state.ll_window;
-  a.calls = state.ll_calls;
+  a.scratch = state.scratch.window;
+  a.calls = state.scratch.calls;
   a.abort_word = detail::device_abort_word(state);
   detail::lsa::ll_reduce_scatter(a, state.caps.lsa_sm_share, stream);
 }
@@ -204,7 +204,8 @@ void push_reduce_scatter(const detail::CommState& state, const QuantizedInput& i
 // a scratch slot, written to a 16-byte aligned output.
 bool push_fits(const detail::CommState& state, const QuantizedInput& in, std::size_t shard,
                bool equal_shards) {
-  return equal_shards && detail::lsa::ll_reduce_fits(state.ll_window != nullptr, in.type, shard);
+  return equal_shards &&
+         detail::lsa::ll_reduce_fits(state.scratch.window != nullptr, in.type, shard);
 }
 
 void lsa_reduce_scatter(detail::CommState& state, const QuantizedInput& in,

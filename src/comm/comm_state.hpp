@@ -36,6 +36,14 @@ struct DevCommHolder;
 struct DevCommDeleter {
   void operator()(DevCommHolder* holder) const noexcept;
 };
+/// A symmetric scratch window every rank of a communicator holds (comm/lsa_limits.hpp sizes it,
+/// the kernels that use it lay it out) and this rank's call counter beside it (2 words, device
+/// memory, zeroed at creation).
+struct ScratchWindow {
+  void* base = nullptr;  ///< ncclMemAlloc'd, scratch_window_bytes(size) bytes
+  ncclWindow_t window = nullptr;
+  std::uint32_t* calls = nullptr;
+};
 struct LaunchOrder;
 struct LaunchOrderDeleter {
   void operator()(LaunchOrder* order) const noexcept;
@@ -82,12 +90,11 @@ struct CommState {
   /// collectives/scratch.hpp), opaque here: made by its owner on first use, released by the
   /// teardown before the communicator (left allocated where live graphs may still use it).
   std::shared_ptr<void> collectives;
-  /// The small-message all-gather's scratch window and call counter (kernels/lsa_ll.hpp), made
-  /// with the device communicator (dev_comm.hpp); null where there is none.
-  bool small_gather_agreed = false;  ///< no rank set SYMMCOMM_LSA_LL=0 (agreed at creation)
-  void* ll_scratch = nullptr;
-  ncclWindow_t ll_window = nullptr;
-  std::uint32_t* ll_calls = nullptr;
+  /// Whether the scratch window is made: no rank set SYMMCOMM_LSA_LL=0 (agreed at creation).
+  bool scratch_agreed = false;
+  /// The scratch window and call counter of symmcomm's flag-in-data kernels, made with the
+  /// device communicator (dev_comm.hpp); empty where there is none.
+  detail::ScratchWindow scratch;
 
   // Live windows (registration sequence -> bytes) and pools, for the symmetry verifier.
   mutable std::mutex mutex;

@@ -47,7 +47,7 @@ struct GpuEntry {
 // (collective: one small all-gather on a private stream). The LSA kernels' grids follow from
 // them, so they must be the same on every rank; no rank-local device property may enter a grid
 // directly. Also agrees
-// whether the small-message all-gather's scratch is made (state.small_gather_agreed): only when
+// whether the scratch window is made (state.scratch_agreed): only when
 // no rank turned it off, so that a variable set on some ranks only cannot split them.
 void agree_gpu_share(CommState& state) {
   GpuEntry mine;
@@ -84,9 +84,9 @@ void agree_gpu_share(CommState& state) {
   SYMMCOMM_CUDA_LOG_ON_ERROR(cudaStreamDestroy(stream));
   int fewest_sms = all[0].sms;
   int most_sharing = 1;
-  state.small_gather_agreed = true;
+  state.scratch_agreed = true;
   for (const GpuEntry& e : all) {
-    state.small_gather_agreed = state.small_gather_agreed && e.small_gather != 0;
+    state.scratch_agreed = state.scratch_agreed && e.small_gather != 0;
     fewest_sms = std::min(fewest_sms, e.sms);
     int sharing = 0;
     for (const GpuEntry& other : all) {
@@ -136,7 +136,7 @@ void probe(CommState& state) {
     SYMMCOMM_LOG_INFO("communicator " << state.id << " (rank " << state.rank << "/" << state.size
                                       << "): no symmetric memory support: " << reason);
   } else {
-    create_ll_scratch(state);
+    create_scratch_window(state);
     SYMMCOMM_LOG_INFO("communicator "
                       << state.id << " (rank " << state.rank << "/" << state.size
                       << "): symmetric memory, LSA team of " << state.caps.lsa_team_size << ", "
@@ -197,13 +197,13 @@ CommState::~CommState() {
     collectives.reset();
     if (aborted_now) {
       forget_dev_comm(*this);  // ncclCommAbort freed NCCL's side already
-      release_ll_scratch(*this, false);
+      release_scratch_window(*this, false);
     } else if (detached.load(std::memory_order_acquire)) {
       // The engine's communicator may be destroyed already: no NCCL call on it (NCCL frees the
       // device communicator with its communicator).
       forget_dev_comm(*this);
-      release_ll_scratch(*this, false);
-    } else if (ll_scratch != nullptr && !wait_last_use(*this, "communicator teardown")) {
+      release_scratch_window(*this, false);
+    } else if (scratch.base != nullptr && !wait_last_use(*this, "communicator teardown")) {
       // A kernel may still write peers' scratch or read this rank's: keep the memory (leaked).
       dev_comm.reset();
       if (owned) SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommDestroy(comm));
@@ -211,10 +211,10 @@ CommState::~CommState() {
       // An owned communicator's destroy releases the scratch window with the others it holds
       // (no collective deregistration, which ranks torn down one after another from one thread
       // would wait on); a borrowed one lives on and gets the window back now.
-      if (!owned) release_ll_scratch(*this, true);
+      if (!owned) release_scratch_window(*this, true);
       dev_comm.reset();
       if (owned) SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommDestroy(comm));
-      release_ll_scratch(*this, false);
+      release_scratch_window(*this, false);
     }
   } catch (const std::exception& e) {
     SYMMCOMM_LOG_WARN("tearing down communicator " << id << ": " << e.what());

@@ -76,16 +76,16 @@ bool create_dev_comm(CommState& state, std::string& reason) {
   return true;
 }
 
-void create_ll_scratch(CommState& state) {
-  if (!state.small_gather_agreed) return;  // a rank set SYMMCOMM_LSA_LL=0 (communicator.cpp)
+void create_scratch_window(CommState& state) {
+  if (!state.scratch_agreed) return;  // a rank set SYMMCOMM_LSA_LL=0 (communicator.cpp)
   if (state.caps.lsa_team_size != state.size || state.size > kMaxKernelRanks) return;
-  std::size_t const bytes = ll_scratch_bytes(state.size);
+  std::size_t const bytes = scratch_window_bytes(state.size);
   void* ptr = nullptr;
   ncclResult_t r = ncclMemAlloc(&ptr, bytes);
   if (r != ncclSuccess) {
     // Every rank calls the registration below: one that cannot would leave the others waiting.
     SYMMCOMM_FAIL("communicator " << state.id << ": ncclMemAlloc of " << bytes
-                                  << " bytes for the small-message all-gather's scratch failed ("
+                                  << " bytes for the scratch window failed ("
                                   << ncclGetErrorString(r)
                                   << "); SYMMCOMM_LSA_LL=0 goes without it");
   }
@@ -106,11 +106,9 @@ void create_ll_scratch(CommState& state) {
     if (r != ncclSuccess) {
       SYMMCOMM_FAIL("communicator " << state.id << ": "
                                     << nccl_failure(state.comm, "ncclCommWindowRegister", r)
-                                    << " for the small-message all-gather's scratch");
+                                    << " for the scratch window");
     }
-    state.ll_scratch = ptr;
-    state.ll_window = window;
-    state.ll_calls = calls;
+    state.scratch = ScratchWindow{ptr, window, calls};
   } catch (...) {
     if (stream != nullptr) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaStreamDestroy(stream));
     if (calls != nullptr) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(calls));
@@ -119,16 +117,14 @@ void create_ll_scratch(CommState& state) {
   }
 }
 
-void release_ll_scratch(CommState& state, bool deregister) noexcept {
-  if (state.ll_scratch == nullptr) return;
-  if (deregister && state.ll_window != nullptr) {
-    SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommWindowDeregister(state.comm, state.ll_window));
+void release_scratch_window(CommState& state, bool deregister) noexcept {
+  if (state.scratch.base == nullptr) return;
+  if (deregister && state.scratch.window != nullptr) {
+    SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommWindowDeregister(state.comm, state.scratch.window));
   }
-  SYMMCOMM_NCCL_LOG_ON_ERROR(ncclMemFree(state.ll_scratch));
-  SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(state.ll_calls));
-  state.ll_scratch = nullptr;
-  state.ll_window = nullptr;
-  state.ll_calls = nullptr;
+  SYMMCOMM_NCCL_LOG_ON_ERROR(ncclMemFree(state.scratch.base));
+  SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(state.scratch.calls));
+  state.scratch = ScratchWindow{};
 }
 
 void DevCommDeleter::operator()(DevCommHolder* holder) const noexcept {
@@ -152,8 +148,8 @@ bool create_dev_comm(CommState&, std::string& reason) {
       "symmetric support cannot be probed";
   return false;
 }
-void create_ll_scratch(CommState&) {}
-void release_ll_scratch(CommState&, bool) noexcept {}
+void create_scratch_window(CommState&) {}
+void release_scratch_window(CommState&, bool) noexcept {}
 void DevCommDeleter::operator()(DevCommHolder* holder) const noexcept {
   delete holder;
 }

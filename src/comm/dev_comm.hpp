@@ -13,14 +13,16 @@ namespace symmcomm::detail {
 /// Creates the device communicator (collective). On failure returns false with NCCL's reason.
 bool create_dev_comm(CommState& state, std::string& reason);
 
-/// Makes the small-message all-gather's scratch window (kernels/lsa_ll.hpp; collective, after
-/// create_dev_comm succeeded on every rank). On failure logs why and leaves none: that kernel is
-/// then not used. SYMMCOMM_LSA_LL=0 on any rank skips it on every rank (agreed beforehand).
-void create_ll_scratch(CommState& state);
+/// Makes the communicator's scratch window (CommState::scratch; collective, after
+/// create_dev_comm succeeded on every rank), for the kernels that meet their peers through
+/// flags in the data (kernels/lsa_ll.hpp). Throws where ncclMemAlloc or the registration fails;
+/// where the LSA team does not span the ranks it makes none, and those kernels are not used.
+/// SYMMCOMM_LSA_LL=0 on any rank skips it on every rank (agreed beforehand).
+void create_scratch_window(CommState& state);
 
 /// Frees it: `deregister` first (a borrowed communicator that lives on), else the memory only
 /// (after ncclCommDestroy released the window, or when NCCL's side is gone).
-void release_ll_scratch(CommState& state, bool deregister) noexcept;
+void release_scratch_window(CommState& state, bool deregister) noexcept;
 
 /// Drops the device communicator without NCCL calls (after ncclCommAbort freed it).
 void forget_dev_comm(CommState& state) noexcept;

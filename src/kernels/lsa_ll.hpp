@@ -31,10 +31,22 @@
 
 #include "lsa.hpp"
 
-namespace symmcomm::detail::lsa {
+namespace symmcomm::detail {
 
-// Line sizes, the per-rank limit and the scratch size: comm/lsa_limits.hpp (the communicator
-// makes the scratch).
+/// The line format: bytes of one line (8 data bytes and two 4-byte flags) and the data bytes it
+/// carries. A source rank's slot of the communicator's scratch window (comm/lsa_limits.hpp,
+/// kScratchSlotBytes) holds kLlMaxBytesPerRank of data as lines: the most bytes one rank sends
+/// per call (all segments, each rounded up to whole lines) - the sizes where the barriers
+/// dominate; larger calls take the barrier kernels, whose stores carry no flags.
+inline constexpr std::size_t kLlLineBytes = 16;
+inline constexpr std::size_t kLlLineData = 8;
+inline constexpr std::size_t kLlSlotBytes = kScratchSlotBytes;
+inline constexpr std::size_t kLlMaxBytesPerRank = kLlSlotBytes / kLlLineBytes * kLlLineData;
+static_assert(kLlMaxBytesPerRank == std::size_t{96} << 10, "a slot carries 96 KiB of data");
+
+}  // namespace symmcomm::detail
+
+namespace symmcomm::detail::lsa {
 
 /// One byte range this rank sends: `bytes` from local `src`, landing at `recv` + rank x bytes
 /// on every rank (this rank's `recv` local; the same bytes on every rank).
@@ -51,7 +63,7 @@ struct LlGatherArgs {
   int segments = 0;
   std::size_t lines = 0;  ///< lines per rank: the segments' lines, in order
   int rank = 0, size = 1;
-  ncclWindow_t scratch = nullptr;  ///< ll_scratch_bytes(size) bytes on every rank
+  ncclWindow_t scratch = nullptr;  ///< scratch_window_bytes(size) bytes on every rank
   std::uint32_t* calls = nullptr;  ///< this rank's call counter and CTA tally (2 words)
   /// symmcomm's abort word (comm/dev_comm.hpp, device_abort_word), polled while waiting for a
   /// peer's lines: after ncclCommAbort the kernel ends, its receive buffer incomplete. Null

@@ -13,7 +13,7 @@
 
 #include "comm/comm_state.hpp"
 #include "comm/dev_comm.hpp"
-#include "comm/lsa_limits.hpp"
+#include "kernels/lsa_ll.hpp"
 #include "multi_rank/checks.hpp"
 #include "multi_rank/world.hpp"
 #include "support/ordered_copy.hpp"

@@ -27,7 +27,7 @@ inline std::uint32_t ll_kernel_calls() {
   const auto& state = detail::state_of(world().comm);
   sync();
   std::uint32_t calls = 0;
-  copy_sync(&calls, state->ll_calls, sizeof(calls));
+  copy_sync(&calls, state->scratch.calls, sizeof(calls));
   return calls;
 }
 

@@ -137,7 +137,7 @@ TEST(MultiRankRagged, Bf16ReduceScatterWithDeviceCountsOnEveryPathEagerAndFromOn
 TEST(MultiRankRagged, Bf16ReduceScatterWithCountsInTheLines) {
   if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
   const auto& state = detail::state_of(world().comm);
-  if (state->ll_window == nullptr) GTEST_SKIP() << "no scratch window (SYMMCOMM_LSA_LL=0)";
+  if (state->scratch.window == nullptr) GTEST_SKIP() << "no scratch window (SYMMCOMM_LSA_LL=0)";
   std::uint32_t const before = ll_kernel_calls();
   {
     CountsInLines const on(true);

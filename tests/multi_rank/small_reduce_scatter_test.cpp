@@ -17,7 +17,6 @@
 
 #include "collectives/thresholds.hpp"
 #include "comm/comm_state.hpp"
-#include "comm/lsa_limits.hpp"
 #include "kernels/lsa_ll.hpp"
 #include "multi_rank/checks.hpp"
 #include "multi_rank/world.hpp"
@@ -32,7 +31,7 @@ namespace {
 bool has_push_kernel() {
   const char* off = std::getenv("SYMMCOMM_LSA_LL");
   if (!lsa_can() || (off != nullptr && std::string(off) == "0")) return false;
-  return detail::state_of(world().comm)->ll_window != nullptr;
+  return detail::state_of(world().comm)->scratch.window != nullptr;
 }
 
 Options forced() {

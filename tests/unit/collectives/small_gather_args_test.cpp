@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "comm/lsa_limits.hpp"
+#include "kernels/lsa_ll.hpp"
 #include "kernels/lsa_ll_counted.hpp"
 #include "symmcomm/error.hpp"
 
@@ -32,8 +32,8 @@ TEST(SmallGatherArgs, LinesRoundEachSegmentUpToEightBytes) {
 
 TEST(SmallGatherArgs, ScratchIsTwoHalvesOfASlotPerRank) {
   // 96 KiB of data per rank as 16-byte lines of 8 bytes: 192 KiB per slot, two halves.
-  EXPECT_EQ(ll_scratch_bytes(1), std::size_t{2} * 192 * 1024);
-  EXPECT_EQ(ll_scratch_bytes(8), std::size_t{8} * 2 * 192 * 1024);
+  EXPECT_EQ(scratch_window_bytes(1), std::size_t{2} * 192 * 1024);
+  EXPECT_EQ(scratch_window_bytes(8), std::size_t{8} * 2 * 192 * 1024);
   EXPECT_EQ(kLlLineBytes, 2 * kLlLineData);
 }
 
