@@ -3,7 +3,7 @@ import collections
 import ctypes
 
 from . import _capi
-from ._core import NVFP4_BLOCK, _check, _fail, _int_arg, _lib
+from ._core import _check, _fail, _int_arg, _lib
 from ._tensors import (_BF16, _F32, Fp8Tensor, Nvfp4Tensor, _call, _device_index, _fp8,
                        _gather_views, _nvfp4, _nvfp4_only, _path_arg, _plain, _stream_arg,
                        _tensor)
@@ -19,30 +19,17 @@ def all_gather(comm, send, recv, stream=None, path="auto", row_elements=None):
     o = _path_arg(path)
     s = _stream_arg(stream, device)
     a, b = _gather_views(send, recv, device, size, row_elements)
-    if b.count != a.count * size:
-        _fail("recv holds %d elements, not send's %d x comm.size %d" % (b.count, a.count, size))
     return _call(_lib.symmcomm_all_gather, comm, ctypes.byref(a), ctypes.byref(b), stream=s,
                  options=o)
 
 
-def _counts_arg(counts, size, quantized):
+def _counts_arg(counts, size):
+    """The C array of a v-collective's host counts: a list of comm.size ints >= 0 (how they
+    relate to the tensors is the library's check)."""
     if not isinstance(counts, (list, tuple)) or len(counts) != size:
         _fail("counts must be a list of comm.size (%d) ints, got %r" % (size, counts))
     n = [_int_arg(c, "counts[%d]" % i) for i, c in enumerate(counts)]
-    if quantized:
-        for i, c in enumerate(n):
-            if c % NVFP4_BLOCK:
-                _fail("counts[%d] = %d is not a multiple of %d (NVFP4 blocks)" % (i, c, NVFP4_BLOCK))
-    return n, (ctypes.c_size_t * size)(*n)
-
-
-def _check_v_counts(mine, whole, n, rank):
-    """A v-collective's sizes: `mine` (name, tensor) holds counts[rank] elements, `whole` their
-    sum."""
-    if mine[1].count != n[rank]:
-        _fail("%s holds %d elements, not counts[%d] = %d" % (mine[0], mine[1].count, rank, n[rank]))
-    if whole[1].count != sum(n):
-        _fail("%s holds %d elements, not sum(counts) = %d" % (whole[0], whole[1].count, sum(n)))
+    return (ctypes.c_size_t * size)(*n)
 
 
 def all_gatherv(comm, send, recv, counts, stream=None, path="auto", row_elements=None):
@@ -53,11 +40,10 @@ def all_gatherv(comm, send, recv, counts, stream=None, path="auto", row_elements
     in all_gather (every count whole rows). Returns the Plan."""
     rank, size, device, _ = comm.info()
     _nvfp4_only(send, row_elements, "all_gatherv")
-    n, arr = _counts_arg(counts, size, isinstance(send, Nvfp4Tensor))
+    arr = _counts_arg(counts, size)
     o = _path_arg(path)
     s = _stream_arg(stream, device)
     a, b = _gather_views(send, recv, device, size, row_elements)
-    _check_v_counts(("send", a), ("recv", b), n, rank)
     return _call(_lib.symmcomm_all_gatherv, comm, ctypes.byref(a), ctypes.byref(b), arr,
                  stream=s, options=o)
 
@@ -99,8 +85,6 @@ def reduce_scatter(comm, send, recv, stream=None, path="auto"):
     o = _path_arg(path)
     s = _stream_arg(stream, device)
     a, b = _reduce_views(send, recv, device)
-    if a.count != b.count * size:
-        _fail("send holds %d elements, not recv's %d x comm.size %d" % (a.count, b.count, size))
     return _call(_lib.symmcomm_reduce_scatter, comm, ctypes.byref(a), ctypes.byref(b), stream=s,
                  options=o)
 
@@ -111,15 +95,13 @@ def reduce_scatterv(comm, send, recv, counts, stream=None, path="auto"):
     per-rank scales -> bf16 (summed in fp32, rounded once; counts multiples of 16). `counts`:
     one int per rank, the same on every rank; send holds their sum. Returns the Plan."""
     rank, size, device, _ = comm.info()
-    quantized = isinstance(send, (Nvfp4Tensor, Fp8Tensor))
-    n, arr = _counts_arg(counts, size, quantized)
+    arr = _counts_arg(counts, size)
     o = _path_arg(path)
     s = _stream_arg(stream, device)
     if isinstance(recv, (Nvfp4Tensor, Fp8Tensor)):
         _fail("reduce_scatterv: recv must be a bf16 tensor, got %s" % type(recv).__name__)
     a = _reduce_send(send, device)
     b = _plain(recv, "recv", _BF16, device)
-    _check_v_counts(("recv", b), ("send", a), n, rank)
     return _call(_lib.symmcomm_reduce_scatterv, comm, ctypes.byref(a), ctypes.byref(b), arr,
                  stream=s, options=o)
 
@@ -134,8 +116,6 @@ def quantize_all_gather(comm, input, recv, scale=None, stream=None, path="auto",
     rank, size, device, _ = comm.info()
     _nvfp4_only(recv, row_elements, "quantize_all_gather")
     a = _plain(input, "input", _BF16, device)
-    if a.count % NVFP4_BLOCK:
-        _fail("input holds %d elements, not a multiple of %d" % (a.count, NVFP4_BLOCK))
     s_ptr = None
     if scale is not None:
         s_ptr, k = _tensor(scale, "scale", _F32, device)
@@ -149,8 +129,6 @@ def quantize_all_gather(comm, input, recv, scale=None, stream=None, path="auto",
         b = _fp8(recv, "recv", device, size)
     else:
         _fail("recv must be a symmcomm.Nvfp4Tensor or Fp8Tensor, got %s" % type(recv).__name__)
-    if b.count != a.count * size:
-        _fail("recv holds %d elements, not input's %d x comm.size %d" % (b.count, a.count, size))
     return _call(_lib.symmcomm_quantize_all_gather, comm, ctypes.byref(a), ctypes.c_void_p(s_ptr),
                  ctypes.byref(b), stream=st, options=o)
 
@@ -177,16 +155,11 @@ def _device_counts(counts, size, device, capacity):
     return _capi.DeviceCountsC(ptrs[0], capacity, ptrs[1], ptrs[2], ptrs[3])
 
 
-def _capacity_rows(mine, whole, size, row):
-    """The capacity (rows per rank) of a device-count call: `mine` (name, view) holds whole rows
-    of `row` elements, `whole` (name, view) comm.size times as many."""
-    (mine_name, a), (whole_name, b) = mine, whole
-    if a.count % row:
-        _fail("%s holds %d elements, not whole rows of row_elements %d" % (mine_name, a.count, row))
-    if b.count != size * a.count:
-        _fail("%s holds %d elements, not comm.size %d x %s's %d (capacity rows)"
-              % (whole_name, b.count, size, mine_name, a.count))
-    return a.count // row
+def _capacity_rows(mine, row):
+    """The capacity (rows per rank) of a device-count call: the rows of `row` elements that
+    `mine` holds (whole rows, and the other tensor comm.size times as many, are the library's
+    check)."""
+    return mine.count // row
 
 
 def all_gatherv_device(comm, send, recv, counts, row_elements, stream=None, path="auto",
@@ -214,7 +187,7 @@ def all_gatherv_device(comm, send, recv, counts, row_elements, stream=None, path
         b = _nvfp4(recv, "recv", device, size, row if swizzled_scales else None)
     else:
         a, b = _gather_views(send, recv, device, size, None)
-    capacity = _capacity_rows(("send", a), ("recv", b), size, row)
+    capacity = _capacity_rows(a, row)
     dc = _device_counts(counts, size, device, capacity)
     return _call(_lib.symmcomm_all_gatherv_device, comm, ctypes.byref(a), ctypes.byref(b), row,
                  ctypes.byref(dc), stream=s, options=o)
@@ -242,7 +215,7 @@ def reduce_scatterv_device(comm, send, recv, counts, row_elements, stream=None, 
               "Fp8Tensor")
     a = _reduce_send(send, device)
     b = _plain(recv, "recv", _BF16, device)
-    capacity = _capacity_rows(("recv", b), ("send", a), size, row)
+    capacity = _capacity_rows(b, row)
     dc = _device_counts(counts, size, device, capacity)
     return _call(_lib.symmcomm_reduce_scatterv_device, comm, ctypes.byref(a), ctypes.byref(b), row,
                  ctypes.byref(dc), stream=s, options=o)

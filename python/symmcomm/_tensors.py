@@ -1,5 +1,10 @@
 """Tensors as the C ABI sees them (private): Plan, the NVFP4 and FP8 tensor types, and the
-checks that turn PyTorch tensors (or look-alikes) into symmcomm_tensor_t, naming the argument."""
+checks that turn PyTorch tensors (or look-alikes) into symmcomm_tensor_t, naming the argument.
+
+Python checks only what the library cannot see: Python types, dtypes, devices, contiguity and
+the sizes of the tensors behind each pointer (a block-scale or scale tensor too small for its
+data). How counts relate - send against recv, counts against tensors, whole blocks, whole rows -
+is the library's one check (validate_call), whose text reaches the caller as a LogicError."""
 import collections
 import ctypes
 import sys
@@ -160,23 +165,18 @@ def _nvfp4(v, name, device, scales_expected, row_elements=None):
     scales, n_scales = _tensor(v.block_scales, name + ".block_scales", _E4M3 + _BYTES, device)
     glob, n_glob = _tensor(v.global_scale, name + ".global_scale", _F32, device)
     count = 2 * n_data
-    if count % NVFP4_BLOCK:
-        _fail("%s.data holds %d bytes = %d elements, not a multiple of %d"
-              % (name, n_data, count, NVFP4_BLOCK))
     layout = _capi.SCALE_LAYOUTS["linear"]
     if row_elements is not None:
         _int_arg(row_elements, "row_elements", 1)
-        if row_elements % NVFP4_BLOCK:
-            _fail("row_elements %d is not a multiple of %d" % (row_elements, NVFP4_BLOCK))
-        if count % row_elements:
-            _fail("%s holds %d elements, not whole rows of row_elements %d"
-                  % (name, count, row_elements))
-        need = swizzled_scale_bytes(count // row_elements, row_elements // NVFP4_BLOCK)
-        if n_scales < need:
-            _fail("%s.block_scales has %d elements; swizzled scales of %d rows of %d need %d "
-                  "(symmcomm.swizzled_scale_bytes)" % (name, n_scales, count // row_elements,
-                                                       row_elements, need))
         layout = _capi.SCALE_LAYOUTS["swizzled128x4"]
+        # The scale tensor's size, for rows the library will accept (it refuses the others).
+        if row_elements % NVFP4_BLOCK == 0 and count % row_elements == 0:
+            rows = count // row_elements
+            need = swizzled_scale_bytes(rows, row_elements // NVFP4_BLOCK)
+            if n_scales < need:
+                _fail("%s.block_scales has %d elements; swizzled scales of %d rows of %d need "
+                      "%d (symmcomm.swizzled_scale_bytes)"
+                      % (name, n_scales, rows, row_elements, need))
     elif n_scales != count // NVFP4_BLOCK:
         _fail("%s.block_scales has %d elements; %d data bytes need %d (one per 16 elements)"
               % (name, n_scales, n_data, count // NVFP4_BLOCK))

@@ -36,6 +36,27 @@ def test_one_rank_bf16_all_gather_and_reduce_scatter_are_identities(comm):
     assert torch.equal(out, x)
 
 
+def test_the_librarys_argument_errors_reach_python(comm):
+    # Python leaves how counts relate to the library (validate_call): its texts, naming the
+    # argument and its value, arrive as LogicError (a ValueError).
+    bf = lambda n: torch.zeros(n, device="cuda", dtype=torch.bfloat16)  # noqa: E731
+    cases = [
+        (lambda: symmcomm.all_gather(comm, bf(64), bf(96)),
+         "recv.count 96 is not send.count 64 x comm.size() 1"),
+        (lambda: symmcomm.all_gatherv(comm, nvfp4_zeros(32), nvfp4_zeros(64), [48]),
+         "counts[0] = 48"),
+        (lambda: symmcomm.reduce_scatter(comm, nvfp4_zeros(64), bf(32)),
+         "send.count 64 is not recv.count 32 x comm.size() 1"),
+        (lambda: symmcomm.quantize_all_gather(comm, bf(40), nvfp4_zeros(48)),
+         "input.count 40 is not a multiple of 16"),
+    ]
+    for call, text in cases:
+        with pytest.raises(symmcomm.LogicError) as e:
+            call()
+        assert isinstance(e.value, ValueError)
+        assert text in str(e.value), (text, str(e.value))
+
+
 def test_nvfp4_round_trip_and_gather_match_torch(comm):
     n = 16 * 1024
     x = torch.randn(n, device="cuda", dtype=torch.bfloat16)
