@@ -161,116 +161,143 @@ __global__ void __launch_bounds__(kThreads)
 // (8 per line), then the sender's scale. One thread per 8 elements of this rank's shard sums them
 // over every rank in rank order with the pull kernel's arithmetic (accumulate(),
 // accumulate_e2m1x8()), so both kernels agree bit for bit.
+template <bool kNvfp4>
+struct QuantizedSlot {
+  static constexpr int kElems = kNvfp4 ? 16 : 8;        // elements per item (line of codes)
+  static constexpr int kParts = kElems / kLlPartElems;  // parts (threads) per item
+  std::size_t items, code_bytes, lines;
+  __device__ explicit QuantizedSlot(std::size_t shard)
+      : items(shard / kElems),
+        code_bytes(items * kLlLineData),
+        lines(items + (kNvfp4 ? (items + kLlLineData - 1) / kLlLineData : 0) + 1) {}
+  __device__ std::size_t scale_line(std::size_t item) const { return items + item / kLlLineData; }
+  __device__ std::size_t global_line() const { return lines - 1; }
+};
+
+// Line `line` of this rank's contribution to peer p: codes, block scale codes, or the scale.
+template <bool kNvfp4>
+__device__ __forceinline__ uint2 quantized_line(const LlReduceArgs& a,
+                                                const QuantizedSlot<kNvfp4>& slot, int p,
+                                                std::size_t line, float my_scale) {
+  if (line < slot.items) {
+    const auto* codes = static_cast<const unsigned char*>(a.send);
+    return read_raw(codes + static_cast<std::size_t>(p) * slot.code_bytes, slot.code_bytes,
+                    line * kLlLineData);
+  }
+  if (line != slot.global_line()) {
+    return read_raw(a.block_scales + static_cast<std::size_t>(p) * slot.items, slot.items,
+                    (line - slot.items) * kLlLineData);
+  }
+  return make_uint2(__float_as_uint(my_scale), 0u);
+}
+
+// acc += part `h` of one rank's item: its 8 bytes of codes `d`, its block scale code (NVFP4) and
+// its scale `s`, with the pull kernel's arithmetic.
+template <bool kNvfp4>
+__device__ __forceinline__ void add_quantized_part(uint2 d, unsigned scale_code, float s, int h,
+                                                   Fp8Format format, float (&acc)[kLlPartElems]) {
+  if constexpr (kNvfp4) {
+    // One word of the block: its block scale times 2^14 / global scale (the decoder's values are
+    // 2^-14 scaled).
+    float scale[1];
+    block_scales<1>(static_cast<std::uint16_t>(scale_code), scale);
+    accumulate_e2m1x8(h == 0 ? d.x : d.y, scale[0] * (16384.0f / s), acc);
+  } else {
+    RawItem<false, 8> raw;
+    raw.w[0] = d.x;
+    raw.w[1] = d.y;
+    accumulate<false, 8>(raw, s, format, acc);
+  }
+}
+
+// Part `h` of item `i` of this rank's shard summed over every rank in rank order into `acc`
+// (peers' lines from `mine`, this rank's own from its send); false when the communicator was
+// aborted while it waited.
+template <bool kNvfp4>
+__device__ __forceinline__ bool sum_quantized_part(const LlReduceArgs& a,
+                                                   const QuantizedSlot<kNvfp4>& slot,
+                                                   const char* mine, std::uint32_t flag,
+                                                   float my_scale, std::size_t i, int h,
+                                                   float (&acc)[kLlPartElems]) {
+  int const n = a.size;
+  int const me = a.rank;
+  Fp8Format const format = fp8_format_of(a.type);
+  std::size_t const scale_line = slot.scale_line(i);
+  for (int r0 = 0; r0 < n; r0 += kLlRankBatch) {
+    // Codes, block scales (NVFP4) and scale of the batch's ranks, loaded at once.
+    uint4 dv[kLlRankBatch], sv[kLlRankBatch], gv[kLlRankBatch];
+#pragma unroll
+    for (int k = 0; k < kLlRankBatch; ++k) {
+      int const r = r0 + k;
+      if (r >= n || r == me) continue;
+      dv[k] = load_line(line_at(mine, r, i));
+      if constexpr (kNvfp4) sv[k] = load_line(line_at(mine, r, scale_line));
+      gv[k] = load_line(line_at(mine, r, slot.global_line()));
+    }
+#pragma unroll
+    for (int k = 0; k < kLlRankBatch; ++k) {
+      int const r = r0 + k;
+      if (r >= n) break;
+      if (r == me) {
+        unsigned const code =
+            kNvfp4 ? a.block_scales[static_cast<std::size_t>(me) * slot.items + i] : 0u;
+        add_quantized_part<kNvfp4>(quantized_line(a, slot, me, i, my_scale), code, my_scale, h,
+                                   format, acc);
+        continue;
+      }
+      if (!complete_line(line_at(mine, r, i), dv[k], flag, a.abort_word) ||
+          (kNvfp4 && !complete_line(line_at(mine, r, scale_line), sv[k], flag, a.abort_word)) ||
+          !complete_line(line_at(mine, r, slot.global_line()), gv[k], flag, a.abort_word)) {
+        return false;
+      }
+      // NVFP4: byte i % 8 of the scale line's 8 data bytes (x holds bytes 0-3, z bytes 4-7).
+      unsigned const word = (i % kLlLineData) < 4 ? sv[k].x : sv[k].z;
+      unsigned const code = kNvfp4 ? (word >> (8 * (i % 4))) & 0xFFu : 0u;
+      add_quantized_part<kNvfp4>(make_uint2(dv[k].x, dv[k].z), code, __uint_as_float(gv[k].x), h,
+                                 format, acc);
+    }
+  }
+  return true;
+}
+
 template <bool kNvfp4, class Out>
 __global__ void __launch_bounds__(kThreads)
     ll_quantized_reduce_scatter_kernel(const LlLaunch launch_flags,
                                        const __grid_constant__ LlReduceArgs a) {
-  constexpr int kElems = kNvfp4 ? 16 : 8;
+  using Slot = QuantizedSlot<kNvfp4>;
   programmatic_wait(launch_flags);
   __shared__ std::uint32_t call;
   __shared__ char* slots[kMaxRanks];
   int const n = a.size;
   int const me = a.rank;
   std::size_t const stride = grid_threads();
-  std::size_t const first = global_thread();
-  std::size_t const items = a.shard / kElems;
-  std::size_t const code_bytes = items * kLlLineData;  // one shard's codes
-  std::size_t const scale_lines = kNvfp4 ? (items + kLlLineData - 1) / kLlLineData : 0;
-  std::size_t const lines = items + scale_lines + 1;  // ll_reduce_lines
-  const auto* codes = static_cast<const unsigned char*>(a.send);
+  Slot const slot(a.shard);
   open_call(a.calls, a.scratch, n, call, slots);
   float const my_scale = *a.scale;
   __syncthreads();
   std::uint32_t const c = call;
   std::uint32_t const flag = call_flag(c);
   std::size_t const half = call_half(c, n);
-  // Send: line l of this rank's contribution to peer p: codes, block scale codes, scale.
-  std::size_t const sends = static_cast<std::size_t>(n - 1) * lines;
-  for (std::size_t i = first; i < sends; i += stride) {
-    int const p = rotated(me, static_cast<int>(i / lines) + 1, n);
-    std::size_t const line = i % lines;
-    uint2 d;
-    if (line < items) {
-      d = read_raw(codes + static_cast<std::size_t>(p) * code_bytes, code_bytes,
-                   line * kLlLineData);
-    } else if (line + 1 < lines) {
-      d = read_raw(a.block_scales + static_cast<std::size_t>(p) * items, items,
-                   (line - items) * kLlLineData);
-    } else {
-      d = make_uint2(__float_as_uint(my_scale), 0u);
-    }
+  // Send: every line of this rank's contribution to every peer p, into its slot of p's scratch.
+  std::size_t const sends = static_cast<std::size_t>(n - 1) * slot.lines;
+  for (std::size_t i = global_thread(); i < sends; i += stride) {
+    int const p = rotated(me, static_cast<int>(i / slot.lines) + 1, n);
+    std::size_t const line = i % slot.lines;
+    uint2 const d = quantized_line(a, slot, p, line, my_scale);
     store_line(slots[p] + half + static_cast<std::size_t>(me) * kLlSlotBytes + line * kLlLineBytes,
                make_uint4(d.x, flag, d.y, flag));
   }
   // Receive: this rank's shard in parts of 8 elements (half an NVFP4 block, one FP8 line), each
-  // summed over every rank in rank order from that rank's codes and scales, in fp32, rounded
-  // once. Parts go to CTAs in turn (spread_thread) so that a small shard's decoding spreads over
-  // every CTA's SM instead of filling the first CTA.
+  // summed in fp32 and rounded once. Parts go to CTAs in turn (spread_thread) so that a small
+  // shard's decoding spreads over every CTA's SM instead of filling the first CTA.
   const char* const mine = slots[me] + half;
-  Fp8Format const format = fp8_format_of(a.type);
-  constexpr int kParts = kElems / kLlPartElems;  // parts per line
-  std::size_t const parts = items * kParts;
-  bool aborted = false;
-  for (std::size_t u = spread_thread(); u < parts && !aborted; u += stride) {
-    std::size_t const i = u / kParts;  // the line (item) holding the part
-    int const h = static_cast<int>(u % kParts);
+  std::size_t const parts = slot.items * Slot::kParts;
+  for (std::size_t u = spread_thread(); u < parts; u += stride) {
+    std::size_t const i = u / Slot::kParts;  // the item holding the part
+    int const h = static_cast<int>(u % Slot::kParts);
     float acc[kLlPartElems] = {};
-    std::size_t const scale_line = items + i / kLlLineData;
-    for (int r0 = 0; r0 < n && !aborted; r0 += kLlRankBatch) {
-      // Codes, block scales (NVFP4) and scale of the batch's ranks, loaded at once.
-      uint4 dv[kLlRankBatch], sv[kLlRankBatch], gv[kLlRankBatch];
-#pragma unroll
-      for (int k = 0; k < kLlRankBatch; ++k) {
-        int const r = r0 + k;
-        if (r >= n || r == me) continue;
-        dv[k] = load_line(line_at(mine, r, i));
-        if constexpr (kNvfp4) sv[k] = load_line(line_at(mine, r, scale_line));
-        gv[k] = load_line(line_at(mine, r, lines - 1));
-      }
-#pragma unroll
-      for (int k = 0; k < kLlRankBatch; ++k) {
-        int const r = r0 + k;
-        if (r >= n) break;
-        uint2 d;
-        unsigned scale_code = 0;
-        float s;
-        if (r == me) {
-          d = read_raw(codes + static_cast<std::size_t>(me) * code_bytes, code_bytes,
-                       i * kLlLineData);
-          if constexpr (kNvfp4)
-            scale_code = a.block_scales[static_cast<std::size_t>(me) * items + i];
-          s = my_scale;
-        } else {
-          if (!complete_line(line_at(mine, r, i), dv[k], flag, a.abort_word) ||
-              (kNvfp4 && !complete_line(line_at(mine, r, scale_line), sv[k], flag, a.abort_word)) ||
-              !complete_line(line_at(mine, r, lines - 1), gv[k], flag, a.abort_word)) {
-            aborted = true;
-            break;
-          }
-          d = make_uint2(dv[k].x, dv[k].z);
-          if constexpr (kNvfp4) {
-            // Byte i % 8 of the line's 8 data bytes (x holds bytes 0-3, z bytes 4-7).
-            unsigned const word = (i % kLlLineData) < 4 ? sv[k].x : sv[k].z;
-            scale_code = (word >> (8 * (i % 4))) & 0xFFu;
-          }
-          s = __uint_as_float(gv[k].x);
-        }
-        if constexpr (kNvfp4) {
-          // The pull kernel's arithmetic for one word of the block: its block scale times
-          // 2^14 / global scale (the decoder's values are 2^-14 scaled).
-          float scale[1];
-          block_scales<1>(static_cast<std::uint16_t>(scale_code), scale);
-          accumulate_e2m1x8(h == 0 ? d.x : d.y, scale[0] * (16384.0f / s), acc);
-        } else {
-          RawItem<false, 8> raw;
-          raw.w[0] = d.x;
-          raw.w[1] = d.y;
-          accumulate<false, 8>(raw, s, format, acc);
-        }
-      }
-    }
-    if (aborted) break;
-    store_floats<kLlPartElems>(static_cast<Out*>(a.out), i * kElems + h * kLlPartElems, acc);
+    if (!sum_quantized_part(a, slot, mine, flag, my_scale, i, h, acc)) break;  // aborted
+    store_floats<kLlPartElems>(static_cast<Out*>(a.out), i * Slot::kElems + h * kLlPartElems, acc);
   }
   advance_call(a.calls, c);
   programmatic_release(launch_flags);

@@ -76,6 +76,78 @@ __device__ __forceinline__ std::int32_t clamp_count(std::int32_t v, std::int32_t
   return v < 0 ? 0 : (v > cap ? cap : v);
 }
 
+// Stores `d` as line `line` of this rank's slot (byte `at` of each scratch) in every peer's
+// scratch.
+__device__ __forceinline__ void store_to_peers(char* const (&slots)[kMaxRanks], int me, int n,
+                                               std::size_t at, std::size_t line, uint2 d,
+                                               std::uint32_t flag) {
+  uint4 const packet = make_uint4(d.x, flag, d.y, flag);
+  for (int j = 1; j < n; ++j)
+    store_line(slots[rotated(me, j, n)] + at + line * kLlLineBytes, packet);
+}
+
+// ---- the gather --------------------------------------------------------------------------------
+
+// How a gathered row is laid out in lines: each part's first line in a row, then the row's
+// line count.
+struct RowLines {
+  std::size_t part_line[LlCountedGatherArgs::kMaxParts + 1];
+  __device__ explicit RowLines(const LlCountedGatherArgs& a) {
+    std::size_t lines = 0;
+#pragma unroll
+    for (int k = 0; k < LlCountedGatherArgs::kMaxParts; ++k) {
+      part_line[k] = lines;
+      if (k < a.parts) lines += (a.part[k].row_bytes + kLlLineData - 1) / kLlLineData;
+    }
+    part_line[LlCountedGatherArgs::kMaxParts] = lines;
+  }
+  __device__ std::size_t row_lines() const {
+    return part_line[LlCountedGatherArgs::kMaxParts];
+  }
+};
+
+// The part line `li` of a row falls in, and the offset of its bytes in that part's row.
+__device__ __forceinline__ int part_at(const LlCountedGatherArgs& a, const RowLines& rl,
+                                       std::size_t li, std::size_t& offset) {
+  int const part = part_of_line(rl.part_line, a.parts, li);
+  offset = (li - rl.part_line[part]) * kLlLineData;
+  return part;
+}
+
+// Eight bytes at `offset` of row `row` of this rank's part `part`.
+__device__ __forceinline__ uint2 own_row_bytes(const LlCountedGatherArgs& a, int part,
+                                               std::size_t row, std::size_t offset) {
+  std::size_t const bytes = a.part[part].row_bytes;
+  return read_raw(static_cast<const unsigned char*>(a.part[part].src) + row * bytes, bytes, offset);
+}
+
+// Every rank's rows into their compact place: row g of the result is row g - first_row[q] of
+// rank q (this rank's from its send, the others' from `mine_half`). Ends early when aborted.
+__device__ __forceinline__ void copy_counted_rows(const LlCountedGatherArgs& a, const RowLines& rl,
+                                                  const char* mine_half,
+                                                  const std::int32_t (&first_row)[kMaxRanks + 1],
+                                                  std::uint32_t flag) {
+  int const n = a.size;
+  std::size_t const row_lines = rl.row_lines();
+  std::size_t const items = static_cast<std::size_t>(first_row[n]) * row_lines;
+  for (std::size_t i = global_thread(); i < items; i += grid_threads()) {
+    std::size_t const g = i / row_lines, li = i % row_lines;
+    int q = 0;
+    while (q + 1 < n && g >= static_cast<std::size_t>(first_row[q + 1])) ++q;
+    std::size_t const j = g - static_cast<std::size_t>(first_row[q]);
+    std::size_t offset = 0;
+    int const k = part_at(a, rl, li, offset);
+    uint2 d;
+    if (q == a.rank) {
+      d = own_row_bytes(a, k, j, offset);
+    } else if (!wait_line(mine_half, q, 2 + j * row_lines + li, flag, a.abort_word, d)) {
+      return;  // aborted
+    }
+    write_bytes(LlSegment{nullptr, a.part[k].recv, a.part[k].row_bytes, 0}, static_cast<int>(g),
+                offset, d);
+  }
+}
+
 // The counts-in-lines gather (LlCountedGatherArgs): send this rank's count, scale and counted
 // rows to every peer's scratch, read every peer's count, then copy every rank's rows to their
 // compact place.
@@ -90,16 +162,8 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ int aborted;
   int const n = a.size;
   int const me = a.rank;
-  std::size_t const stride = grid_threads();
-  std::size_t const first = global_thread();
-  std::size_t part_line[LlCountedGatherArgs::kMaxParts + 1];
-  std::size_t row_lines = 0;
-#pragma unroll
-  for (int k = 0; k < LlCountedGatherArgs::kMaxParts; ++k) {
-    part_line[k] = row_lines;
-    if (k < a.parts) row_lines += (a.part[k].row_bytes + kLlLineData - 1) / kLlLineData;
-  }
-  part_line[LlCountedGatherArgs::kMaxParts] = row_lines;
+  RowLines const rl(a);
+  std::size_t const row_lines = rl.row_lines();
   open_call(a.calls, a.scratch, n, call, slots);
   auto const cap = static_cast<std::int32_t>(a.capacity);
   std::int32_t const mine_raw = *a.count;
@@ -111,28 +175,23 @@ __global__ void __launch_bounds__(kThreads)
   // Send: line 0 the raw count, line 1 the scale, then the counted rows, part after part.
   std::size_t const lines = 2 + static_cast<std::size_t>(mine) * row_lines;
   std::size_t const at = half + static_cast<std::size_t>(me) * kLlSlotBytes;
-  for (std::size_t line = first; line < lines; line += stride) {
+  for (std::size_t line = global_thread(); line < lines; line += grid_threads()) {
     uint2 d;
     if (line == 0) {
       d = make_uint2(static_cast<unsigned>(mine_raw), 0u);
     } else if (line == 1) {
       d = make_uint2(a.scale_src != nullptr ? __float_as_uint(*a.scale_src) : 0u, 0u);
     } else {
-      std::size_t const row = (line - 2) / row_lines, li = (line - 2) % row_lines;
-      int const k = part_of_line(part_line, a.parts, li);
-      std::size_t const bytes = a.part[k].row_bytes;
-      d = read_raw(static_cast<const unsigned char*>(a.part[k].src) + row * bytes, bytes,
-                   (li - part_line[k]) * kLlLineData);
+      std::size_t offset = 0;
+      int const k = part_at(a, rl, (line - 2) % row_lines, offset);
+      d = own_row_bytes(a, k, (line - 2) / row_lines, offset);
     }
-    uint4 const packet = make_uint4(d.x, flag, d.y, flag);
-    for (int j = 1; j < n; ++j)
-      store_line(slots[rotated(me, j, n)] + at + line * kLlLineBytes, packet);
+    store_to_peers(slots, me, n, at, line, d, flag);
   }
   // Counts: every rank's line 0, then their prefix.
   const char* const mine_half = slots[me] + half;
-  bool const ok = read_counts(mine_half, me, n, mine_raw, cap, flag, a.abort_word, a.counts,
-                              a.offsets, a.overflow, raw, first_row, aborted);
-  if (ok) {
+  if (read_counts(mine_half, me, n, mine_raw, cap, flag, a.abort_word, a.counts, a.offsets,
+                  a.overflow, raw, first_row, aborted)) {
     // Scale floats: CTA 0, one thread per rank.
     if (blockIdx.x == 0 && a.scale_recv != nullptr) {
       for (int q = static_cast<int>(threadIdx.x); q < n; q += static_cast<int>(blockDim.x)) {
@@ -144,33 +203,122 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
     }
-    // Rows: row g of the compact result is row g - first_row[q] of rank q.
-    std::size_t const items = static_cast<std::size_t>(first_row[n]) * row_lines;
-    for (std::size_t i = first; i < items; i += stride) {
-      std::size_t const g = i / row_lines, li = i % row_lines;
-      int q = 0;
-      while (q + 1 < n && g >= static_cast<std::size_t>(first_row[q + 1])) ++q;
-      std::size_t const j = g - static_cast<std::size_t>(first_row[q]);
-      int const k = part_of_line(part_line, a.parts, li);
-      std::size_t const bytes = a.part[k].row_bytes;
-      std::size_t const offset = (li - part_line[k]) * kLlLineData;
-      uint2 d;
-      if (q == me) {
-        d = read_raw(static_cast<const unsigned char*>(a.part[k].src) + j * bytes, bytes, offset);
-      } else if (!wait_line(mine_half, q, 2 + j * row_lines + li, flag, a.abort_word, d)) {
-        break;  // aborted
-      }
-      write_bytes(LlSegment{nullptr, a.part[k].recv, bytes, 0}, static_cast<int>(g), offset, d);
-    }
+    copy_counted_rows(a, rl, mine_half, first_row, flag);
   }
   advance_call(a.calls, c);
   programmatic_release(launch_flags);
 }
 
+// ---- the reduce-scatter ----------------------------------------------------------------------
+
 // The counts-in-lines reduce-scatter (LlCountedReduceArgs). A slot holds the sender's count
 // (line 0), its global scale (line 1, NVFP4), then the receiver's rows of the sender's send as one
 // byte range from line 2 (BF16 values; NVFP4 codes, their block scales from line
 // 2 + capacity x row_elements / 16).
+template <bool kNvfp4>
+struct CountedRows {
+  std::size_t row;         // elements per row
+  std::size_t row_bytes;   // bytes of one row: BF16 values, or NVFP4 codes
+  std::size_t row_scales;  // NVFP4 block scale codes of one row
+  std::size_t scale_line;  // NVFP4: a slot's first block-scale line
+  __device__ explicit CountedRows(const LlCountedReduceArgs& a)
+      : row(a.row_elements),
+        row_bytes(kNvfp4 ? row / 2 : row * 2),
+        row_scales(kNvfp4 ? row / 16 : 0),
+        scale_line(2 + a.capacity * row_scales) {}
+};
+
+// Each peer's rows of this rank's send (peer p's rows begin at first_row[p]), as lines into this
+// rank's slot (byte `at`) of p's scratch.
+template <bool kNvfp4>
+__device__ __forceinline__ void push_peer_rows(const LlCountedReduceArgs& a,
+                                               const CountedRows<kNvfp4>& cr,
+                                               char* const (&slots)[kMaxRanks], std::size_t at,
+                                               const std::int32_t (&first_row)[kMaxRanks + 1],
+                                               std::uint32_t flag) {
+  const auto* send = static_cast<const unsigned char*>(a.send);
+  for (int j = 1; j < a.size; ++j) {
+    int const p = rotated(a.rank, j, a.size);
+    auto const rows = static_cast<std::size_t>(first_row[p + 1] - first_row[p]);
+    auto const from = static_cast<std::size_t>(first_row[p]);
+    std::size_t const bytes = rows * cr.row_bytes, scale_bytes = rows * cr.row_scales;
+    std::size_t const data_lines = ll_lines(bytes);
+    std::size_t const lines = data_lines + (kNvfp4 ? ll_lines(scale_bytes) : 0);
+    for (std::size_t l = global_thread(); l < lines; l += grid_threads()) {
+      uint2 d;
+      std::size_t line;
+      if (l < data_lines) {
+        d = read_raw(send + from * cr.row_bytes, bytes, l * kLlLineData);
+        line = 2 + l;
+      } else {
+        std::size_t const k = l - data_lines;
+        d = read_raw(a.block_scales + from * cr.row_scales, scale_bytes, k * kLlLineData);
+        line = cr.scale_line + k;
+      }
+      store_line(slots[p] + at + line * kLlLineBytes, make_uint4(d.x, flag, d.y, flag));
+    }
+  }
+}
+
+// NVFP4: this rank's `rows` rows (from row `first` of its send) summed over every rank in rank
+// order, one block per thread; out's blocks past them 0. Ends early when aborted.
+__device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& a,
+                                                     const CountedRows<true>& cr,
+                                                     const char* mine_half, std::size_t rows,
+                                                     std::size_t first, std::uint32_t flag) {
+  std::size_t const items = rows * cr.row / 16, all = a.capacity * cr.row / 16;
+  const unsigned char* const own = static_cast<const unsigned char*>(a.send) + first * cr.row_bytes;
+  const std::uint8_t* const own_scales = a.block_scales + first * cr.row_scales;
+  for (std::size_t i = global_thread(); i < all; i += grid_threads()) {
+    float acc[16] = {};
+    for (int r = 0; i < items && r < a.size; ++r) {
+      RawItem<true, 8> item;
+      float s;
+      uint2 d, sc, g;
+      if (r == a.rank) {
+        d = read_raw(own, items * kLlLineData, i * kLlLineData);
+        item.scales = own_scales[i];
+        s = *a.scale;
+      } else if (wait_line(mine_half, r, 2 + i, flag, a.abort_word, d) &&
+                 wait_line(mine_half, r, cr.scale_line + i / kLlLineData, flag, a.abort_word, sc) &&
+                 wait_line(mine_half, r, 1, flag, a.abort_word, g)) {
+        unsigned const word = (i % kLlLineData) < 4 ? sc.x : sc.y;
+        item.scales = static_cast<std::uint8_t>(word >> (8 * (i % 4)));
+        s = __uint_as_float(g.x);
+      } else {
+        return;  // aborted
+      }
+      item.w[0] = d.x;
+      item.w[1] = d.y;
+      accumulate<true, 8>(item, 16384.0f / s, Fp8Format::E4M3, acc);
+    }
+    store_floats<16>(a.out, i * 16, acc);
+  }
+}
+
+// BF16: the same, one line (4 values) per thread.
+__device__ __forceinline__ void reduce_counted_bf16(const LlCountedReduceArgs& a,
+                                                    const CountedRows<false>& cr,
+                                                    const char* mine_half, std::size_t rows,
+                                                    std::size_t first, std::uint32_t flag) {
+  std::size_t const mine_bytes = rows * cr.row_bytes, all_bytes = a.capacity * cr.row_bytes;
+  std::size_t const mine_lines = ll_lines(mine_bytes), all_lines = ll_lines(all_bytes);
+  const unsigned char* const own = static_cast<const unsigned char*>(a.send) + first * cr.row_bytes;
+  for (std::size_t l = global_thread(); l < all_lines; l += grid_threads()) {
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int r = 0; l < mine_lines && r < a.size; ++r) {
+      uint2 d;
+      if (r == a.rank) {
+        d = read_raw(own, mine_bytes, l * kLlLineData);
+      } else if (!wait_line(mine_half, r, 2 + l, flag, a.abort_word, d)) {
+        return;  // aborted
+      }
+      add_bf16x4(acc, d);
+    }
+    write_bytes(LlSegment{nullptr, a.out, all_bytes, 0}, 0, l * kLlLineData, round_bf16x4(acc));
+  }
+}
+
 template <bool kNvfp4>
 __global__ void __launch_bounds__(kThreads)
     ll_counted_reduce_kernel(const LlLaunch launch_flags,
@@ -183,13 +331,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ int aborted;
   int const n = a.size;
   int const me = a.rank;
-  std::size_t const stride = grid_threads();
-  std::size_t const first = global_thread();
-  std::size_t const row = a.row_elements;
-  // Bytes of one row: BF16 values, or NVFP4 codes; NVFP4 block scale codes of one row.
-  std::size_t const row_bytes = kNvfp4 ? row / 2 : row * 2;
-  std::size_t const row_scales = kNvfp4 ? row / 16 : 0;
-  std::size_t const scale_line = 2 + a.capacity * row_scales;  // NVFP4: first block-scale line
+  CountedRows<kNvfp4> const cr(a);
   open_call(a.calls, a.scratch, n, call, slots);
   auto const cap = static_cast<std::int32_t>(a.capacity);
   std::int32_t const mine_raw = *a.count;
@@ -199,97 +341,23 @@ __global__ void __launch_bounds__(kThreads)
   std::size_t const half = call_half(c, n);
   std::size_t const at = half + static_cast<std::size_t>(me) * kLlSlotBytes;
   // Count and scale to every peer.
+  std::size_t const first = global_thread();
   if (first < 2) {
     uint2 const d = first == 0 ? make_uint2(static_cast<unsigned>(mine_raw), 0u)
                                : make_uint2(kNvfp4 ? __float_as_uint(*a.scale) : 0u, 0u);
-    uint4 const packet = make_uint4(d.x, flag, d.y, flag);
-    for (int j = 1; j < n; ++j) {
-      store_line(slots[rotated(me, j, n)] + at + first * kLlLineBytes, packet);
-    }
+    store_to_peers(slots, me, n, at, first, d, flag);
   }
   const char* const mine_half = slots[me] + half;
   bool const ok = read_counts(mine_half, me, n, mine_raw, cap, flag, a.abort_word, a.counts,
                               a.offsets, a.overflow, raw, first_row, aborted);
-  const auto* send = static_cast<const unsigned char*>(a.send);
-  if (ok) {
-    // Each peer's rows of this rank's send, as lines into this rank's slot of its scratch.
-    for (int j = 1; j < n; ++j) {
-      int const p = rotated(me, j, n);
-      auto const rows = static_cast<std::size_t>(first_row[p + 1] - first_row[p]);
-      auto const from = static_cast<std::size_t>(first_row[p]);
-      std::size_t const bytes = rows * row_bytes, scale_bytes = rows * row_scales;
-      std::size_t const lines = ll_lines(bytes) + (kNvfp4 ? ll_lines(scale_bytes) : 0);
-      char* const dst = slots[p] + at;
-      for (std::size_t l = first; l < lines; l += stride) {
-        uint2 d;
-        std::size_t line;
-        if (l < ll_lines(bytes)) {
-          d = read_raw(send + from * row_bytes, bytes, l * kLlLineData);
-          line = 2 + l;
-        } else {
-          std::size_t const k = l - ll_lines(bytes);
-          d = read_raw(a.block_scales + from * row_scales, scale_bytes, k * kLlLineData);
-          line = scale_line + k;
-        }
-        store_line(dst + line * kLlLineBytes, make_uint4(d.x, flag, d.y, flag));
-      }
-    }
-  }
+  if (ok) push_peer_rows(a, cr, slots, at, first_row, flag);
   // This rank's rows summed over every rank in rank order; out's rows past them 0.
-  auto const mine_rows = static_cast<std::size_t>(ok ? first_row[me + 1] - first_row[me] : 0);
+  auto const rows = static_cast<std::size_t>(ok ? first_row[me + 1] - first_row[me] : 0);
   auto const my_first = static_cast<std::size_t>(ok ? first_row[me] : 0);
   if constexpr (kNvfp4) {
-    std::size_t const items = mine_rows * row / 16, all = a.capacity * row / 16;
-    const unsigned char* const own = send + my_first * row_bytes;
-    const std::uint8_t* const own_scales = a.block_scales + my_first * row_scales;
-    bool stop = false;
-    for (std::size_t i = first; i < all && !stop; i += stride) {
-      float acc[16] = {};
-      for (int r = 0; i < items && r < n; ++r) {
-        RawItem<true, 8> item;
-        float s;
-        uint2 d, sc, g;
-        if (r == me) {
-          d = read_raw(own, items * kLlLineData, i * kLlLineData);
-          item.scales = own_scales[i];
-          s = *a.scale;
-        } else if (wait_line(mine_half, r, 2 + i, flag, a.abort_word, d) &&
-                   wait_line(mine_half, r, scale_line + i / kLlLineData, flag, a.abort_word, sc) &&
-                   wait_line(mine_half, r, 1, flag, a.abort_word, g)) {
-          unsigned const word = (i % kLlLineData) < 4 ? sc.x : sc.y;
-          item.scales = static_cast<std::uint8_t>(word >> (8 * (i % 4)));
-          s = __uint_as_float(g.x);
-        } else {
-          stop = true;
-          break;
-        }
-        item.w[0] = d.x;
-        item.w[1] = d.y;
-        accumulate<true, 8>(item, 16384.0f / s, Fp8Format::E4M3, acc);
-      }
-      if (stop) break;
-      store_floats<16>(a.out, i * 16, acc);
-    }
+    reduce_counted_nvfp4(a, cr, mine_half, rows, my_first, flag);
   } else {
-    std::size_t const mine_bytes = mine_rows * row_bytes, all_bytes = a.capacity * row_bytes;
-    std::size_t const mine_lines = ll_lines(mine_bytes), all_lines = ll_lines(all_bytes);
-    const unsigned char* const own = send + my_first * row_bytes;
-    bool stop = false;
-    for (std::size_t l = first; l < all_lines && !stop; l += stride) {
-      float acc[4] = {0.f, 0.f, 0.f, 0.f};
-      for (int r = 0; l < mine_lines && r < n; ++r) {
-        uint2 d;
-        if (r == me) {
-          d = read_raw(own, mine_bytes, l * kLlLineData);
-        } else if (!wait_line(mine_half, r, 2 + l, flag, a.abort_word, d)) {
-          stop = true;
-          break;
-        }
-        add_bf16x4(acc, d);
-      }
-      if (stop) break;
-      write_bytes(LlSegment{nullptr, a.out, all_bytes, 0}, 0, l * kLlLineData, round_bf16x4(acc));
-    }
+    reduce_counted_bf16(a, cr, mine_half, rows, my_first, flag);
   }
   advance_call(a.calls, c);
   programmatic_release(launch_flags);
