@@ -11,12 +11,15 @@
 #   bench     the ragged gather at decode capacities (counts in the lines = variant 4) and the
 #             decode-size reduce-scatter sweep, 5 repetitions each; moe-dp at 2/4/8 ranks
 #   tests228  build against the system NCCL (2.28); its single-GPU tier and the multi-rank tier
-#             at 2 ranks (NCCL_HOSTID: the fallback across processes); the abort word broken on
-#             purpose (its tests must fail); python -m symmcomm.info; the sanitizers
+#             at 2 ranks (NCCL_HOSTID: the fallback across processes); python -m symmcomm.info;
+#             the Python suite on both NCCL lines; the host cost of a call (BM_HostCost*, the
+#             torch operator's overhead table)
+#   checks    the abort word broken on purpose (its tests must fail), then compute-sanitizer's
+#             four tools over symmcomm's kernels (one GPU, and 2 ranks sharing it on 2.30.7)
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh tests230|bench|tests228 [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh tests230|bench|tests228|checks [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -61,14 +64,24 @@ case "$phase" in
     SYMMCOMM_LIBRARY="$SYMMCOMM_ROOT/build-dev/src/libsymmcomm_c.so" PYTHONPATH="$SYMMCOMM_ROOT/python" \
       timeout 30 python3 -m symmcomm.info >"$work/python-info-2.28.3.txt" 2>&1
     echo "== python -m symmcomm.info: exit $?"
-    SYMMCOMM_DEMO_ONLY=abort SYMMCOMM_DEMO_SKIP_RESTORED=1 timeout "$(( $(left) - 90 ))" \
+    # The Python suite alone (the script's other steps skipped), on both NCCL lines.
+    SYMMCOMM_SKIP="tests ragged pdl quantize examples overhead probe ragged_bench moe_dp" \
+      timeout "$(( $(left) - 100 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
+    timeout "$(( $(left) - 5 ))" "$SYMMCOMM_ROOT"/scripts/gpu_host_cost.sh
+    ;;
+  checks)
+    SYMMCOMM_SUITES="system second" SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" \
+      "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
+    SYMMCOMM_DEMO_ONLY=abort SYMMCOMM_DEMO_SKIP_RESTORED=1 timeout 200 \
       "$SYMMCOMM_ROOT"/scripts/broken_build_demo.sh "$SYMMCOMM_ROOT"/build-dev
     # The demo restores the source; the build must follow before anything else runs it.
     cmake --build "$SYMMCOMM_ROOT"/build-dev --parallel "$(nproc)" >"$work/rebuild.log" 2>&1 || exit 1
-    timeout "$(( $(left) - 5 ))" "$SYMMCOMM_ROOT"/scripts/gpu_sanitize.sh "$SYMMCOMM_ROOT"/build-dev
+    # Four tools over one GPU's tests, then four over 2 ranks: a share of what is left each.
+    SYMMCOMM_SANITIZE_RANKS_BUILD="$SYMMCOMM_ROOT"/build-nccl2 SANITIZE_TIMEOUT=$(( ($(left) - 30) / 8 )) \
+      timeout "$(( $(left) - 5 ))" "$SYMMCOMM_ROOT"/scripts/gpu_sanitize.sh "$SYMMCOMM_ROOT"/build-dev
     ;;
   *)
-    echo "unknown phase $phase (tests230, bench, tests228)"
+    echo "unknown phase $phase (tests230, bench, tests228, checks)"
     exit 2
     ;;
 esac
