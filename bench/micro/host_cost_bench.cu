@@ -9,6 +9,10 @@
 // one-rank communicator NCCL's path (one rank has no symmetric support). Every rank's thread
 // times its own calls; the figure is rank 0's.
 // BM_HostCostEmptyKernel: one empty kernel launch.
+// BM_HostCostStep/step: one CUDA call that symmcomm's LSA path makes per call, alone, so that
+// the difference above splits by cause: 0 cudaEventRecord (the communicator's launch order),
+// 1 cudaStreamGetCaptureInfo (whether the call is being captured), 2 cudaLaunchKernelEx of an
+// empty kernel with a 256-byte __grid_constant__ argument (the shape of symmcomm's launches).
 // Each iteration times kCalls calls back to back and reports the time per call; the stream is
 // drained after each iteration, outside the timing, so the launch queue never fills. The
 // iteration count is fixed (kIterations): the reported time is 1/kCalls of an iteration's, so
@@ -58,6 +62,53 @@ void BM_HostCostEmptyKernel(benchmark::State& state) {
     SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
   }
   state.SetLabel("empty kernel launch");
+  SYMMCOMM_CUDA_TRY(cudaStreamDestroy(s));
+}
+
+// An argument the size of symmcomm's small-kernel arguments.
+struct Args256 {
+  unsigned char bytes[256];
+};
+__global__ void empty_kernel_with_args(const __grid_constant__ Args256 a) {
+  (void)a;
+}
+
+// One step of the LSA path's host work, kCalls times (see the top of this file).
+void BM_HostCostStep(benchmark::State& state) {
+  int const step = static_cast<int>(state.range(0));
+  cudaStream_t s = nullptr;
+  cudaEvent_t event = nullptr;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+    state.SkipWithError("no usable GPU");
+    return;
+  }
+  SYMMCOMM_CUDA_TRY(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  Args256 args{};
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(32);
+  config.stream = s;
+  const char* const labels[] = {"cudaEventRecord", "cudaStreamGetCaptureInfo",
+                                "cudaLaunchKernelEx, 256-byte argument"};
+  for (auto _ : state) {
+    auto const start = Clock::now();
+    for (int k = 0; k < kCalls; ++k) {
+      if (step == 0) {
+        SYMMCOMM_CUDA_TRY(cudaEventRecord(event, s));
+      } else if (step == 1) {
+        cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+        unsigned long long id = 0;
+        SYMMCOMM_CUDA_TRY(cudaStreamGetCaptureInfo(s, &status, &id));
+      } else {
+        SYMMCOMM_CUDA_TRY(cudaLaunchKernelEx(&config, empty_kernel_with_args, args));
+      }
+    }
+    auto const end = Clock::now();
+    state.SetIterationTime(seconds_per_call(start, end));
+    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
+  }
+  state.SetLabel(labels[step]);
+  SYMMCOMM_CUDA_TRY(cudaEventDestroy(event));
   SYMMCOMM_CUDA_TRY(cudaStreamDestroy(s));
 }
 
@@ -134,6 +185,12 @@ void BM_HostCostNvfp4AllGather(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_HostCostEmptyKernel)
+    ->Iterations(kIterations)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_HostCostStep)
+    ->DenseRange(0, 2)
+    ->ArgName("step")
     ->Iterations(kIterations)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
