@@ -94,8 +94,20 @@ _E5M2 = ("float8_e5m2",)
 _F32 = ("float32",)
 
 
+_TENSOR_ATTRS = ("data_ptr", "numel", "dtype", "is_contiguous")
+_TENSOR_TYPES = set()  # types seen to have every attribute in _TENSOR_ATTRS
+
+
 def _is_tensor(x):
-    return all(hasattr(x, a) for a in ("data_ptr", "numel", "dtype", "is_contiguous"))
+    """Whether `x` has PyTorch's tensor attributes (decided once per type: a call's checks run on
+    every collective)."""
+    cls = type(x)
+    if cls in _TENSOR_TYPES:
+        return True
+    if all(hasattr(x, a) for a in _TENSOR_ATTRS):
+        _TENSOR_TYPES.add(cls)
+        return True
+    return False
 
 
 _DTYPE_NAMES = {}
@@ -207,10 +219,17 @@ def _plain(t, name, dtypes, device=None):
     return _capi.Tensor(_capi.DTYPES[dtype], _capi.SCALE_LAYOUTS["linear"], ptr, None, None, n, 0)
 
 
+_OPTIONS = {}  # path name -> its symmcomm_options_t (the library only reads it)
+
+
 def _path_arg(path):
-    if path not in _capi.PATHS:
-        _fail("path must be one of %s, got %r" % (", ".join(_capi.PATHS), path))
-    return _capi.options(_capi.PATHS[path])
+    """The symmcomm_options_t of `path` ("auto", ...), made once per path."""
+    o = _OPTIONS.get(path)
+    if o is None:
+        if path not in _capi.PATHS:
+            _fail("path must be one of %s, got %r" % (", ".join(_capi.PATHS), path))
+        o = _OPTIONS[path] = _capi.options(_capi.PATHS[path])
+    return o
 
 
 def _stream_arg(stream, device=None):

@@ -68,8 +68,9 @@ def unregister_communicator(name):
 
 
 def _entry(group):
-    with _comms_lock:
-        entry = _comms.get(group)
+    # One dict read, atomic in CPython (and locked inside the dict where the GIL is off): every
+    # operator call reads it, so no lock of ours on this path; writers serialise on _comms_lock.
+    entry = _comms.get(group)
     if entry is None:
         raise symmcomm.LogicError("no communicator registered as %r (register_communicator); "
                                   "registered: %s" % (group, ", ".join(sorted(_comms)) or "none"))
