@@ -250,9 +250,12 @@ __device__ __forceinline__ bool sum_quantized_part(const LlReduceArgs& a,
           !complete_line(line_at(mine, r, slot.global_line()), gv[k], flag, a.abort_word)) {
         return false;
       }
-      // NVFP4: byte i % 8 of the scale line's 8 data bytes (x holds bytes 0-3, z bytes 4-7).
-      unsigned const word = (i % kLlLineData) < 4 ? sv[k].x : sv[k].z;
-      unsigned const code = kNvfp4 ? (word >> (8 * (i % 4))) & 0xFFu : 0u;
+      unsigned code = 0;
+      if constexpr (kNvfp4) {
+        // Byte i % 8 of the scale line's 8 data bytes (x holds bytes 0-3, z bytes 4-7).
+        unsigned const word = (i % kLlLineData) < 4 ? sv[k].x : sv[k].z;
+        code = (word >> (8 * (i % 4))) & 0xFFu;
+      }
       add_quantized_part<kNvfp4>(make_uint2(dv[k].x, dv[k].z), code, __uint_as_float(gv[k].x), h,
                                  format, acc);
     }
