@@ -32,8 +32,8 @@ Conventions (engines' tensors are [tokens, hidden]):
 
 Every operator has a fake implementation computing its output shapes from its inputs' shapes
 (symmcomm.shapes' arithmetic), so torch.compile sizes outputs without running anything. The
-CUDA implementations call the package's functions (symmcomm.all_gather, ...), which check
-every argument and name it in their errors.
+CUDA implementations call the package's functions (symmcomm.all_gather, ...): every argument
+is checked there or by the library, and errors name it.
 """
 import threading
 
