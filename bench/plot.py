@@ -16,6 +16,12 @@ all-gather's barrier kernel, its small-message kernel off), a column, its ratio 
 symmetric and ours / barrier kernel (after / before, same run); with BM_LatencyLsaBarriers
 runs, a second table splitting the smallest all-gather's time into the LSA kernels' two barriers
 and the rest, beside NCCL's symmetric call of the same bytes).
+
+       bench/plot.py --ragged OUT_PREFIX MICRO.json
+Reads BM_RaggedGather / BM_RaggedCombine results (with --benchmark_repetitions) and writes
+OUT_PREFIX_ragged.md: per case each variant's median time, and the device-count calls (one
+launch; counts in the lines) against the better of the two padded calls (Auto; NCCL's call),
+paired repetition by repetition: median (min-max).
 """
 import json
 import re
@@ -201,6 +207,73 @@ def plot_latency(prefix, path):
     print(f"wrote {prefix}_decode_latency.png")
 
 
+RAGGED_VARIANTS = {0: "device counts, fallback", 1: "padded, Auto", 2: "host counts",
+                   3: "device counts, one launch", 4: "counts in the lines", 5: "padded, NCCL"}
+_RAGGED = re.compile(r"BM_Ragged(Gather|Combine)/ranks:(\d+)/mean_tokens:(\d+)/variant:(\d)"
+                     r"(?:/nvfp4:(\d))?/graph:(\d)")
+
+
+def ragged_runs(doc):
+    """{(op, input, ranks, mean, graph): {variant: [real_time per repetition, us]}}. The
+    combine's NCCL baseline (variant 5, BF16) also stands beside its NVFP4 rows."""
+    runs = {}
+    for b in doc["benchmarks"]:
+        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
+            continue
+        m = _RAGGED.match(b["name"])
+        if not m:
+            continue
+        op, ranks, mean, variant, nvfp4, graph = m.groups()
+        inputs = ["nvfp4"] if op == "Gather" else ["nvfp4" if nvfp4 == "1" else "bf16"]
+        if op == "Combine" and variant == "5":
+            inputs = ["bf16", "nvfp4"]
+        for dtype in inputs:
+            key = (op, dtype, int(ranks), int(mean), int(graph))
+            runs.setdefault(key, {}).setdefault(int(variant), []).append(_time_us(b))
+    return runs
+
+
+def _ratio_padded(by_variant, ours):
+    """(median, min, max) of `ours` / the better of the padded calls (variants 1 and 5), the
+    better taken repetition by repetition; None where a side is missing."""
+    refs = [by_variant[v] for v in (1, 5) if v in by_variant]
+    if ours not in by_variant or not refs:
+        return None
+    better = [min(times) for times in zip(*refs)]
+    pairs = [a / b for a, b in zip(by_variant[ours], better)]
+    return (statistics.median(pairs), min(pairs), max(pairs))
+
+
+def ragged_markdown(runs, context):
+    variants = sorted({v for by_variant in runs.values() for v in by_variant})
+    header = (["op", "in", "ranks", "mean tokens", "launch"] +
+              [RAGGED_VARIANTS[v] for v in variants] +
+              ["one launch / better padded", "in the lines / better padded"])
+    out = [f"# Device-count calls against the padded call: {context}", "",
+           "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+
+    def fmt(r):
+        return f"{r[0]:.2f} ({r[1]:.2f}-{r[2]:.2f})" if r else "-"
+
+    for (op, dtype, ranks, mean, graph), by_variant in sorted(runs.items()):
+        cells = [f"{statistics.median(by_variant[v]):.2f} us" if v in by_variant else "-"
+                 for v in variants]
+        cells += [fmt(_ratio_padded(by_variant, 3)), fmt(_ratio_padded(by_variant, 4))]
+        out.append(f"| {op.lower()} | {dtype} | {ranks} | {mean} | "
+                   f"{'graph' if graph else 'eager'} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def write_ragged(prefix, path):
+    with open(path) as f:
+        doc = json.load(f)
+    ctx = doc.get("context", {})
+    context = f'{ctx.get("gpu", "?")}, NCCL {ctx.get("nccl", "?")}, {ctx.get("date", "")[:10]}'
+    with open(f"{prefix}_ragged.md", "w") as f:
+        f.write(ragged_markdown(ragged_runs(doc), context))
+    print(f"wrote {prefix}_ragged.md")
+
+
 def load(paths):
     series, meta = {}, None
     for path in paths:
@@ -216,6 +289,9 @@ def load(paths):
 def main():
     if len(sys.argv) >= 4 and sys.argv[1] == "--latency":
         plot_latency(sys.argv[2], sys.argv[3])
+        return
+    if len(sys.argv) >= 4 and sys.argv[1] == "--ragged":
+        write_ragged(sys.argv[2], sys.argv[3])
         return
     if len(sys.argv) < 3:
         sys.exit(__doc__)

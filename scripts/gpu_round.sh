@@ -8,8 +8,10 @@
 #   tests230  build against NCCL 2.30.7 (.nccl-2.30.7, a copy of ../shared/nccl-2.30.7); the
 #             multi-rank tier (2/4/8 ranks sharing the GPU, the counts-in-lines tests among
 #             them), then the single-GPU tier
-#   bench     the ragged gather at decode capacities (counts in the lines = variant 4) and the
-#             decode-size reduce-scatter sweep, 5 repetitions each; moe-dp at 2/4/8 ranks
+#   bench     the device-count gather and combine at decode capacities beside the padded calls
+#             (counts in the lines = variant 4; ragged.md), in CUDA graphs, and the
+#             decode-size reduce-scatter sweep, 5 repetitions each
+#   moe       symmcomm-bench's moe-dp layer at 2/4/8 ranks (padded and device-count layers)
 #   tests228  build against the system NCCL (2.28); its single-GPU tier and the multi-rank tier
 #             at 2 ranks (NCCL_HOSTID: the fallback across processes); python -m symmcomm.info;
 #             the Python suite on both NCCL lines; the host cost of a call (BM_HostCost*, the
@@ -19,7 +21,7 @@
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh tests230|bench|tests228|checks [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh tests230|bench|moe|tests228|checks [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -42,16 +44,22 @@ case "$phase" in
   bench)
     export SYMMCOMM_SUITES=second
     SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
+    # Decode capacities, in graphs (what decode runs): gather means 4 and 8, combine 2, 4, 8.
     env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
-      timeout 150 "$SYMMCOMM_ROOT"/build-nccl2/bench/symmcomm_micro_bench \
-      --benchmark_filter='BM_RaggedGather/ranks:(2|4|8)/mean_tokens:(4|8)/' \
+      NCCL_P2P_LL_THRESHOLD=1073741824 timeout 300 "$SYMMCOMM_ROOT"/build-nccl2/bench/symmcomm_micro_bench \
+      --benchmark_filter='BM_Ragged(Gather/ranks:(2|4|8)/mean_tokens:(4|8)/.*graph:1|Combine/ranks:(2|4|8)/mean_tokens:(2|4|8)/.*graph:1)' \
       --benchmark_repetitions=5 --benchmark_out="$work/ragged.json" \
       --benchmark_out_format=json >"$work/ragged.txt" 2>&1
-    echo "== ragged gather: exit $?"
+    echo "== ragged gather and combine: exit $?"
+    python3 "$SYMMCOMM_ROOT"/bench/plot.py --ragged "$work/ragged" "$work/ragged.json" && cat "$work/ragged_ragged.md"
     SYMMCOMM_LATENCY_OPS="Floor ReduceScatter" SYMMCOMM_LATENCY_BYTES="1024|4096|16384|65536" \
-      SYMMCOMM_LATENCY_LIMIT_S=60 SYMMCOMM_LATENCY_BACKTRACE=0 timeout 200 "$SYMMCOMM_ROOT"/scripts/gpu_latency.sh \
-      >"$work/latency-summary.txt" 2>&1
+      SYMMCOMM_LATENCY_LIMIT_S=60 SYMMCOMM_LATENCY_BACKTRACE=0 timeout "$(( $(left) - 5 ))" \
+      "$SYMMCOMM_ROOT"/scripts/gpu_latency.sh >"$work/latency-summary.txt" 2>&1
     echo "== latency: exit $?"
+    ;;
+  moe)
+    export SYMMCOMM_SUITES=second
+    SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
     SYMMCOMM_SKIP="tests latency" SYMMCOMM_MOE_LIMIT_S=$(( ($(left) - 20) / 3 )) \
       timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_small_gather.sh
     ;;
@@ -81,7 +89,7 @@ case "$phase" in
       timeout "$(( $(left) - 5 ))" "$SYMMCOMM_ROOT"/scripts/gpu_sanitize.sh "$SYMMCOMM_ROOT"/build-dev
     ;;
   *)
-    echo "unknown phase $phase (tests230, bench, tests228, checks)"
+    echo "unknown phase $phase (tests230, bench, moe, tests228, checks)"
     exit 2
     ;;
 esac

@@ -14,24 +14,25 @@
 //      the counted rows move;
 //   4  variant 3 with counts in the scratch lines (lsa::ll_counted_gather, switched on for the
 //      case): no barrier and no count exchange before the rows; only where capacity rows fit a
-//      slot (decode sizes: means 4 and 8 here).
+//      slot (decode sizes: means 4 and 8 here);
+//   5  padded to capacity on NCCL's all-gather (Options::path = Fallback: NCCL takes its
+//      symmetric kernel on the pool's windows), beside variant 1's Auto: the padded layer an
+//      engine gets from NCCL alone.
 // Variants 0, 3 and 4 are what one captured graph serves for every step's counts.
-// Fourth argument: 1 = the calls captured in one CUDA graph per rank and replayed (variants 0,
-// 1 and 3; 2 cannot replay with other counts and is eager only). Time per call, the slowest
+// Fourth argument: 1 = the calls captured in one CUDA graph per rank and replayed (every variant
+// but 2, which cannot replay with other counts and is eager only). Time per call, the slowest
 // rank's, host launch cost excluded (rank_world.hpp); counters: rows gathered, bytes the counts
 // need, and bytes moved at capacity.
 
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "kernels/lsa_ll_counted.hpp"
+#include "micro/ragged_timing.hpp"
 #include "micro/rank_world.hpp"
 #include "support/ordered_copy.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
@@ -42,27 +43,11 @@ namespace symmcomm::bench {
 namespace {
 
 constexpr std::size_t kHidden = 7168;
-constexpr int kCalls = 10;  // calls per rank per timed iteration (and per captured graph)
-
-// Zipf-like counts (weights 1/(r+1)^0.8) scaled to `mean` on average, at most `capacity`.
-std::vector<std::int32_t> zipf_counts(int ranks, std::size_t mean, std::size_t capacity) {
-  std::vector<double> w;
-  double sum = 0;
-  for (int r = 0; r < ranks; ++r) {
-    w.push_back(1.0 / std::pow(r + 1.0, 0.8));
-    sum += w.back();
-  }
-  std::vector<std::int32_t> c;
-  for (int r = 0; r < ranks; ++r) {
-    double const x = static_cast<double>(mean) * ranks * w[static_cast<std::size_t>(r)] / sum;
-    c.push_back(static_cast<std::int32_t>(std::min<double>(std::round(x), capacity)));
-  }
-  return c;
-}
 
 // One case's tensors on every rank (NVFP4 rows of kHidden at capacity) and its counts.
 struct RaggedCase {
-  int variant = 0;  // 0 device counts, 1 padded, 2 host counts, 3 one launch, 4 counts in lines
+  int variant = 0;  // 0 device counts, 1 padded, 2 host counts, 3 one launch, 4 counts in lines,
+                    // 5 padded on NCCL's call
   std::size_t capacity = 0, cap_elems = 0, rows = 0;
   std::vector<std::int32_t> counts;
   std::vector<std::size_t> host_counts;
@@ -84,7 +69,7 @@ RaggedCase ragged_case(RankWorld& w, RankBuffers& b, std::size_t mean, int varia
   k.rscales = b.get(n * k.cap_elems / 16, true);
   k.rglobal = b.get(4 * n, true);
   k.count = b.get(4, false);
-  k.all_counts = b.get(4 * n, variant >= 3);  // the one-launch kernel writes peers' arrays
+  k.all_counts = b.get(4 * n, variant == 3 || variant == 4);  // written by peers' kernels
   k.offsets = b.get(4 * n, false);
   k.overflow = b.get(4, false);
   for (std::int32_t c : k.counts) {
@@ -108,7 +93,7 @@ Path ragged_call(RankWorld& w, const RaggedCase& k, int r) {
   Rank& me = w.ranks[i];
   auto* g = reinterpret_cast<float*>(k.global[i]);
   auto* rg = reinterpret_cast<float*>(k.rglobal[i]);
-  if (k.variant == 0 || k.variant >= 3) {
+  if (k.variant == 0 || k.variant == 3 || k.variant == 4) {
     Options options;
     options.path = k.variant >= 3 ? PathChoice::LsaKernel : PathChoice::Fallback;
     DeviceCounts const dc{reinterpret_cast<std::int32_t*>(k.count[i]), k.capacity,
@@ -120,9 +105,11 @@ Path ragged_call(RankWorld& w, const RaggedCase& k, int r) {
                        me.stream, options)
         .path;
   }
-  if (k.variant == 1) {
+  if (k.variant == 1 || k.variant == 5) {
+    Options options;
+    options.path = k.variant == 5 ? PathChoice::Fallback : PathChoice::Auto;
     return all_gather(me.comm, Nvfp4View{k.data[i], k.scales[i], g, k.cap_elems},
-                      Nvfp4View{k.rdata[i], k.rscales[i], rg, n * k.cap_elems}, me.stream)
+                      Nvfp4View{k.rdata[i], k.rscales[i], rg, n * k.cap_elems}, me.stream, options)
         .path;
   }
   std::size_t total = 0;
@@ -130,33 +117,6 @@ Path ragged_call(RankWorld& w, const RaggedCase& k, int r) {
   return all_gatherv(me.comm, Nvfp4View{k.data[i], k.scales[i], g, k.host_counts[i]},
                      Nvfp4View{k.rdata[i], k.rscales[i], rg, total}, k.host_counts, me.stream)
       .path;
-}
-
-// kCalls calls per rank, each rank from its own thread (NCCL calls of several ranks from one
-// thread would need a group, and a device-count gather runs outside one), eager or captured
-// (each rank its own stream on its own thread, every capture ended before any graph is
-// instantiated); the gate keeps host time out.
-void time_ragged(benchmark::State& state, RankWorld& w, const std::function<void(int)>& call,
-                 bool graph) {
-  if (!graph) {
-    time_gated(
-        state, w,
-        [&] {
-          on_every_rank(w.size(), [&](int r) {
-            for (int k = 0; k < kCalls; ++k) call(r);
-          });
-        },
-        kCalls);
-    return;
-  }
-  std::vector<cudaGraph_t> graphs(static_cast<std::size_t>(w.size()));
-  on_every_rank(w.size(), [&](int r) {
-    Rank& me = w.ranks[static_cast<std::size_t>(r)];
-    SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(me.stream, cudaStreamCaptureModeThreadLocal));
-    for (int k = 0; k < kCalls; ++k) call(r);
-    SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(me.stream, &graphs[static_cast<std::size_t>(r)]));
-  });
-  time_graphs_gated(state, w, graphs, kCalls);
 }
 
 void BM_RaggedGather(benchmark::State& state) {
@@ -167,23 +127,17 @@ void BM_RaggedGather(benchmark::State& state) {
   bool const graph = state.range(3) != 0;
   RankBuffers b(*w);
   RaggedCase const k = ragged_case(*w, b, static_cast<std::size_t>(state.range(1)), variant);
-  // Variant 4: the counts-in-lines kernel for this case (the same on every rank: one process).
-  struct CountsInLines {
-    bool was = detail::lsa::ll_counts_enabled();
-    explicit CountsInLines(bool on) { detail::lsa::set_ll_counts(on); }
-    ~CountsInLines() { detail::lsa::set_ll_counts(was); }
-  } const lines(variant == 4);
+  CountsInLines const lines(variant == 4);  // variant 4: the counts-in-lines kernel
   std::atomic<int> taken{static_cast<int>(Path::Fallback)};
   auto const call = [&](int r) { taken.store(static_cast<int>(ragged_call(*w, k, r))); };
-  // First calls from every rank's thread at once: NCCL connects peers on a communicator's first
-  // collectives, which one thread driving every rank in turn cannot complete.
-  on_every_rank(w->size(), [&](int r) {
-    call(r);
-    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(w->ranks[static_cast<std::size_t>(r)].stream));
-  });
+  warm_up_ranks(*w, call);
   time_ragged(state, *w, call, graph);
-  static const char* const kNames[] = {"device counts", "padded to capacity", "host counts",
-                                       "device counts, one launch", "device counts in the lines"};
+  static const char* const kNames[] = {"device counts",
+                                       "padded to capacity",
+                                       "host counts",
+                                       "device counts, one launch",
+                                       "device counts in the lines",
+                                       "padded, NCCL's all-gather"};
   state.SetLabel(std::to_string(n) + " ranks, " + kNames[variant] + ", " +
                  to_string(static_cast<Path>(taken.load())) + (graph ? ", graph" : ", eager"));
   state.counters["rows"] = static_cast<double>(k.rows);
@@ -196,7 +150,7 @@ void BM_RaggedGather(benchmark::State& state) {
 void ragged_args(benchmark::internal::Benchmark* b) {
   for (int n : {2, 4, 8}) {
     for (std::int64_t mean : {4, 8, 64, 256, 1024}) {
-      for (int variant : {0, 1, 2, 3, 4}) {
+      for (int variant : {0, 1, 2, 3, 4, 5}) {
         for (int graph : {0, 1}) {
           if (variant == 2 && graph == 1) continue;  // host counts: a graph per count pattern
           if (variant == 4 && mean > 8) continue;    // capacity rows past a scratch slot

@@ -1,0 +1,68 @@
+// The ragged benchmarks' shared parts (ragged_timing.hpp).
+
+#include "micro/ragged_timing.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/lsa_ll_counted.hpp"
+#include "symmcomm/error.hpp"
+
+namespace symmcomm::bench {
+
+std::vector<std::int32_t> zipf_counts(int ranks, std::size_t mean, std::size_t capacity) {
+  std::vector<double> w;
+  double sum = 0;
+  for (int r = 0; r < ranks; ++r) {
+    w.push_back(1.0 / std::pow(r + 1.0, 0.8));
+    sum += w.back();
+  }
+  std::vector<std::int32_t> c;
+  for (int r = 0; r < ranks; ++r) {
+    double const x = static_cast<double>(mean) * ranks * w[static_cast<std::size_t>(r)] / sum;
+    c.push_back(static_cast<std::int32_t>(std::min<double>(std::round(x), capacity)));
+  }
+  return c;
+}
+
+void time_ragged(benchmark::State& state, RankWorld& w, const std::function<void(int)>& call,
+                 bool graph) {
+  if (!graph) {
+    time_gated(
+        state, w,
+        [&] {
+          on_every_rank(w.size(), [&](int r) {
+            for (int k = 0; k < kRaggedCalls; ++k) call(r);
+          });
+        },
+        kRaggedCalls);
+    return;
+  }
+  std::vector<cudaGraph_t> graphs(static_cast<std::size_t>(w.size()));
+  on_every_rank(w.size(), [&](int r) {
+    Rank& me = w.ranks[static_cast<std::size_t>(r)];
+    SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(me.stream, cudaStreamCaptureModeThreadLocal));
+    for (int k = 0; k < kRaggedCalls; ++k) call(r);
+    SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(me.stream, &graphs[static_cast<std::size_t>(r)]));
+  });
+  time_graphs_gated(state, w, graphs, kRaggedCalls);
+}
+
+void warm_up_ranks(RankWorld& w, const std::function<void(int)>& call) {
+  on_every_rank(w.size(), [&](int r) {
+    call(r);
+    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(w.ranks[static_cast<std::size_t>(r)].stream));
+  });
+}
+
+CountsInLines::CountsInLines(bool on) : was_(detail::lsa::ll_counts_enabled()) {
+  detail::lsa::set_ll_counts(on);
+}
+
+CountsInLines::~CountsInLines() {
+  detail::lsa::set_ll_counts(was_);
+}
+
+}  // namespace symmcomm::bench

@@ -1,0 +1,47 @@
+#pragma once
+// What the ragged (device-count) benchmarks share: Zipf-like token counts per rank, timing a
+// case's calls eager or from one captured graph per rank, and the switch that turns symmcomm's
+// counts-in-the-lines kernels on for one case.
+
+#include <benchmark/benchmark.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "micro/rank_world.hpp"
+
+namespace symmcomm::bench {
+
+/// Calls per rank per timed iteration (and per captured graph).
+inline constexpr int kRaggedCalls = 10;
+
+/// Zipf-like counts (weights 1/(r+1)^0.8) scaled to `mean` on average, at most `capacity`.
+std::vector<std::int32_t> zipf_counts(int ranks, std::size_t mean, std::size_t capacity);
+
+/// kRaggedCalls calls of `call(rank)` per rank, each rank from its own thread (NCCL calls of
+/// several ranks from one thread would need a group, and a device-count call runs outside one),
+/// eager or captured (each rank its own stream on its own thread, every capture ended before any
+/// graph is instantiated); the gate keeps host time out.
+void time_ragged(benchmark::State& state, RankWorld& w, const std::function<void(int)>& call,
+                 bool graph);
+
+/// First calls from every rank's thread at once: NCCL connects peers on a communicator's first
+/// collectives, which one thread driving every rank in turn cannot complete.
+void warm_up_ranks(RankWorld& w, const std::function<void(int)>& call);
+
+/// symmcomm's counts-in-the-lines kernels (kernels/lsa_ll_counted.hpp) on or off for one case,
+/// restored after it (the same for every rank: one process).
+class CountsInLines {
+ public:
+  explicit CountsInLines(bool on);
+  ~CountsInLines();
+  CountsInLines(const CountsInLines&) = delete;
+  CountsInLines& operator=(const CountsInLines&) = delete;
+
+ private:
+  bool was_;
+};
+
+}  // namespace symmcomm::bench
