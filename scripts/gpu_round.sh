@@ -13,7 +13,8 @@
 #             decode-size reduce-scatter sweep, 5 repetitions each
 #   moe       symmcomm-bench's moe-dp layer at 2/4/8 ranks (padded and device-count layers)
 #   tests228  build against the system NCCL (2.28); its single-GPU tier and the multi-rank tier
-#             at 2 ranks (NCCL_HOSTID: the fallback across processes); python -m symmcomm.info;
+#             at 2 ranks (NCCL_HOSTID: the fallback across processes); symmcomm-info and
+#             python -m symmcomm.info;
 #             the Python suite on both NCCL lines; the host cost of a call (BM_HostCost*, the
 #             torch operator's overhead table)
 #   checks    the abort word broken on purpose (its tests must fail), then compute-sanitizer's
@@ -72,6 +73,10 @@ case "$phase" in
     SYMMCOMM_LIBRARY="$SYMMCOMM_ROOT/build-dev/src/libsymmcomm_c.so" PYTHONPATH="$SYMMCOMM_ROOT/python" \
       timeout 30 python3 -m symmcomm.info >"$work/python-info-2.28.3.txt" 2>&1
     echo "== python -m symmcomm.info: exit $?"
+    # The machine report of this GPU's own build (sm_90) on NCCL 2.28.3, text and JSON.
+    timeout 60 "$SYMMCOMM_ROOT"/build-dev/src/symmcomm-info >"$work/symmcomm-info-2.28.3.txt" 2>&1
+    echo "== symmcomm-info: exit $?"
+    timeout 60 "$SYMMCOMM_ROOT"/build-dev/src/symmcomm-info --json >"$work/symmcomm-info-2.28.3.json" 2>&1
     # The Python suite alone (the script's other steps skipped), on both NCCL lines.
     SYMMCOMM_SKIP="tests ragged pdl quantize examples overhead probe ragged_bench moe_dp" \
       timeout "$(( $(left) - 100 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
