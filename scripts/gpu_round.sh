@@ -17,8 +17,9 @@
 #             python -m symmcomm.info;
 #             the Python suite on both NCCL lines; the host cost of a call (BM_HostCost*, the
 #             torch operator's overhead table)
-#   checks    the abort word broken on purpose (its tests must fail), then compute-sanitizer's
-#             four tools over symmcomm's kernels (one GPU, and 2 ranks sharing it on 2.30.7)
+#   checks    the abort word broken on purpose (its tests must fail), a skip the run does not
+#             allow failing the run, then compute-sanitizer's four tools over symmcomm's kernels
+#             (one GPU, and 2 ranks sharing it on 2.30.7)
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -89,6 +90,13 @@ case "$phase" in
       "$SYMMCOMM_ROOT"/scripts/broken_build_demo.sh "$SYMMCOMM_ROOT"/build-dev
     # The demo restores the source; the build must follow before anything else runs it.
     cmake --build "$SYMMCOMM_ROOT"/build-dev --parallel "$(nproc)" >"$work/rebuild.log" 2>&1 || exit 1
+    # A skip whose reason the run allows passes; the same skip not allowed fails the program.
+    for allowed in "GPUs, this machine has" "nothing-allowed"; do
+      SYMMCOMM_ALLOWED_SKIPS="$allowed" timeout 60 "$SYMMCOMM_ROOT"/build-dev/tests/symmcomm_multi_gpu_tests \
+        >"$work/forced-skip-${allowed%%,*}.txt" 2>&1
+      echo "== skips allowed \"$allowed\": exit $? ($(grep -c "UNEXPECTED SKIP" \
+        "$work/forced-skip-${allowed%%,*}.txt") unexpected)"
+    done
     # Four tools over one GPU's tests, then four over 2 ranks: a share of what is left each.
     SYMMCOMM_SANITIZE_RANKS_BUILD="$SYMMCOMM_ROOT"/build-nccl2 SANITIZE_TIMEOUT=$(( ($(left) - 30) / 8 )) \
       timeout "$(( $(left) - 5 ))" "$SYMMCOMM_ROOT"/scripts/gpu_sanitize.sh "$SYMMCOMM_ROOT"/build-dev
