@@ -11,7 +11,8 @@
 #   bench     the device-count gather and combine at decode capacities beside the padded calls
 #             (counts in the lines = variant 4; ragged.md), in CUDA graphs, and the
 #             decode-size reduce-scatter sweep, 5 repetitions each
-#   moe       symmcomm-bench's moe-dp layer at 2/4/8 ranks (padded and device-count layers)
+#   moe       symmcomm-bench's moe-dp layer at 2/4/8 ranks (padded and device-count layers),
+#             then at decode capacities with counts in the lines (SYMMCOMM_LL_COUNTS=1)
 #   tests228  build against the system NCCL (2.28); its single-GPU tier and the multi-rank tier
 #             at 2 ranks (NCCL_HOSTID: the fallback across processes); symmcomm-info and
 #             python -m symmcomm.info;
@@ -62,8 +63,13 @@ case "$phase" in
   moe)
     export SYMMCOMM_SUITES=second
     SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
-    SYMMCOMM_SKIP="tests latency" SYMMCOMM_MOE_LIMIT_S=$(( ($(left) - 20) / 3 )) \
-      timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_small_gather.sh
+    SYMMCOMM_SKIP="tests latency" SYMMCOMM_MOE_LIMIT_S=$(( ($(left) - 120) / 3 )) \
+      timeout "$(( $(left) - 110 ))" "$SYMMCOMM_ROOT"/scripts/gpu_small_gather.sh
+    # Decode capacities again with counts in the scratch lines (agreed: every rank sets it).
+    mkdir -p "$work/counts-in-lines"
+    OUT="$work/counts-in-lines" SYMMCOMM_LL_COUNTS=1 SYMMCOMM_MOE_MAX_TOKENS=16 \
+      SYMMCOMM_SKIP="tests latency" SYMMCOMM_MOE_LIMIT_S=$(( ($(left) - 10) / 3 )) \
+      timeout "$(( $(left) - 5 ))" "$SYMMCOMM_ROOT"/scripts/gpu_small_gather.sh
     ;;
   tests228)
     export SYMMCOMM_SUITES=system

@@ -193,8 +193,9 @@ lsa::LlCountedGatherArgs ll_counted_args(const CommState& state, const Collectiv
   }
   a.parts = static_cast<int>(rows.size());
   const DeviceCounts& counts = call.device_counts;
-  if (!lsa::ll_counted_fits(state.scratch.window != nullptr, counts.capacity,
-                            lsa::ll_row_lines(a))) {
+  if (!lsa::ll_counted_fits(
+          lsa::ll_counts_on(state.scratch.window != nullptr, state.counts_in_lines),
+          counts.capacity, lsa::ll_row_lines(a))) {
     return lsa::LlCountedGatherArgs{};
   }
   a.scale_src = scale.send;
@@ -393,8 +394,9 @@ Plan execute_device_count_reduce_scatter(CommState& state, const CollectiveCall&
   Plan const plan = planned.decide(stream);
   DeviceGuard guard(state.device);
   if (plan.path == Path::LsaKernel) {
-    if (lsa::ll_counted_reduce_fits(state.scratch.window != nullptr, call.send.dtype,
-                                    counts.capacity, call.row_elements)) {
+    if (lsa::ll_counted_reduce_fits(
+            lsa::ll_counts_on(state.scratch.window != nullptr, state.counts_in_lines),
+            call.send.dtype, counts.capacity, call.row_elements)) {
       enqueue_ll_counted_reduce(state, planned, call, stream);
     } else {
       enqueue_counted_reduce(state, planned, call, rows, stream);

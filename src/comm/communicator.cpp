@@ -39,7 +39,8 @@ std::atomic<std::uint64_t> next_comm_id{1};
 // One rank's GPU as the others see it.
 struct GpuEntry {
   int sms = 0;
-  int small_gather = 1;  // SYMMCOMM_LSA_LL is not 0 here
+  int small_gather = 1;     // SYMMCOMM_LSA_LL is not 0 here
+  int counts_in_lines = 0;  // SYMMCOMM_LL_COUNTS is 1 here
   unsigned char uuid[16] = {};
 };
 
@@ -48,11 +49,15 @@ struct GpuEntry {
 // them, so they must be the same on every rank; no rank-local device property may enter a grid
 // directly. Also agrees
 // whether the scratch window is made (state.scratch_agreed): only when
-// no rank turned it off, so that a variable set on some ranks only cannot split them.
+// no rank turned it off, so that a variable set on some ranks only cannot split them; and
+// whether device-count calls carry counts in its lines (state.counts_in_lines): only when every
+// rank turned it on.
 void agree_gpu_share(CommState& state) {
   GpuEntry mine;
   const char* small = std::getenv("SYMMCOMM_LSA_LL");
   mine.small_gather = small != nullptr && std::strcmp(small, "0") == 0 ? 0 : 1;
+  const char* lines = std::getenv("SYMMCOMM_LL_COUNTS");
+  mine.counts_in_lines = lines != nullptr && std::strcmp(lines, "1") == 0 ? 1 : 0;
   SYMMCOMM_CUDA_TRY(
       cudaDeviceGetAttribute(&mine.sms, cudaDevAttrMultiProcessorCount, state.device));
   cudaDeviceProp prop{};
@@ -85,14 +90,21 @@ void agree_gpu_share(CommState& state) {
   int fewest_sms = all[0].sms;
   int most_sharing = 1;
   state.scratch_agreed = true;
+  state.counts_in_lines = true;
   for (const GpuEntry& e : all) {
     state.scratch_agreed = state.scratch_agreed && e.small_gather != 0;
+    state.counts_in_lines = state.counts_in_lines && e.counts_in_lines != 0;
     fewest_sms = std::min(fewest_sms, e.sms);
     int sharing = 0;
     for (const GpuEntry& other : all) {
       sharing += std::memcmp(e.uuid, other.uuid, sizeof(e.uuid)) == 0 ? 1 : 0;
     }
     most_sharing = std::max(most_sharing, sharing);
+  }
+  if (mine.counts_in_lines != 0 && !state.counts_in_lines) {
+    SYMMCOMM_LOG_WARN("communicator " << state.id << " (rank " << state.rank
+                                      << "): SYMMCOMM_LL_COUNTS=1 here but not on every rank: "
+                                         "device counts stay out of the scratch lines");
   }
   state.caps.ranks_per_gpu = most_sharing;
   state.caps.lsa_sm_share = std::max(1, fewest_sms / most_sharing);

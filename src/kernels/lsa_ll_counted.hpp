@@ -64,17 +64,25 @@ inline constexpr std::size_t ll_counted_lines(std::size_t capacity, std::size_t 
   return 2 + capacity * row_lines;
 }
 
-/// Whether counts travel in the lines (ll_counted_gather) where the call fits: off by default;
-/// the benchmarks and the tests turn it on. Process-wide, the same on every rank of a
-/// communicator (ranks deciding differently would wait for each other for ever), hence no
-/// environment variable until the ranks agree on it at creation as they do on SYMMCOMM_LSA_LL.
+/// Counts in the lines (ll_counted_gather, ll_counted_reduce) for every communicator of this
+/// process, whatever it agreed at creation: off by default; the benchmarks and the tests turn it
+/// on. Process-wide, so the same on every rank of a communicator whose ranks share the process
+/// (ranks deciding differently would wait for each other for ever); across processes the
+/// switch is SYMMCOMM_LL_COUNTS=1, agreed at creation (CommState::counts_in_lines).
 void set_ll_counts(bool on) noexcept;
 bool ll_counts_enabled() noexcept;
 
-/// Whether a device-count gather of `capacity` rows of `row_lines` lines fits the kernel: the
-/// communicator has the scratch, the kernel is enabled, and the rows fit a slot.
-inline bool ll_counted_fits(bool scratch, std::size_t capacity, std::size_t row_lines) {
-  return scratch && ll_counts_enabled() && row_lines > 0 &&
+/// Whether a communicator's device-count calls may carry counts in the lines: it has the
+/// scratch window (`scratch`), and its ranks agreed on it at creation (`agreed`) or the process
+/// switch is on.
+inline bool ll_counts_on(bool scratch, bool agreed) {
+  return scratch && (agreed || ll_counts_enabled());
+}
+
+/// Whether a device-count gather of `capacity` rows of `row_lines` lines fits the kernel: counts
+/// in the lines are on (`on`, ll_counts_on) and the rows fit a slot.
+inline bool ll_counted_fits(bool on, std::size_t capacity, std::size_t row_lines) {
+  return on && row_lines > 0 &&
          ll_counted_lines(capacity, row_lines) <= kLlMaxBytesPerRank / kLlLineData;
 }
 
@@ -110,10 +118,10 @@ inline constexpr std::size_t ll_counted_reduce_lines(DataType type, std::size_t 
 }
 
 /// Whether a device-count reduce-scatter fits the counts-in-lines kernel (see ll_counted_fits).
-inline bool ll_counted_reduce_fits(bool scratch, DataType type, std::size_t capacity,
+inline bool ll_counted_reduce_fits(bool on, DataType type, std::size_t capacity,
                                    std::size_t row_elements) {
   bool const typed = type == DataType::Bf16 || (type == DataType::Nvfp4 && row_elements % 16 == 0);
-  return scratch && ll_counts_enabled() && typed && row_elements > 0 &&
+  return on && typed && row_elements > 0 &&
          ll_counted_reduce_lines(type, capacity, row_elements) <= kLlMaxBytesPerRank / kLlLineData;
 }
 

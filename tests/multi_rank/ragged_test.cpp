@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "support/reference.hpp"
 #include "support/tensors.hpp"
 #include "symmcomm/collectives/device_counts.hpp"
+#include "symmcomm/comm/mpi.hpp"
 #include "symmcomm/formats/bf16.hpp"
 #include "symmcomm/formats/scale_layout.hpp"
 
@@ -162,6 +164,33 @@ TEST(MultiRankRagged, Nvfp4DeviceCountsAutoTakesTheOneLaunchKernelWhereItRuns) {
 TEST(MultiRankRagged, Nvfp4DeviceCountsOnTheLsaKernelInOneLaunch) {
   if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
   nvfp4_device_counts(PathChoice::LsaKernel);
+}
+
+// SYMMCOMM_LL_COUNTS=1 on every rank turns counts in the lines on for the communicators made
+// then; set on one rank only, or on none, it is off on every rank (ranks deciding apart would
+// wait for each other's lines for ever).
+TEST(MultiRankRagged, CountsInTheLinesAreAgreedAtCreation) {
+  if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
+  World& w = world();
+  const char* const before = std::getenv("SYMMCOMM_LL_COUNTS");
+  std::string const saved = before != nullptr ? before : "";
+  auto const agreed_when = [&](bool set_here) {
+    if (set_here) {
+      setenv("SYMMCOMM_LL_COUNTS", "1", 1);
+    } else {
+      unsetenv("SYMMCOMM_LL_COUNTS");
+    }
+    Communicator const made = create_mpi_communicator(MPI_COMM_WORLD, w.comm.device());
+    if (before != nullptr) {
+      setenv("SYMMCOMM_LL_COUNTS", saved.c_str(), 1);
+    } else {
+      unsetenv("SYMMCOMM_LL_COUNTS");
+    }
+    return detail::state_of(made)->counts_in_lines;
+  };
+  EXPECT_TRUE(agreed_when(true)) << "set on every rank; rank " << w.rank;
+  EXPECT_FALSE(agreed_when(w.rank == 0)) << "set on rank 0 only; rank " << w.rank;
+  EXPECT_FALSE(agreed_when(false)) << "set nowhere; rank " << w.rank;
 }
 
 // The same calls with counts in the scratch lines (lsa::ll_counted_gather, switched on for the

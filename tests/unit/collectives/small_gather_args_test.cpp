@@ -204,15 +204,26 @@ TEST(CountedLinesArgs, OffByDefaultAndTakenWhereCapacityRowsFitASlot) {
   EXPECT_EQ(lsa::ll_counted_lines(4, 509), 2u + 4u * 509u);
   std::size_t const slot = kLlMaxBytesPerRank / kLlLineData;
   std::size_t const most = (slot - 2) / 509;
-  SwitchGuard guard;
-  lsa::set_ll_gather(true);
-  lsa::set_ll_counts(true);
   EXPECT_TRUE(lsa::ll_counted_fits(true, most, 509));
   EXPECT_FALSE(lsa::ll_counted_fits(true, most + 1, 509)) << "past a slot";
-  EXPECT_FALSE(lsa::ll_counted_fits(false, 4, 509)) << "no scratch window";
+  EXPECT_FALSE(lsa::ll_counted_fits(false, 4, 509)) << "counts in the lines off";
   EXPECT_FALSE(lsa::ll_counted_fits(true, 4, 0)) << "no rows";
+}
+
+// On for a communicator whose ranks agreed at creation (SYMMCOMM_LL_COUNTS=1 on every rank) or
+// while the process switch is on, and only with the scratch window.
+TEST(CountedLinesArgs, OnWhereAgreedOrSwitchedOnWithTheScratch) {
+  struct Restore {
+    bool was = lsa::ll_counts_enabled();
+    ~Restore() { lsa::set_ll_counts(was); }
+  } const restore;
   lsa::set_ll_counts(false);
-  EXPECT_FALSE(lsa::ll_counted_fits(true, 4, 509)) << "switched off";
+  EXPECT_FALSE(lsa::ll_counts_on(true, false)) << "neither agreed nor switched on";
+  EXPECT_TRUE(lsa::ll_counts_on(true, true)) << "agreed at creation";
+  EXPECT_FALSE(lsa::ll_counts_on(false, true)) << "no scratch window";
+  lsa::set_ll_counts(true);
+  EXPECT_TRUE(lsa::ll_counts_on(true, false)) << "switched on for the process";
+  EXPECT_FALSE(lsa::ll_counts_on(false, false)) << "no scratch window";
 }
 
 TEST(CountedLinesArgs, BadArgumentsAreRefusedBeforeAnyLaunch) {
@@ -270,16 +281,13 @@ TEST(CountedLinesArgs, BadArgumentsAreRefusedBeforeAnyLaunch) {
 TEST(CountedLinesArgs, ReduceScatterLinesAndBadArguments) {
   EXPECT_EQ(lsa::ll_counted_reduce_lines(DataType::Bf16, 3, 5), 2u + 4u);  // 30 bytes
   EXPECT_EQ(lsa::ll_counted_reduce_lines(DataType::Nvfp4, 3, 32), 2u + 6u + 1u);
-  SwitchGuard guard;
-  lsa::set_ll_counts(true);
   EXPECT_TRUE(lsa::ll_counted_reduce_fits(true, DataType::Nvfp4, 24, 7168));
   EXPECT_FALSE(lsa::ll_counted_reduce_fits(true, DataType::Nvfp4, 25, 7168)) << "past a slot";
   EXPECT_FALSE(lsa::ll_counted_reduce_fits(true, DataType::Nvfp4, 4, 24)) << "half a block";
   EXPECT_FALSE(lsa::ll_counted_reduce_fits(true, DataType::Fp32, 4, 16)) << "fp32 rows";
   EXPECT_TRUE(lsa::ll_counted_reduce_fits(true, DataType::Bf16, 6, 7168));
   EXPECT_FALSE(lsa::ll_counted_reduce_fits(true, DataType::Bf16, 7, 7168));
-  lsa::set_ll_counts(false);
-  EXPECT_FALSE(lsa::ll_counted_reduce_fits(true, DataType::Bf16, 6, 7168)) << "switched off";
+  EXPECT_FALSE(lsa::ll_counted_reduce_fits(false, DataType::Bf16, 6, 7168)) << "off";
   alignas(16) static std::uint16_t send[64], out[64];
   static std::int32_t words[8];
   auto const good = [] {
