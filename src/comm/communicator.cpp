@@ -153,7 +153,10 @@ void probe(CommState& state) {
                       << state.id << " (rank " << state.rank << "/" << state.size
                       << "): symmetric memory, LSA team of " << state.caps.lsa_team_size << ", "
                       << state.caps.ranks_per_gpu << " rank(s) per GPU, " << state.caps.lsa_sm_share
-                      << " SMs per rank");
+                      << " SMs per rank"
+                      << (state.scratch.window == nullptr ? ", no scratch window"
+                          : state.counts_in_lines         ? ", scratch window, counts in its lines"
+                                                          : ", scratch window"));
   }
 }
 }  // namespace
