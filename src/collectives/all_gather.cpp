@@ -6,6 +6,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "comm/dev_comm.hpp"
 #include "core/cuda_utils.hpp"
@@ -174,8 +175,11 @@ void enqueue_gather(CommState& state, const PlannedCall& planned,
   bool const nccl_swizzles = any_swizzled(parts) && plan.path != Path::LsaKernel;
   // NCCL's paths gather swizzled parts linearly into the workspace and swizzle after: a kernel
   // that must follow NCCL's work, which a symmcomm::Group would defer past it.
-  std::vector<void*> recv(parts.size(), nullptr);
-  for (std::size_t i = 0; i < parts.size(); ++i) recv[i] = parts[i].recv;
+  std::vector<void*> recv;  // where NCCL's paths land each part (not the LSA kernel's business)
+  if (plan.path != Path::LsaKernel) {
+    recv.reserve(parts.size());
+    for (const GatherPart& p : parts) recv.push_back(p.recv);
+  }
   if (nccl_swizzles) {
     planned.refuse_in_group("block scales swizzled after NCCL's gather");
     std::vector<std::size_t> at(parts.size(), 0);  // each swizzled part's workspace offset
@@ -216,15 +220,19 @@ std::vector<GatherPart> tensor_parts(const TensorRef& send, const TensorRef& rec
     data[r] = payload_bytes(send.dtype, counts[r]);
     scales[r] = counts[r] / kNvfp4BlockSize;
   }
-  std::vector<std::size_t> const one_float(counts.size(), sizeof(float));
-  std::vector<GatherPart> parts{GatherPart{"send.data", send.data, "recv.data", recv.data, data}};
+  std::vector<std::size_t> one_float(counts.size(), sizeof(float));
+  // Built in place, each per-rank vector moved in: this runs on every call.
+  std::vector<GatherPart> parts;
+  parts.reserve(3);
+  parts.push_back(GatherPart{"send.data", send.data, "recv.data", recv.data, std::move(data)});
   if (send.dtype == DataType::Nvfp4) {
     parts.push_back(GatherPart{"send.block_scales", send.block_scales, "recv.block_scales",
-                               recv.block_scales, scales, swizzle});
-    parts.push_back(
-        GatherPart{"send.global_scale", send.scales, "recv.global_scale", recv.scales, one_float});
+                               recv.block_scales, std::move(scales), swizzle});
+    parts.push_back(GatherPart{"send.global_scale", send.scales, "recv.global_scale", recv.scales,
+                               std::move(one_float)});
   } else if (send.is_fp8()) {
-    parts.push_back(GatherPart{"send.scale", send.scales, "recv.scale", recv.scales, one_float});
+    parts.push_back(
+        GatherPart{"send.scale", send.scales, "recv.scale", recv.scales, std::move(one_float)});
   }
   return parts;
 }
