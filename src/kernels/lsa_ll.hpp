@@ -11,7 +11,10 @@
 // synchronises:
 //
 // - The flag is the call's number on this communicator (kept on the device, so graph replays
-//   advance it), with the top bit set: zeroed scratch and lines of earlier calls never match.
+//   advance it), with the top bit set: zeroed scratch never matches, nor does a line written by
+//   any of the 2^31 - 1 calls before. (The flags repeat every 2^31 calls: a line left unwritten
+//   for exactly a multiple of 2^31 calls, then read, would match early - days of calls at decode
+//   rates, and only for a line no call in between used.)
 // - The scratch has two halves, used by alternate calls. A rank overwrites a half in call c + 2
 //   only after it received every peer's lines of call c + 1, which each peer sent from a kernel
 //   that started after its kernel of call c - the one reading that half - had completed (one
