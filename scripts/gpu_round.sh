@@ -15,9 +15,8 @@
 #             then at decode capacities with counts in the lines (SYMMCOMM_LL_COUNTS=1)
 #   tests228  build against the system NCCL (2.28); its single-GPU tier and the multi-rank tier
 #             at 2 ranks (NCCL_HOSTID: the fallback across processes); symmcomm-info and
-#             python -m symmcomm.info;
-#             the Python suite on both NCCL lines; the host cost of a call (BM_HostCost*, the
-#             torch operator's overhead table)
+#             python -m symmcomm.info; the Python suite on both NCCL lines; the host cost of a
+#             call (BM_HostCost*, the torch operator's overhead table)
 #   checks    the abort word broken on purpose (its tests must fail), a skip the run does not
 #             allow failing the run, then compute-sanitizer's four tools over symmcomm's kernels
 #             (one GPU, and 2 ranks sharing it on 2.30.7)
