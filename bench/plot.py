@@ -30,10 +30,13 @@ import sys
 
 VARIANTS = {0: "symmcomm lsa-kernel", 1: "NCCL symmetric", 2: "plain NCCL",
             3: "symmcomm lsa-kernel + PDL", 4: "symmcomm barrier kernel",
-            5: "symmcomm push bf16"}
+            5: "symmcomm push bf16", 6: "symmcomm lsa-kernel, in-order receive",
+            7: "symmcomm push bf16, spread receive"}
 PDL = 3
 BARRIER_KERNEL = 4  # the all-gather with its small-message kernel off: the "before"
 PUSH = 5  # the reduce-scatter's push-model BF16 kernel, beside NCCL's BF16 reduce-scatters
+IN_ORDER = 6  # variant 0 with the push kernel's receive filling CTAs in order
+PUSH_SPREAD = 7  # variant 5 with its receive dealt to CTAs in turn
 _NAME = re.compile(r"BM_Latency(\w+)/ranks:(\d+)/bytes:(\d+)/variant:(\d)/graph:(\d)")
 
 
@@ -123,18 +126,21 @@ def _ratio_better(by_variant, ours):
 
 def latency_table(runs):
     """Rows (op, ranks, bytes, graph, {variant: median us}, ratio, pdl ratio, before ratio,
-    after / before, push ratio, ours / better NCCL, push / better NCCL) where ratio is ours /
-    NCCL symmetric, pdl ratio ours with PDL / NCCL symmetric, before ratio the barrier kernel /
-    NCCL symmetric, after / before ours / the barrier kernel, push ratio the push BF16 kernel /
-    NCCL symmetric, and the last two against the better of NCCL's symmetric and plain calls,
-    each (median, min, max) paired repetition by repetition, None where a side is missing."""
+    after / before, push ratio, ours / better NCCL, push / better NCCL, ours / in-order receive,
+    push spread / push) where ratio is ours / NCCL symmetric, pdl ratio ours with PDL / NCCL
+    symmetric, before ratio the barrier kernel / NCCL symmetric, after / before ours / the
+    barrier kernel, push ratio the push BF16 kernel / NCCL symmetric, the next two against the
+    better of NCCL's symmetric and plain calls, and the last two each push kernel's receive
+    mappings against each other, each (median, min, max) paired repetition by repetition, None
+    where a side is missing."""
     rows = []
     for (op, ranks, size, graph), by_variant in sorted(runs.items()):
         means = {v: statistics.median(t) for v, t in by_variant.items()}
         rows.append((op, ranks, size, graph, means, _ratio(by_variant, 0, 1),
                      _ratio(by_variant, PDL, 1), _ratio(by_variant, BARRIER_KERNEL, 1),
                      _ratio(by_variant, 0, BARRIER_KERNEL), _ratio(by_variant, PUSH, 1),
-                     _ratio_better(by_variant, 0), _ratio_better(by_variant, PUSH)))
+                     _ratio_better(by_variant, 0), _ratio_better(by_variant, PUSH),
+                     _ratio(by_variant, 0, IN_ORDER), _ratio(by_variant, PUSH_SPREAD, PUSH)))
     return rows
 
 
@@ -142,12 +148,15 @@ def latency_markdown(rows, context):
     pdl = any(PDL in r[4] for r in rows)
     before = any(BARRIER_KERNEL in r[4] for r in rows)
     push = any(PUSH in r[4] for r in rows)
+    mappings = any(IN_ORDER in r[4] or PUSH_SPREAD in r[4] for r in rows)
     variants = [v for v in VARIANTS
-                if (v != PDL or pdl) and (v != BARRIER_KERNEL or before) and (v != PUSH or push)]
+                if (v != PDL or pdl) and (v != BARRIER_KERNEL or before) and (v != PUSH or push)
+                and (v not in (IN_ORDER, PUSH_SPREAD) or mappings)]
     ratios = ["ours / NCCL symmetric (min-max)", "ours / better NCCL (min-max)"]
     ratios += ["ours + PDL / NCCL symmetric"] if pdl else []
     ratios += ["barrier kernel / NCCL symmetric", "ours / barrier kernel"] if before else []
     ratios += ["push bf16 / NCCL symmetric", "push bf16 / better NCCL"] if push else []
+    ratios += ["ours / in-order receive", "push bf16 spread / in order"] if mappings else []
     header = ["op", "ranks", "bytes/rank", "launch"] + [VARIANTS[v] for v in variants] + ratios
     out = [f"# Decode-size latency: {context}", "", "| " + " | ".join(header) + " |",
            "|" + "---|" * len(header)]
@@ -156,11 +165,12 @@ def latency_markdown(rows, context):
         return f"{r[0]:.2f} ({r[1]:.2f}-{r[2]:.2f})" if r else "-"
 
     for (op, ranks, size, graph, means, ratio, pdl_ratio, before_ratio, after_before, push_ratio,
-         better, push_better) in rows:
+         better, push_better, spread_ratio, push_spread) in rows:
         cells = [f"{means[v]:.2f} us" if v in means else "-" for v in variants]
         cells += [fmt(ratio), fmt(better)] + ([fmt(pdl_ratio)] if pdl else [])
         cells += [fmt(before_ratio), fmt(after_before)] if before else []
         cells += [fmt(push_ratio), fmt(push_better)] if push else []
+        cells += [fmt(spread_ratio), fmt(push_spread)] if mappings else []
         out.append(f"| {op} | {ranks} | {size} | {'graph' if graph else 'eager'} | " +
                    " | ".join(cells) + " |")
     return "\n".join(out) + "\n"

@@ -41,20 +41,7 @@ for n in ${SYMMCOMM_LATENCY_RANKS:-2 4 8}; do
   done
 done
 [ ${#parts[@]} -gt 0 ] || exit 1
-python3 - "$out/latency.json" "${parts[@]}" <<'PY'
-import json, sys
-merged = None
-for path in sys.argv[2:]:
-    try:
-        doc = json.load(open(path))
-    except ValueError:
-        continue  # a part stopped mid-write
-    if merged is None:
-        merged = doc
-    else:
-        merged["benchmarks"].extend(doc.get("benchmarks", []))
-json.dump(merged, open(sys.argv[1], "w"), indent=1)
-PY
+python3 "$SYMMCOMM_ROOT/scripts/merge_benchmark_json.py" "$out/latency.json" "${parts[@]}"
 python3 "$SYMMCOMM_ROOT/bench/plot.py" --latency "$out/latency" "$out/latency.json" >/dev/null 2>&1 ||
   echo "(no plot: python3-matplotlib missing; the table follows)"
 [ -f "$out/latency_decode_latency.md" ] && cat "$out/latency_decode_latency.md"

@@ -8,9 +8,10 @@
 #   tests230  build against NCCL 2.30.7 (.nccl-2.30.7, a copy of ../shared/nccl-2.30.7); the
 #             multi-rank tier (2/4/8 ranks sharing the GPU, the counts-in-lines tests among
 #             them), then the single-GPU tier
-#   bench     the device-count gather and combine at decode capacities beside the padded calls
-#             (counts in the lines = variant 4; ragged.md), in CUDA graphs, and the
-#             decode-size reduce-scatter sweep, 5 repetitions each
+#   bench     the decode-size reduce-scatter sweep and floor (the push kernels' receive mappings
+#             side by side), then the device-count gather and combine at decode capacities
+#             beside the padded calls in CUDA graphs (counts in the lines = variant 4;
+#             ragged_ragged.md), 5 repetitions each
 #   moe       symmcomm-bench's moe-dp layer at 2/4/8 ranks (padded and device-count layers),
 #             then at decode capacities with counts in the lines (SYMMCOMM_LL_COUNTS=1)
 #   tests228  build against the system NCCL (2.28); its single-GPU tier and the multi-rank tier
@@ -46,18 +47,29 @@ case "$phase" in
   bench)
     export SYMMCOMM_SUITES=second
     SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
-    # Decode capacities, in graphs (what decode runs): gather means 4 and 8, combine 2, 4, 8.
-    env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
-      NCCL_P2P_LL_THRESHOLD=1073741824 timeout 300 "$SYMMCOMM_ROOT"/build-nccl2/bench/symmcomm_micro_bench \
-      --benchmark_filter='BM_Ragged(Gather/ranks:(2|4|8)/mean_tokens:(4|8)/.*graph:1|Combine/ranks:(2|4|8)/mean_tokens:(2|4|8)/.*graph:1)' \
-      --benchmark_repetitions=5 --benchmark_out="$work/ragged.json" \
-      --benchmark_out_format=json >"$work/ragged.txt" 2>&1
-    echo "== ragged gather and combine: exit $?"
-    python3 "$SYMMCOMM_ROOT"/bench/plot.py --ragged "$work/ragged" "$work/ragged.json" && cat "$work/ragged_ragged.md"
+    # The reduce-scatter sweep first (the push kernels' receive mappings side by side: variants
+    # 6 and 7), then the device-count calls at decode capacities in graphs (what decode runs):
+    # gather means 4 and 8, combine 2, 4, 8.
     SYMMCOMM_LATENCY_OPS="Floor ReduceScatter" SYMMCOMM_LATENCY_BYTES="1024|4096|16384|65536" \
-      SYMMCOMM_LATENCY_LIMIT_S=60 SYMMCOMM_LATENCY_BACKTRACE=0 timeout "$(( $(left) - 5 ))" \
+      SYMMCOMM_LATENCY_LIMIT_S=80 SYMMCOMM_LATENCY_BACKTRACE=0 timeout 330 \
       "$SYMMCOMM_ROOT"/scripts/gpu_latency.sh >"$work/latency-summary.txt" 2>&1
     echo "== latency: exit $?"
+    # One process per rank count, each its own JSON, so that a part cut at the time limit keeps
+    # the others; merged for the table.
+    parts=3
+    for n in 2 4 8; do
+      env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
+        NCCL_P2P_LL_THRESHOLD=1073741824 timeout "$(( ($(left) - 15) / parts ))" \
+        "$SYMMCOMM_ROOT"/build-nccl2/bench/symmcomm_micro_bench \
+        --benchmark_filter="BM_Ragged(Gather/ranks:$n/mean_tokens:(4|8)/.*graph:1|Combine/ranks:$n/mean_tokens:(2|4|8)/.*graph:1)" \
+        --benchmark_repetitions=5 --benchmark_out="$work/ragged-n$n.json" \
+        --benchmark_out_format=json >"$work/ragged-n$n.txt" 2>&1
+      echo "== ragged gather and combine, $n ranks: exit $?"
+      parts=$((parts - 1))
+    done
+    python3 "$SYMMCOMM_ROOT"/scripts/merge_benchmark_json.py "$work/ragged.json" "$work"/ragged-n*.json
+    python3 "$SYMMCOMM_ROOT"/bench/plot.py --ragged "$work/ragged" "$work/ragged.json" &&
+      cat "$work/ragged_ragged.md"
     ;;
   moe)
     export SYMMCOMM_SUITES=second

@@ -25,7 +25,12 @@
 //      of the same run (up to 64 KiB);
 //   5  symmcomm's push-model BF16 reduce-scatter (lsa::ll_reduce_scatter, forced lsa-kernel:
 //      no barrier, the small gather's scratch), the same element count as variant 1 (up to
-//      64 KiB).
+//      64 KiB);
+//   6  variant 0 with the push kernel's receive work filling CTAs in order
+//      (lsa::set_ll_receive(InOrder)) instead of dealt to CTAs in turn: the "before" of that
+//      mapping, same run (up to 64 KiB);
+//   7  variant 5 with its receive work dealt to CTAs in turn (lsa::set_ll_receive(Spread)):
+//      whether the BF16 kernel gains from it too (up to 64 KiB).
 // BM_LatencyLsaBarriers: the synchronisation every LSA kernel pays, alone (the opening and the
 // closing barrier, one CTA, no data: detail::lsa::barriers_only), eager and graph, beside which
 // the all-gather's variant 0 at 1 KiB shows what the data adds and variant 1 what NCCL's whole
@@ -87,6 +92,26 @@ ScopedSetting small_message_kernel(bool on) {
   return {detail::lsa::ll_gather_enabled, detail::lsa::set_ll_gather, on};
 }
 
+// The push reduce-scatters' receive mapping for one case (variants 6 and 7), restored after.
+class ScopedReceive {
+ public:
+  explicit ScopedReceive(detail::lsa::LlReceive mapping) : previous_(detail::lsa::ll_receive()) {
+    detail::lsa::set_ll_receive(mapping);
+  }
+  ~ScopedReceive() { detail::lsa::set_ll_receive(previous_); }
+  ScopedReceive(const ScopedReceive&) = delete;
+  ScopedReceive& operator=(const ScopedReceive&) = delete;
+
+ private:
+  detail::lsa::LlReceive previous_;
+};
+
+detail::lsa::LlReceive receive_of(int variant) {
+  using detail::lsa::LlReceive;
+  return variant == 6 ? LlReceive::InOrder
+                      : (variant == 7 ? LlReceive::Spread : LlReceive::KernelDefault);
+}
+
 Options forced(PathChoice p) {
   Options o;
   o.path = p;
@@ -136,9 +161,15 @@ void time_variant(benchmark::State& state, RankWorld& w, bool nccl_calls, bool g
 }
 
 const char* variant_name(int variant) {
-  static const char* const kNames[] = {"symmcomm lsa-kernel", "NCCL symmetric", "plain NCCL",
-                                       "symmcomm lsa-kernel + PDL", "symmcomm barrier kernel"};
-  return kNames[std::min(std::max(variant, 0), 4)];
+  static const char* const kNames[] = {"symmcomm lsa-kernel",
+                                       "NCCL symmetric",
+                                       "plain NCCL",
+                                       "symmcomm lsa-kernel + PDL",
+                                       "symmcomm barrier kernel",
+                                       "symmcomm push bf16",
+                                       "symmcomm lsa-kernel, in-order receive",
+                                       "symmcomm push bf16, spread receive"};
+  return kNames[std::min(std::max(variant, 0), 7)];
 }
 
 // One case's arguments (ranks, bytes, variant, graph: latency_args), its world and rank count.
@@ -214,7 +245,8 @@ void BM_LatencyReduceScatter(benchmark::State& state) {
   RankBuffers b(*w);
   auto const pdl = programmatic_launch(lc.variant == 3);
   auto const push = small_message_kernel(lc.variant != 4);
-  if (lc.variant == 5) {
+  ScopedReceive const receive(receive_of(lc.variant));
+  if (lc.variant == 5 || lc.variant == 7) {
     auto const in = b.get(total * 2, true), out = b.get(shard * 2, true);
     time_variant(
         state, *w, false, lc.graph,
@@ -225,8 +257,8 @@ void BM_LatencyReduceScatter(benchmark::State& state) {
                                 w->ranks[i].stream, forced(PathChoice::LsaKernel))
               .path;
         },
-        Path::LsaKernel, "symmcomm push bf16");
-  } else if (lc.variant == 0 || lc.variant == 3 || lc.variant == 4) {
+        Path::LsaKernel, variant_name(lc.variant));
+  } else if (lc.variant == 0 || lc.variant == 3 || lc.variant == 4 || lc.variant == 6) {
     auto const data = b.get(total / 2, true), scales = b.get(total / 16, true);
     auto const global = b.get(4, true), out = b.get(shard * 2, true);
     // A global scale of 1 and small block scales: any finite data will do for timing.
@@ -329,7 +361,7 @@ void BM_LatencyFloor(benchmark::State& state) {
 
 // Args: ranks, bytes per rank (1 KiB to 4 MiB, x4), variant, graph; up to 64 KiB also the
 // `small` variants (the all-gather's 4, the barrier kernel; the reduce-scatter's 4, the pull
-// kernel, and 5, the push-model BF16 kernel).
+// kernel, 5, the push-model BF16 kernel, and 6 and 7, the push kernels' other receive mapping).
 void latency_args(benchmark::internal::Benchmark* b, std::initializer_list<int> small) {
   for (int n : {2, 4, 8}) {
     for (std::int64_t bytes = 1 << 10; bytes <= (4 << 20); bytes *= 4) {
@@ -351,7 +383,7 @@ void latency_args(benchmark::internal::Benchmark* b, std::initializer_list<int> 
 }
 
 BENCHMARK(BM_LatencyAllGather)->Apply([](auto* b) { latency_args(b, {4}); });
-BENCHMARK(BM_LatencyReduceScatter)->Apply([](auto* b) { latency_args(b, {4, 5}); });
+BENCHMARK(BM_LatencyReduceScatter)->Apply([](auto* b) { latency_args(b, {4, 5, 6, 7}); });
 BENCHMARK(BM_LatencyFloor)
     ->ArgsProduct({{2, 4, 8}, {0, 1}, {0, 1}})
     ->ArgNames({"ranks", "variant", "graph"})

@@ -124,7 +124,7 @@ __global__ void __launch_bounds__(kThreads)
   const char* const mine = slots[me] + half;
   const unsigned char* const own = send + static_cast<std::size_t>(me) * shard_bytes;
   bool aborted = false;
-  for (std::size_t line = first; line < lines && !aborted; line += stride) {
+  for (std::size_t line = receive_start(launch_flags); line < lines && !aborted; line += stride) {
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
     for (int r0 = 0; r0 < n && !aborted; r0 += kLlRankBatch) {
       uint4 v[kLlRankBatch];
@@ -291,11 +291,11 @@ __global__ void __launch_bounds__(kThreads)
                make_uint4(d.x, flag, d.y, flag));
   }
   // Receive: this rank's shard in parts of 8 elements (half an NVFP4 block, one FP8 line), each
-  // summed in fp32 and rounded once. Parts go to CTAs in turn (spread_thread) so that a small
-  // shard's decoding spreads over every CTA's SM instead of filling the first CTA.
+  // summed in fp32 and rounded once. By default parts go to CTAs in turn (receive_start), so
+  // that a small shard's decoding spreads over every CTA's SM instead of filling the first CTA.
   const char* const mine = slots[me] + half;
   std::size_t const parts = slot.items * Slot::kParts;
-  for (std::size_t u = spread_thread(); u < parts; u += stride) {
+  for (std::size_t u = receive_start(launch_flags); u < parts; u += stride) {
     std::size_t const i = u / Slot::kParts;  // the item holding the part
     int const h = static_cast<int>(u % Slot::kParts);
     float acc[kLlPartElems] = {};
@@ -315,6 +315,12 @@ std::atomic<bool>& ll_setting() {
   return on;
 }
 
+// Each kernel's own receive mapping unless the latency benchmark sets one for both.
+std::atomic<int>& receive_setting() {
+  static std::atomic<int> mapping{static_cast<int>(LlReceive::KernelDefault)};
+  return mapping;
+}
+
 // Loaded with the rest of this module when a communicator is made (core/kernel_preload.hpp).
 [[maybe_unused]] const bool kModuleRegistered =
     register_kernel_module(reinterpret_cast<const void*>(&ll_gather_kernel), "kernels/lsa_ll.cu");
@@ -326,6 +332,13 @@ void set_ll_gather(bool on) noexcept {
 }
 bool ll_gather_enabled() noexcept {
   return ll_setting().load(std::memory_order_relaxed);
+}
+
+void set_ll_receive(LlReceive mapping) noexcept {
+  receive_setting().store(static_cast<int>(mapping), std::memory_order_relaxed);
+}
+LlReceive ll_receive() noexcept {
+  return static_cast<LlReceive>(receive_setting().load(std::memory_order_relaxed));
 }
 
 void ll_gather(const LlGatherArgs& a, int sm_share, cudaStream_t stream) {
@@ -392,6 +405,8 @@ void ll_reduce_scatter(const LlReduceArgs& a, int sm_share, cudaStream_t stream)
       grid_for_units(lines * static_cast<std::size_t>(a.size > 1 ? a.size - 1 : 1), kLlGridCap);
   LlLaunch flags;
   flags.programmatic = programmatic_launch();
+  LlReceive const mapping = ll_receive();
+  flags.spread = quantized ? mapping != LlReceive::InOrder : mapping == LlReceive::Spread;
   auto const go = [&](auto kernel) {
     launch(kernel, resident_grid(reinterpret_cast<const void*>(kernel), sm_share, grid), stream,
            flags, a);

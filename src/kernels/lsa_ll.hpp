@@ -86,6 +86,14 @@ SYMMCOMM_HD constexpr std::size_t ll_lines(std::size_t bytes) {
 void set_ll_gather(bool on) noexcept;
 bool ll_gather_enabled() noexcept;
 
+/// How the push reduce-scatters deal their receive work to threads: each kernel's own mapping
+/// (KernelDefault: the quantized kernel deals its 8-element parts to CTAs in turn, so a small
+/// shard's decoding spreads over every CTA's SM; the BF16 kernel fills CTAs in order), or one
+/// mapping for both, for the latency benchmark to compare them in one run.
+enum class LlReceive : int { KernelDefault, InOrder, Spread };
+void set_ll_receive(LlReceive mapping) noexcept;
+LlReceive ll_receive() noexcept;
+
 /// Whether an all-gather of `bytes` per rank taking `lines` lines goes through this kernel: the
 /// communicator has the scratch (`scratch`), the kernel is enabled, and the lines fit a slot.
 inline bool ll_fits(bool scratch, std::size_t bytes, std::size_t lines) {

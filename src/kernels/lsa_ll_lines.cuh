@@ -23,9 +23,12 @@ namespace symmcomm::detail::lsa {
 inline constexpr unsigned kLlGridCap = 16;
 
 #if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
-// The launch's only policy field (launch() and programmatic_wait() read `programmatic`).
+// The launch's policy: programmatic dependent launch (launch() and programmatic_wait() read
+// `programmatic`), and how a push reduce-scatter deals its receive work to threads (`spread`:
+// consecutive units to CTAs in turn, receive_start()).
 struct LlLaunch {
   bool programmatic = false;
+  bool spread = false;
 };
 
 // One 16-byte line, stored and loaded whole; volatile so that a spinning reader sees a peer's
@@ -124,6 +127,12 @@ __device__ __forceinline__ uint2 round_bf16x4(const float (&acc)[4]) {
 // spreads over every CTA's SM instead of filling the first CTA.
 __device__ __forceinline__ std::size_t spread_thread() {
   return static_cast<std::size_t>(threadIdx.x) * gridDim.x + blockIdx.x;
+}
+
+// Where this thread's receive loop (stride grid_threads()) starts: spread over CTAs in turn, or
+// consecutive units filling CTAs in order.
+__device__ __forceinline__ std::size_t receive_start(const LlLaunch& flags) {
+  return flags.spread ? spread_thread() : global_thread();
 }
 
 // The flag of call `c`: never 0, so zeroed scratch never matches.

@@ -37,7 +37,7 @@ class LatencyTable(unittest.TestCase):
     def test_ratio_is_ours_over_nccl_symmetric_paired_by_repetition(self):
         rows = plot.latency_table(plot.latency_runs(DOC))
         (op, ranks, size, graph, means, ratio, pdl_ratio, before, after_before, push, better,
-         push_better) = rows[0]
+         push_better, spread, push_spread) = rows[0]
         self.assertEqual((op, ranks, size, graph), ("AllGather", 2, 1024, 0))
         self.assertAlmostEqual(means[0], 13.0)
         self.assertAlmostEqual(means[1], 7.5)
@@ -49,6 +49,8 @@ class LatencyTable(unittest.TestCase):
         self.assertIsNone(after_before)
         self.assertIsNone(push)  # no push-kernel run: no ratio
         self.assertIsNone(push_better)
+        self.assertIsNone(spread)  # no in-order receive run: no ratio
+        self.assertIsNone(push_spread)
         # Against the better NCCL call, repetition by repetition: 14 / min(7, 9) (one plain run).
         self.assertAlmostEqual(better[0], 2.0)
         self.assertIsNone(rows[1][5])  # no NCCL symmetric run: no ratio
@@ -104,6 +106,19 @@ class LatencyTable(unittest.TestCase):
         self.assertIn("| ReduceScatter | 8 | 4096 | graph | 5.00 us | 10.00 us | - | 6.00 us | "
                       "0.50 (0.50-0.50) | 0.50 (0.50-0.50) | 0.60 (0.60-0.60) | "
                       "0.60 (0.60-0.60) |", text)
+
+    def test_receive_mappings_are_compared_within_each_push_kernel(self):
+        doc = {"benchmarks": DOC["benchmarks"] + [
+            run("BM_LatencyReduceScatter/ranks:8/bytes:4096/variant:6/graph:1/manual_time", 10.0),
+            run("BM_LatencyReduceScatter/ranks:8/bytes:4096/variant:5/graph:1/manual_time", 6.0),
+            run("BM_LatencyReduceScatter/ranks:8/bytes:4096/variant:7/graph:1/manual_time", 4.5)]}
+        rows = plot.latency_table(plot.latency_runs(doc))
+        self.assertAlmostEqual(rows[1][12][0], 0.5)  # ours (5) / its in-order receive (10)
+        self.assertAlmostEqual(rows[1][13][0], 0.75)  # push spread (4.5) / push in order (6)
+        self.assertIsNone(rows[0][12])  # the all-gather has no receive mappings
+        text = plot.latency_markdown(rows, "H200")
+        self.assertIn("| ours / in-order receive | push bf16 spread / in order |", text)
+        self.assertIn("| 0.50 (0.50-0.50) | 0.75 (0.75-0.75) |", text)
 
     def test_barriers_alone_are_set_beside_the_smallest_all_gather(self):
         doc = {"benchmarks": DOC["benchmarks"] + [
