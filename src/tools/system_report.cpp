@@ -32,20 +32,12 @@ namespace symmcomm {
 namespace {
 
 // Variables that change what symmcomm or NCCL do here, reported set or unset.
-constexpr const char* kNamedVariables[] = {"SYMMCOMM_LOG",
-                                           "SYMMCOMM_LSA_LL",
-                                           "SYMMCOMM_LSA_PDL",
-                                           "SYMMCOMM_AGREE_PLANS",
-                                           "SYMMCOMM_WAIT_TIMEOUT_S",
-                                           "SYMMCOMM_LIBRARY",
-                                           "NCCL_NVLS_ENABLE",
-                                           "NCCL_MULTI_RANK_GPU_ENABLE",
-                                           "NCCL_HOSTID",
-                                           "NCCL_MAX_CTAS",
-                                           "NCCL_P2P_DISABLE",
-                                           "NCCL_DEBUG",
-                                           "CUDA_VISIBLE_DEVICES",
-                                           "CUDA_MODULE_LOADING"};
+constexpr const char* kNamedVariables[] = {
+    "SYMMCOMM_LOG",     "SYMMCOMM_LSA_LL",      "SYMMCOMM_LL_COUNTS",
+    "SYMMCOMM_LSA_PDL", "SYMMCOMM_AGREE_PLANS", "SYMMCOMM_WAIT_TIMEOUT_S",
+    "SYMMCOMM_LIBRARY", "NCCL_NVLS_ENABLE",     "NCCL_MULTI_RANK_GPU_ENABLE",
+    "NCCL_HOSTID",      "NCCL_MAX_CTAS",        "NCCL_P2P_DISABLE",
+    "NCCL_DEBUG",       "CUDA_VISIBLE_DEVICES", "CUDA_MODULE_LOADING"};
 
 struct Gpu {
   int index = 0;
@@ -255,7 +247,15 @@ void decide_paths(Facts& f) {
                   lsa.available ? "one-launch gathers and BF16 and NVFP4 reduce-scatters "
                                   "with counts on the device"
                                 : lsa.why};
-  f.paths = {fallback, symmetric, lsa, small, counted};
+  PathRow lines{"counts-in-the-lines",
+                "what small-message-gather and device-count-kernels need, and "
+                "SYMMCOMM_LL_COUNTS=1 on every rank",
+                small.available && env_is("SYMMCOMM_LL_COUNTS", "1"), ""};
+  lines.why = !small.available ? small.why
+              : !lines.available
+                  ? "off unless SYMMCOMM_LL_COUNTS=1 (every rank, agreed at creation)"
+                  : "device-count calls at decode capacities carry counts in the scratch lines";
+  f.paths = {fallback, symmetric, lsa, small, counted, lines};
 }
 
 // `n` ranks of one communicator on GPU 0, each made, probed and torn down by its own thread

@@ -11,7 +11,8 @@ import os
 import subprocess
 import sys
 
-PATHS = ["fallback", "nccl-symmetric", "lsa-kernel", "small-message-gather", "device-count-kernels"]
+PATHS = ["fallback", "nccl-symmetric", "lsa-kernel", "small-message-gather", "device-count-kernels",
+         "counts-in-the-lines"]
 
 
 def fail(message):
