@@ -20,14 +20,23 @@ class Plan:
     `reason`, symmcomm's explanation (Plan::reason()): formatted by the library only when read.
     Unpacks as (path, reason)."""
 
-    __slots__ = ("path", "why", "staged", "_c", "_text")
+    __slots__ = ("_c", "_text")
 
     def __init__(self, c_plan):
-        self._c = c_plan
-        self.path = _capi.TAKEN.get(c_plan.path, "unknown")
-        self.why = _capi.REASONS.get(c_plan.reason, "unknown")
-        self.staged = bool(c_plan.staged)
+        self._c = c_plan  # fields read when asked: operators drop the plan unread
         self._text = None
+
+    @property
+    def path(self):
+        return _capi.TAKEN.get(self._c.path, "unknown")
+
+    @property
+    def why(self):
+        return _capi.REASONS.get(self._c.reason, "unknown")
+
+    @property
+    def staged(self):
+        return bool(self._c.staged)
 
     @property
     def reason(self):
