@@ -106,7 +106,7 @@ case "$phase" in
     # The abort word not polled, on the 2.30.7 build: the one-GPU abort tests and the multi-rank
     # ones (2 ranks sharing the GPU) must fail.
     env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" SYMMCOMM_DEMO_NCCL230_LIB="$second/lib" \
-      SYMMCOMM_DEMO_ONLY=abort SYMMCOMM_DEMO_SKIP_RESTORED=1 timeout 300 \
+      SYMMCOMM_DEMO_ONLY=abort SYMMCOMM_DEMO_SKIP_RESTORED=1 timeout "$(( $(left) - 240 ))" \
       "$SYMMCOMM_ROOT"/scripts/broken_build_demo.sh "$SYMMCOMM_ROOT"/build-nccl2
     # The demo restores the source (here too if its time ran out mid-mutation); the build must
     # follow before anything else runs it.
