@@ -5,7 +5,8 @@
 # the all-gather latency sweep (before/after in one run: variant 4 is the barrier kernel) and
 # symmcomm-bench --scenario moe-dp --ranks-per-gpu 2/4/8. Logs in ${OUT:-./gpu-out}.
 # Usage: [SYMMCOMM_SKIP="tests latency moe_dp"] [SYMMCOMM_MOE_MAX_TOKENS=1024]
-#        [SYMMCOMM_MOE_LIMIT_S=150 (seconds per moe-dp run)] scripts/gpu_small_gather.sh
+#        [SYMMCOMM_MOE_LIMIT_S=150 (seconds per moe-dp run)]
+#        [SYMMCOMM_MOE_ARGS="-G 10" (more symmcomm-bench flags)] scripts/gpu_small_gather.sh
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
@@ -59,7 +60,8 @@ fi
 want moe_dp && for n in 2 4 8; do
   f="$out/moe-dp-n$n"
   env "${shared[@]}" "$build/bench/symmcomm-bench" --scenario moe-dp --ranks-per-gpu "$n" \
-    --moe-max-tokens "${SYMMCOMM_MOE_MAX_TOKENS:-1024}" -T 30 --json "$f.json" >"$f.txt" 2>"$f.err" &
+    --moe-max-tokens "${SYMMCOMM_MOE_MAX_TOKENS:-1024}" -T 30 ${SYMMCOMM_MOE_ARGS:-} \
+    --json "$f.json" >"$f.txt" 2>"$f.err" &
   pid=$!
   symmcomm_watch "$pid" "${SYMMCOMM_MOE_LIMIT_S:-150}" "$f.bt" ||
     echo "== moe-dp, $n ranks: overran; host backtraces in $f.bt"

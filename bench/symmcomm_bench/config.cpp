@@ -163,7 +163,8 @@ void add_run_options(CLI::App& app, Config& c, Flags& f) {
   app.add_option("--csv", c.csv_path, "write results as CSV to this file");
   app.add_option("--scenario", f.scenario,
                  "none | moe-dp (DeepSeek-R1 MoE layer, DP attention + EP; its own sizes, "
-                 "formats and paths: -d, -b, -e, -f, -i, --op, --path, -R, -G are refused)")
+                 "formats and paths: -d, -b, -e, -f, -i, --op, --path, -R are refused; -G "
+                 "captures its layers' calls as it does the sweep's)")
       ->check(CLI::IsMember({"none", "moe-dp"}));
   app.add_option("--moe-hidden", c.moe_hidden, "moe-dp hidden size")
       ->check(CLI::Range(16, 1 << 20));
@@ -195,8 +196,7 @@ std::string refusal(const CLI::App& app, const Config& c, const Flags& f) {
   if (f.scenario != "moe-dp") return "";
   for (const CLI::Option* o : std::initializer_list<const CLI::Option*>{
            app.get_option("--dtype"), f.min_option, f.max_option, f.factor_option, f.step_option,
-           app.get_option("--op"), f.path_option, app.get_option("--local_register"),
-           app.get_option("--cudagraph")}) {
+           app.get_option("--op"), f.path_option, app.get_option("--local_register")}) {
     if (o->count() > 0) {
       return "--scenario moe-dp sets its own sizes, formats and paths: " + o->get_name() +
              " is not used there (see --moe-* and --help)";

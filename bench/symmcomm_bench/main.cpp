@@ -142,8 +142,8 @@ void run_and_print(const Config& c, Ranks& ranks, std::vector<Result>& results,
   if (c.scenario == Scenario::MoeDp) {
     moe = run_moe(c, ranks);
     if (!prints) return;
-    std::printf("#%9s %10s %12s %12s %12s\n", "tokens", "path", "dispatch_us", "combine_us",
-                "total_us");
+    std::printf("%s#%9s %10s %12s %12s %12s\n", timing_note(c).c_str(), "tokens", "path",
+                "dispatch_us", "combine_us", "total_us");
     for (const auto& m : moe) {
       std::printf(" %9d %10s %12.2f %12.2f %12.2f\n", m.tokens_per_rank, m.path.c_str(),
                   m.dispatch_us, m.combine_us, m.total_us());

@@ -361,6 +361,11 @@ TEST(BenchCli, FlagsWithoutMeaningHereAreRefusedByName) {
         << flag << ": " << text;
   }
   EXPECT_TRUE(parse({"--scenario", "moe-dp", "--moe-max-tokens", "256"}).config.has_value());
+  // CUDA graphs apply to moe-dp's layers as to the sweep (decode runs in graphs).
+  auto const graphs = parse({"--scenario", "moe-dp", "-G", "10"});
+  ASSERT_TRUE(graphs.config.has_value());
+  EXPECT_EQ(graphs.config->graph_launches, 10);
+  EXPECT_NE(timing_note(*graphs.config).find("CUDA graph"), std::string::npos);
 }
 
 TEST(BenchCli, SizesThatOverflowAreRefused) {
