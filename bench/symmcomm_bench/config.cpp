@@ -350,7 +350,8 @@ std::string to_json(const Meta& meta, const std::vector<Result>& results,
   }
   doc["moe"] = nlohmann::json::array();
   for (const auto& m : moe) {
-    doc["moe"].push_back({{"tokens_per_rank", m.tokens_per_rank},
+    doc["moe"].push_back({{"cycle", m.cycle},
+                          {"tokens_per_rank", m.tokens_per_rank},
                           {"path", m.path},
                           {"dispatch_us", m.dispatch_us},
                           {"combine_us", m.combine_us},
@@ -379,10 +380,10 @@ std::string to_csv(const std::vector<Result>& results) {
 
 std::string to_csv(const std::vector<MoeResult>& moe) {
   std::ostringstream os;
-  os << "tokens_per_rank,path,dispatch_us,combine_us,total_us\n";
+  os << "tokens_per_rank,path,dispatch_us,combine_us,total_us,cycle\n";
   for (const auto& m : moe) {
     os << m.tokens_per_rank << ',' << m.path << ',' << m.dispatch_us << ',' << m.combine_us << ','
-       << m.total_us() << '\n';
+       << m.total_us() << ',' << m.cycle << '\n';
   }
   return os.str();
 }

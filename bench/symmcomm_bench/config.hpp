@@ -117,6 +117,7 @@ struct MoeResult {
   int tokens_per_rank = 0;
   std::string path;
   double dispatch_us = 0, combine_us = 0;
+  int cycle = 0;  ///< which -N repetition of the scenario (0-based)
   double total_us() const { return dispatch_us + combine_us; }
 };
 

@@ -140,13 +140,20 @@ void run_and_print(const Config& c, Ranks& ranks, std::vector<Result>& results,
                    std::vector<MoeResult>& moe) {
   bool const prints = ranks.prints();
   if (c.scenario == Scenario::MoeDp) {
-    moe = run_moe(c, ranks);
-    if (!prints) return;
-    std::printf("%s#%9s %10s %12s %12s %12s\n", timing_note(c).c_str(), "tokens", "path",
-                "dispatch_us", "combine_us", "total_us");
-    for (const auto& m : moe) {
-      std::printf(" %9d %10s %12.2f %12.2f %12.2f\n", m.tokens_per_rank, m.path.c_str(),
-                  m.dispatch_us, m.combine_us, m.total_us());
+    // -N repeats the scenario (each row once per cycle: medians over cycles are the figures).
+    for (int cycle = 0; cycle < c.run_cycles; ++cycle) {
+      std::vector<MoeResult> rows = run_moe(c, ranks);
+      for (auto& m : rows) m.cycle = cycle;
+      if (prints) {
+        if (c.run_cycles > 1) std::printf("# cycle %d of %d\n", cycle + 1, c.run_cycles);
+        std::printf("%s#%9s %10s %12s %12s %12s\n", timing_note(c).c_str(), "tokens", "path",
+                    "dispatch_us", "combine_us", "total_us");
+        for (const auto& m : rows) {
+          std::printf(" %9d %10s %12.2f %12.2f %12.2f\n", m.tokens_per_rank, m.path.c_str(),
+                      m.dispatch_us, m.combine_us, m.total_us());
+        }
+      }
+      moe.insert(moe.end(), rows.begin(), rows.end());
     }
     return;
   }

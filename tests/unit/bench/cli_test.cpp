@@ -175,6 +175,7 @@ TEST(BenchCli, JsonSchemaAndTableRow) {
   }
   EXPECT_DOUBLE_EQ(doc["results"][0]["ratio_to_baseline"].get<double>(), 0.5);
   EXPECT_DOUBLE_EQ(doc["moe"][0]["total_us"].get<double>(), 12.0);
+  EXPECT_EQ(doc["moe"][0]["cycle"], 0);
   std::string const row = format_row(r);
   EXPECT_NE(row.find("1048576"), std::string::npos);
   EXPECT_NE(row.find("nvfp4"), std::string::npos);
@@ -397,8 +398,12 @@ TEST(BenchCli, MoeCsvHasItsRows) {
   m.path = "auto";
   m.dispatch_us = 10.5;
   m.combine_us = 2;
-  std::string const csv = to_csv(std::vector<MoeResult>{m});
-  EXPECT_EQ(csv, "tokens_per_rank,path,dispatch_us,combine_us,total_us\n64,auto,10.5,2,12.5\n");
+  MoeResult again = m;
+  again.cycle = 1;
+  std::string const csv = to_csv(std::vector<MoeResult>{m, again});
+  EXPECT_EQ(csv,
+            "tokens_per_rank,path,dispatch_us,combine_us,total_us,cycle\n"
+            "64,auto,10.5,2,12.5,0\n64,auto,10.5,2,12.5,1\n");
 }
 
 }  // namespace
