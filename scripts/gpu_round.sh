@@ -13,7 +13,7 @@
 #             beside the padded calls in CUDA graphs (counts in the lines = variant 4;
 #             ragged_ragged.md), 5 repetitions each
 #   moe       symmcomm-bench's moe-dp layer at 2/4/8 ranks (padded and device-count layers),
-#             then at decode capacities in CUDA graphs with counts in the lines
+#             then at decode capacities in CUDA graphs, 5 cycles, with counts in the lines
 #             (SYMMCOMM_LL_COUNTS=1)
 #   tests228  build against the system NCCL (2.28); its single-GPU tier and the multi-rank tier
 #             at 2 ranks (NCCL_HOSTID: the fallback across processes); symmcomm-info and
@@ -80,7 +80,7 @@ case "$phase" in
     # Decode capacities again, in CUDA graphs, with counts in the scratch lines (agreed: every
     # rank sets it), the padded layers beside them in the same run.
     mkdir -p "$work/counts-in-lines"
-    OUT="$work/counts-in-lines" SYMMCOMM_LL_COUNTS=1 SYMMCOMM_MOE_MAX_TOKENS=16 SYMMCOMM_MOE_ARGS="-G 10" \
+    OUT="$work/counts-in-lines" SYMMCOMM_LL_COUNTS=1 SYMMCOMM_MOE_MAX_TOKENS=16 SYMMCOMM_MOE_ARGS="-G 10 -N 5" \
       SYMMCOMM_SKIP="tests latency" SYMMCOMM_MOE_LIMIT_S=$(( ($(left) - 10) / 3 )) \
       timeout "$(( $(left) - 5 ))" "$SYMMCOMM_ROOT"/scripts/gpu_small_gather.sh
     ;;
