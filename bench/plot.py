@@ -113,15 +113,33 @@ def _ratio(by_variant, ours, reference):
     return (statistics.median(pairs), min(pairs), max(pairs))
 
 
-def _ratio_better(by_variant, ours):
-    """(median, min, max) of ours / the better of NCCL's symmetric and plain calls, the better
-    taken repetition by repetition; None where ours or both NCCL calls are missing."""
-    refs = [by_variant[v] for v in (1, 2) if v in by_variant]
+def _ratio_best_of(by_variant, ours, references):
+    """(median, min, max) of ours / the better of the `references` variants present, the better
+    taken repetition by repetition; None where ours or every reference is missing."""
+    refs = [by_variant[v] for v in references if v in by_variant]
     if ours not in by_variant or not refs:
         return None
     better = [min(times) for times in zip(*refs)]
     pairs = [a / b for a, b in zip(by_variant[ours], better)]
     return (statistics.median(pairs), min(pairs), max(pairs))
+
+
+def _ratio_better(by_variant, ours):
+    """ours / the better of NCCL's symmetric and plain calls (_ratio_best_of)."""
+    return _ratio_best_of(by_variant, ours, (1, 2))
+
+
+def _fmt_ratio(r):
+    """A (median, min, max) ratio as "median (min-max)", "-" for none."""
+    return f"{r[0]:.2f} ({r[1]:.2f}-{r[2]:.2f})" if r else "-"
+
+
+def _load_micro(path):
+    """A Google Benchmark JSON document and its context line (GPU, NCCL, date)."""
+    with open(path) as f:
+        doc = json.load(f)
+    ctx = doc.get("context", {})
+    return doc, f'{ctx.get("gpu", "?")}, NCCL {ctx.get("nccl", "?")}, {ctx.get("date", "")[:10]}'
 
 
 def latency_table(runs):
@@ -160,27 +178,21 @@ def latency_markdown(rows, context):
     header = ["op", "ranks", "bytes/rank", "launch"] + [VARIANTS[v] for v in variants] + ratios
     out = [f"# Decode-size latency: {context}", "", "| " + " | ".join(header) + " |",
            "|" + "---|" * len(header)]
-
-    def fmt(r):
-        return f"{r[0]:.2f} ({r[1]:.2f}-{r[2]:.2f})" if r else "-"
-
     for (op, ranks, size, graph, means, ratio, pdl_ratio, before_ratio, after_before, push_ratio,
          better, push_better, spread_ratio, push_spread) in rows:
         cells = [f"{means[v]:.2f} us" if v in means else "-" for v in variants]
-        cells += [fmt(ratio), fmt(better)] + ([fmt(pdl_ratio)] if pdl else [])
-        cells += [fmt(before_ratio), fmt(after_before)] if before else []
-        cells += [fmt(push_ratio), fmt(push_better)] if push else []
-        cells += [fmt(spread_ratio), fmt(push_spread)] if mappings else []
+        cells += [_fmt_ratio(ratio), _fmt_ratio(better)]
+        cells += [_fmt_ratio(pdl_ratio)] if pdl else []
+        cells += [_fmt_ratio(before_ratio), _fmt_ratio(after_before)] if before else []
+        cells += [_fmt_ratio(push_ratio), _fmt_ratio(push_better)] if push else []
+        cells += [_fmt_ratio(spread_ratio), _fmt_ratio(push_spread)] if mappings else []
         out.append(f"| {op} | {ranks} | {size} | {'graph' if graph else 'eager'} | " +
                    " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
 
 def plot_latency(prefix, path):
-    with open(path) as f:
-        doc = json.load(f)
-    ctx = doc.get("context", {})
-    context = f'{ctx.get("gpu", "?")}, NCCL {ctx.get("nccl", "?")}, {ctx.get("date", "")[:10]}'
+    doc, context = _load_micro(path)
     runs = latency_runs(doc)
     rows = latency_table(runs)
     with open(f"{prefix}_decode_latency.md", "w") as f:
@@ -244,14 +256,8 @@ def ragged_runs(doc):
 
 
 def _ratio_padded(by_variant, ours):
-    """(median, min, max) of `ours` / the better of the padded calls (variants 1 and 5), the
-    better taken repetition by repetition; None where a side is missing."""
-    refs = [by_variant[v] for v in (1, 5) if v in by_variant]
-    if ours not in by_variant or not refs:
-        return None
-    better = [min(times) for times in zip(*refs)]
-    pairs = [a / b for a, b in zip(by_variant[ours], better)]
-    return (statistics.median(pairs), min(pairs), max(pairs))
+    """ours / the better of the padded calls, variants 1 and 5 (_ratio_best_of)."""
+    return _ratio_best_of(by_variant, ours, (1, 5))
 
 
 def ragged_markdown(runs, context):
@@ -261,24 +267,17 @@ def ragged_markdown(runs, context):
               ["one launch / better padded", "in the lines / better padded"])
     out = [f"# Device-count calls against the padded call: {context}", "",
            "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-
-    def fmt(r):
-        return f"{r[0]:.2f} ({r[1]:.2f}-{r[2]:.2f})" if r else "-"
-
     for (op, dtype, ranks, mean, graph), by_variant in sorted(runs.items()):
         cells = [f"{statistics.median(by_variant[v]):.2f} us" if v in by_variant else "-"
                  for v in variants]
-        cells += [fmt(_ratio_padded(by_variant, 3)), fmt(_ratio_padded(by_variant, 4))]
+        cells += [_fmt_ratio(_ratio_padded(by_variant, v)) for v in (3, 4)]
         out.append(f"| {op.lower()} | {dtype} | {ranks} | {mean} | "
                    f"{'graph' if graph else 'eager'} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
 
 def write_ragged(prefix, path):
-    with open(path) as f:
-        doc = json.load(f)
-    ctx = doc.get("context", {})
-    context = f'{ctx.get("gpu", "?")}, NCCL {ctx.get("nccl", "?")}, {ctx.get("date", "")[:10]}'
+    doc, context = _load_micro(path)
     with open(f"{prefix}_ragged.md", "w") as f:
         f.write(ragged_markdown(ragged_runs(doc), context))
     print(f"wrote {prefix}_ragged.md")
