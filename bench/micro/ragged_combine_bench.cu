@@ -25,6 +25,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,7 @@ struct CombineCase {
   std::size_t capacity = 0, cap_elems = 0;
   std::vector<std::int32_t> counts;
   std::vector<std::uint8_t*> send, scales, global, recv;
-  std::vector<std::uint8_t*> count, all_counts, offsets, overflow;
+  std::unique_ptr<RankDeviceCounts> dc;  // written by peers' kernels for variants 3 and 4
 };
 
 CombineCase combine_case(RankWorld& w, RankBuffers& b, std::size_t mean, int variant, bool nvfp4) {
@@ -67,15 +68,12 @@ CombineCase combine_case(RankWorld& w, RankBuffers& b, std::size_t mean, int var
   k.scales = b.get(all / 16, true);
   k.global = b.get(4, true);
   k.recv = b.get(k.cap_elems * 2, true);
-  k.count = b.get(4, false);
-  k.all_counts = b.get(4 * n, variant == kOneLaunch || variant == kInLines);
-  k.offsets = b.get(4 * n, false);
-  k.overflow = b.get(4, false);
+  k.dc = std::make_unique<RankDeviceCounts>(b, w.size(), k.capacity,
+                                            variant == kOneLaunch || variant == kInLines);
   on_every_rank(w.size(), [&](int r) {
     auto const i = static_cast<std::size_t>(r);
     cudaStream_t const s = w.ranks[i].stream;
-    support::upload_value_on(s, k.count[i], k.counts[i]);
-    support::upload_value_on(s, k.overflow[i], std::int32_t{0});
+    k.dc->upload(w, r, k.counts);
     support::upload_value_on(s, k.global[i], 1.0f);
     // Block scale codes of 1.0 (e4m3 0x38), so NVFP4 sums are finite.
     SYMMCOMM_CUDA_TRY(cudaMemsetAsync(k.scales[i], 0x38, all / 16, s));
@@ -101,10 +99,7 @@ Path combine_call(RankWorld& w, const CombineCase& k, int r) {
         .path;
   }
   options.path = k.variant == kDeviceCounts ? PathChoice::Fallback : PathChoice::LsaKernel;
-  DeviceCounts const dc{reinterpret_cast<std::int32_t*>(k.count[i]), k.capacity,
-                        reinterpret_cast<std::int32_t*>(k.all_counts[i]),
-                        reinterpret_cast<std::int32_t*>(k.offsets[i]),
-                        reinterpret_cast<std::int32_t*>(k.overflow[i])};
+  DeviceCounts const dc = k.dc->of(r);
   return (k.nvfp4 ? reduce_scatterv(me.comm, nv, out, kHidden, dc, me.stream, options)
                   : reduce_scatterv(me.comm, bf, out, kHidden, dc, me.stream, options))
       .path;

@@ -29,6 +29,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,7 +53,7 @@ struct RaggedCase {
   std::vector<std::int32_t> counts;
   std::vector<std::size_t> host_counts;
   std::vector<std::uint8_t*> data, scales, global, rdata, rscales, rglobal;
-  std::vector<std::uint8_t*> count, all_counts, offsets, overflow;
+  std::unique_ptr<RankDeviceCounts> dc;  // written by peers' kernels for variants 3 and 4
 };
 
 RaggedCase ragged_case(RankWorld& w, RankBuffers& b, std::size_t mean, int variant) {
@@ -68,18 +69,14 @@ RaggedCase ragged_case(RankWorld& w, RankBuffers& b, std::size_t mean, int varia
   k.rdata = b.get(n * k.cap_elems / 2, true);
   k.rscales = b.get(n * k.cap_elems / 16, true);
   k.rglobal = b.get(4 * n, true);
-  k.count = b.get(4, false);
-  k.all_counts = b.get(4 * n, variant == 3 || variant == 4);  // written by peers' kernels
-  k.offsets = b.get(4 * n, false);
-  k.overflow = b.get(4, false);
+  k.dc = std::make_unique<RankDeviceCounts>(b, w.size(), k.capacity, variant == 3 || variant == 4);
   for (std::int32_t c : k.counts) {
     k.host_counts.push_back(static_cast<std::size_t>(c) * kHidden);
     k.rows += static_cast<std::size_t>(c);
   }
   on_every_rank(w.size(), [&](int r) {
     auto const i = static_cast<std::size_t>(r);
-    support::upload_value_on(w.ranks[i].stream, k.count[i], k.counts[i]);
-    support::upload_value_on(w.ranks[i].stream, k.overflow[i], std::int32_t{0});
+    k.dc->upload(w, r, k.counts);
     support::upload_value_on(w.ranks[i].stream, k.global[i], 1.0f);
     SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(w.ranks[i].stream));
   });
@@ -96,10 +93,7 @@ Path ragged_call(RankWorld& w, const RaggedCase& k, int r) {
   if (k.variant == 0 || k.variant == 3 || k.variant == 4) {
     Options options;
     options.path = k.variant >= 3 ? PathChoice::LsaKernel : PathChoice::Fallback;
-    DeviceCounts const dc{reinterpret_cast<std::int32_t*>(k.count[i]), k.capacity,
-                          reinterpret_cast<std::int32_t*>(k.all_counts[i]),
-                          reinterpret_cast<std::int32_t*>(k.offsets[i]),
-                          reinterpret_cast<std::int32_t*>(k.overflow[i])};
+    DeviceCounts const dc = k.dc->of(r);
     return all_gatherv(me.comm, Nvfp4View{k.data[i], k.scales[i], g, k.cap_elems},
                        Nvfp4View{k.rdata[i], k.rscales[i], rg, n * k.cap_elems}, kHidden, dc,
                        me.stream, options)

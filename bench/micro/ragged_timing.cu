@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "kernels/lsa_ll_counted.hpp"
+#include "support/ordered_copy.hpp"
 #include "symmcomm/error.hpp"
 
 namespace symmcomm::bench {
@@ -55,6 +56,28 @@ void warm_up_ranks(RankWorld& w, const std::function<void(int)>& call) {
     call(r);
     SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(w.ranks[static_cast<std::size_t>(r)].stream));
   });
+}
+
+RankDeviceCounts::RankDeviceCounts(RankBuffers& b, int ranks, std::size_t capacity_rows,
+                                   bool counts_in_window)
+    : count(b.get(4, false)),
+      all_counts(b.get(4 * static_cast<std::size_t>(ranks), counts_in_window)),
+      offsets(b.get(4 * static_cast<std::size_t>(ranks), false)),
+      overflow(b.get(4, false)),
+      capacity(capacity_rows) {}
+
+void RankDeviceCounts::upload(RankWorld& w, int r, const std::vector<std::int32_t>& counts) const {
+  auto const i = static_cast<std::size_t>(r);
+  support::upload_value_on(w.ranks[i].stream, count[i], counts[i]);
+  support::upload_value_on(w.ranks[i].stream, overflow[i], std::int32_t{0});
+}
+
+DeviceCounts RankDeviceCounts::of(int r) const {
+  auto const i = static_cast<std::size_t>(r);
+  return DeviceCounts{reinterpret_cast<std::int32_t*>(count[i]), capacity,
+                      reinterpret_cast<std::int32_t*>(all_counts[i]),
+                      reinterpret_cast<std::int32_t*>(offsets[i]),
+                      reinterpret_cast<std::int32_t*>(overflow[i])};
 }
 
 CountsInLines::CountsInLines(bool on) : was_(detail::lsa::ll_counts_enabled()) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "micro/rank_world.hpp"
+#include "symmcomm/collectives/device_counts.hpp"
 
 namespace symmcomm::bench {
 
@@ -30,6 +31,18 @@ void time_ragged(benchmark::State& state, RankWorld& w, const std::function<void
 /// First calls from every rank's thread at once: NCCL connects peers on a communicator's first
 /// collectives, which one thread driving every rank in turn cannot complete.
 void warm_up_ranks(RankWorld& w, const std::function<void(int)>& call);
+
+/// Every rank's device-count arrays of one case (DeviceCounts): this rank's count, every rank's
+/// counts and offsets, the overflow flag; the counts array in the pool's windows where peers'
+/// kernels write it (`counts_in_window`).
+struct RankDeviceCounts {
+  std::vector<std::uint8_t*> count, all_counts, offsets, overflow;
+  std::size_t capacity = 0;
+  RankDeviceCounts(RankBuffers& b, int ranks, std::size_t capacity, bool counts_in_window);
+  /// Uploads rank r's count (counts[r]) and a clear overflow flag on its stream (not waited for).
+  void upload(RankWorld& w, int r, const std::vector<std::int32_t>& counts) const;
+  DeviceCounts of(int r) const;
+};
 
 /// symmcomm's counts-in-the-lines kernels (kernels/lsa_ll_counted.hpp) on or off for one case,
 /// restored after it (the same for every rank: one process).
