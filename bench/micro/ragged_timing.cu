@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/lsa_ll_counted.hpp"
 #include "support/ordered_copy.hpp"
 #include "symmcomm/error.hpp"
 
@@ -78,14 +77,6 @@ DeviceCounts RankDeviceCounts::of(int r) const {
                       reinterpret_cast<std::int32_t*>(all_counts[i]),
                       reinterpret_cast<std::int32_t*>(offsets[i]),
                       reinterpret_cast<std::int32_t*>(overflow[i])};
-}
-
-CountsInLines::CountsInLines(bool on) : was_(detail::lsa::ll_counts_enabled()) {
-  detail::lsa::set_ll_counts(on);
-}
-
-CountsInLines::~CountsInLines() {
-  detail::lsa::set_ll_counts(was_);
 }
 
 }  // namespace symmcomm::bench

@@ -10,6 +10,7 @@
 #include <functional>
 #include <vector>
 
+#include "kernels/lsa_ll_counted.hpp"
 #include "micro/rank_world.hpp"
 #include "symmcomm/collectives/device_counts.hpp"
 
@@ -46,15 +47,6 @@ struct RankDeviceCounts {
 
 /// symmcomm's counts-in-the-lines kernels (kernels/lsa_ll_counted.hpp) on or off for one case,
 /// restored after it (the same for every rank: one process).
-class CountsInLines {
- public:
-  explicit CountsInLines(bool on);
-  ~CountsInLines();
-  CountsInLines(const CountsInLines&) = delete;
-  CountsInLines& operator=(const CountsInLines&) = delete;
-
- private:
-  bool was_;
-};
+using CountsInLines = detail::lsa::ScopedLlCounts;
 
 }  // namespace symmcomm::bench

@@ -72,6 +72,19 @@ inline constexpr std::size_t ll_counted_lines(std::size_t capacity, std::size_t 
 void set_ll_counts(bool on) noexcept;
 bool ll_counts_enabled() noexcept;
 
+/// The process switch (set_ll_counts) set for one scope and restored to what it was after it,
+/// also when the scope is left by an exception or an early return (tests and benchmarks).
+class ScopedLlCounts {
+ public:
+  explicit ScopedLlCounts(bool on) noexcept : was_(ll_counts_enabled()) { set_ll_counts(on); }
+  ~ScopedLlCounts() { set_ll_counts(was_); }
+  ScopedLlCounts(const ScopedLlCounts&) = delete;
+  ScopedLlCounts& operator=(const ScopedLlCounts&) = delete;
+
+ private:
+  bool was_;
+};
+
 /// Whether a communicator's device-count calls may carry counts in the lines: it has the
 /// scratch window (`scratch`), and its ranks agreed on it at creation (`agreed`) or the process
 /// switch is on.

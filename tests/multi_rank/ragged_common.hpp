@@ -37,13 +37,7 @@ inline void expect_device_count_plan(const Plan& plan, PathChoice path, bool lsa
       << plan.reason();
 }
 
-// Counts in the scratch lines (lsa::ll_counted_gather / ll_counted_reduce) for one scope, off
-// again after it, also when an assertion returns early.
-struct CountsInLines {
-  explicit CountsInLines(bool on) { detail::lsa::set_ll_counts(on); }
-  ~CountsInLines() { detail::lsa::set_ll_counts(false); }
-  CountsInLines(const CountsInLines&) = delete;
-  CountsInLines& operator=(const CountsInLines&) = delete;
-};
+// Counts in the scratch lines (lsa::ll_counted_gather / ll_counted_reduce) for one scope.
+using CountsInLines = detail::lsa::ScopedLlCounts;
 
 }  // namespace symmcomm::test
