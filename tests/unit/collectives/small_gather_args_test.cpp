@@ -213,17 +213,16 @@ TEST(CountedLinesArgs, OffByDefaultAndTakenWhereCapacityRowsFitASlot) {
 // On for a communicator whose ranks agreed at creation (SYMMCOMM_LL_COUNTS=1 on every rank) or
 // while the process switch is on, and only with the scratch window.
 TEST(CountedLinesArgs, OnWhereAgreedOrSwitchedOnWithTheScratch) {
-  struct Restore {
-    bool was = lsa::ll_counts_enabled();
-    ~Restore() { lsa::set_ll_counts(was); }
-  } const restore;
-  lsa::set_ll_counts(false);
+  lsa::ScopedLlCounts const off(false);
   EXPECT_FALSE(lsa::ll_counts_on(true, false)) << "neither agreed nor switched on";
   EXPECT_TRUE(lsa::ll_counts_on(true, true)) << "agreed at creation";
   EXPECT_FALSE(lsa::ll_counts_on(false, true)) << "no scratch window";
-  lsa::set_ll_counts(true);
-  EXPECT_TRUE(lsa::ll_counts_on(true, false)) << "switched on for the process";
-  EXPECT_FALSE(lsa::ll_counts_on(false, false)) << "no scratch window";
+  {
+    lsa::ScopedLlCounts const on(true);
+    EXPECT_TRUE(lsa::ll_counts_on(true, false)) << "switched on for the process";
+    EXPECT_FALSE(lsa::ll_counts_on(false, false)) << "no scratch window";
+  }
+  EXPECT_FALSE(lsa::ll_counts_enabled()) << "the scoped switch restores the value it found";
 }
 
 TEST(CountedLinesArgs, BadArgumentsAreRefusedBeforeAnyLaunch) {
