@@ -15,17 +15,20 @@
 #   moe       symmcomm-bench's moe-dp layer at 2/4/8 ranks (padded and device-count layers),
 #             then at decode capacities in CUDA graphs, 5 cycles, with counts in the lines
 #             (SYMMCOMM_LL_COUNTS=1)
-#   tests228  the host cost of a call (BM_HostCost*, the torch operator's overhead table, on
-#             2.30.7); the Python suite on both NCCL lines; symmcomm-info and python -m
-#             symmcomm.info on the system NCCL (2.28); then its single-GPU tier and the
-#             multi-rank tier at 2 ranks (NCCL_HOSTID: the fallback across processes)
+#   hostcost  the host cost of a call (BM_HostCost*, the torch operator's overhead table, on
+#             2.30.7), this tree and, where .host-cost-before is carried
+#             (scripts/host_cost_before.sh), the tree before the one-descriptor call path, side
+#             by side (host-cost.md)
+#   tests228  the Python suite on both NCCL lines; symmcomm-info and python -m symmcomm.info on
+#             the system NCCL (2.28); then its single-GPU tier and the multi-rank tier at 2 ranks
+#             (NCCL_HOSTID: the fallback across processes)
 #   checks    the abort word broken on purpose (its tests must fail), a skip the run does not
 #             allow failing the run, then compute-sanitizer's four tools over symmcomm's kernels
 #             (one GPU, and 2 ranks sharing it on 2.30.7)
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh tests230|bench|moe|tests228|checks [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh tests230|bench|moe|hostcost|tests228|checks [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -84,11 +87,12 @@ case "$phase" in
       SYMMCOMM_SKIP="tests latency" SYMMCOMM_MOE_LIMIT_S=$(( ($(left) - 10) / 3 )) \
       timeout "$(( $(left) - 5 ))" "$SYMMCOMM_ROOT"/scripts/gpu_small_gather.sh
     ;;
+  hostcost)
+    timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_host_cost.sh
+    ;;
   tests228)
-    # The host cost first (2.30.7 build, warm from an earlier phase), then the Python suite on
-    # both lines, the machine reports on 2.28.3, then the 2.28.3 tiers with the time left.
-    timeout "$(( $(left) - 300 ))" "$SYMMCOMM_ROOT"/scripts/gpu_host_cost.sh
-    # The 2.28.3 tree configured for this GPU alone before gpu_python.sh reuses it.
+    # The Python suite on both lines, the machine reports on 2.28.3, then the 2.28.3 tiers with
+    # the time left. The 2.28.3 tree configured for this GPU alone before gpu_python.sh reuses it.
     export SYMMCOMM_SUITES=system
     SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
     SYMMCOMM_SKIP="tests ragged pdl quantize examples overhead probe ragged_bench moe_dp" \
@@ -130,7 +134,7 @@ case "$phase" in
       timeout "$(( $(left) - 5 ))" "$SYMMCOMM_ROOT"/scripts/gpu_sanitize.sh "$SYMMCOMM_ROOT"/build-dev
     ;;
   *)
-    echo "unknown phase $phase (tests230, bench, moe, tests228, checks)"
+    echo "unknown phase $phase (tests230, bench, moe, hostcost, tests228, checks)"
     exit 2
     ;;
 esac

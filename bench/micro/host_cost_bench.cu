@@ -3,11 +3,12 @@
 // launch every call pays at least). Their difference is symmcomm's own host work per call: the
 // descriptor, validation, provenance look-ups, the plan and the kernel argument.
 //
-// BM_HostCostNvfp4AllGather/ranks/bytes: symmcomm's NVFP4 all-gather of `bytes` of packed data
-// per rank (data + block scales + global scale) on pool buffers, Auto's path: with 2 ranks
-// sharing the GPU (NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1) symmcomm's LSA kernels; with a
-// one-rank communicator NCCL's path (one rank has no symmetric support). Every rank's thread
-// times its own calls; the figure is rank 0's.
+// BM_HostCostNvfp4AllGather/ranks/bytes/path: symmcomm's NVFP4 all-gather of `bytes` of packed
+// data per rank (data + block scales + global scale) on pool buffers, one rank or 2 ranks
+// sharing the GPU (NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1); path 0 is Auto's choice, path 1
+// forces symmcomm's LSA kernel (Auto takes NCCL's symmetric kernel at 1 MiB, whose host work is
+// NCCL's). The label names the path the calls took. Every rank's thread times its own calls;
+// the figure is rank 0's.
 // BM_HostCostEmptyKernel: one empty kernel launch.
 // BM_HostCostStep/step: one CUDA call that symmcomm's LSA path makes per call, alone, so that
 // the difference above splits by cause: 0 cudaEventRecord (the communicator's launch order),
@@ -137,10 +138,10 @@ struct GatherTensors {
 
 // kCalls all-gathers on one rank, timed on its own thread; returns seconds per call.
 double time_gathers(Communicator& comm, cudaStream_t s, const GatherTensors& t,
-                    std::vector<std::string>& path) {
+                    const Options& options, std::vector<std::string>& path) {
   auto const start = Clock::now();
   Plan plan;
-  for (int k = 0; k < kCalls; ++k) plan = all_gather(comm, t.send->view, t.recv->view, s);
+  for (int k = 0; k < kCalls; ++k) plan = all_gather(comm, t.send->view, t.recv->view, s, options);
   auto const end = Clock::now();
   path[static_cast<std::size_t>(comm.rank())] = to_string(plan.path);
   SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
@@ -150,12 +151,14 @@ double time_gathers(Communicator& comm, cudaStream_t s, const GatherTensors& t,
 void BM_HostCostNvfp4AllGather(benchmark::State& state) {
   int const ranks = static_cast<int>(state.range(0));
   std::size_t const count = static_cast<std::size_t>(state.range(1)) * 2;  // packed bytes x 2
+  Options options;
+  options.path = state.range(2) == 0 ? PathChoice::Auto : PathChoice::LsaKernel;
   std::vector<std::string> path(static_cast<std::size_t>(ranks));
   if (ranks == 1) {
     OneRank& o = one_rank();
     GatherTensors t{std::make_unique<PoolNvfp4>(*o.pool, count),
                     std::make_unique<PoolNvfp4>(*o.pool, count)};
-    for (auto _ : state) state.SetIterationTime(time_gathers(o.comm, o.stream, t, path));
+    for (auto _ : state) state.SetIterationTime(time_gathers(o.comm, o.stream, t, options, path));
   } else {
     RankWorld* const w = world_or_skip(state);
     if (w == nullptr) return;
@@ -172,7 +175,7 @@ void BM_HostCostNvfp4AllGather(benchmark::State& state) {
       on_every_rank(ranks, [&](int r) {
         Rank& me = w->ranks[static_cast<std::size_t>(r)];
         per_call[static_cast<std::size_t>(r)] =
-            time_gathers(me.comm, me.stream, t[static_cast<std::size_t>(r)], path);
+            time_gathers(me.comm, me.stream, t[static_cast<std::size_t>(r)], options, path);
       });
       state.SetIterationTime(per_call[0]);
     }
@@ -195,8 +198,8 @@ BENCHMARK(BM_HostCostStep)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HostCostNvfp4AllGather)
-    ->ArgsProduct({{1, 2}, {1 << 10, 1 << 20}})
-    ->ArgNames({"ranks", "bytes"})
+    ->ArgsProduct({{1, 2}, {1 << 10, 1 << 20}, {0, 1}})
+    ->ArgNames({"ranks", "bytes", "path"})
     ->Iterations(kIterations)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Markdown table of the host cost of a call (scripts/gpu_host_cost.sh), one tree or the tree
+before the one-descriptor call path beside this one, both measured in the same device call.
+
+From BM_HostCost* JSON (Google Benchmark, repetitions as iterations): every case's median
+(min-max) of its repetitions, and symmcomm's own host work per call, the call's median minus the
+empty kernel launch's median of the same process, with the widest range the repetitions allow
+(the call's min minus the launch's max, to the call's max minus the launch's min).
+From ops_overhead.json (bench/python/ops_overhead.py): the operator against torch.distributed
+and the operator's own layer (operator minus the ctypes call), per row, for each tree.
+
+Usage: scripts/host_cost_table.py OUT.md AFTER_host_cost.json [BEFORE_host_cost.json]
+           [--ops AFTER_ops_overhead.json [BEFORE_ops_overhead.json]]"""
+import argparse
+import json
+import statistics
+from collections import OrderedDict
+
+EMPTY = "BM_HostCostEmptyKernel"
+
+
+def repetitions(doc):
+    """{case name: [per-call us of each repetition]} in file order, with each case's label."""
+    runs, labels = OrderedDict(), {}
+    for b in doc["benchmarks"]:
+        if b.get("run_type") != "iteration" or b.get("error_occurred"):
+            continue
+        name = b["run_name"].split("/iterations:")[0]
+        scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3}[b["time_unit"]]
+        runs.setdefault(name, []).append(b["real_time"] * scale)
+        labels[name] = b.get("label", "")
+    return runs, labels
+
+
+def span(values):
+    """[median, min, max]"""
+    return [statistics.median(values), min(values), max(values)]
+
+
+def own_work(call, empty):
+    """The call's host time beyond an empty launch: [median difference, widest low, widest high]."""
+    return [statistics.median(call) - statistics.median(empty), min(call) - max(empty),
+            max(call) - min(empty)]
+
+
+def cell(v):
+    return "%.2f (%.2f-%.2f)" % tuple(v) if v else "-"
+
+
+def host_cost_rows(after, before=None):
+    """One row per case of the after run: (case, label, before span, after span, before own
+    work, after own work); the before columns are None where that run lacks the case."""
+    a_runs, a_labels = repetitions(after)
+    b_runs = repetitions(before)[0] if before else {}
+    rows = []
+    for name, reps in a_runs.items():
+        b = b_runs.get(name)
+        row = [name, a_labels[name], span(b) if b else None, span(reps), None, None]
+        if name.startswith("BM_HostCostNvfp4AllGather"):
+            if b and EMPTY in b_runs:
+                row[4] = own_work(b, b_runs[EMPTY])
+            if EMPTY in a_runs:
+                row[5] = own_work(reps, a_runs[EMPTY])
+        rows.append(row)
+    return rows
+
+
+def ops_rows(after, before=None):
+    """(tensor, bytes, tree, op span, torch span, op / torch, op - direct) per row and tree."""
+    out = []
+    for tree, doc in (("before", before), ("after", after)):
+        for r in (doc or {}).get("rows", []):
+            out.append((r["what"], r["bytes"], tree, r["op"], r["torch"],
+                        r["op"][0] / r["torch"][0], r["op"][0] - r["direct"][0]))
+    return out
+
+
+def markdown(after, before=None, ops_after=None, ops_before=None):
+    lines = ["## Host time per eager call, us: median (min-max) of the repetitions", "",
+             "Own work: the call's median minus the empty kernel launch's median in the same "
+             "process (range: widest the repetitions allow).", "",
+             "| case | label | before | after | own work before | own work after |",
+             "|---|---|---|---|---|---|"]
+    for name, label, b, a, own_b, own_a in host_cost_rows(after, before):
+        lines.append("| %s | %s | %s | %s | %s | %s |"
+                     % (name, label, cell(b), cell(a), cell(own_b), cell(own_a)))
+    if ops_after:
+        lines += ["", "## torch operator, ctypes call and torch.distributed, us per call: median "
+                  "(min-max)", "",
+                  "| tensor | bytes | tree | torch.ops.symmcomm | torch.distributed | op / torch "
+                  "| op - direct |", "|---|---|---|---|---|---|---|"]
+        for what, nbytes, tree, op, torch, ratio, layer in ops_rows(ops_after, ops_before):
+            lines.append("| %s | %d | %s | %s | %s | %.2f | %.2f |"
+                         % (what, nbytes, tree, cell(op), cell(torch), ratio, layer))
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("after")
+    ap.add_argument("before", nargs="?")
+    ap.add_argument("--ops", nargs="+", default=[], metavar="OPS_JSON")
+    a = ap.parse_args()
+
+    def load(path):
+        with open(path) as f:
+            return json.load(f)
+
+    ops = [load(p) for p in a.ops] + [None, None]
+    text = markdown(load(a.after), load(a.before) if a.before else None, ops[0], ops[1])
+    with open(a.out, "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
