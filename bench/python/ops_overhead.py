@@ -10,13 +10,14 @@ Rows: BF16 all-gathers (8 KiB and 56 KiB per rank) and an NVFP4 all-gather (pack
 scales and the global scale; torch.distributed gathers the same three tensors in one
 coalescing group, as an engine without symmcomm does). Each: `calls` back-to-back enqueues
 timed on the host (time.perf_counter, no synchronisation inside the loop, one after); every
-figure is the median of `repeats` such runs with their min-max; the GPU work is a few KiB, so
-the figure is the host cost of a call. Writes a Markdown table and JSON to OUT_DIR.
+figure is the median of `repeats` such runs with their min-max, the three ways taking turns
+within each repeat; the GPU work is a few KiB, so the figure is the host cost of a call. Writes a Markdown table and JSON to OUT_DIR.
 
 Usage: python3 bench/python/ops_overhead.py [OUT_DIR] [--calls N] [--repeats R]
 """
 import argparse
 import datetime
+import gc
 import json
 import os
 import statistics
@@ -32,19 +33,30 @@ import symmcomm  # noqa: E402
 import symmcomm.ops  # noqa: E402
 
 
-def per_call_us(fn, calls, repeats):
-    """[median, min, max] of `repeats` runs of `calls` calls, microseconds per call."""
-    fn()
+def per_call_us(cases, calls, repeats):
+    """{way: [median, min, max]} of `repeats` runs of `calls` calls of each way, microseconds per
+    call. The ways take turns within every repeat (op, direct, torch, op, ...), so a drift of the
+    machine over the run (clocks, another process) weighs on all of them alike; Python's garbage
+    collector is off while timing, as timeit has it."""
+    runs = {k: [] for k in cases}
+    for fn in cases.values():
+        fn()
     torch.cuda.synchronize()
-    runs = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-        runs.append((t1 - t0) / calls * 1e6)
-    return [statistics.median(runs), min(runs), max(runs)]
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            for k, fn in cases.items():
+                t0 = time.perf_counter()
+                for _ in range(calls):
+                    fn()
+                t1 = time.perf_counter()
+                torch.cuda.synchronize()
+                runs[k].append((t1 - t0) / calls * 1e6)
+    finally:
+        if gc_was_on:
+            gc.enable()
+    return {k: [statistics.median(v), min(v), max(v)] for k, v in runs.items()}
 
 
 def nvfp4_cases(ops, comm, hidden):
@@ -96,11 +108,10 @@ def main():
             "direct": lambda: symmcomm.all_gather(comm, x, out),
             "torch": lambda: dist.all_gather_into_tensor(out, x),
         }
-        us = {k: per_call_us(f, a.calls, a.repeats) for k, f in cases.items()}
-        rows.append({"what": "bf16", "bytes": x.numel() * 2, **us})
+        rows.append({"what": "bf16", "bytes": x.numel() * 2,
+                     **per_call_us(cases, a.calls, a.repeats)})
     nbytes, cases = nvfp4_cases(ops, comm, 7168)
-    us = {k: per_call_us(f, a.calls, a.repeats) for k, f in cases.items()}
-    rows.append({"what": "nvfp4", "bytes": nbytes, **us})
+    rows.append({"what": "nvfp4", "bytes": nbytes, **per_call_us(cases, a.calls, a.repeats)})
     props = torch.cuda.get_device_properties(0)
     meta = {"gpu": props.name, "torch": torch.__version__, "nccl": symmcomm.nccl_version(),
             "date": datetime.date.today().isoformat(), "calls": a.calls, "repeats": a.repeats,
