@@ -22,58 +22,67 @@ __device__ __forceinline__ int part_of_line(
   return k;
 }
 
+// A rank's count clamped to 0..cap.
+__device__ __forceinline__ std::int32_t clamp_count(std::int32_t v, std::int32_t cap) {
+  return v < 0 ? 0 : (v > cap ? cap : v);
+}
+
+// What a CTA of a counted kernel shares: the call's number, every rank's scratch (first half),
+// every rank's raw count and the prefix of the clamped counts (n + 1 entries), and whether a
+// wait was cut by an abort.
+struct CountedShared {
+  std::uint32_t call;
+  char* slots[kMaxRanks];
+  std::int32_t raw[kMaxRanks];
+  std::int32_t first_row[kMaxRanks + 1];
+  int aborted;
+};
+
 // Where every rank's rows are, from every rank's count line (line 0 of its slot in `mine_half`;
 // this rank's own count is `mine_raw`): one thread per rank in every CTA waits for its line, then
-// thread 0 takes the prefix of the counts clamped to 0..cap into `first_row` (n + 1 entries) and,
-// in CTA 0, writes the raw counts, the offsets and the overflow flag. Returns false when the
+// thread 0 takes the prefix of the counts clamped to 0..a.capacity into sh.first_row and, in
+// CTA 0, writes the raw counts, the offsets and the overflow flag of `a`. Returns false when the
 // communicator was aborted while a thread waited. Every thread of the CTA calls it.
-__device__ __forceinline__ bool read_counts(const char* mine_half, int me, int n,
-                                            std::int32_t mine_raw, std::int32_t cap,
-                                            std::uint32_t flag, const std::uint32_t* abort_word,
-                                            std::int32_t* counts, std::int32_t* offsets,
-                                            std::int32_t* overflow, std::int32_t (&raw)[kMaxRanks],
-                                            std::int32_t (&first_row)[kMaxRanks + 1],
-                                            int& aborted) {
-  if (threadIdx.x == 0) aborted = 0;
+__device__ __forceinline__ bool read_counts(const LlCountsArgs& a, const char* mine_half,
+                                            std::int32_t mine_raw, std::uint32_t flag,
+                                            CountedShared& sh) {
+  int const me = a.rank, n = a.size;
+  auto const cap = static_cast<std::int32_t>(a.capacity);
+  if (threadIdx.x == 0) sh.aborted = 0;
   __syncthreads();
   for (int q = static_cast<int>(threadIdx.x); q < n; q += static_cast<int>(blockDim.x)) {
     std::int32_t v = mine_raw;
     uint2 d;
     if (q != me) {
-      if (wait_line(mine_half, q, 0, flag, abort_word, d)) {
+      if (wait_line(mine_half, q, 0, flag, a.abort_word, d)) {
         v = static_cast<std::int32_t>(d.x);
       } else {
-        aborted = 1;
+        sh.aborted = 1;
         v = 0;
       }
     }
-    raw[q] = v;
+    sh.raw[q] = v;
   }
   __syncthreads();
   if (threadIdx.x == 0) {
     std::int32_t sum = 0;
     bool over = false;
     for (int q = 0; q < n; ++q) {
-      std::int32_t const v = raw[q];
-      std::int32_t const clamped = v < 0 ? 0 : (v > cap ? cap : v);
+      std::int32_t const v = sh.raw[q];
+      std::int32_t const clamped = clamp_count(v, cap);
       over = over || clamped != v;
-      first_row[q] = sum;
+      sh.first_row[q] = sum;
       if (blockIdx.x == 0) {
-        counts[q] = v;
-        offsets[q] = sum;
+        a.counts[q] = v;
+        a.offsets[q] = sum;
       }
       sum += clamped;
     }
-    first_row[n] = sum;
-    if (blockIdx.x == 0 && over) *overflow = 1;
+    sh.first_row[n] = sum;
+    if (blockIdx.x == 0 && over) *a.overflow = 1;
   }
   __syncthreads();
-  return aborted == 0;
-}
-
-// A rank's count clamped to 0..cap.
-__device__ __forceinline__ std::int32_t clamp_count(std::int32_t v, std::int32_t cap) {
-  return v < 0 ? 0 : (v > cap ? cap : v);
+  return sh.aborted == 0;
 }
 
 // Stores `d` as line `line` of this rank's slot (byte `at` of each scratch) in every peer's
@@ -155,21 +164,16 @@ __global__ void __launch_bounds__(kThreads)
     ll_counted_gather_kernel(const LlLaunch launch_flags,
                              const __grid_constant__ LlCountedGatherArgs a) {
   programmatic_wait(launch_flags);
-  __shared__ std::uint32_t call;
-  __shared__ char* slots[kMaxRanks];
-  __shared__ std::int32_t raw[kMaxRanks];
-  __shared__ std::int32_t first_row[kMaxRanks + 1];
-  __shared__ int aborted;
+  __shared__ CountedShared sh;
   int const n = a.size;
   int const me = a.rank;
   RowLines const rl(a);
   std::size_t const row_lines = rl.row_lines();
-  open_call(a.calls, a.scratch, n, call, slots);
-  auto const cap = static_cast<std::int32_t>(a.capacity);
+  open_call(a.calls, a.scratch, n, sh.call, sh.slots);
   std::int32_t const mine_raw = *a.count;
-  std::int32_t const mine = clamp_count(mine_raw, cap);
+  std::int32_t const mine = clamp_count(mine_raw, static_cast<std::int32_t>(a.capacity));
   __syncthreads();
-  std::uint32_t const c = call;
+  std::uint32_t const c = sh.call;
   std::uint32_t const flag = call_flag(c);
   std::size_t const half = call_half(c, n);
   // Send: line 0 the raw count, line 1 the scale, then the counted rows, part after part.
@@ -186,12 +190,11 @@ __global__ void __launch_bounds__(kThreads)
       int const k = part_at(a, rl, (line - 2) % row_lines, offset);
       d = own_row_bytes(a, k, (line - 2) / row_lines, offset);
     }
-    store_to_peers(slots, me, n, at, line, d, flag);
+    store_to_peers(sh.slots, me, n, at, line, d, flag);
   }
   // Counts: every rank's line 0, then their prefix.
-  const char* const mine_half = slots[me] + half;
-  if (read_counts(mine_half, me, n, mine_raw, cap, flag, a.abort_word, a.counts, a.offsets,
-                  a.overflow, raw, first_row, aborted)) {
+  const char* const mine_half = sh.slots[me] + half;
+  if (read_counts(a, mine_half, mine_raw, flag, sh)) {
     // Scale floats: CTA 0, one thread per rank.
     if (blockIdx.x == 0 && a.scale_recv != nullptr) {
       for (int q = static_cast<int>(threadIdx.x); q < n; q += static_cast<int>(blockDim.x)) {
@@ -203,7 +206,7 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
     }
-    copy_counted_rows(a, rl, mine_half, first_row, flag);
+    copy_counted_rows(a, rl, mine_half, sh.first_row, flag);
   }
   advance_call(a.calls, c);
   programmatic_release(launch_flags);
@@ -324,19 +327,14 @@ __global__ void __launch_bounds__(kThreads)
     ll_counted_reduce_kernel(const LlLaunch launch_flags,
                              const __grid_constant__ LlCountedReduceArgs a) {
   programmatic_wait(launch_flags);
-  __shared__ std::uint32_t call;
-  __shared__ char* slots[kMaxRanks];
-  __shared__ std::int32_t raw[kMaxRanks];
-  __shared__ std::int32_t first_row[kMaxRanks + 1];
-  __shared__ int aborted;
+  __shared__ CountedShared sh;
   int const n = a.size;
   int const me = a.rank;
   CountedRows<kNvfp4> const cr(a);
-  open_call(a.calls, a.scratch, n, call, slots);
-  auto const cap = static_cast<std::int32_t>(a.capacity);
+  open_call(a.calls, a.scratch, n, sh.call, sh.slots);
   std::int32_t const mine_raw = *a.count;
   __syncthreads();
-  std::uint32_t const c = call;
+  std::uint32_t const c = sh.call;
   std::uint32_t const flag = call_flag(c);
   std::size_t const half = call_half(c, n);
   std::size_t const at = half + static_cast<std::size_t>(me) * kLlSlotBytes;
@@ -345,15 +343,14 @@ __global__ void __launch_bounds__(kThreads)
   if (first < 2) {
     uint2 const d = first == 0 ? make_uint2(static_cast<unsigned>(mine_raw), 0u)
                                : make_uint2(kNvfp4 ? __float_as_uint(*a.scale) : 0u, 0u);
-    store_to_peers(slots, me, n, at, first, d, flag);
+    store_to_peers(sh.slots, me, n, at, first, d, flag);
   }
-  const char* const mine_half = slots[me] + half;
-  bool const ok = read_counts(mine_half, me, n, mine_raw, cap, flag, a.abort_word, a.counts,
-                              a.offsets, a.overflow, raw, first_row, aborted);
-  if (ok) push_peer_rows(a, cr, slots, at, first_row, flag);
+  const char* const mine_half = sh.slots[me] + half;
+  bool const ok = read_counts(a, mine_half, mine_raw, flag, sh);
+  if (ok) push_peer_rows(a, cr, sh.slots, at, sh.first_row, flag);
   // This rank's rows summed over every rank in rank order; out's rows past them 0.
-  auto const rows = static_cast<std::size_t>(ok ? first_row[me + 1] - first_row[me] : 0);
-  auto const my_first = static_cast<std::size_t>(ok ? first_row[me] : 0);
+  auto const rows = static_cast<std::size_t>(ok ? sh.first_row[me + 1] - sh.first_row[me] : 0);
+  auto const my_first = static_cast<std::size_t>(ok ? sh.first_row[me] : 0);
   if constexpr (kNvfp4) {
     reduce_counted_nvfp4(a, cr, mine_half, rows, my_first, flag);
   } else {
