@@ -4,8 +4,11 @@ before the one-descriptor call path beside this one, both measured in the same d
 
 From BM_HostCost* JSON (Google Benchmark, repetitions as iterations): every case's median
 (min-max) of its repetitions, and symmcomm's own host work per call, the call's median minus the
-empty kernel launch's median of the same process, with the widest range the repetitions allow
-(the call's min minus the launch's max, to the call's max minus the launch's min).
+median of the empty kernel launch from as many threads at once as the call has ranks (N ranks
+sharing the GPU are N threads launching into one context), of the same process, with the widest
+range the repetitions allow (the call's min minus the launch's max, to the call's max minus the
+launch's min). A run without per-thread launches (BM_HostCostEmptyKernel alone) is the baseline
+of every case.
 From ops_overhead.json (bench/python/ops_overhead.py): the operator against torch.distributed
 and the operator's own layer (operator minus the ctypes call), per row, for each tree.
 
@@ -17,6 +20,16 @@ import statistics
 from collections import OrderedDict
 
 EMPTY = "BM_HostCostEmptyKernel"
+GATHER = "BM_HostCostNvfp4AllGather"
+
+
+def baseline(runs, case):
+    """The empty-launch repetitions `case` compares with: as many threads as its ranks, else the
+    one empty-launch case of an older run; None when the run has neither."""
+    ranks = [p.split(":")[1] for p in case.split("/") if p.startswith("ranks:")]
+    if ranks and "%s/threads:%s" % (EMPTY, ranks[0]) in runs:
+        return runs["%s/threads:%s" % (EMPTY, ranks[0])]
+    return runs.get(EMPTY)
 
 
 def repetitions(doc):
@@ -56,11 +69,12 @@ def host_cost_rows(after, before=None):
     for name, reps in a_runs.items():
         b = b_runs.get(name)
         row = [name, a_labels[name], span(b) if b else None, span(reps), None, None]
-        if name.startswith("BM_HostCostNvfp4AllGather"):
-            if b and EMPTY in b_runs:
-                row[4] = own_work(b, b_runs[EMPTY])
-            if EMPTY in a_runs:
-                row[5] = own_work(reps, a_runs[EMPTY])
+        if name.startswith(GATHER):
+            b_empty, a_empty = baseline(b_runs, name), baseline(a_runs, name)
+            if b and b_empty:
+                row[4] = own_work(b, b_empty)
+            if a_empty:
+                row[5] = own_work(reps, a_empty)
         rows.append(row)
     return rows
 
@@ -77,8 +91,9 @@ def ops_rows(after, before=None):
 
 def markdown(after, before=None, ops_after=None, ops_before=None):
     lines = ["## Host time per eager call, us: median (min-max) of the repetitions", "",
-             "Own work: the call's median minus the empty kernel launch's median in the same "
-             "process (range: widest the repetitions allow).", "",
+             "Own work: the call's median minus the median of the empty kernel launch from as "
+             "many threads at once as the call has ranks, in the same process (range: widest the "
+             "repetitions allow).", "",
              "| case | label | before | after | own work before | own work after |",
              "|---|---|---|---|---|---|"]
     for name, label, b, a, own_b, own_a in host_cost_rows(after, before):

@@ -9,7 +9,8 @@
 // forces symmcomm's LSA kernel (Auto takes NCCL's symmetric kernel at 1 MiB, whose host work is
 // NCCL's). The label names the path the calls took. Every rank's thread times its own calls;
 // the figure is rank 0's.
-// BM_HostCostEmptyKernel: one empty kernel launch.
+// BM_HostCostEmptyKernel/threads: one empty kernel launch, from one thread or from two at once
+// (the 2-rank calls' baseline: two threads launching into one context contend for it).
 // BM_HostCostStep/step: one CUDA call that symmcomm's LSA path makes per call, alone, so that
 // the difference above splits by cause: 0 cudaEventRecord (the communicator's launch order),
 // 1 cudaStreamGetCaptureInfo (whether the call is being captured), 2 cudaLaunchKernelEx of an
@@ -48,22 +49,41 @@ double seconds_per_call(Clock::time_point start, Clock::time_point end) {
   return std::chrono::duration<double>(end - start).count() / kCalls;
 }
 
+// kCalls empty kernel launches on `s`, timed; returns seconds per launch.
+double time_empty_launches(cudaStream_t s) {
+  auto const start = Clock::now();
+  for (int k = 0; k < kCalls; ++k) empty_kernel<<<1, 1, 0, s>>>();
+  auto const end = Clock::now();
+  SYMMCOMM_CUDA_TRY(cudaGetLastError());
+  SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
+  return seconds_per_call(start, end);
+}
+
+// threads:1 launches from the benchmark's thread, as the one-rank calls run; threads:2 from two
+// threads at once, each on its own stream, as the ranks sharing the GPU call (their launches
+// contend for the same CUDA context): thread 0's time, the figure the 2-rank calls compare with.
 void BM_HostCostEmptyKernel(benchmark::State& state) {
-  cudaStream_t s = nullptr;
-  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
-    state.SkipWithError("no usable GPU");
-    return;
+  int const threads = static_cast<int>(state.range(0));
+  std::vector<cudaStream_t> s(static_cast<std::size_t>(threads), nullptr);
+  for (cudaStream_t& x : s) {
+    if (cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking) != cudaSuccess) {
+      state.SkipWithError("no usable GPU");
+      return;
+    }
   }
+  std::vector<double> per_call(s.size());
   for (auto _ : state) {
-    auto const start = Clock::now();
-    for (int k = 0; k < kCalls; ++k) empty_kernel<<<1, 1, 0, s>>>();
-    auto const end = Clock::now();
-    state.SetIterationTime(seconds_per_call(start, end));
-    SYMMCOMM_CUDA_TRY(cudaGetLastError());
-    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
+    if (threads == 1) {
+      per_call[0] = time_empty_launches(s[0]);
+    } else {
+      on_every_rank(threads, [&](int t) {
+        per_call[static_cast<std::size_t>(t)] = time_empty_launches(s[static_cast<std::size_t>(t)]);
+      });
+    }
+    state.SetIterationTime(per_call[0]);
   }
-  state.SetLabel("empty kernel launch");
-  SYMMCOMM_CUDA_TRY(cudaStreamDestroy(s));
+  state.SetLabel(threads == 1 ? "empty kernel launch" : "empty kernel launch, 2 threads at once");
+  for (cudaStream_t x : s) SYMMCOMM_CUDA_TRY(cudaStreamDestroy(x));
 }
 
 // An argument the size of symmcomm's small-kernel arguments.
@@ -188,6 +208,9 @@ void BM_HostCostNvfp4AllGather(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_HostCostEmptyKernel)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
     ->Iterations(kIterations)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);

@@ -47,6 +47,17 @@ class HostCostTable(unittest.TestCase):
         self.assertEqual(own_before, [3.5, 3.0, 4.0])
         self.assertIsNone(rows[EMPTY][4])
 
+    def test_ranks_compare_with_as_many_threads_launching(self):
+        two = "BM_HostCostNvfp4AllGather/ranks:2/bytes:1024/path:1"
+        doc = {"benchmarks": [run(EMPTY + "/threads:1", 5.0), run(EMPTY + "/threads:2", 7.0),
+                              run(GATHER, 6.0), run(two, 10.0)]}
+        rows = {r[0]: r for r in t.host_cost_rows(doc)}
+        self.assertEqual(rows[GATHER][5], [1.0, 1.0, 1.0])
+        self.assertEqual(rows[two][5], [3.0, 3.0, 3.0])
+        # An older run with one empty-launch case: the baseline of every case.
+        self.assertEqual(t.baseline(t.repetitions(AFTER)[0], two), [5.0, 4.0, 6.0])
+        self.assertIsNone(t.baseline({}, two))
+
     def test_one_tree_leaves_the_before_columns_empty(self):
         row = t.host_cost_rows(AFTER)[1]
         self.assertIsNone(row[2])
