@@ -1,9 +1,7 @@
 #include <array>
 #include <atomic>
 #include <cstddef>
-#include <map>
-#include <mutex>
-#include <tuple>
+#include <vector>
 
 #include "core/launch.cuh"
 #include "symmcomm/error.hpp"
@@ -26,17 +24,21 @@ int current_device_sm_count() {
 }
 
 int resident_blocks_per_sm(const void* kernel, int threads) {
-  static std::mutex mutex;
-  static std::map<std::tuple<const void*, int, int>, int> cache;
+  // Asked on every launch: each thread keeps its own answers (a handful of kernels), so that
+  // ranks driven from several threads neither lock nor search a shared map.
+  struct Entry {
+    const void* kernel;
+    int threads, device, blocks;
+  };
+  thread_local std::vector<Entry> cache;
   int device = 0;
   SYMMCOMM_CUDA_TRY(cudaGetDevice(&device));
-  std::lock_guard lock(mutex);
-  auto const key = std::make_tuple(kernel, threads, device);
-  auto const found = cache.find(key);
-  if (found != cache.end()) return found->second;
+  for (const Entry& e : cache) {
+    if (e.kernel == kernel && e.threads == threads && e.device == device) return e.blocks;
+  }
   int blocks = 0;
   SYMMCOMM_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, 0));
-  cache.emplace(key, blocks);
+  cache.push_back(Entry{kernel, threads, device, blocks});
   return blocks;
 }
 
