@@ -5,6 +5,9 @@
 # device tool returns at most 8 files), even when it is stopped at its time limit.
 #
 # Phases:
+#   first     the one call that carries the most when a session gets only one: the 2.30.7 build,
+#             the multi-rank suites of the scratch-line kernels (small gather, push
+#             reduce-scatter, device counts; 2/4/8 ranks sharing the GPU), then hostcost
 #   tests230  build against NCCL 2.30.7 (.nccl-2.30.7, a copy of ../shared/nccl-2.30.7); the
 #             multi-rank tier (2/4/8 ranks sharing the GPU, the counts-in-lines tests among
 #             them), then the single-GPU tier
@@ -28,7 +31,7 @@
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh tests230|bench|moe|hostcost|tests228|checks [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|moe|hostcost|tests228|checks [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -40,6 +43,13 @@ export OUT="$work" NCCL_NVLS_ENABLE=0 GTEST_COLOR=no PYTHONUNBUFFERED=1 SYMMCOMM
 left() { echo $((limit - SECONDS)); }  # seconds left of this call
 
 case "$phase" in
+  first)
+    export SYMMCOMM_SUITES=second
+    SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
+    SYMMCOMM_SUITE_TIMEOUT_S=$(( ($(left) - 20) / 2 )) "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh \
+      -R 'multi_rank\.MultiRank(SmallGather|SmallReduceScatter|Ragged)\.n'
+    timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_host_cost.sh
+    ;;
   tests230)
     export SYMMCOMM_SUITES=second
     SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
@@ -134,7 +144,7 @@ case "$phase" in
       timeout "$(( $(left) - 5 ))" "$SYMMCOMM_ROOT"/scripts/gpu_sanitize.sh "$SYMMCOMM_ROOT"/build-dev
     ;;
   *)
-    echo "unknown phase $phase (tests230, bench, moe, hostcost, tests228, checks)"
+    echo "unknown phase $phase (first, tests230, bench, moe, hostcost, tests228, checks)"
     exit 2
     ;;
 esac
