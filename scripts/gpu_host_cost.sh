@@ -20,10 +20,11 @@ export NCCL_NVLS_ENABLE=0
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u;
   git -C "$SYMMCOMM_ROOT" log -1 --format=%h 2>/dev/null; } >"$out/machine.txt" 2>&1
 before="$SYMMCOMM_ROOT/.host-cost-before"
-# build TREE BUILD_DIR LOG: the micro-benchmarks and the C ABI library of TREE on 2.30.7.
+# build TREE BUILD_DIR LOG [cmake args]: the micro-benchmarks and the C ABI library of TREE on
+# 2.30.7.
 build() {
   { cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSYMMCOMM_WITH_MPI=ON \
-      -DCMAKE_CUDA_ARCHITECTURES="$(symmcomm_dev_architectures)" -DNCCL_ROOT="$second" &&
+      -DCMAKE_CUDA_ARCHITECTURES="$(symmcomm_dev_architectures)" -DNCCL_ROOT="$second" "${@:4}" &&
     cmake --build "$2" --parallel "$(nproc)" --target symmcomm_micro_bench symmcomm_c; } \
     >"$3" 2>&1 || { tail -30 "$3"; return 1; }
 }
@@ -44,7 +45,9 @@ build "$SYMMCOMM_ROOT" "$build" "$out/build.log" || exit 1
 trees="after"
 if [[ -d "$before" ]]; then
   cat "$before/BEFORE_COMMIT" >>"$out/machine.txt"
-  build "$before" "$SYMMCOMM_ROOT/build-before" "$out/build-before.log" && trees="before after"
+  # The carried tree holds what the benchmark needs, not the tests or the examples.
+  build "$before" "$SYMMCOMM_ROOT/build-before" "$out/build-before.log" \
+    -DSYMMCOMM_BUILD_TESTS=OFF -DSYMMCOMM_BUILD_EXAMPLES=OFF && trees="before after"
 fi
 for tree in $trees; do
   if [[ "$tree" == before ]]; then measure "$before" "$SYMMCOMM_ROOT/build-before" host-cost-before

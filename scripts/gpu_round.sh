@@ -47,7 +47,7 @@ case "$phase" in
     export SYMMCOMM_SUITES=second
     SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
     SYMMCOMM_SUITE_TIMEOUT_S=$(( ($(left) - 20) / 2 )) "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh \
-      -R 'multi_rank\.MultiRank(SmallGather|SmallReduceScatter|Ragged)\.n'
+      -R 'multi_rank\.MultiRank(SmallGather|SmallReduceScatter|ReduceScatter|Ragged)\.n|^LsaLoopback'
     timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_host_cost.sh
     ;;
   tests230)

@@ -79,15 +79,18 @@ __device__ __forceinline__ void block_scales(std::uint16_t codes, float (&out)[k
 
 // acc[0..7] += the eight e2m1 codes of `w` (code k in bits 4k..4k+3) times `m`, the block's
 // scale times the caller's multiplier. One word's arithmetic, shared by accumulate() and the
-// push reduce-scatter's half-block receive, so both give the same bits.
+// push reduce-scatter's half-block receive, so both give the same bits. Every step is an explicit
+// fused multiply-add: left to the compiler, `acc += v * m` is fused only where the product and
+// the sum land in one basic block, which a caller's branches decide (two callers with different
+// control flow then round differently).
 __device__ __forceinline__ void accumulate_e2m1x8(std::uint32_t w, float m, float* acc) {
   std::uint32_t pairs[4];
   e2m1x8_to_half2_bits(w, pairs);
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     float2 const v = half2_bits_to_float2(pairs[j]);
-    acc[j] += v.x * m;
-    acc[j + 4] += v.y * m;
+    acc[j] = __fmaf_rn(v.x, m, acc[j]);
+    acc[j + 4] = __fmaf_rn(v.y, m, acc[j + 4]);
   }
 }
 
@@ -118,10 +121,10 @@ __device__ __forceinline__ void accumulate(const RawItem<kNvfp4, kBytes>& r, flo
     for (int k = 0; k < kBytes / 4; ++k) {
       float2 const lo = decode_fp8x2(static_cast<std::uint16_t>(r.w[k]), format);
       float2 const hi = decode_fp8x2(static_cast<std::uint16_t>(r.w[k] >> 16), format);
-      acc[4 * k] += lo.x * mult;
-      acc[4 * k + 1] += lo.y * mult;
-      acc[4 * k + 2] += hi.x * mult;
-      acc[4 * k + 3] += hi.y * mult;
+      acc[4 * k] = __fmaf_rn(lo.x, mult, acc[4 * k]);  // fused: see accumulate_e2m1x8
+      acc[4 * k + 1] = __fmaf_rn(lo.y, mult, acc[4 * k + 1]);
+      acc[4 * k + 2] = __fmaf_rn(hi.x, mult, acc[4 * k + 2]);
+      acc[4 * k + 3] = __fmaf_rn(hi.y, mult, acc[4 * k + 3]);
     }
   }
 }
