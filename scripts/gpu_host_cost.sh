@@ -42,24 +42,17 @@ measure() {
   echo "== $3 ops_overhead: exit $?"; tail -6 "$out/$3-ops.txt"
 }
 build "$SYMMCOMM_ROOT" "$build" "$out/build.log" || exit 1
-trees="after"
+table=(--ops "$out/host-cost-ops/ops_overhead.json")
 if [[ -d "$before" ]]; then
   cat "$before/BEFORE_COMMIT" >>"$out/machine.txt"
   # The carried tree holds what the benchmark needs, not the tests or the examples.
-  build "$before" "$SYMMCOMM_ROOT/build-before" "$out/build-before.log" \
-    -DSYMMCOMM_BUILD_TESTS=OFF -DSYMMCOMM_BUILD_EXAMPLES=OFF && trees="before after"
+  if build "$before" "$SYMMCOMM_ROOT/build-before" "$out/build-before.log" \
+      -DSYMMCOMM_BUILD_TESTS=OFF -DSYMMCOMM_BUILD_EXAMPLES=OFF; then
+    measure "$before" "$SYMMCOMM_ROOT/build-before" host-cost-before
+    table+=(--before "$out/host-cost-before.json"
+            --ops-before "$out/host-cost-before-ops/ops_overhead.json")
+  fi
 fi
-for tree in $trees; do
-  if [[ "$tree" == before ]]; then measure "$before" "$SYMMCOMM_ROOT/build-before" host-cost-before
-  else measure "$SYMMCOMM_ROOT" "$build" host-cost; fi
-done
-table=("$out/host-cost.json")
-ops=("$out/host-cost-ops/ops_overhead.json")
-if [[ "$trees" == "before after" ]]; then
-  table+=("$out/host-cost-before.json")
-  ops+=("$out/host-cost-before-ops/ops_overhead.json")
-fi
-existing_ops=()
-for f in "${ops[@]}"; do [[ -f "$f" ]] && existing_ops+=("$f"); done
-python3 "$SYMMCOMM_ROOT/scripts/host_cost_table.py" "$out/host-cost.md" "${table[@]}" \
-  ${existing_ops[@]:+--ops "${existing_ops[@]}"}
+measure "$SYMMCOMM_ROOT" "$build" host-cost
+python3 "$SYMMCOMM_ROOT/scripts/host_cost_table.py" "$out/host-cost.md" "$out/host-cost.json" \
+  "${table[@]}"

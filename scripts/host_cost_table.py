@@ -12,10 +12,12 @@ of every case.
 From ops_overhead.json (bench/python/ops_overhead.py): the operator against torch.distributed
 and the operator's own layer (operator minus the ctypes call), per row, for each tree.
 
-Usage: scripts/host_cost_table.py OUT.md AFTER_host_cost.json [BEFORE_host_cost.json]
-           [--ops AFTER_ops_overhead.json [BEFORE_ops_overhead.json]]"""
+Usage: scripts/host_cost_table.py OUT.md AFTER_host_cost.json [--before BEFORE_host_cost.json]
+           [--ops AFTER_ops_overhead.json] [--ops-before BEFORE_ops_overhead.json]
+A file that does not exist (a run cut short) leaves its columns or rows out."""
 import argparse
 import json
+import os
 import statistics
 from collections import OrderedDict
 
@@ -114,16 +116,21 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("after")
-    ap.add_argument("before", nargs="?")
-    ap.add_argument("--ops", nargs="+", default=[], metavar="OPS_JSON")
+    ap.add_argument("--before")
+    ap.add_argument("--ops")
+    ap.add_argument("--ops-before")
     a = ap.parse_args()
 
     def load(path):
+        if path is None or not os.path.exists(path):
+            return None
         with open(path) as f:
             return json.load(f)
 
-    ops = [load(p) for p in a.ops] + [None, None]
-    text = markdown(load(a.after), load(a.before) if a.before else None, ops[0], ops[1])
+    after = load(a.after)
+    if after is None:
+        ap.error("after: no host-cost JSON at %r" % a.after)
+    text = markdown(after, load(a.before), load(a.ops), load(a.ops_before))
     with open(a.out, "w") as f:
         f.write(text)
     print(text)

@@ -82,7 +82,9 @@ void BM_HostCostEmptyKernel(benchmark::State& state) {
     }
     state.SetIterationTime(per_call[0]);
   }
-  state.SetLabel(threads == 1 ? "empty kernel launch" : "empty kernel launch, 2 threads at once");
+  state.SetLabel(threads == 1
+                     ? std::string("empty kernel launch")
+                     : "empty kernel launch, " + std::to_string(threads) + " threads at once");
   for (cudaStream_t x : s) SYMMCOMM_CUDA_TRY(cudaStreamDestroy(x));
 }
 

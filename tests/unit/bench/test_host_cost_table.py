@@ -1,7 +1,9 @@
 """scripts/host_cost_table.py's arithmetic: which repetitions are read, each tree's own host work
 against its own empty launch, and the operator rows of both trees."""
+import json
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "scripts"))
@@ -73,6 +75,23 @@ class HostCostTable(unittest.TestCase):
         text = t.markdown(AFTER, BEFORE, OPS_AFTER, OPS_BEFORE)
         self.assertIn("| bf16 | 8192 | after | 20.00 (19.00-21.00) | 21.00 (20.00-22.00) | 0.95 | "
                       "1.50 |", text)
+
+    def test_files_a_cut_run_never_wrote_leave_their_rows_out(self):
+        with tempfile.TemporaryDirectory() as d:
+            after, out = os.path.join(d, "after.json"), os.path.join(d, "out.md")
+            with open(after, "w") as f:
+                json.dump(AFTER, f)
+            argv = sys.argv
+            sys.argv = ["host_cost_table.py", out, after, "--ops", os.path.join(d, "none.json"),
+                        "--before", os.path.join(d, "none.json")]
+            try:
+                t.main()
+            finally:
+                sys.argv = argv
+            with open(out) as f:
+                text = f.read()
+            self.assertIn("| - | 6.50 (5.50-7.00) | - | 1.50 (-0.50-3.00) |", text)
+            self.assertNotIn("torch operator", text)
 
 
 if __name__ == "__main__":
