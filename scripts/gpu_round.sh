@@ -25,13 +25,15 @@
 #   tests228  the Python suite on both NCCL lines; symmcomm-info and python -m symmcomm.info on
 #             the system NCCL (2.28); then its single-GPU tier and the multi-rank tier at 2 ranks
 #             (NCCL_HOSTID: the fallback across processes)
+#   hangs     cases that stopped a sweep, each alone three times under a watch that takes
+#             cuda-gdb's view of the kernels still running (SYMMCOMM_HANG_CASES)
 #   checks    the abort word broken on purpose (its tests must fail), a skip the run does not
 #             allow failing the run, then compute-sanitizer's four tools over symmcomm's kernels
 #             (one GPU, and 2 ranks sharing it on 2.30.7)
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|moe|hostcost|tests228|checks [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|moe|hangs|hostcost|tests228|checks [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -97,6 +99,36 @@ case "$phase" in
       SYMMCOMM_SKIP="tests latency" SYMMCOMM_MOE_LIMIT_S=$(( ($(left) - 10) / 3 )) \
       timeout "$(( $(left) - 5 ))" "$SYMMCOMM_ROOT"/scripts/gpu_small_gather.sh
     ;;
+  hangs)
+    # Cases that stopped making progress in a sweep, each alone in a process of its own, three
+    # times, under a watch: past 40 s the process gets cuda-gdb's list of the kernels still on
+    # the GPU and every thread's backtrace (hang-<case>-<try>.bt), then is stopped.
+    export SYMMCOMM_SUITES=second
+    SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
+    export LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
+      NCCL_P2P_LL_THRESHOLD=1073741824
+    cases="BM_RaggedCombine/ranks:4/mean_tokens:2/variant:0/nvfp4:1/graph:1"
+    cases+=" BM_LatencyReduceScatter/ranks:8/bytes:65536/variant:3/graph:0"
+    for case in ${SYMMCOMM_HANG_CASES:-$cases}; do
+      name="$(echo "$case" | tr -c 'A-Za-z0-9\n' '_')"
+      for try in 1 2 3; do
+        [ "$(left)" -gt 60 ] || break
+        "$SYMMCOMM_ROOT"/build-nccl2/bench/symmcomm_micro_bench --benchmark_filter="^$case\$" \
+          --benchmark_repetitions=5 >"$work/hang-$name-$try.txt" 2>&1 &
+        pid=$!
+        for ((t = 0; t < 400; ++t)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        if kill -0 "$pid" 2>/dev/null; then
+          timeout 60 cuda-gdb -batch -p "$pid" -ex "info cuda kernels" -ex "info cuda blocks" \
+            -ex "thread apply all bt 12" >"$work/hang-$name-$try.bt" 2>&1
+          kill -9 "$pid"
+          echo "== $case, try $try: still running after 40 s (kernels on the GPU:)"
+          grep -A12 "Kernel" "$work/hang-$name-$try.bt" | head -14
+        fi
+        wait "$pid"
+        echo "== $case, try $try: exit $?, $(grep -c 'manual_time ' "$work/hang-$name-$try.txt") timed repetitions"
+      done
+    done
+    ;;
   hostcost)
     timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_host_cost.sh
     ;;
@@ -144,7 +176,7 @@ case "$phase" in
       timeout "$(( $(left) - 5 ))" "$SYMMCOMM_ROOT"/scripts/gpu_sanitize.sh "$SYMMCOMM_ROOT"/build-dev
     ;;
   *)
-    echo "unknown phase $phase (first, tests230, bench, moe, hostcost, tests228, checks)"
+    echo "unknown phase $phase (first, tests230, bench, moe, hangs, hostcost, tests228, checks)"
     exit 2
     ;;
 esac
