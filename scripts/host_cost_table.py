@@ -9,6 +9,10 @@ sharing the GPU are N threads launching into one context), of the same process, 
 range the repetitions allow (the call's min minus the launch's max, to the call's max minus the
 launch's min). A run without per-thread launches (BM_HostCostEmptyKernel alone) is the baseline
 of every case.
+Paired own work (cases that carry the own_us counter): each iteration times the calls and as many
+empty launches on the same thread and stream back to back, and own_us is the median of their
+differences; the column gives the median (min-max) of own_us over the repetitions. It is free of
+the drift between separately run cases, which the first estimate is not.
 From ops_overhead.json (bench/python/ops_overhead.py): the operator against torch.distributed
 and the operator's own layer (operator minus the ctypes call), per row, for each tree.
 
@@ -35,8 +39,9 @@ def baseline(runs, case):
 
 
 def repetitions(doc):
-    """{case name: [per-call us of each repetition]} in file order, with each case's label."""
-    runs, labels = OrderedDict(), {}
+    """{case name: [per-call us of each repetition]} in file order, with each case's label and
+    {case name: [own_us of each repetition]} for the cases that carry it."""
+    runs, labels, paired = OrderedDict(), {}, {}
     for b in doc["benchmarks"]:
         if b.get("run_type") != "iteration" or b.get("error_occurred"):
             continue
@@ -44,7 +49,9 @@ def repetitions(doc):
         scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3}[b["time_unit"]]
         runs.setdefault(name, []).append(b["real_time"] * scale)
         labels[name] = b.get("label", "")
-    return runs, labels
+        if "own_us" in b:
+            paired.setdefault(name, []).append(b["own_us"])
+    return runs, labels, paired
 
 
 def span(values):
@@ -64,13 +71,16 @@ def cell(v):
 
 def host_cost_rows(after, before=None):
     """One row per case of the after run: (case, label, before span, after span, before own
-    work, after own work); the before columns are None where that run lacks the case."""
-    a_runs, a_labels = repetitions(after)
-    b_runs = repetitions(before)[0] if before else {}
+    work, after own work, before paired own work, after paired own work); the before columns
+    are None where that run lacks the case, the paired ones where a case has no own_us."""
+    a_runs, a_labels, a_paired = repetitions(after)
+    b_runs, _, b_paired = repetitions(before) if before else ({}, {}, {})
     rows = []
     for name, reps in a_runs.items():
         b = b_runs.get(name)
-        row = [name, a_labels[name], span(b) if b else None, span(reps), None, None]
+        row = [name, a_labels[name], span(b) if b else None, span(reps), None, None,
+               span(b_paired[name]) if name in b_paired else None,
+               span(a_paired[name]) if name in a_paired else None]
         if name.startswith(GATHER):
             b_empty, a_empty = baseline(b_runs, name), baseline(a_runs, name)
             if b and b_empty:
@@ -95,12 +105,16 @@ def markdown(after, before=None, ops_after=None, ops_before=None):
     lines = ["## Host time per eager call, us: median (min-max) of the repetitions", "",
              "Own work: the call's median minus the median of the empty kernel launch from as "
              "many threads at once as the call has ranks, in the same process (range: widest the "
-             "repetitions allow).", "",
-             "| case | label | before | after | own work before | own work after |",
-             "|---|---|---|---|---|---|"]
-    for name, label, b, a, own_b, own_a in host_cost_rows(after, before):
-        lines.append("| %s | %s | %s | %s | %s | %s |"
-                     % (name, label, cell(b), cell(a), cell(own_b), cell(own_a)))
+             "repetitions allow). Paired: the median over iterations of the calls minus as many "
+             "empty launches timed beside them on the same thread, median (min-max) over the "
+             "repetitions.", "",
+             "| case | label | before | after | own work before | own work after "
+             "| paired before | paired after |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, label, b, a, own_b, own_a, pair_b, pair_a in host_cost_rows(after, before):
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |"
+                     % (name, label, cell(b), cell(a), cell(own_b), cell(own_a), cell(pair_b),
+                        cell(pair_a)))
     if ops_after:
         lines += ["", "## torch operator, ctypes call and torch.distributed, us per call: median "
                   "(min-max)", "",

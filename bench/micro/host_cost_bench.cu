@@ -8,7 +8,12 @@
 // sharing the GPU (NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1); path 0 is Auto's choice, path 1
 // forces symmcomm's LSA kernel (Auto takes NCCL's symmetric kernel at 1 MiB, whose host work is
 // NCCL's). The label names the path the calls took. Every rank's thread times its own calls;
-// the figure is rank 0's.
+// the figure is rank 0's. Each iteration also times kCalls empty kernel launches on the same
+// thread and stream, just before or just after the calls (in turn), while the other ranks do the
+// same: counters own_us (the median over iterations of calls minus launches, per call) and
+// empty_us (the launches' median). Paired within an iteration, the difference is free of the
+// drift between separately run cases (clock, cache, the driver's state), which is as large as
+// the difference itself.
 // BM_HostCostEmptyKernel/threads: one empty kernel launch, from one thread or from two at once
 // (the 2-rank calls' baseline: two threads launching into one context contend for it).
 // BM_HostCostStep/step: one CUDA call that symmcomm's LSA path makes per call, alone, so that
@@ -24,6 +29,7 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -158,16 +164,32 @@ struct GatherTensors {
   std::unique_ptr<PoolNvfp4> send, recv;
 };
 
-// kCalls all-gathers on one rank, timed on its own thread; returns seconds per call.
-double time_gathers(Communicator& comm, cudaStream_t s, const GatherTensors& t,
-                    const Options& options, std::vector<std::string>& path) {
+// One iteration of one rank: seconds per call of kCalls all-gathers and of kCalls empty launches.
+struct Paired {
+  double call = 0.0, empty = 0.0;
+};
+
+// kCalls all-gathers on one rank, timed on its own thread, and kCalls empty launches on the same
+// stream before them (`empty_first`) or after them.
+Paired time_gathers(Communicator& comm, cudaStream_t s, const GatherTensors& t,
+                    const Options& options, bool empty_first, std::vector<std::string>& path) {
+  Paired p;
+  if (empty_first) p.empty = time_empty_launches(s);
   auto const start = Clock::now();
   Plan plan;
   for (int k = 0; k < kCalls; ++k) plan = all_gather(comm, t.send->view, t.recv->view, s, options);
   auto const end = Clock::now();
   path[static_cast<std::size_t>(comm.rank())] = to_string(plan.path);
   SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
-  return seconds_per_call(start, end);
+  p.call = seconds_per_call(start, end);
+  if (!empty_first) p.empty = time_empty_launches(s);
+  return p;
+}
+
+double median_us(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  std::size_t const n = v.size();
+  return n == 0 ? 0.0 : 0.5e6 * (v[(n - 1) / 2] + v[n / 2]);
 }
 
 void BM_HostCostNvfp4AllGather(benchmark::State& state) {
@@ -176,11 +198,21 @@ void BM_HostCostNvfp4AllGather(benchmark::State& state) {
   Options options;
   options.path = state.range(2) == 0 ? PathChoice::Auto : PathChoice::LsaKernel;
   std::vector<std::string> path(static_cast<std::size_t>(ranks));
+  std::vector<double> own, empty;  // rank 0's, per iteration
+  auto const keep = [&](const Paired& p) {
+    state.SetIterationTime(p.call);
+    own.push_back(p.call - p.empty);
+    empty.push_back(p.empty);
+  };
+  bool empty_first = false;
   if (ranks == 1) {
     OneRank& o = one_rank();
     GatherTensors t{std::make_unique<PoolNvfp4>(*o.pool, count),
                     std::make_unique<PoolNvfp4>(*o.pool, count)};
-    for (auto _ : state) state.SetIterationTime(time_gathers(o.comm, o.stream, t, options, path));
+    for (auto _ : state) {
+      empty_first = !empty_first;
+      keep(time_gathers(o.comm, o.stream, t, options, empty_first, path));
+    }
   } else {
     RankWorld* const w = world_or_skip(state);
     if (w == nullptr) return;
@@ -192,17 +224,20 @@ void BM_HostCostNvfp4AllGather(benchmark::State& state) {
           std::make_unique<PoolNvfp4>(*me.pool, count * static_cast<std::size_t>(ranks),
                                       static_cast<std::size_t>(ranks))};
     });
-    std::vector<double> per_call(static_cast<std::size_t>(ranks));
+    std::vector<Paired> per_rank(static_cast<std::size_t>(ranks));
     for (auto _ : state) {
+      empty_first = !empty_first;
       on_every_rank(ranks, [&](int r) {
         Rank& me = w->ranks[static_cast<std::size_t>(r)];
-        per_call[static_cast<std::size_t>(r)] =
-            time_gathers(me.comm, me.stream, t[static_cast<std::size_t>(r)], options, path);
+        per_rank[static_cast<std::size_t>(r)] = time_gathers(
+            me.comm, me.stream, t[static_cast<std::size_t>(r)], options, empty_first, path);
       });
-      state.SetIterationTime(per_call[0]);
+      keep(per_rank[0]);
     }
     on_every_rank(ranks, [&](int r) { t[static_cast<std::size_t>(r)] = GatherTensors{}; });
   }
+  state.counters["own_us"] = median_us(own);
+  state.counters["empty_us"] = median_us(empty);
   state.SetLabel(std::to_string(ranks) + (ranks == 1 ? " rank, " : " ranks sharing the GPU, ") +
                  path[0]);
 }

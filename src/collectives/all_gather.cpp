@@ -213,26 +213,30 @@ void enqueue_gather(CommState& state, const PlannedCall& planned,
 }
 
 std::vector<GatherPart> tensor_parts(const TensorRef& send, const TensorRef& recv,
-                                     const std::vector<std::size_t>& counts,
+                                     std::size_t ranks, const std::size_t* counts,
                                      const SwizzledScales* swizzle) {
-  std::vector<std::size_t> data(counts.size()), scales(counts.size());
-  for (std::size_t r = 0; r < counts.size(); ++r) {
-    data[r] = payload_bytes(send.dtype, counts[r]);
-    scales[r] = counts[r] / kNvfp4BlockSize;
+  // Every rank's count is send.count unless `counts` gives them: per-rank sizes inline (no
+  // allocation per part at the rank counts of an LSA team), filled only for host counts.
+  std::size_t const each = counts == nullptr ? send.count : 0;
+  RankSizes data(ranks, payload_bytes(send.dtype, each));
+  RankSizes scales(ranks, each / kNvfp4BlockSize);
+  if (counts != nullptr) {
+    for (std::size_t r = 0; r < ranks; ++r) {
+      data[r] = payload_bytes(send.dtype, counts[r]);
+      scales[r] = counts[r] / kNvfp4BlockSize;
+    }
   }
-  std::vector<std::size_t> one_float(counts.size(), sizeof(float));
-  // Built in place, each per-rank vector moved in: this runs on every call.
   std::vector<GatherPart> parts;
   parts.reserve(3);
-  parts.push_back(GatherPart{"send.data", send.data, "recv.data", recv.data, std::move(data)});
+  parts.push_back(GatherPart{"send.data", send.data, "recv.data", recv.data, data});
   if (send.dtype == DataType::Nvfp4) {
     parts.push_back(GatherPart{"send.block_scales", send.block_scales, "recv.block_scales",
-                               recv.block_scales, std::move(scales), swizzle});
+                               recv.block_scales, scales, swizzle});
     parts.push_back(GatherPart{"send.global_scale", send.scales, "recv.global_scale", recv.scales,
-                               std::move(one_float)});
+                               RankSizes(ranks, sizeof(float))});
   } else if (send.is_fp8()) {
-    parts.push_back(
-        GatherPart{"send.scale", send.scales, "recv.scale", recv.scales, std::move(one_float)});
+    parts.push_back(GatherPart{"send.scale", send.scales, "recv.scale", recv.scales,
+                               RankSizes(ranks, sizeof(float))});
   }
   return parts;
 }
@@ -246,21 +250,21 @@ Plan execute_gather(CommState& state, const CollectiveCall& call, cudaStream_t s
   std::size_t count = 0;
   std::optional<SwizzledScales> swizzle;
   if (!call.items_only) {
-    std::vector<std::size_t> const counts =
-        call.counts == Counts::Host
-            ? std::vector<std::size_t>(call.host_counts, call.host_counts + n)
-            : std::vector<std::size_t>(n, call.send.count);
-    if (call.recv.dtype == DataType::Nvfp4) {
-      swizzle = swizzled_scales(call.recv.nvfp4(), counts, operation);
+    const std::size_t* const counts = call.counts == Counts::Host ? call.host_counts : nullptr;
+    if (call.recv.dtype == DataType::Nvfp4 && call.recv.scale_layout != ScaleLayout::Linear) {
+      swizzle = swizzled_scales(call.recv.nvfp4(),
+                                counts != nullptr ? std::vector<std::size_t>(counts, counts + n)
+                                                  : std::vector<std::size_t>(n, call.send.count),
+                                operation);
     }
-    parts = tensor_parts(call.send, call.recv, counts, swizzle ? &*swizzle : nullptr);
+    parts = tensor_parts(call.send, call.recv, n, counts, swizzle ? &*swizzle : nullptr);
     type = to_string(call.send.dtype);
     count = call.send.count;
   }
   for (std::size_t i = 0; i < call.item_count; ++i) {
     const GatherItem& item = call.items[i];
-    parts.push_back(GatherPart{item.name, item.send, item.name, item.recv,
-                               std::vector<std::size_t>(n, item.bytes_per_rank)});
+    parts.push_back(
+        GatherPart{item.name, item.send, item.name, item.recv, RankSizes(n, item.bytes_per_rank)});
     if (call.items_only) count += item.bytes_per_rank;
   }
   PlannedCall planned(state, Operation::AllGather, options, operation);

@@ -29,9 +29,10 @@ Plan execute_device_count_reduce_scatter(CommState& state, const CollectiveCall&
                                          cudaStream_t stream, const Options& options);
 
 /// The parts of a typed gather of `send` into `recv` (data; NVFP4 block scales, swizzled where
-/// `swizzle`, and global scales; FP8 scales) with counts[r] elements from rank r.
+/// `swizzle`, and global scales; FP8 scales) over `ranks` ranks, with counts[r] elements from
+/// rank r, or send.count from every rank where `counts` is null.
 std::vector<GatherPart> tensor_parts(const TensorRef& send, const TensorRef& recv,
-                                     const std::vector<std::size_t>& counts,
+                                     std::size_t ranks, const std::size_t* counts,
                                      const SwizzledScales* swizzle);
 
 /// Enqueues `parts` on the path `planned` decided, without recording the plan: the gather

@@ -21,6 +21,39 @@ struct QuantizedBases {
   std::size_t scale = 0;
 };
 
+/// Bytes per rank of one gathered tensor. Held inline up to kInline ranks, so that building a
+/// call's parts allocates nothing at the rank counts an LSA team has in practice; on the heap
+/// beyond.
+class RankSizes {
+ public:
+  static constexpr std::size_t kInline = 8;
+
+  RankSizes() = default;
+  /// `ranks` entries of `each`.
+  RankSizes(std::size_t ranks, std::size_t each) : n_(ranks) {
+    if (n_ > kInline) heap_.assign(n_, each);
+    for (std::size_t r = 0; r < n_ && r < kInline; ++r) inline_[r] = each;
+  }
+  /// A copy of `sizes` (tests, the loopback runs).
+  RankSizes(const std::vector<std::size_t>& sizes) : RankSizes(sizes.size(), 0) {  // NOLINT
+    for (std::size_t r = 0; r < n_; ++r) data()[r] = sizes[r];
+  }
+
+  std::size_t size() const noexcept { return n_; }
+  std::size_t operator[](std::size_t r) const noexcept { return data()[r]; }
+  std::size_t& operator[](std::size_t r) noexcept { return data()[r]; }
+  const std::size_t* begin() const noexcept { return data(); }
+  const std::size_t* end() const noexcept { return data() + n_; }
+
+ private:
+  const std::size_t* data() const noexcept { return n_ > kInline ? heap_.data() : inline_; }
+  std::size_t* data() noexcept { return n_ > kInline ? heap_.data() : inline_; }
+
+  std::size_t n_ = 0;
+  std::size_t inline_[kInline] = {};
+  std::vector<std::size_t> heap_;
+};
+
 /// One tensor of a gather: bytes[r] bytes from rank r, laid out rank after rank in `recv`
 /// (named in plans and messages by `send_name` / `recv_name`); `swizzle` for NVFP4 block scales
 /// written in the GEMMs' layout (then every rank writes into one matrix). The executors' and the
@@ -30,7 +63,7 @@ struct GatherPart {
   const void* send = nullptr;  ///< this rank's bytes
   const char* recv_name = "recv";
   void* recv = nullptr;
-  std::vector<std::size_t> bytes;  ///< per rank
+  RankSizes bytes;  ///< per rank
   const SwizzledScales* swizzle = nullptr;
 };
 
@@ -43,7 +76,7 @@ inline lsa::GatherArgs gather_args(const std::vector<GatherPart>& parts,
   args.segments = static_cast<int>(parts.size());
   std::size_t total = 0;
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    const std::vector<std::size_t>& bytes = parts[i].bytes;
+    const RankSizes& bytes = parts[i].bytes;
     std::size_t displacement = 0;
     for (std::size_t r = 0; r < rank; ++r) displacement += bytes[r];
     for (std::size_t b : bytes) total += b;

@@ -71,8 +71,9 @@ void quantize_then_gather(CommState& state, const CollectiveCall& call, const Pl
   } else {
     quantize_fp8(static_cast<const bf16*>(input.data), mine.fp8(), mode, stream);
   }
-  std::vector<std::size_t> const counts(static_cast<std::size_t>(state.size), count);
-  enqueue_gather(state, planned, tensor_parts(mine, recv, counts, swizzle), stream, gather_options);
+  enqueue_gather(state, planned,
+                 tensor_parts(mine, recv, static_cast<std::size_t>(state.size), nullptr, swizzle),
+                 stream, gather_options);
 }
 
 // symmcomm's LSA kernel: quantizes and writes every peer's receive window in one pass.

@@ -34,14 +34,15 @@ OPS_BEFORE = {"rows": [{"what": "bf16", "bytes": 8192, "op": [24.0, 23.0, 25.0],
 
 class HostCostTable(unittest.TestCase):
     def test_iterations_only_in_microseconds_without_failed_runs(self):
-        runs, labels = t.repetitions(AFTER)
+        runs, labels, paired = t.repetitions(AFTER)
         self.assertEqual(runs[GATHER], [6.5, 5.5, 7.0])
         self.assertEqual(runs[EMPTY], [5.0, 4.0, 6.0])
         self.assertEqual(labels[GATHER], "l")
+        self.assertEqual(paired, {})
 
     def test_own_work_is_against_the_same_trees_empty_launch(self):
         rows = {r[0]: r for r in t.host_cost_rows(AFTER, BEFORE)}
-        _, _, before, after, own_before, own_after = rows[GATHER]
+        _, _, before, after, own_before, own_after, _, _ = rows[GATHER]
         self.assertEqual(after, [6.5, 5.5, 7.0])
         self.assertEqual(before, [8.5, 8.0, 9.0])
         # after: median 6.5 - 5.0; widest: 5.5 - 6.0 to 7.0 - 4.0
@@ -60,11 +61,21 @@ class HostCostTable(unittest.TestCase):
         self.assertEqual(t.baseline(t.repetitions(AFTER)[0], two), [5.0, 4.0, 6.0])
         self.assertIsNone(t.baseline({}, two))
 
+    def test_paired_own_work_is_the_span_of_each_repetitions_counter(self):
+        doc = {"benchmarks": [run(EMPTY, 5.0), run(GATHER, 6.0, own_us=0.75),
+                              run(GATHER, 7.0, own_us=0.5), run(GATHER, 9.0, own_us=1.25)]}
+        before = {"benchmarks": [run(EMPTY, 5.0), run(GATHER, 8.0, own_us=2.0)]}
+        row = {r[0]: r for r in t.host_cost_rows(doc, before)}[GATHER]
+        self.assertEqual(row[7], [0.75, 0.5, 1.25])
+        self.assertEqual(row[6], [2.0, 2.0, 2.0])
+        self.assertIsNone({r[0]: r for r in t.host_cost_rows(doc)}[EMPTY][7])
+        self.assertIn("| 2.00 (2.00-2.00) | 0.75 (0.50-1.25) |", t.markdown(doc, before))
+
     def test_one_tree_leaves_the_before_columns_empty(self):
         row = t.host_cost_rows(AFTER)[1]
         self.assertIsNone(row[2])
         self.assertIsNone(row[4])
-        self.assertIn("| - | 6.50 (5.50-7.00) | - | 1.50 (-0.50-3.00) |", t.markdown(AFTER))
+        self.assertIn("| - | 6.50 (5.50-7.00) | - | 1.50 (-0.50-3.00) | - | - |", t.markdown(AFTER))
 
     def test_operator_rows_give_the_ratio_and_the_layer_per_tree(self):
         rows = t.ops_rows(OPS_AFTER, OPS_BEFORE)
