@@ -25,7 +25,7 @@
 #   tests228  the Python suite on both NCCL lines; symmcomm-info and python -m symmcomm.info on
 #             the system NCCL (2.28); then its single-GPU tier and the multi-rank tier at 2 ranks
 #             (NCCL_HOSTID: the fallback across processes)
-#   hangs     cases that stopped a sweep, each alone three times under a watch that takes
+#   hangs     cases that stopped a sweep, each alone (SYMMCOMM_HANG_TRIES, 3) under a watch taking
 #             cuda-gdb's view of the kernels still running (SYMMCOMM_HANG_CASES)
 #   checks    the abort word broken on purpose (its tests must fail), a skip the run does not
 #             allow failing the run, then compute-sanitizer's four tools over symmcomm's kernels
@@ -111,7 +111,7 @@ case "$phase" in
     cases+=" BM_LatencyReduceScatter/ranks:8/bytes:65536/variant:3/graph:0"
     for case in ${SYMMCOMM_HANG_CASES:-$cases}; do
       name="$(echo "$case" | tr -c 'A-Za-z0-9\n' '_')"
-      for try in 1 2 3; do
+      for try in $(seq "${SYMMCOMM_HANG_TRIES:-3}"); do
         [ "$(left)" -gt 60 ] || break
         "$SYMMCOMM_ROOT"/build-nccl2/bench/symmcomm_micro_bench --benchmark_filter="^$case\$" \
           --benchmark_repetitions=5 >"$work/hang-$name-$try.txt" 2>&1 &
