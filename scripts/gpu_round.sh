@@ -113,7 +113,7 @@ case "$phase" in
       name="$(echo "$case" | tr -c 'A-Za-z0-9\n' '_')"
       for try in $(seq "${SYMMCOMM_HANG_TRIES:-3}"); do
         [ "$(left)" -gt 60 ] || break
-        "$SYMMCOMM_ROOT"/build-nccl2/bench/symmcomm_micro_bench --benchmark_filter="^$case\$" \
+        "$SYMMCOMM_ROOT"/build-nccl2/bench/symmcomm_micro_bench --benchmark_filter="^$case/" \
           --benchmark_repetitions=5 >"$work/hang-$name-$try.txt" 2>&1 &
         pid=$!
         for ((t = 0; t < 400; ++t)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
