@@ -20,6 +20,17 @@
 #include "symmcomm/runtime.hpp"
 
 namespace symmcomm::bench {
+namespace {
+
+// Several ranks in one process share one CUDA context: loading a kernel lazily waits for the
+// kernels running in it, which may be waiting for the very rank whose launch loads it. NCCL
+// 2.30.7 loads some of its kernels only at first launch (4 ranks stopped so, their threads in
+// cuLaunchKernelEx under ncclGroupEnd, three ranks' NCCL kernels spinning on the GPU), so this
+// process loads every module at start, unless the caller chose otherwise. Set before main(),
+// before any CUDA call.
+bool const kEagerModules = [] { return setenv("CUDA_MODULE_LOADING", "EAGER", 0) == 0; }();
+
+}  // namespace
 
 void progress(int n, const std::string& what) {
   static auto const t0 = std::chrono::steady_clock::now();

@@ -255,7 +255,8 @@ template <class P, class Out>
 void launch_reduce(const P& p, int peers, const ReduceArgs& a, bool wide, unsigned grid,
                    int sm_share, cudaStream_t s) {
   auto const go = [&](auto kernel) {
-    unsigned const g = resident_grid(reinterpret_cast<const void*>(kernel), sm_share, grid);
+    unsigned const g =
+        resident_grid(reinterpret_cast<const void*>(kernel), sm_share, grid, p.programmatic);
     launch(kernel, g, s, p, a);
   };
   if (a.nvfp4() && peers == kUnrolledNvfp4Peers) {
@@ -317,8 +318,10 @@ void gather(const Peers& peers, const GatherArgs& args, cudaStream_t stream) {
   unsigned const grid = grid_for_units(args.grid_bytes / 64, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
     auto* kernel = gather_kernel<std::decay_t<decltype(p)>>;
-    launch(kernel, resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid),
-           stream, p, g);
+    launch(
+        kernel,
+        resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid, p.programmatic),
+        stream, p, g);
   });
 }
 
@@ -404,8 +407,10 @@ void quantize_gather(const Peers& peers, const QuantizeGatherArgs& a, cudaStream
   with_policy(peers, [&](const auto& p) {
     using P = std::decay_t<decltype(p)>;
     auto* kernel = a.nvfp4() ? quantize_gather_nvfp4_kernel<P> : quantize_gather_fp8_kernel<P>;
-    launch(kernel, resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid),
-           stream, p, a);
+    launch(
+        kernel,
+        resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid, p.programmatic),
+        stream, p, a);
   });
 }
 
@@ -432,8 +437,10 @@ void counted_gather(const Peers& peers, const CountedGatherArgs& a, cudaStream_t
   unsigned const grid = grid_for_units(a.grid_bytes / 64, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
     auto* kernel = counted_gather_kernel<std::decay_t<decltype(p)>>;
-    launch(kernel, resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid),
-           stream, p, a);
+    launch(
+        kernel,
+        resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid, p.programmatic),
+        stream, p, a);
   });
 }
 

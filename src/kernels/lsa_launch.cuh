@@ -37,14 +37,21 @@ inline unsigned grid_for_units(std::size_t units, unsigned cap) {
 // of every rank can be resident together (spinning barriers across ranks need that when other
 // work shares the GPU). sm_share is agreed by all ranks and the occupancy is the same for the
 // same build on the same GPU model, which an LSA team has, so the grid stays rank-independent.
-// Loopback (sm_share 0) keeps `grid`.
-inline unsigned resident_grid(const void* kernel, int sm_share, unsigned grid) {
+// With programmatic dependent launch (`programmatic`) on a GPU that ranks share, half of that:
+// a rank's next kernel may already be resident, waiting in griddepcontrol.wait, while its
+// current one runs (a CTA triggers its dependents as soon as one of its threads is done), and
+// on a shared GPU those CTAs take SMs that another rank's current kernel still needs, whose
+// missing CTAs then never send (8 ranks on one H100 deadlocked so). Loopback (sm_share 0)
+// keeps `grid`.
+inline unsigned resident_grid(const void* kernel, int sm_share, unsigned grid, bool programmatic) {
   if (sm_share <= 0) return grid;
   int const per_sm = std::max(1, resident_blocks_per_sm(kernel, kThreads));
-  auto const cap = static_cast<unsigned>(per_sm) * static_cast<unsigned>(sm_share);
+  auto cap = static_cast<unsigned>(per_sm) * static_cast<unsigned>(sm_share);
+  if (programmatic && sm_share < current_device_sm_count()) cap = std::max(1u, cap / 2);
   unsigned const g = grid < cap ? grid : cap;
   SYMMCOMM_LOG_DEBUG("lsa launch: " << g << " CTAs (asked " << grid << ", " << per_sm
-                                    << " resident per SM x " << sm_share << " SMs)");
+                                    << " resident per SM x " << sm_share << " SMs"
+                                    << (programmatic ? ", programmatic" : "") << ")");
   return g;
 }
 

@@ -364,8 +364,9 @@ void ll_gather(const LlGatherArgs& a, int sm_share, cudaStream_t stream) {
   LlLaunch flags;
   flags.programmatic = programmatic_launch();
   launch(ll_gather_kernel,
-         resident_grid(reinterpret_cast<const void*>(ll_gather_kernel), sm_share, grid), stream,
-         flags, a);
+         resident_grid(reinterpret_cast<const void*>(ll_gather_kernel), sm_share, grid,
+                       flags.programmatic),
+         stream, flags, a);
 #else
   (void)a;
   (void)sm_share;
@@ -408,8 +409,9 @@ void ll_reduce_scatter(const LlReduceArgs& a, int sm_share, cudaStream_t stream)
   LlReceive const mapping = ll_receive();
   flags.spread = quantized ? mapping != LlReceive::InOrder : mapping == LlReceive::Spread;
   auto const go = [&](auto kernel) {
-    launch(kernel, resident_grid(reinterpret_cast<const void*>(kernel), sm_share, grid), stream,
-           flags, a);
+    launch(kernel,
+           resident_grid(reinterpret_cast<const void*>(kernel), sm_share, grid, flags.programmatic),
+           stream, flags, a);
   };
   if (!quantized) {
     go(ll_reduce_scatter_kernel);

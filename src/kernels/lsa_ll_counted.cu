@@ -416,7 +416,8 @@ void ll_counted_gather(const LlCountedGatherArgs& a, int sm_share, cudaStream_t 
   LlLaunch flags;
   flags.programmatic = programmatic_launch();
   launch(ll_counted_gather_kernel,
-         resident_grid(reinterpret_cast<const void*>(ll_counted_gather_kernel), sm_share, grid),
+         resident_grid(reinterpret_cast<const void*>(ll_counted_gather_kernel), sm_share, grid,
+                       flags.programmatic),
          stream, flags, a);
 #else
   (void)sm_share;
@@ -450,8 +451,9 @@ void ll_counted_reduce(const LlCountedReduceArgs& a, int sm_share, cudaStream_t 
   LlLaunch flags;
   flags.programmatic = programmatic_launch();
   auto const go = [&](auto kernel) {
-    launch(kernel, resident_grid(reinterpret_cast<const void*>(kernel), sm_share, grid), stream,
-           flags, a);
+    launch(kernel,
+           resident_grid(reinterpret_cast<const void*>(kernel), sm_share, grid, flags.programmatic),
+           stream, flags, a);
   };
   nvfp4 ? go(ll_counted_reduce_kernel<true>) : go(ll_counted_reduce_kernel<false>);
 #else
