@@ -22,13 +22,15 @@
 namespace symmcomm::bench {
 namespace {
 
-// Several ranks in one process share one CUDA context: loading a kernel lazily waits for the
-// kernels running in it, which may be waiting for the very rank whose launch loads it. NCCL
-// 2.30.7 loads some of its kernels only at first launch (4 ranks stopped so, their threads in
-// cuLaunchKernelEx under ncclGroupEnd, three ranks' NCCL kernels spinning on the GPU), so this
-// process loads every module at start, unless the caller chose otherwise. Set before main(),
-// before any CUDA call.
-bool const kEagerModules = [] { return setenv("CUDA_MODULE_LOADING", "EAGER", 0) == 0; }();
+// Several ranks in one process share one CUDA context, where a launch that needs a larger
+// per-thread stack than the context has first waits for every kernel in it to finish; other
+// ranks' kernels may be waiting for the very rank whose launch that is. 4 ranks stopped so on
+// NCCL 2.30.7: their threads in cuLaunchKernelEx under ncclGroupEnd (the quantized
+// reduce-scatter's fallback group), two ranks' NCCL symmetric all-gather kernels spinning on the
+// GPU, with every module loaded at start as well. NCCL_SET_STACK_SIZE=1 makes NCCL set the stack
+// its largest kernel needs at init, unless the caller chose otherwise. Set before main(), before
+// any CUDA or NCCL call.
+bool const kStackAtInit = [] { return setenv("NCCL_SET_STACK_SIZE", "1", 0) == 0; }();
 
 }  // namespace
 
