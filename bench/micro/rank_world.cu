@@ -22,15 +22,11 @@
 namespace symmcomm::bench {
 namespace {
 
-// Several ranks in one process share one CUDA context, where a launch that needs a larger
-// per-thread stack than the context has first waits for every kernel in it to finish; other
-// ranks' kernels may be waiting for the very rank whose launch that is. 4 ranks stopped so on
-// NCCL 2.30.7: their threads in cuLaunchKernelEx under ncclGroupEnd (the quantized
-// reduce-scatter's fallback group), two ranks' NCCL symmetric all-gather kernels spinning on the
-// GPU, with every module loaded at start as well. NCCL_SET_STACK_SIZE=1 makes NCCL set the stack
-// its largest kernel needs at init, unless the caller chose otherwise. Set before main(), before
-// any CUDA or NCCL call.
-bool const kStackAtInit = [] { return setenv("NCCL_SET_STACK_SIZE", "1", 0) == 0; }();
+// test::keep_nccl_stack_at_init before main(), before any benchmark's first NCCL call.
+bool const kStackAtInit = [] {
+  test::keep_nccl_stack_at_init();
+  return true;
+}();
 
 }  // namespace
 

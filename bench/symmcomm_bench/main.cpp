@@ -199,6 +199,7 @@ int main(int argc, char** argv) {
   ParseResult parsed = parse_command_line(argc, argv);
   if (!parsed.config) return parsed.exit_code;
   Config const& c = *parsed.config;
+  if (c.ranks_per_gpu > 1) symmcomm::test::keep_nccl_stack_at_init();  // before NCCL's first call
   MpiSession mpi;
   int gpus = 0;
   if (int const refused = preflight(c, mpi, gpus); refused != 0) return refused;

@@ -32,6 +32,15 @@ inline std::string why_ranks_cannot_share_a_gpu() {
   return "";
 }
 
+/// Has NCCL set the per-thread stack its largest kernel needs at its init (NCCL_SET_STACK_SIZE=1),
+/// unless the caller set the variable: with several ranks in one process, a launch that grows
+/// the context's stack waits for every kernel running in it, among them other ranks' kernels
+/// spinning for this one (4 ranks stopped so in the quantized reduce-scatter's fallback group on
+/// NCCL 2.30.7). Call before the process's first NCCL call.
+inline void keep_nccl_stack_at_init() {
+  setenv("NCCL_SET_STACK_SIZE", "1", 0);
+}
+
 /// CTAs per NCCL kernel for `ranks` ranks of one process sharing `device`: their kernels run
 /// at once and spin until every rank's has started, so together they must fit on the GPU
 /// (NCCL's docs: up to 2 ranks per GPU with default settings, NCCL_MAX_CTAS to fit more;
