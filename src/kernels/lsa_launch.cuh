@@ -41,8 +41,7 @@ inline unsigned grid_for_units(std::size_t units, unsigned cap) {
 // a rank's next kernel may already be resident, waiting in griddepcontrol.wait, while its
 // current one runs (a CTA triggers its dependents as soon as one of its threads is done), and
 // on a shared GPU those CTAs take SMs that another rank's current kernel still needs, whose
-// missing CTAs then never send (8 ranks on one H100 deadlocked so). Loopback (sm_share 0)
-// keeps `grid`.
+// missing CTAs would then never send. Loopback (sm_share 0) keeps `grid`.
 inline unsigned resident_grid(const void* kernel, int sm_share, unsigned grid, bool programmatic) {
   if (sm_share <= 0) return grid;
   int const per_sm = std::max(1, resident_blocks_per_sm(kernel, kThreads));

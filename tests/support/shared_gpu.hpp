@@ -35,8 +35,8 @@ inline std::string why_ranks_cannot_share_a_gpu() {
 /// Has NCCL set the per-thread stack its largest kernel needs at its init (NCCL_SET_STACK_SIZE=1),
 /// unless the caller set the variable: with several ranks in one process, a launch that grows
 /// the context's stack waits for every kernel running in it, among them other ranks' kernels
-/// spinning for this one (4 ranks stopped so in the quantized reduce-scatter's fallback group on
-/// NCCL 2.30.7). Call before the process's first NCCL call.
+/// spinning for this one, which never end (docs/design-notes.md). Call before the process's
+/// first NCCL call.
 inline void keep_nccl_stack_at_init() {
   setenv("NCCL_SET_STACK_SIZE", "1", 0);
 }
