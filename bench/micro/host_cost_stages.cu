@@ -1,0 +1,177 @@
+// Where the host time of an eager call goes: symmcomm's NVFP4 all-gather of 1 KiB of packed data
+// on a one-rank communicator (Auto: the small-message LSA kernel), each stage of its host path
+// alone, kCalls times back to back, beside the whole call and an empty kernel launch in the same
+// process. The stages add up to the call: what the difference between the call and the empty
+// launch (host_cost_bench.cu) is made of.
+//
+// BM_HostCostStage/stage:
+//   0  the entry: the communicator's checks and the call's validation (usable_state,
+//      validate_call)
+//   1  the parts and the plan: tensor_parts, a PlannedCall with the parts' provenance looked up,
+//      and plan_collective (PlannedCall::decide)
+//   2  the launch order around the kernel: PlannedCall::before_enqueue and ::record (the capture
+//      query, the event record that marks the communicator's last use)
+//   3  the kernel's launch alone: lsa::ll_gather with its arguments built once
+//   4  the whole call: all_gather
+//   5  an empty kernel launch (<<<1, 1>>>)
+// The stream is drained after each iteration, outside the timing.
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <vector>
+
+#include "collectives/executors.hpp"
+#include "collectives/validate_call.hpp"
+#include "comm/dev_comm.hpp"
+#include "kernels/lsa_ll.hpp"
+#include "micro/rank_world.hpp"
+#include "symmcomm/collectives/all_gather.hpp"
+#include "symmcomm/comm/communicator.hpp"
+#include "symmcomm/error.hpp"
+#include "symmcomm/memory/symm_allocator.hpp"
+
+namespace symmcomm::bench {
+namespace {
+
+constexpr int kCalls = 50;
+constexpr int kIterations = 200;
+constexpr std::size_t kCount = 2048;  // elements: 1 KiB of packed NVFP4 data
+
+__global__ void stage_empty_kernel() {}
+
+// A one-rank communicator, its pool, a stream and the call's two tensors, made once.
+struct StageSetup {
+  Communicator comm;
+  std::unique_ptr<SymmAllocator> pool;
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<PoolNvfp4> send, recv;
+};
+
+StageSetup& stage_setup() {
+  static StageSetup* s = [] {
+    auto* o = new StageSetup;
+    o->comm = std::move(create_local_communicators({0}).front());
+    o->pool = std::make_unique<SymmAllocator>(o->comm, PoolOptions{64u << 20});
+    SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&o->stream, cudaStreamNonBlocking));
+    o->send = std::make_unique<PoolNvfp4>(*o->pool, kCount);
+    o->recv = std::make_unique<PoolNvfp4>(*o->pool, kCount);
+    return o;
+  }();
+  return *s;
+}
+
+// The planning of the call's parts, as the gather executor does it.
+void plan_parts(detail::PlannedCall& planned, const std::vector<detail::GatherPart>& parts,
+                cudaStream_t stream) {
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const detail::GatherPart& p = parts[i];
+    bytes += p.bytes[0];
+    planned.part(Slot::SendPart, static_cast<int>(i), p.send_name, p.send, p.bytes[0], false);
+    planned.part(Slot::RecvPart, static_cast<int>(i), p.recv_name, p.recv, p.bytes[0]);
+  }
+  planned.per_rank(bytes, true).staging_usable(false).lsa_kernel(true);
+  planned.decide(stream);
+}
+
+// The small-message kernel's arguments for `parts` on `state` (rank 0 of 1).
+detail::lsa::LlGatherArgs ll_args_of(const CommState& state,
+                                     const std::vector<detail::GatherPart>& parts) {
+  detail::lsa::LlGatherArgs a;
+  a.rank = state.rank;
+  a.size = state.size;
+  a.scratch = state.scratch.window;
+  a.calls = state.scratch.calls;
+  a.abort_word = detail::device_abort_word(state);
+  for (const detail::GatherPart& p : parts) {
+    a.segment[a.segments++] = detail::lsa::LlSegment{p.send, p.recv, p.bytes[0], a.lines};
+    a.lines += detail::lsa::ll_lines(p.bytes[0]);
+  }
+  return a;
+}
+
+template <class F>
+double seconds_per_call(F&& f) {
+  auto const start = std::chrono::steady_clock::now();
+  for (int k = 0; k < kCalls; ++k) f();
+  auto const end = std::chrono::steady_clock::now();
+  return std::chrono::duration<double>(end - start).count() / kCalls;
+}
+
+void BM_HostCostStage(benchmark::State& state) {
+  int const stage = static_cast<int>(state.range(0));
+  StageSetup* sp = nullptr;
+  try {
+    sp = &stage_setup();
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  StageSetup& s = *sp;
+  CommState& cs = *detail::state_of(s.comm);
+  Options const options;
+  ConstNvfp4View const send = s.send->view;
+  ConstNvfp4View const recv_view = s.recv->view;
+  detail::CollectiveCall const call =
+      detail::gather_call(detail::tensor_ref(send), detail::tensor_ref(recv_view));
+  std::vector<detail::GatherPart> const parts =
+      detail::tensor_parts(call.send, call.recv, 1, nullptr, nullptr);
+  detail::PlannedCall around(cs, Operation::AllGather, options, "all_gather");
+  plan_parts(around, parts, s.stream);
+  detail::lsa::LlGatherArgs const ll = ll_args_of(cs, parts);
+  const char* const labels[] = {
+      "entry: checks and validation", "parts and plan", "launch order around the kernel",
+      "the kernel's launch",          "the whole call", "empty kernel launch"};
+  for (auto _ : state) {
+    double t = 0.0;
+    switch (stage) {
+      case 0:
+        t = seconds_per_call([&] {
+          detail::validate_call(call, detail::usable_state(s.comm, "all_gather").size, cs.rank);
+        });
+        break;
+      case 1:
+        t = seconds_per_call([&] {
+          std::vector<detail::GatherPart> const p =
+              detail::tensor_parts(call.send, call.recv, 1, nullptr, nullptr);
+          detail::PlannedCall planned(cs, Operation::AllGather, options, "all_gather");
+          plan_parts(planned, p, s.stream);
+        });
+        break;
+      case 2:
+        t = seconds_per_call([&] {
+          around.before_enqueue(s.stream);
+          around.record(s.stream, "nvfp4", kCount);
+        });
+        break;
+      case 3:
+        t = seconds_per_call([&] { detail::lsa::ll_gather(ll, cs.caps.lsa_sm_share, s.stream); });
+        break;
+      case 4:
+        t = seconds_per_call([&] { all_gather(s.comm, send, s.recv->view, s.stream, options); });
+        break;
+      default:
+        t = seconds_per_call([&] { stage_empty_kernel<<<1, 1, 0, s.stream>>>(); });
+        SYMMCOMM_CUDA_TRY(cudaGetLastError());
+        break;
+    }
+    state.SetIterationTime(t);
+    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s.stream));
+  }
+  state.SetLabel(labels[stage]);
+}
+
+}  // namespace
+
+BENCHMARK(BM_HostCostStage)
+    ->DenseRange(0, 5)
+    ->ArgName("stage")
+    ->Iterations(kIterations)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace symmcomm::bench
