@@ -2,8 +2,8 @@
 # Prepares the "before" side of the host-cost comparison (docs/architecture.md's call path): the
 # source tree as it was before the one-descriptor call path landed (BEFORE_COMMIT, the parent of
 # the commit that introduced CollectiveCall), with this tree's host-cost benchmark
-# (bench/micro/host_cost_bench.cu) and operator-overhead script (bench/python/ops_overhead.py)
-# copied in, so that scripts/gpu_host_cost.sh builds and runs both trees in one device call and
+# (bench/micro/host_cost_bench.cu, with the one-rank world it includes, micro/one_rank.hpp)
+# and operator-overhead script (bench/python/ops_overhead.py) copied in, so that scripts/gpu_host_cost.sh builds and runs both trees in one device call and
 # the figures stand side by side. The benchmark did not exist before; it uses only APIs that
 # both trees share (all_gather on views, PoolNvfp4, RankWorld), so the same code times both.
 # Writes .host-cost-before/ (ignored through .git/info/exclude; carry it to the device). Needs
@@ -22,7 +22,7 @@ grep -qx '/.host-cost-before/' "$exclude" 2>/dev/null || echo '/.host-cost-befor
 rm -rf "$dest" && mkdir -p "$dest"
 git archive "$commit" -- CMakeLists.txt cmake include src bench/CMakeLists.txt bench/micro \
   bench/symmcomm_bench bench/python tests python scripts LICENSE | tar -x -C "$dest"
-cp bench/micro/host_cost_bench.cu "$dest/bench/micro/"
+cp bench/micro/host_cost_bench.cu bench/micro/one_rank.hpp "$dest/bench/micro/"
 cp bench/python/ops_overhead.py "$dest/bench/python/"
 # Add the benchmark to the old tree's micro-benchmark target (one source list in bench/).
 sed -i 's|micro/latency_ranks_bench.cu|micro/latency_ranks_bench.cu micro/host_cost_bench.cu|' \

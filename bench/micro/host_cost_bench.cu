@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "micro/one_rank.hpp"
 #include "micro/rank_world.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/comm/communicator.hpp"
@@ -139,24 +140,6 @@ void BM_HostCostStep(benchmark::State& state) {
   state.SetLabel(labels[step]);
   SYMMCOMM_CUDA_TRY(cudaEventDestroy(event));
   SYMMCOMM_CUDA_TRY(cudaStreamDestroy(s));
-}
-
-// A one-rank communicator with a pool and a stream, made once.
-struct OneRank {
-  Communicator comm;
-  std::unique_ptr<SymmAllocator> pool;
-  cudaStream_t stream = nullptr;
-};
-
-OneRank& one_rank() {
-  static OneRank* r = [] {
-    auto* o = new OneRank;
-    o->comm = std::move(create_local_communicators({0}).front());
-    o->pool = std::make_unique<SymmAllocator>(o->comm, PoolOptions{64u << 20});
-    SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&o->stream, cudaStreamNonBlocking));
-    return o;
-  }();
-  return *r;
 }
 
 // Rank-local tensors of one call: `count` elements from this rank, `ranks` x count gathered.

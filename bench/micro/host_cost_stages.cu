@@ -28,11 +28,10 @@
 #include "collectives/validate_call.hpp"
 #include "comm/dev_comm.hpp"
 #include "kernels/lsa_ll.hpp"
+#include "micro/one_rank.hpp"
 #include "micro/rank_world.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
-#include "symmcomm/comm/communicator.hpp"
 #include "symmcomm/error.hpp"
-#include "symmcomm/memory/symm_allocator.hpp"
 
 namespace symmcomm::bench {
 namespace {
@@ -43,25 +42,18 @@ constexpr std::size_t kCount = 2048;  // elements: 1 KiB of packed NVFP4 data
 
 __global__ void stage_empty_kernel() {}
 
-// A one-rank communicator, its pool, a stream and the call's two tensors, made once.
-struct StageSetup {
-  Communicator comm;
-  std::unique_ptr<SymmAllocator> pool;
-  cudaStream_t stream = nullptr;
+// The call's two tensors in the one-rank world's pool, made once.
+struct StageTensors {
   std::unique_ptr<PoolNvfp4> send, recv;
 };
 
-StageSetup& stage_setup() {
-  static StageSetup* s = [] {
-    auto* o = new StageSetup;
-    o->comm = std::move(create_local_communicators({0}).front());
-    o->pool = std::make_unique<SymmAllocator>(o->comm, PoolOptions{64u << 20});
-    SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&o->stream, cudaStreamNonBlocking));
-    o->send = std::make_unique<PoolNvfp4>(*o->pool, kCount);
-    o->recv = std::make_unique<PoolNvfp4>(*o->pool, kCount);
-    return o;
+StageTensors& stage_tensors() {
+  static StageTensors* t = [] {
+    OneRank& o = one_rank();
+    return new StageTensors{std::make_unique<PoolNvfp4>(*o.pool, kCount),
+                            std::make_unique<PoolNvfp4>(*o.pool, kCount)};
   }();
-  return *s;
+  return *t;
 }
 
 // The planning of the call's parts, as the gather executor does it.
@@ -104,20 +96,22 @@ double seconds_per_call(F&& f) {
 
 void BM_HostCostStage(benchmark::State& state) {
   int const stage = static_cast<int>(state.range(0));
-  StageSetup* sp = nullptr;
+  OneRank* one = nullptr;
+  StageTensors* tensors = nullptr;
   try {
-    sp = &stage_setup();
+    one = &one_rank();
+    tensors = &stage_tensors();
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return;
   }
-  StageSetup& s = *sp;
+  OneRank& s = *one;
   CommState& cs = *detail::state_of(s.comm);
   Options const options;
-  ConstNvfp4View const send = s.send->view;
-  ConstNvfp4View const recv_view = s.recv->view;
+  ConstNvfp4View const send = tensors->send->view;
+  Nvfp4View const recv = tensors->recv->view;
   detail::CollectiveCall const call =
-      detail::gather_call(detail::tensor_ref(send), detail::tensor_ref(recv_view));
+      detail::gather_call(detail::tensor_ref(send), detail::tensor_ref(ConstNvfp4View(recv)));
   std::vector<detail::GatherPart> const parts =
       detail::tensor_parts(call.send, call.recv, 1, nullptr, nullptr);
   detail::PlannedCall around(cs, Operation::AllGather, options, "all_gather");
@@ -152,7 +146,7 @@ void BM_HostCostStage(benchmark::State& state) {
         t = seconds_per_call([&] { detail::lsa::ll_gather(ll, cs.caps.lsa_sm_share, s.stream); });
         break;
       case 4:
-        t = seconds_per_call([&] { all_gather(s.comm, send, s.recv->view, s.stream, options); });
+        t = seconds_per_call([&] { all_gather(s.comm, send, recv, s.stream, options); });
         break;
       default:
         t = seconds_per_call([&] { stage_empty_kernel<<<1, 1, 0, s.stream>>>(); });
