@@ -3,8 +3,9 @@
 # source tree as it was before the one-descriptor call path landed (BEFORE_COMMIT, the parent of
 # the commit that introduced CollectiveCall), with this tree's host-cost benchmark
 # (bench/micro/host_cost_bench.cu, with the one-rank world it includes, micro/one_rank.hpp)
-# and operator-overhead script (bench/python/ops_overhead.py) copied in, so that scripts/gpu_host_cost.sh builds and runs both trees in one device call and
-# the figures stand side by side. The benchmark did not exist before; it uses only APIs that
+# and operator-overhead script (bench/python/ops_overhead.py) copied in, so that
+# scripts/gpu_host_cost.sh builds and runs both trees in one device call and the figures stand
+# side by side. The benchmark did not exist before; it uses only APIs that
 # both trees share (all_gather on views, PoolNvfp4, RankWorld), so the same code times both.
 # Writes .host-cost-before/ (ignored through .git/info/exclude; carry it to the device). Needs
 # git (run it here, not on the device machine).
