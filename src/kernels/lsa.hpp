@@ -244,7 +244,9 @@ void reduce_shards(const ShardTable& shards, DataType type, std::size_t count, v
 /// input or meeting peers) and lets the next one launch after its closing barrier, hiding launch
 /// latency between back-to-back kernels. Off by default (bench/micro/latency_ranks_bench.cu's
 /// variant 3 measures it against plain launches; docs/design-notes.md quotes the figures);
-/// SYMMCOMM_LSA_PDL=1 turns it on. Process-wide.
+/// SYMMCOMM_LSA_PDL=1 turns it on. Process-wide, and the same on every rank of a communicator:
+/// where ranks share a GPU it halves each launch's resident grid (lsa_launch.cuh's
+/// resident_grid), and the barrier kernels' CTAs meet their peers' CTAs of the same index.
 void set_programmatic_launch(bool on) noexcept;
 bool programmatic_launch() noexcept;
 
