@@ -38,6 +38,32 @@ TEST(LsaArgs, GatherSegmentsLandAfterTheRanksBefore) {
   EXPECT_EQ(l.segment[0].bytes, 0u);
 }
 
+// Per-rank sizes inline up to RankSizes::kInline ranks and on the heap past it: the same
+// answers either way, through copies too, and the last rank of a wide team lands after all
+// the others.
+TEST(LsaArgs, RankSizesAnswerTheSameInlineAndOnTheHeap) {
+  for (std::size_t const n : {std::size_t{1}, detail::RankSizes::kInline,
+                              detail::RankSizes::kInline + 1, std::size_t{72}}) {
+    detail::RankSizes const even(n, 48);
+    ASSERT_EQ(even.size(), n);
+    for (std::size_t r = 0; r < n; ++r) EXPECT_EQ(even[r], 48u) << n << " ranks, rank " << r;
+    std::vector<std::size_t> ragged(n);
+    for (std::size_t r = 0; r < n; ++r) ragged[r] = 16 * r + 1;
+    detail::RankSizes from_vector(ragged);
+    detail::RankSizes const copy = from_vector;
+    from_vector[0] = 7;  // the copy keeps its own sizes
+    EXPECT_EQ(std::vector<std::size_t>(copy.begin(), copy.end()), ragged) << n << " ranks";
+    EXPECT_EQ(from_vector[0], 7u);
+    char src = 0;
+    auto const a = detail::gather_args({detail::GatherPart{"send", &src, "recv", nullptr, copy}},
+                                       {0}, n - 1, n);
+    std::size_t before = 0;
+    for (std::size_t r = 0; r + 1 < n; ++r) before += ragged[r];
+    EXPECT_EQ(a.segment[0].dst.offset, before) << n << " ranks";
+    EXPECT_EQ(a.segment[0].bytes, ragged[n - 1]);
+  }
+}
+
 TEST(LsaArgs, SwizzledScalesShareOneMatrixAndTheLastRankZeroesThePadding) {
   std::vector<std::size_t> const counts{5 * 112, 130 * 112};
   auto* p = reinterpret_cast<std::uint8_t*>(std::uintptr_t{1} << 20);
