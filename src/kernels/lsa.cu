@@ -254,11 +254,7 @@ __global__ void ping_pong_kernel(P peers, SymRef flags) {
 template <class P, class Out>
 void launch_reduce(const P& p, int peers, const ReduceArgs& a, bool wide, unsigned grid,
                    int sm_share, cudaStream_t s) {
-  auto const go = [&](auto kernel) {
-    unsigned const g =
-        resident_grid(reinterpret_cast<const void*>(kernel), sm_share, grid, p.programmatic);
-    launch(kernel, g, s, p, a);
-  };
+  auto const go = [&](auto kernel) { launch_resident(kernel, sm_share, grid, s, p, a); };
   if (a.nvfp4() && peers == kUnrolledNvfp4Peers) {
     go(reduce_kernel<P, Out, true, 8, kUnrolledNvfp4Peers>);
   } else if (a.nvfp4()) {
@@ -318,10 +314,7 @@ void gather(const Peers& peers, const GatherArgs& args, cudaStream_t stream) {
   unsigned const grid = grid_for_units(args.grid_bytes / 64, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
     auto* kernel = gather_kernel<std::decay_t<decltype(p)>>;
-    launch(
-        kernel,
-        resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid, p.programmatic),
-        stream, p, g);
+    launch_resident(kernel, peers.sm_share, grid, stream, p, g);
   });
 }
 
@@ -407,10 +400,7 @@ void quantize_gather(const Peers& peers, const QuantizeGatherArgs& a, cudaStream
   with_policy(peers, [&](const auto& p) {
     using P = std::decay_t<decltype(p)>;
     auto* kernel = a.nvfp4() ? quantize_gather_nvfp4_kernel<P> : quantize_gather_fp8_kernel<P>;
-    launch(
-        kernel,
-        resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid, p.programmatic),
-        stream, p, a);
+    launch_resident(kernel, peers.sm_share, grid, stream, p, a);
   });
 }
 
@@ -437,10 +427,7 @@ void counted_gather(const Peers& peers, const CountedGatherArgs& a, cudaStream_t
   unsigned const grid = grid_for_units(a.grid_bytes / 64, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
     auto* kernel = counted_gather_kernel<std::decay_t<decltype(p)>>;
-    launch(
-        kernel,
-        resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid, p.programmatic),
-        stream, p, a);
+    launch_resident(kernel, peers.sm_share, grid, stream, p, a);
   });
 }
 

@@ -162,10 +162,7 @@ void counted_reduce(const Peers& peers, const CountedReduceArgs& args, cudaStrea
   unsigned const grid = grid_for_units(a.grid_bytes / 16, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
     auto* kernel = counted_reduce_kernel<std::decay_t<decltype(p)>>;
-    launch(
-        kernel,
-        resident_grid(reinterpret_cast<const void*>(kernel), peers.sm_share, grid, p.programmatic),
-        stream, p, a);
+    launch_resident(kernel, peers.sm_share, grid, stream, p, a);
   });
 }
 

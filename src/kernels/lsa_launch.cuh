@@ -132,6 +132,16 @@ void launch(void (*kernel)(Params...), unsigned grid, cudaStream_t stream, const
   SYMMCOMM_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, p, std::forward<Args>(args)...));
 }
 
+// launch() over the resident grid (resident_grid) of `grid` CTAs on `sm_share` SMs, halved where
+// the policy launches programmatically on a shared GPU: every grid-sized LSA launch goes here.
+template <class P, class... Params, class... Args>
+void launch_resident(void (*kernel)(Params...), int sm_share, unsigned grid, cudaStream_t stream,
+                     const P& p, Args&&... args) {
+  launch(kernel,
+         resident_grid(reinterpret_cast<const void*>(kernel), sm_share, grid, p.programmatic),
+         stream, p, std::forward<Args>(args)...);
+}
+
 // Runs `launch(policy)` with the policy `peers` describes.
 template <class Launch>
 void with_policy(const Peers& peers, Launch&& launch) {

@@ -363,10 +363,7 @@ void ll_gather(const LlGatherArgs& a, int sm_share, cudaStream_t stream) {
       grid_for_units(a.lines * static_cast<std::size_t>(a.size > 1 ? a.size - 1 : 1), kLlGridCap);
   LlLaunch flags;
   flags.programmatic = programmatic_launch();
-  launch(ll_gather_kernel,
-         resident_grid(reinterpret_cast<const void*>(ll_gather_kernel), sm_share, grid,
-                       flags.programmatic),
-         stream, flags, a);
+  launch_resident(ll_gather_kernel, sm_share, grid, stream, flags, a);
 #else
   (void)a;
   (void)sm_share;
@@ -408,11 +405,7 @@ void ll_reduce_scatter(const LlReduceArgs& a, int sm_share, cudaStream_t stream)
   flags.programmatic = programmatic_launch();
   LlReceive const mapping = ll_receive();
   flags.spread = quantized ? mapping != LlReceive::InOrder : mapping == LlReceive::Spread;
-  auto const go = [&](auto kernel) {
-    launch(kernel,
-           resident_grid(reinterpret_cast<const void*>(kernel), sm_share, grid, flags.programmatic),
-           stream, flags, a);
-  };
+  auto const go = [&](auto kernel) { launch_resident(kernel, sm_share, grid, stream, flags, a); };
   if (!quantized) {
     go(ll_reduce_scatter_kernel);
   } else if (a.type == DataType::Nvfp4) {

@@ -415,10 +415,7 @@ void ll_counted_gather(const LlCountedGatherArgs& a, int sm_share, cudaStream_t 
   unsigned const grid = grid_for_units(units, kLlGridCap);
   LlLaunch flags;
   flags.programmatic = programmatic_launch();
-  launch(ll_counted_gather_kernel,
-         resident_grid(reinterpret_cast<const void*>(ll_counted_gather_kernel), sm_share, grid,
-                       flags.programmatic),
-         stream, flags, a);
+  launch_resident(ll_counted_gather_kernel, sm_share, grid, stream, flags, a);
 #else
   (void)sm_share;
   (void)stream;
@@ -450,11 +447,7 @@ void ll_counted_reduce(const LlCountedReduceArgs& a, int sm_share, cudaStream_t 
   unsigned const grid = grid_for_units(lines, kLlGridCap);
   LlLaunch flags;
   flags.programmatic = programmatic_launch();
-  auto const go = [&](auto kernel) {
-    launch(kernel,
-           resident_grid(reinterpret_cast<const void*>(kernel), sm_share, grid, flags.programmatic),
-           stream, flags, a);
-  };
+  auto const go = [&](auto kernel) { launch_resident(kernel, sm_share, grid, stream, flags, a); };
   nvfp4 ? go(ll_counted_reduce_kernel<true>) : go(ll_counted_reduce_kernel<false>);
 #else
   (void)sm_share;
