@@ -3,6 +3,7 @@
 // (peers' NCCL windows: offsets inside the windows) and loopback (virtual ranks on one GPU:
 // offsets from each view's own pointer), so the two differ only in where their bases lie.
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -31,8 +32,11 @@ class RankSizes {
   RankSizes() = default;
   /// `ranks` entries of `each`.
   RankSizes(std::size_t ranks, std::size_t each) : n_(ranks) {
-    if (n_ > kInline) heap_.assign(n_, each);
-    for (std::size_t r = 0; r < n_ && r < kInline; ++r) inline_[r] = each;
+    if (n_ > kInline) {
+      heap_.assign(n_, each);
+    } else {
+      std::fill_n(inline_, n_, each);
+    }
   }
   /// A copy of `sizes` (tests, the loopback runs).
   RankSizes(const std::vector<std::size_t>& sizes) : RankSizes(sizes.size(), 0) {  // NOLINT
