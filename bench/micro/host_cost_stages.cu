@@ -1,8 +1,9 @@
 // Where the host time of an eager call goes: symmcomm's NVFP4 all-gather of 1 KiB of packed data
 // on a one-rank communicator (Auto: the small-message LSA kernel), each stage of its host path
 // alone, kCalls times back to back, beside the whole call and an empty kernel launch in the same
-// process. The stages add up to the call: what the difference between the call and the empty
-// launch (host_cost_bench.cu) is made of.
+// process. Stages 0-3 add up to a call that is planned (6): what the difference between that
+// call and the empty launch (host_cost_bench.cu) is made of; the same call repeated (4) is
+// replayed and skips stages 0 and 1 (collectives/replay.hpp).
 //
 // BM_HostCostStage/stage:
 //   0  the entry: the communicator's checks and the call's validation (usable_state,
@@ -12,8 +13,10 @@
 //   2  the launch order around the kernel: PlannedCall::before_enqueue and ::record (the capture
 //      query, the event record that marks the communicator's last use)
 //   3  the kernel's launch alone: lsa::ll_gather with its arguments built once
-//   4  the whole call: all_gather
+//   4  the whole call: all_gather, the same call every time (replayed: collectives/replay.hpp)
 //   5  an empty kernel launch (<<<1, 1>>>)
+//   6  the whole call alternating between two receive tensors: never the communicator's kept
+//      call, so validated and planned every time
 // The stream is drained after each iteration, outside the timing.
 
 #include <benchmark/benchmark.h>
@@ -44,13 +47,14 @@ __global__ void stage_empty_kernel() {}
 
 // The call's two tensors in the one-rank world's pool, made once.
 struct StageTensors {
-  std::unique_ptr<PoolNvfp4> send, recv;
+  std::unique_ptr<PoolNvfp4> send, recv, other_recv;
 };
 
 StageTensors& stage_tensors() {
   static StageTensors* t = [] {
     OneRank& o = one_rank();
     return new StageTensors{std::make_unique<PoolNvfp4>(*o.pool, kCount),
+                            std::make_unique<PoolNvfp4>(*o.pool, kCount),
                             std::make_unique<PoolNvfp4>(*o.pool, kCount)};
   }();
   return *t;
@@ -110,6 +114,7 @@ void BM_HostCostStage(benchmark::State& state) {
   Options const options;
   ConstNvfp4View const send = tensors->send->view;
   Nvfp4View const recv = tensors->recv->view;
+  Nvfp4View const other_recv = tensors->other_recv->view;
   detail::CollectiveCall const call =
       detail::gather_call(detail::tensor_ref(send), detail::tensor_ref(ConstNvfp4View(recv)));
   std::vector<detail::GatherPart> const parts =
@@ -118,8 +123,9 @@ void BM_HostCostStage(benchmark::State& state) {
   plan_parts(around, parts, s.stream);
   detail::lsa::LlGatherArgs const ll = ll_args_of(cs, parts);
   const char* const labels[] = {
-      "entry: checks and validation", "parts and plan", "launch order around the kernel",
-      "the kernel's launch",          "the whole call", "empty kernel launch"};
+      "entry: checks and validation",  "parts and plan", "launch order around the kernel",
+      "the kernel's launch",           "the whole call", "empty kernel launch",
+      "the whole call, never replayed"};
   for (auto _ : state) {
     double t = 0.0;
     switch (stage) {
@@ -148,10 +154,17 @@ void BM_HostCostStage(benchmark::State& state) {
       case 4:
         t = seconds_per_call([&] { all_gather(s.comm, send, recv, s.stream, options); });
         break;
-      default:
+      case 5:
         t = seconds_per_call([&] { stage_empty_kernel<<<1, 1, 0, s.stream>>>(); });
         SYMMCOMM_CUDA_TRY(cudaGetLastError());
         break;
+      default: {
+        int k = 0;
+        t = seconds_per_call([&] {
+          all_gather(s.comm, send, (k++ % 2 == 0) ? recv : other_recv, s.stream, options);
+        });
+        break;
+      }
     }
     state.SetIterationTime(t);
     SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s.stream));
@@ -162,7 +175,7 @@ void BM_HostCostStage(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_HostCostStage)
-    ->DenseRange(0, 5)
+    ->DenseRange(0, 6)
     ->ArgName("stage")
     ->Iterations(kIterations)
     ->UseManualTime()

@@ -12,6 +12,7 @@
 #include "core/cuda_utils.hpp"
 #include "executors.hpp"
 #include "kernels/lsa_ll.hpp"
+#include "replay.hpp"
 #include "scale_swizzle.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/error.hpp"
@@ -139,37 +140,53 @@ void enqueue_nccl(const CommState& state, const std::vector<GatherPart>& parts,
   group.end();
 }
 
+// The two launches of the LSA path, as replay.hpp keeps them.
+void launch_ll_gather(const CommState& state, const void* args, cudaStream_t stream) {
+  lsa::ll_gather(*static_cast<const lsa::LlGatherArgs*>(args), state.caps.lsa_sm_share, stream);
+}
+struct LsaGather {
+  lsa::Peers peers;
+  lsa::GatherArgs args;
+};
+void launch_lsa_gather(const CommState&, const void* args, cudaStream_t stream) {
+  const auto& g = *static_cast<const LsaGather*>(args);
+  lsa::gather(g.peers, g.args, stream);
+}
+
 // One launch pushes every part of this rank to every peer's window (lsa.cu), or, small and
-// unswizzled, lines with flags through the communicator's scratch without barriers (lsa_ll.hpp).
-void enqueue_lsa(const CommState& state, const PlannedCall& planned,
-                 const std::vector<GatherPart>& parts, cudaStream_t stream) {
+// unswizzled, lines with flags through the communicator's scratch without barriers
+// (lsa_ll.hpp). Returns the launch.
+ReplayLaunch enqueue_lsa(const CommState& state, const PlannedCall& planned,
+                         const std::vector<GatherPart>& parts, cudaStream_t stream) {
   if (equal_counts(parts) && !any_swizzled(parts)) {  // (at most kSlots parts here)
     lsa::LlGatherArgs const small = ll_args(state, parts);
     std::size_t send_total = 0;
     for (const GatherPart& p : parts) send_total += p.bytes[static_cast<std::size_t>(state.rank)];
     if (lsa::ll_fits(state.scratch.window != nullptr, send_total, small.lines)) {
-      lsa::ll_gather(small, state.caps.lsa_sm_share, stream);
-      return;
+      ReplayLaunch const launch = ReplayLaunch::of(launch_ll_gather, small);
+      launch.fn(state, launch.args, stream);
+      return launch;
     }
   }
-  lsa::Peers peers = lsa_peers(state);
+  LsaGather g{lsa_peers(state), {}};
   std::vector<std::size_t> base(parts.size());
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const Provenance& recv = planned.provenance(Slot::RecvPart, static_cast<int>(i));
-    peers.window[i] = recv.window;
+    g.peers.window[i] = recv.window;
     base[i] = recv.offset;
   }
-  lsa::gather(peers,
-              gather_args(parts, base, static_cast<std::size_t>(state.rank),
-                          static_cast<std::size_t>(state.size)),
-              stream);
+  g.args = gather_args(parts, base, static_cast<std::size_t>(state.rank),
+                       static_cast<std::size_t>(state.size));
+  ReplayLaunch const launch = ReplayLaunch::of(launch_lsa_gather, g);
+  launch.fn(state, launch.args, stream);
+  return launch;
 }
 
 }  // namespace
 
 void enqueue_gather(CommState& state, const PlannedCall& planned,
                     const std::vector<GatherPart>& parts, cudaStream_t stream,
-                    const Options& options) {
+                    const Options& options, ReplayLaunch* launched) {
   const Plan& plan = planned.plan();
   DeviceGuard guard(state.device);
   bool const nccl_swizzles = any_swizzled(parts) && plan.path != Path::LsaKernel;
@@ -196,7 +213,8 @@ void enqueue_gather(CommState& state, const PlannedCall& planned,
   }
   planned.before_enqueue(stream);
   if (plan.path == Path::LsaKernel) {
-    enqueue_lsa(state, planned, parts, stream);
+    ReplayLaunch const launch = enqueue_lsa(state, planned, parts, stream);
+    if (launched != nullptr) *launched = launch;
   } else if (plan.staged) {
     planned.refuse_in_group("staged path");
     enqueue_staged(state, parts, stream, options);
@@ -269,8 +287,10 @@ Plan execute_gather(CommState& state, const CollectiveCall& call, cudaStream_t s
   }
   PlannedCall planned(state, Operation::AllGather, options, operation);
   plan_gather(planned, state, parts, stream, options);
-  enqueue_gather(state, planned, parts, stream, options);
+  ReplayLaunch launched;
+  enqueue_gather(state, planned, parts, stream, options, &launched);
   planned.record(stream, type, count);
+  if (launched.fn != nullptr) keep_call(state, call, options, planned, launched, type, count);
   return planned.plan();
 }
 

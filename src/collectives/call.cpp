@@ -9,6 +9,7 @@
 
 #include "common.hpp"
 #include "executors.hpp"
+#include "replay.hpp"
 #include "symmcomm/error.hpp"
 #include "validate_call.hpp"
 
@@ -208,6 +209,8 @@ Plan run(const Communicator& comm, const CollectiveCall& call, cudaStream_t stre
     return execute(usable_state(comm, operation), call, stream, options);
   }
   CommState& state = usable_state(comm, operation);
+  // The communicator's previous call again (replay.hpp): validated and planned already.
+  if (Plan plan; replay_call(state, call, stream, options, plan)) return plan;
   validate_call(call, state.size, state.rank);
   return execute(state, call, stream, options);
 }

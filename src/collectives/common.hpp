@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <numeric>
 #include <vector>
 
@@ -35,6 +36,9 @@ void resolve_provenance(const CommState& comm, std::vector<PlannedBuffer>& buffe
 /// windows of `comm` (a Group is PlannedCall's business).
 bool staging_usable(const CommState& comm, const Options& options, std::size_t send_bytes,
                     std::size_t recv_bytes);
+
+/// SYMMCOMM_AGREE_PLANS=1: Options::agree_plan for every call (read once).
+bool agree_plans_from_environment() noexcept;
 
 /// plan_collective(request), agreed with every rank when Options::agree_plan (or
 /// SYMMCOMM_AGREE_PLANS=1) asks for it: then a rank that cannot plan, or plans another path
@@ -92,6 +96,9 @@ class PlannedCall {
   /// Resolves provenance and plans; once per call. @throws LogicError as plan_call does.
   const Plan& decide(cudaStream_t stream);
   const Plan& plan() const { return plan_; }
+  /// The provenance registry's generation read before the buffers were looked up: the plan
+  /// holds while it does (replay.hpp).
+  std::uint64_t generation() const noexcept { return generation_; }
   /// The provenance of the buffer in `slot` (part `index` of a Part slot); LogicError if none
   /// was added there (a bug in symmcomm).
   const Provenance& provenance(Slot slot, int index = -1) const;
@@ -116,6 +123,7 @@ class PlannedCall {
   bool in_group_;
   PlanRequest request_;
   Plan plan_;
+  std::uint64_t generation_ = 0;
   bool decided_ = false;
 };
 

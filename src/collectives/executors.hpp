@@ -10,6 +10,7 @@
 #include "call.hpp"
 #include "common.hpp"
 #include "lsa_args.hpp"
+#include "replay.hpp"
 
 namespace symmcomm::detail {
 
@@ -38,9 +39,11 @@ std::vector<GatherPart> tensor_parts(const TensorRef& send, const TensorRef& rec
 /// Enqueues `parts` on the path `planned` decided, without recording the plan: the gather
 /// executor's body, and the second half of a quantize_all_gather that did not fuse (the parts
 /// of its quantized copy). Swizzled parts on NCCL's paths go through workspace from `options`.
+/// On symmcomm's LSA path the enqueue is one launch, which `launched` (when not null) is set
+/// to (replay.hpp); elsewhere it is left as it was.
 void enqueue_gather(CommState& state, const PlannedCall& planned,
                     const std::vector<GatherPart>& parts, cudaStream_t stream,
-                    const Options& options);
+                    const Options& options, ReplayLaunch* launched = nullptr);
 
 /// Enqueues the fallback of an equal-count reduce-scatter of `call` (checked, not planned: the
 /// caller's plan chose the fallback): NCCL's sum for BF16/FP32, else the quantized all-to-all

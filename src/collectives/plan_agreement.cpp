@@ -17,15 +17,16 @@
 #include "symmcomm/runtime.hpp"
 
 namespace symmcomm::detail {
-namespace {
 
-bool agree_plans_from_environment() {
+bool agree_plans_from_environment() noexcept {
   static bool const on = [] {
     const char* v = std::getenv("SYMMCOMM_AGREE_PLANS");
     return v != nullptr && std::string(v) == "1";
   }();
   return on;
 }
+
+namespace {
 
 // A plan as one word: path and staging, or kPlanFailed.
 constexpr std::uint32_t kPlanFailed = 0xFFu;

@@ -215,6 +215,7 @@ PlannedCall& PlannedCall::quantize_first(const void* staging, std::size_t bytes)
 
 const Plan& PlannedCall::decide(cudaStream_t stream) {
   SYMMCOMM_EXPECTS(!decided_, operation_ << ": planned twice (a bug in symmcomm)");
+  generation_ = ProvenanceAccess::generation(ProvenanceRegistry::global());
   resolve_provenance(state_, request_.buffers);
   plan_ = plan_call(state_, request_, options_, stream, operation_);
   decided_ = true;

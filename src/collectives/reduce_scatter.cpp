@@ -30,6 +30,24 @@ ncclDataType_t nccl_type(DataType t) {
 }
 
 // NCCL's sum of equal shards (plain or symmetric: NCCL decides from its own window lookup).
+// The launches of the LSA paths, as replay.hpp keeps them.
+void launch_ll_reduce_scatter(const CommState& state, const void* args, cudaStream_t stream) {
+  lsa::ll_reduce_scatter(*static_cast<const lsa::LlReduceArgs*>(args), state.caps.lsa_sm_share,
+                         stream);
+}
+struct LsaReduce {
+  lsa::Peers peers;
+  lsa::ReduceArgs args;
+};
+void launch_lsa_reduce(const CommState&, const void* args, cudaStream_t stream) {
+  const auto& r = *static_cast<const LsaReduce*>(args);
+  lsa::reduce(r.peers, r.args, stream);
+}
+ReplayLaunch launch_now(const CommState& state, const ReplayLaunch& launch, cudaStream_t stream) {
+  launch.fn(state, launch.args, stream);
+  return launch;
+}
+
 void enqueue_native(const CommState& state, const CollectiveCall& call, cudaStream_t stream) {
   SYMMCOMM_NCCL_TRY(ncclReduceScatter(call.send.data, call.recv.data, call.recv.count,
                                       nccl_type(call.send.dtype), ncclSum, state.comm, stream));
@@ -57,6 +75,7 @@ Plan native_reduce_scatter(CommState& state, const CollectiveCall& call, cudaStr
   Plan const plan = planned.decide(stream);
   DeviceGuard guard(state.device);
   planned.before_enqueue(stream);
+  ReplayLaunch launched;
   if (plan.path == Path::LsaKernel) {
     lsa::LlReduceArgs a;
     a.send = call.send.data;
@@ -67,7 +86,7 @@ Plan native_reduce_scatter(CommState& state, const CollectiveCall& call, cudaStr
     a.scratch = state.scratch.window;
     a.calls = state.scratch.calls;
     a.abort_word = device_abort_word(state);
-    lsa::ll_reduce_scatter(a, state.caps.lsa_sm_share, stream);
+    launched = launch_now(state, ReplayLaunch::of(launch_ll_reduce_scatter, a), stream);
   } else if (plan.staged) {
     planned.refuse_in_group("staged path");
     SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(options.staging.send, call.send.data, send_bytes,
@@ -95,6 +114,9 @@ Plan native_reduce_scatter(CommState& state, const CollectiveCall& call, cudaStr
     group.end();
   }
   planned.record(stream, to_string(type), call.send.count);
+  if (launched.fn != nullptr) {
+    keep_call(state, call, options, planned, launched, to_string(type), call.send.count);
+  }
   return plan;
 }
 
@@ -181,9 +203,11 @@ const char* send_scale_name(const QuantizedInput& in) {
 }
 
 // Push (kernels/lsa_ll.hpp): each rank writes the shards its peers own into their scratch lines
-// and sums its own; no barrier, and the send buffers are read only by their own rank.
-void push_reduce_scatter(const detail::CommState& state, const QuantizedInput& in, void* out,
-                         bool out_fp32, std::size_t shard, cudaStream_t stream) {
+// and sums its own; no barrier, and the send buffers are read only by their own rank. Returns
+// the launch.
+detail::ReplayLaunch push_reduce_scatter(const detail::CommState& state, const QuantizedInput& in,
+                                         void* out, bool out_fp32, std::size_t shard,
+                                         cudaStream_t stream) {
   detail::lsa::LlReduceArgs a;
   a.type = in.type;
   a.send = in.data;
@@ -197,7 +221,7 @@ void push_reduce_scatter(const detail::CommState& state, const QuantizedInput& i
   a.scratch = state.scratch.window;
   a.calls = state.scratch.calls;
   a.abort_word = detail::device_abort_word(state);
-  detail::lsa::ll_reduce_scatter(a, state.caps.lsa_sm_share, stream);
+  return launch_now(state, detail::ReplayLaunch::of(launch_ll_reduce_scatter, a), stream);
 }
 
 // Whether symmcomm's LSA path sums this call with the push-model kernel: equal shards that fit
@@ -208,10 +232,13 @@ bool push_fits(const detail::CommState& state, const QuantizedInput& in, std::si
          detail::lsa::ll_reduce_fits(state.scratch.window != nullptr, in.type, shard);
 }
 
-void lsa_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
-                        const QuantizedOutput& out, const detail::PlannedCall& call,
-                        std::size_t my_displacement, bool equal_shards, cudaStream_t stream,
-                        const Options& options) {
+// Returns the launch where the call was that one launch alone (a BF16 or FP32 output the
+// kernel writes directly); else a launch without a function.
+detail::ReplayLaunch lsa_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
+                                        const QuantizedOutput& out, const detail::PlannedCall& call,
+                                        std::size_t my_displacement, bool equal_shards,
+                                        cudaStream_t stream, const Options& options) {
+  detail::ReplayLaunch alone;
   float* temp = nullptr;
   if (requantizes(out.type)) {
     temp = static_cast<float*>(
@@ -222,7 +249,7 @@ void lsa_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
     auto push_into = [&](auto* dst) {
       bool const fp32 = std::is_same_v<std::remove_pointer_t<decltype(dst)>, float>;
       if (reinterpret_cast<std::uintptr_t>(dst) % 16 == 0) {
-        push_reduce_scatter(state, in, dst, fp32, out.count, stream);
+        alone = push_reduce_scatter(state, in, dst, fp32, out.count, stream);
         return;
       }
       // An output the kernel's 16-byte stores cannot reach: the sum goes through the
@@ -233,7 +260,7 @@ void lsa_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
       SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(dst, aligned, bytes, cudaMemcpyDeviceToDevice, stream));
     };
     write_output(out, temp, push_into, stream);
-    return;
+    return requantizes(out.type) ? detail::ReplayLaunch{} : alone;
   }
   detail::lsa::Peers peers = detail::lsa_peers(state);
   const Provenance& data = call.provenance(Slot::SendData);
@@ -253,9 +280,11 @@ void lsa_reduce_scatter(detail::CommState& state, const QuantizedInput& in,
   auto reduce_into = [&](auto* dst) {
     a.out = dst;
     a.out_fp32 = std::is_same_v<std::remove_pointer_t<decltype(dst)>, float>;
-    detail::lsa::reduce(peers, a, stream);
+    alone =
+        launch_now(state, detail::ReplayLaunch::of(launch_lsa_reduce, LsaReduce{peers, a}), stream);
   };
   write_output(out, temp, reduce_into, stream);
+  return requantizes(out.type) ? detail::ReplayLaunch{} : alone;
 }
 
 // All-to-all of quantized shards into a workspace, then a local fp32 reduction.
@@ -358,14 +387,19 @@ Plan quantized_reduce_scatter(CommState& state, const CollectiveCall& call, cuda
   Plan const plan = planned.decide(stream);
   auto const displ = displacements(shard_counts);
   planned.before_enqueue(stream);
+  ReplayLaunch launched;
   if (plan.path == Path::LsaKernel) {
     bool const equal_shards = std::all_of(shard_counts.begin(), shard_counts.end(),
                                           [&](std::size_t c) { return c == out.count; });
-    lsa_reduce_scatter(state, in, out, planned, displ[me], equal_shards, stream, options);
+    launched =
+        lsa_reduce_scatter(state, in, out, planned, displ[me], equal_shards, stream, options);
   } else {
     fallback_reduce_scatter(state, in, out, shard_counts, displ, stream, options, planned);
   }
   planned.record(stream, to_string(in.type), in.count);
+  if (launched.fn != nullptr) {
+    keep_call(state, call, options, planned, launched, to_string(in.type), in.count);
+  }
   return plan;
 }
 

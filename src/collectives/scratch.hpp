@@ -1,10 +1,12 @@
 #pragma once
 // Private: what the collectives keep per communicator (attached to its CommState, which knows
 // it only as an opaque object): the workspace of fallbacks that need one (quantized
-// reduce-scatter, device-count calls, swizzled scales on NCCL's paths) and Options::agree_plan's
-// device words.
+// reduce-scatter, device counts, swizzled scales on NCCL's paths), Options::agree_plan's
+// device words and the call kept for replay (replay.hpp).
 
 #include <cstddef>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -13,6 +15,11 @@
 #include "symmcomm/collectives/options.hpp"
 
 namespace symmcomm::detail {
+
+struct KeptCall;  // replay.cpp
+struct KeptCallDeleter {
+  void operator()(KeptCall* kept) const noexcept;
+};
 
 struct CollectiveScratch {
   explicit CollectiveScratch(int on_device) : device(on_device) {}
@@ -30,6 +37,10 @@ struct CollectiveScratch {
   std::vector<void*> retired;
   /// Options::agree_plan's words (one per rank, and this rank's), made on first use.
   void* agreement = nullptr;
+  /// The communicator's last call that ran as one launch of symmcomm's kernel (replay.hpp),
+  /// under `replay_mutex`.
+  std::mutex replay_mutex;
+  std::unique_ptr<KeptCall, KeptCallDeleter> kept;
 };
 
 /// The collectives' scratch of `state`, made on first use.

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <sstream>
 #include <vector>
 
@@ -99,6 +100,9 @@ struct ProvenanceRegistry::State {
   // Per communicator (a handful per process: a linear scan beats hashing, whose modulo alone
   // costs more than the scan on the hot path).
   std::vector<CommWindows> by_comm;
+  // Bumped by every change of the windows (under the write lock): an answer looked up at one
+  // generation holds for as long as the generation stays (collectives/replay.hpp).
+  std::atomic<std::uint64_t> generation{0};
 };
 
 ProvenanceRegistry::ProvenanceRegistry() : state_(std::make_unique<State>()) {}
@@ -138,6 +142,7 @@ void ProvenanceRegistry::add(const WindowEntry& entry) {
                              << " bytes) overlaps a window already registered on communicator "
                              << entry.comm_id);
   windows.insert(it, entry);
+  state_->generation.fetch_add(1, std::memory_order_release);
 }
 
 bool ProvenanceRegistry::overlaps(std::uint64_t comm_id, const void* base,
@@ -166,6 +171,7 @@ bool ProvenanceRegistry::remove(std::uint64_t comm_id, const void* base) noexcep
   if (it == windows.end() || it->base != b) return false;
   windows.erase(it);
   if (windows.empty()) by_comm.erase(found);
+  state_->generation.fetch_add(1, std::memory_order_release);
   return true;
 }
 
@@ -259,6 +265,10 @@ void ProvenanceAccess::lookup_strided(const ProvenanceRegistry& registry,
     state.lookup_locked(queries[i].ptr, queries[i].bytes, comm_id, mine,
                         *reinterpret_cast<Provenance*>(base + i * out_stride));
   }
+}
+
+std::uint64_t ProvenanceAccess::generation(const ProvenanceRegistry& registry) noexcept {
+  return registry.state_->generation.load(std::memory_order_acquire);
 }
 
 }  // namespace detail

@@ -74,6 +74,9 @@ struct ProvenanceAccess {
   static void lookup_strided(const ProvenanceRegistry& registry,
                              const ProvenanceRegistry::Query* queries, std::size_t count,
                              std::uint64_t comm_id, Provenance* out, std::size_t out_stride);
+  /// A number that changes whenever a window is added or removed anywhere: lookups made at one
+  /// generation give the same answers while it holds.
+  static std::uint64_t generation(const ProvenanceRegistry& registry) noexcept;
 };
 
 }  // namespace symmcomm::detail

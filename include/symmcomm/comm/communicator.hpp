@@ -47,10 +47,16 @@ struct Capabilities {
 /// @brief Per-communicator counters of collective calls by path (thread-safe).
 struct CommStats {
   std::array<std::atomic<std::uint64_t>, kPathCount> calls{};
+  /// @brief Of those, calls that repeated the communicator's previous call of symmcomm's kernel
+  /// exactly (same tensors, options and windows) and were launched with its plan and arguments,
+  /// without being validated and planned again.
+  std::atomic<std::uint64_t> replayed{0};
   /// @brief Calls that took `path` so far.
   std::uint64_t count(Path path) const noexcept {
     return calls[static_cast<std::size_t>(path)].load(std::memory_order_relaxed);
   }
+  /// @brief Calls replayed so far (see `replayed`).
+  std::uint64_t replays() const noexcept { return replayed.load(std::memory_order_relaxed); }
 };
 
 class Communicator;

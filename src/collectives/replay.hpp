@@ -1,0 +1,81 @@
+#pragma once
+// Private: a communicator's last call that ran as one launch of symmcomm's own kernel, kept so
+// that the same call again launches without being validated, resolved and planned again.
+//
+// Engines call the same collective on the same buffers every step (a decode layer's dispatch
+// and combine): descriptor, options and windows are what they were, and so is the plan. A
+// communicator keeps one such call. The next call is replayed only when
+//   - every field of its descriptor and of its options equals the kept call's (equal counts,
+//     no extra items: the descriptor is then the whole input of validation and planning),
+//   - no window was added or removed anywhere since the kept call was planned (the provenance
+//     registry's generation), so every buffer's provenance and the plan are the same,
+//   - the launch switch that planning reads (lsa::ll_gather_enabled) is unchanged,
+//   - it is not inside a Group and plan agreement is off (both change how a call runs).
+// A replay still checks the communicator usable, orders the launch after the communicator's
+// last windowed work and records the call as the full path does (stats, last use, graphs).
+// Anything else runs the full path, which keeps the call again where it ended in one launch.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "collectives/call.hpp"
+#include "comm/comm_state.hpp"
+#include "symmcomm/collectives/options.hpp"
+
+namespace symmcomm::detail {
+
+class PlannedCall;
+
+/// One launch of symmcomm's kernel: the function that launches it and its arguments, copied.
+struct ReplayLaunch {
+  using Fn = void (*)(const CommState& state, const void* args, cudaStream_t stream);
+  static constexpr std::size_t kMaxArgBytes = 1024;
+
+  Fn fn = nullptr;
+  std::size_t bytes = 0;
+  alignas(16) unsigned char args[kMaxArgBytes];
+
+  /// `fn` with a copy of `args` (trivially copyable: the kernels' argument structs are).
+  template <class Args>
+  static ReplayLaunch of(Fn fn, const Args& args) noexcept {
+    static_assert(std::is_trivially_copyable_v<Args>, "launch arguments are copied as bytes");
+    static_assert(sizeof(Args) <= kMaxArgBytes, "launch arguments exceed ReplayLaunch's room");
+    static_assert(alignof(Args) <= 16, "launch arguments need more alignment than kept");
+    ReplayLaunch l;
+    l.fn = fn;
+    l.bytes = sizeof(Args);
+    std::memcpy(l.args, &args, sizeof(Args));
+    return l;
+  }
+  template <class Args>
+  const Args& as() const noexcept {
+    return *reinterpret_cast<const Args*>(args);
+  }
+};
+
+/// Whether `call` with `options` may be kept and replayed at all (see the top of this file;
+/// the Group is checked where the call runs).
+bool replayable(const CollectiveCall& call, const Options& options) noexcept;
+
+/// Field-by-field equality of what validation and planning read.
+bool same_call(const CollectiveCall& a, const CollectiveCall& b) noexcept;
+bool same_options(const Options& a, const Options& b) noexcept;
+
+/// Replays `call` when it is the communicator's kept call (see the top of this file): launches
+/// it on `stream` with the bookkeeping of the full path, sets `plan` and returns true. False,
+/// having done nothing: run the full path.
+bool replay_call(CommState& state, const CollectiveCall& call, cudaStream_t stream,
+                 const Options& options, Plan& plan);
+
+/// After the full path enqueued `call` as the single launch `launch` (planned by `planned`,
+/// recorded with `type` and `count`): keeps it for replay_call when replayable. A call whose
+/// enqueue was more than that one launch must not be kept.
+void keep_call(CommState& state, const CollectiveCall& call, const Options& options,
+               const PlannedCall& planned, const ReplayLaunch& launch, const char* type,
+               std::size_t count);
+
+}  // namespace symmcomm::detail
