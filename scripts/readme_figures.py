@@ -74,8 +74,11 @@ def latency_table(spec):
     rank count and size, each the median (min-max) of the repetitions paired one by one; a
     "before" column where asked; the spec's "title" above the table where given."""
     times = {}
-    doc = json.load(open(os.path.join(ROOT, spec["file"])))
-    for b in doc["benchmarks"]:
+    files = [spec["file"]] if isinstance(spec["file"], str) else spec["file"]
+    benchmarks = []
+    for f in files:
+        benchmarks += json.load(open(os.path.join(ROOT, f)))["benchmarks"]
+    for b in benchmarks:
         m = _LATENCY.match(b.get("name", ""))
         if b.get("run_type") != "iteration" or b.get("error_occurred") or not m:
             continue
@@ -91,7 +94,8 @@ def latency_table(spec):
         return span(r, 2)
 
     sizes = spec["bytes"]
-    head = ["ranks sharing one H200"] + ["%d KiB" % (s // 1024) for s in sizes]
+    head = ["ranks sharing one %s" % spec.get("gpu", "H200")]
+    head += ["%d KiB" % (s // 1024) for s in sizes]
     if "before" in spec:
         head.append("%d KiB, %s" % (sizes[0] // 1024, spec["before"]["label"]))
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -103,10 +107,11 @@ def latency_table(spec):
     runs = min((len(v) for v in times.values()), default=0)
     lines.append("")
     lines.append("Ours / the better of NCCL's symmetric and plain %s, median "
-                 "(min-max) over %d repetitions paired one by one%s: [%s](%s)."
+                 "(min-max) over %d repetitions paired one by one%s: [%s](%s)%s."
                  % (spec.get("reference", "calls of the same bytes"), runs,
                     " (< %d)" % MIN_RUNS if runs < MIN_RUNS else "",
-                    os.path.basename(os.path.dirname(spec["file"])), spec["file"]))
+                    os.path.basename(os.path.dirname(files[0])), files[0],
+                    "" if len(files) == 1 else " (+%d files)" % (len(files) - 1)))
     if "title" in spec:
         lines = [spec["title"], ""] + lines
     return "\n".join(lines)
