@@ -20,8 +20,8 @@ and the rest, beside NCCL's symmetric call of the same bytes).
        bench/plot.py --ragged OUT_PREFIX MICRO.json
 Reads BM_RaggedGather / BM_RaggedCombine results (with --benchmark_repetitions) and writes
 OUT_PREFIX_ragged.md: per case each variant's median time, and the device-count calls (one
-launch; counts in the lines; counts in the lines with the counts known) against the better of
-the two padded calls (Auto; NCCL's call), paired repetition by repetition: median (min-max).
+launch; counts in the lines) against the better of the two padded calls (Auto; NCCL's call),
+paired repetition by repetition: median (min-max).
 """
 import json
 import re
@@ -230,8 +230,7 @@ def plot_latency(prefix, path):
 
 
 RAGGED_VARIANTS = {0: "device counts, fallback", 1: "padded, Auto", 2: "host counts",
-                   3: "device counts, one launch", 4: "counts in the lines", 5: "padded, NCCL",
-                   6: "counts in the lines, known"}
+                   3: "device counts, one launch", 4: "counts in the lines", 5: "padded, NCCL"}
 _RAGGED = re.compile(r"BM_Ragged(Gather|Combine)/ranks:(\d+)/mean_tokens:(\d+)/variant:(\d)"
                      r"(?:/nvfp4:(\d))?/graph:(\d)")
 
@@ -265,14 +264,13 @@ def ragged_markdown(runs, context):
     variants = sorted({v for by_variant in runs.values() for v in by_variant})
     header = (["op", "in", "ranks", "mean tokens", "launch"] +
               [RAGGED_VARIANTS[v] for v in variants] +
-              ["one launch / better padded", "in the lines / better padded",
-               "known counts / better padded"])
+              ["one launch / better padded", "in the lines / better padded"])
     out = [f"# Device-count calls against the padded call: {context}", "",
            "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for (op, dtype, ranks, mean, graph), by_variant in sorted(runs.items()):
         cells = [f"{statistics.median(by_variant[v]):.2f} us" if v in by_variant else "-"
                  for v in variants]
-        cells += [_fmt_ratio(_ratio_padded(by_variant, v)) for v in (3, 4, 6)]
+        cells += [_fmt_ratio(_ratio_padded(by_variant, v)) for v in (3, 4)]
         out.append(f"| {op.lower()} | {dtype} | {ranks} | {mean} | "
                    f"{'graph' if graph else 'eager'} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"

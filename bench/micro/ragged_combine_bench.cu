@@ -15,10 +15,7 @@
 //      slot;
 //   5  padded to capacity on NCCL's BF16 reduce-scatter (Options::path = Fallback; NCCL takes its
 //      symmetric kernel on the pool's windows): the BF16 baseline of the same element count for
-//      both inputs (NCCL has no NVFP4);
-//   6  variant 4 with the counts known (DeviceCounts::known: every rank's count and offset in
-//      place before the call, as the layer's dispatch leaves them): the rows are pushed at once,
-//      every peer's count line read after them.
+//      both inputs (NCCL has no NVFP4).
 // Fourth argument: 0 BF16 expert outputs, 1 NVFP4 (per-rank global scales, summed in fp32 into
 // BF16); variant 5 runs once, under 0. Fifth: 1 = the calls captured in one CUDA graph per rank and
 // replayed. Time per call, the slowest rank's, host launch cost excluded (rank_world.hpp);
@@ -45,14 +42,7 @@ namespace {
 
 constexpr std::size_t kHidden = 7168;
 
-enum Variant {
-  kDeviceCounts = 0,
-  kPadded = 1,
-  kOneLaunch = 3,
-  kInLines = 4,
-  kPaddedNccl = 5,
-  kKnownInLines = 6
-};
+enum Variant { kDeviceCounts = 0, kPadded = 1, kOneLaunch = 3, kInLines = 4, kPaddedNccl = 5 };
 
 // One case's tensors on every rank and its counts: `send` holds comm.size() x capacity rows
 // (compact for device counts, rank r's shard at r x capacity when padded), `recv` capacity rows.
@@ -78,24 +68,12 @@ CombineCase combine_case(RankWorld& w, RankBuffers& b, std::size_t mean, int var
   k.scales = b.get(all / 16, true);
   k.global = b.get(4, true);
   k.recv = b.get(k.cap_elems * 2, true);
-  bool const lines = variant == kInLines || variant == kKnownInLines;
-  k.dc =
-      std::make_unique<RankDeviceCounts>(b, w.size(), k.capacity, variant == kOneLaunch || lines);
-  // Every rank's count and offset, as a dispatch's gather leaves them (variant 6 reads them).
-  std::vector<std::int32_t> offsets;
-  std::int32_t sum = 0;
-  for (std::int32_t c : k.counts) {
-    offsets.push_back(sum);
-    sum += c;
-  }
+  k.dc = std::make_unique<RankDeviceCounts>(b, w.size(), k.capacity,
+                                            variant == kOneLaunch || variant == kInLines);
   on_every_rank(w.size(), [&](int r) {
     auto const i = static_cast<std::size_t>(r);
     cudaStream_t const s = w.ranks[i].stream;
     k.dc->upload(w, r, k.counts);
-    if (variant == kKnownInLines) {
-      support::upload_on(s, k.dc->all_counts[i], k.counts);
-      support::upload_on(s, k.dc->offsets[i], offsets);
-    }
     support::upload_value_on(s, k.global[i], 1.0f);
     // Block scale codes of 1.0 (e4m3 0x38), so NVFP4 sums are finite.
     SYMMCOMM_CUDA_TRY(cudaMemsetAsync(k.scales[i], 0x38, all / 16, s));
@@ -121,8 +99,7 @@ Path combine_call(RankWorld& w, const CombineCase& k, int r) {
         .path;
   }
   options.path = k.variant == kDeviceCounts ? PathChoice::Fallback : PathChoice::LsaKernel;
-  DeviceCounts dc = k.dc->of(r);
-  dc.known = k.variant == kKnownInLines;
+  DeviceCounts const dc = k.dc->of(r);
   return (k.nvfp4 ? reduce_scatterv(me.comm, nv, out, kHidden, dc, me.stream, options)
                   : reduce_scatterv(me.comm, bf, out, kHidden, dc, me.stream, options))
       .path;
@@ -138,17 +115,16 @@ void BM_RaggedCombine(benchmark::State& state) {
   RankBuffers b(*w);
   CombineCase const k =
       combine_case(*w, b, static_cast<std::size_t>(state.range(1)), variant, nvfp4);
-  CountsInLines const lines(variant == kInLines || variant == kKnownInLines);
+  CountsInLines const lines(variant == kInLines);
   std::atomic<int> taken{static_cast<int>(Path::Fallback)};
   auto const call = [&](int r) { taken.store(static_cast<int>(combine_call(*w, k, r))); };
   warm_up_ranks(*w, call);
   time_ragged(state, *w, call, graph);
-  const char* const name = variant == kDeviceCounts   ? "device counts"
-                           : variant == kPadded       ? "padded to capacity"
-                           : variant == kOneLaunch    ? "device counts, one launch"
-                           : variant == kInLines      ? "device counts in the lines"
-                           : variant == kKnownInLines ? "device counts in the lines, known"
-                                                      : "padded, NCCL's bf16 reduce-scatter";
+  const char* const name = variant == kDeviceCounts ? "device counts"
+                           : variant == kPadded     ? "padded to capacity"
+                           : variant == kOneLaunch  ? "device counts, one launch"
+                           : variant == kInLines    ? "device counts in the lines"
+                                                    : "padded, NCCL's bf16 reduce-scatter";
   state.SetLabel(std::to_string(n) + " ranks, " + (k.nvfp4 ? "nvfp4 in, " : "bf16 in, ") + name +
                  ", " + to_string(static_cast<Path>(taken.load())) +
                  (graph ? ", graph" : ", eager"));
@@ -168,9 +144,8 @@ void combine_args(benchmark::internal::Benchmark* b) {
         bool const fits = detail::lsa::ll_counted_reduce_lines(
                               type, 2 * static_cast<std::size_t>(mean), kHidden) <=
                           detail::kLlMaxBytesPerRank / detail::kLlLineData;
-        for (int variant :
-             {kDeviceCounts, kPadded, kOneLaunch, kInLines, kPaddedNccl, kKnownInLines}) {
-          if ((variant == kInLines || variant == kKnownInLines) && !fits) continue;
+        for (int variant : {kDeviceCounts, kPadded, kOneLaunch, kInLines, kPaddedNccl}) {
+          if (variant == kInLines && !fits) continue;
           if (variant == kPaddedNccl && nvfp4 != 0) continue;  // one BF16 baseline per row
           for (int graph : {0, 1}) b->Args({n, mean, variant, nvfp4, graph});
         }

@@ -319,7 +319,6 @@ void enqueue_ll_counted_reduce(const CommState& state, const PlannedCall& planne
   a.out = static_cast<bf16*>(call.recv.data);
   a.row_elements = call.row_elements;
   fill_ll_counts(a, state, call.device_counts);
-  a.known = call.device_counts.known;
   planned.before_enqueue(stream);
   lsa::ll_counted_reduce(a, state.caps.lsa_sm_share, stream);
 }

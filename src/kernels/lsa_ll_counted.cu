@@ -36,8 +36,6 @@ struct CountedShared {
   std::int32_t raw[kMaxRanks];
   std::int32_t first_row[kMaxRanks + 1];
   int aborted;
-  int mismatch;          // known counts: a peer's lines disagreed with them
-  std::uint32_t digest;  // known counts: of this rank's copy of them (counts_digest)
 };
 
 // Where every rank's rows are, from every rank's count line (line 0 of its slot in `mine_half`;
@@ -270,16 +268,13 @@ __device__ __forceinline__ void push_peer_rows(const LlCountedReduceArgs& a,
 __device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& a,
                                                      const CountedRows<true>& cr,
                                                      const char* mine_half, std::size_t rows,
-                                                     std::size_t first,
-                                                     const std::int32_t (&from_rows)[kMaxRanks],
-                                                     std::uint32_t flag) {
+                                                     std::size_t first, std::uint32_t flag) {
   std::size_t const items = rows * cr.row / 16, all = a.capacity * cr.row / 16;
   const unsigned char* const own = static_cast<const unsigned char*>(a.send) + first * cr.row_bytes;
   const std::uint8_t* const own_scales = a.block_scales + first * cr.row_scales;
   for (std::size_t i = global_thread(); i < all; i += grid_threads()) {
     float acc[16] = {};
     for (int r = 0; i < items && r < a.size; ++r) {
-      if (i >= static_cast<std::size_t>(from_rows[r]) * cr.row / 16) continue;  // not sent
       RawItem<true, 8> item;
       float s;
       uint2 d, sc, g;
@@ -308,17 +303,13 @@ __device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& 
 __device__ __forceinline__ void reduce_counted_bf16(const LlCountedReduceArgs& a,
                                                     const CountedRows<false>& cr,
                                                     const char* mine_half, std::size_t rows,
-                                                    std::size_t first,
-                                                    const std::int32_t (&from_rows)[kMaxRanks],
-                                                    std::uint32_t flag) {
+                                                    std::size_t first, std::uint32_t flag) {
   std::size_t const mine_bytes = rows * cr.row_bytes, all_bytes = a.capacity * cr.row_bytes;
   std::size_t const mine_lines = ll_lines(mine_bytes), all_lines = ll_lines(all_bytes);
   const unsigned char* const own = static_cast<const unsigned char*>(a.send) + first * cr.row_bytes;
   for (std::size_t l = global_thread(); l < all_lines; l += grid_threads()) {
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
     for (int r = 0; l < mine_lines && r < a.size; ++r) {
-      if (l >= ll_lines(static_cast<std::size_t>(from_rows[r]) * cr.row_bytes))
-        continue;  // not sent
       uint2 d;
       if (r == a.rank) {
         d = read_raw(own, mine_bytes, l * kLlLineData);
@@ -331,91 +322,12 @@ __device__ __forceinline__ void reduce_counted_bf16(const LlCountedReduceArgs& a
   }
 }
 
-// Known counts (LlCountedReduceArgs::known): the prefix of every rank's count clamped to
-// 0..capacity from this rank's own copy of the counts, into sh.raw and sh.first_row, and a digest
-// of the copy (FNV-1a over the counts: ranks whose copies differ tell so through their scale
-// line), by thread 0 of every CTA; CTA 0 sets overflow for a count outside 0..capacity, as
-// read_counts does.
-__device__ __forceinline__ void known_counts(const LlCountedReduceArgs& a, CountedShared& sh) {
-  if (threadIdx.x == 0) {
-    auto const cap = static_cast<std::int32_t>(a.capacity);
-    std::int32_t sum = 0;
-    std::uint32_t digest = 2166136261u;
-    bool over = false;
-    for (int q = 0; q < a.size; ++q) {
-      std::int32_t const v = a.counts[q];
-      std::int32_t const clamped = clamp_count(v, cap);
-      over = over || clamped != v;
-      sh.raw[q] = v;
-      sh.first_row[q] = sum;
-      sum += clamped;
-      digest = (digest ^ static_cast<std::uint32_t>(v)) * 16777619u;
-    }
-    sh.first_row[a.size] = sum;
-    sh.digest = digest;
-    sh.aborted = 0;
-    sh.mismatch = 0;
-    if (blockIdx.x == 0 && over) *a.overflow = 1;
-  }
-  __syncthreads();
-}
-
-// Known counts: this rank's count line into every peer's slot (byte `at`), its raw count beside
-// the rows pushed to that peer.
-__device__ __forceinline__ void store_count_lines(const LlCountedReduceArgs& a,
-                                                  char* const (&slots)[kMaxRanks], std::size_t at,
-                                                  std::int32_t mine_raw,
-                                                  const std::int32_t (&first_row)[kMaxRanks + 1],
-                                                  std::uint32_t flag) {
-  for (int j = 1; j < a.size; ++j) {
-    int const p = rotated(a.rank, j, a.size);
-    auto const rows = static_cast<unsigned>(first_row[p + 1] - first_row[p]);
-    store_line(slots[p] + at, make_uint4(static_cast<unsigned>(mine_raw), flag, rows, flag));
-  }
-}
-
-// Known counts: every peer's count and scale lines, the call's token, after the push. The rows a
-// peer sent this rank (at most this rank's own) into from_rows; CTA 0 sets overflow where a
-// peer's raw count, its rows for this rank or its digest of the counts disagree with this rank's.
-// False when the communicator was aborted while a thread waited. Every thread of the CTA calls
-// it.
-__device__ __forceinline__ bool read_tokens(const LlCountedReduceArgs& a, const char* mine_half,
-                                            std::int32_t mine_raw, std::uint32_t flag,
-                                            CountedShared& sh,
-                                            std::int32_t (&from_rows)[kMaxRanks]) {
-  int const me = a.rank, n = a.size;
-  std::int32_t const rows = sh.first_row[me + 1] - sh.first_row[me];
-  for (int q = static_cast<int>(threadIdx.x); q < n; q += static_cast<int>(blockDim.x)) {
-    std::int32_t raw = mine_raw, sent = rows;
-    std::uint32_t digest = sh.digest;
-    if (q != me) {
-      uint2 d, s;
-      if (wait_line(mine_half, q, 0, flag, a.abort_word, d) &&
-          wait_line(mine_half, q, 1, flag, a.abort_word, s)) {
-        raw = static_cast<std::int32_t>(d.x);
-        sent = static_cast<std::int32_t>(d.y);
-        digest = s.y;
-      } else {
-        atomicExch(&sh.aborted, 1);
-        raw = sh.raw[q];
-        sent = 0;
-      }
-    }
-    if (raw != sh.raw[q] || sent != rows || digest != sh.digest) atomicExch(&sh.mismatch, 1);
-    from_rows[q] = clamp_count(sent, rows);
-  }
-  __syncthreads();
-  if (threadIdx.x == 0 && blockIdx.x == 0 && sh.mismatch != 0 && sh.aborted == 0) *a.overflow = 1;
-  return sh.aborted == 0;
-}
-
 template <bool kNvfp4>
 __global__ void __launch_bounds__(kThreads)
     ll_counted_reduce_kernel(const LlLaunch launch_flags,
                              const __grid_constant__ LlCountedReduceArgs a) {
   programmatic_wait(launch_flags);
   __shared__ CountedShared sh;
-  __shared__ std::int32_t from_rows[kMaxRanks];  // the rows each rank's lines carry for this rank
   int const n = a.size;
   int const me = a.rank;
   CountedRows<kNvfp4> const cr(a);
@@ -426,40 +338,23 @@ __global__ void __launch_bounds__(kThreads)
   std::uint32_t const flag = call_flag(c);
   std::size_t const half = call_half(c, n);
   std::size_t const at = half + static_cast<std::size_t>(me) * kLlSlotBytes;
+  // Count and scale to every peer.
   std::size_t const first = global_thread();
-  const char* const mine_half = sh.slots[me] + half;
-  std::uint32_t const scale_word = kNvfp4 ? __float_as_uint(*a.scale) : 0u;
-  bool ok = true;
-  if (a.known) {
-    // The counts are known: push at once, then hear from every peer (its count line).
-    known_counts(a, sh);
-    if (first == 0) store_count_lines(a, sh.slots, at, mine_raw, sh.first_row, flag);
-    if (first == 1) {
-      store_to_peers(sh.slots, me, n, at, 1, make_uint2(scale_word, sh.digest), flag);
-    }
-    push_peer_rows(a, cr, sh.slots, at, sh.first_row, flag);
-    ok = read_tokens(a, mine_half, mine_raw, flag, sh, from_rows);
-  } else {
-    // Count and scale to every peer; every peer's count, then the rows.
-    if (first < 2) {
-      uint2 const d =
-          first == 0 ? make_uint2(static_cast<unsigned>(mine_raw), 0u) : make_uint2(scale_word, 0u);
-      store_to_peers(sh.slots, me, n, at, first, d, flag);
-    }
-    ok = read_counts(a, mine_half, mine_raw, flag, sh);
-    if (ok) push_peer_rows(a, cr, sh.slots, at, sh.first_row, flag);
-    for (int q = static_cast<int>(threadIdx.x); q < n; q += static_cast<int>(blockDim.x)) {
-      from_rows[q] = ok ? sh.first_row[me + 1] - sh.first_row[me] : 0;
-    }
-    __syncthreads();
+  if (first < 2) {
+    uint2 const d = first == 0 ? make_uint2(static_cast<unsigned>(mine_raw), 0u)
+                               : make_uint2(kNvfp4 ? __float_as_uint(*a.scale) : 0u, 0u);
+    store_to_peers(sh.slots, me, n, at, first, d, flag);
   }
+  const char* const mine_half = sh.slots[me] + half;
+  bool const ok = read_counts(a, mine_half, mine_raw, flag, sh);
+  if (ok) push_peer_rows(a, cr, sh.slots, at, sh.first_row, flag);
   // This rank's rows summed over every rank in rank order; out's rows past them 0.
   auto const rows = static_cast<std::size_t>(ok ? sh.first_row[me + 1] - sh.first_row[me] : 0);
   auto const my_first = static_cast<std::size_t>(ok ? sh.first_row[me] : 0);
   if constexpr (kNvfp4) {
-    reduce_counted_nvfp4(a, cr, mine_half, rows, my_first, from_rows, flag);
+    reduce_counted_nvfp4(a, cr, mine_half, rows, my_first, flag);
   } else {
-    reduce_counted_bf16(a, cr, mine_half, rows, my_first, from_rows, flag);
+    reduce_counted_bf16(a, cr, mine_half, rows, my_first, flag);
   }
   advance_call(a.calls, c);
   programmatic_release(launch_flags);

@@ -119,13 +119,6 @@ struct LlCountedReduceArgs : LlCountsArgs {
   const float* scale = nullptr;                ///< NVFP4: this rank's global scale
   bf16* out = nullptr;                         ///< capacity rows, local (NVFP4: 16-byte aligned)
   std::size_t row_elements = 0;                ///< NVFP4: a multiple of 16
-  /// `counts` and `offsets` hold every rank's count already (DeviceCounts::known): the kernel
-  /// takes the prefix from them and pushes before it reads any peer's line; each rank's count
-  /// line then carries, per receiver, the rows pushed to it, read as the call's token (the
-  /// reuse argument only needs every call to hear from every peer) and checked against the
-  /// known counts (a mismatch sets `overflow`; the receiver adds only the rows a peer sent, so
-  /// no rank waits for rows that never come).
-  bool known = false;
 };
 
 /// Lines a slot needs for a reduce-scatter of `capacity` rows of `row_elements` from `type`:

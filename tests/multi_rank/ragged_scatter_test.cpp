@@ -32,15 +32,12 @@ namespace {
 // eager rounds, one graph replayed with new counts (0 rows and capacity among them), a count
 // above capacity. Rows of `row` elements (vector items where row % 8 == 0, else element by
 // element). Values are multiples of 1/8 below 4 in magnitude: every partial sum of up to 8 ranks
-// is exact in bf16, so every path's result is the exact sum, bit for bit. `known`: the counts and
-// offsets are uploaded before each call as the dispatch's gather would have written them
-// (DeviceCounts::known), and must read back unchanged.
-void bf16_scatter_device_counts(PathChoice path, std::size_t row, bool known = false) {
+// is exact in bf16, so every path's result is the exact sum, bit for bit.
+void bf16_scatter_device_counts(PathChoice path, std::size_t row) {
   World& w = world();
   int const n = w.size, me = w.rank;
   auto const un = static_cast<std::size_t>(n);
-  SCOPED_TRACE(std::string(to_string(path)) + ", rows of " + std::to_string(row) +
-               (known ? ", counts known" : ""));
+  SCOPED_TRACE(std::string(to_string(path)) + ", rows of " + std::to_string(row));
   Options options;
   options.path = path;
   bool const lsa = path == PathChoice::LsaKernel || (path == PathChoice::Auto && lsa_can());
@@ -57,36 +54,20 @@ void bf16_scatter_device_counts(PathChoice path, std::size_t row, bool known = f
   PoolArray<std::int32_t> count(1), counts(un), offsets(un), overflow(1);
   send.upload(to_bf16_bits(mine_values));
   overflow.upload({0});
-  DeviceCounts dc{count.get(), kCapacity, counts.get(), offsets.get(), overflow.get()};
-  dc.known = known;
+  DeviceCounts const dc{count.get(), kCapacity, counts.get(), offsets.get(), overflow.get()};
   auto const call = [&] {
     return reduce_scatterv(w.comm, Bf16Span{reinterpret_cast<bf16*>(send.get()), full},
                            Bf16Span{reinterpret_cast<bf16*>(recv.get()), kCapacity * row}, row, dc,
                            w.stream, options);
   };
-  // The exclusive prefix of the counts clamped to 0..capacity, and each clamped count.
-  auto const prefix_of = [](const std::vector<std::int32_t>& c,
-                            std::vector<std::int32_t>& clamped) {
-    std::vector<std::int32_t> prefix;
+  auto const expect = [&](const std::vector<std::int32_t>& wanted, const std::string& at) {
+    std::vector<std::int32_t> clamped, prefix;
     std::int32_t sum = 0;
-    for (std::int32_t v : c) {
-      clamped.push_back(std::min<std::int32_t>(std::max(v, 0), kCapacity));
+    for (std::int32_t c : wanted) {
+      clamped.push_back(std::min<std::int32_t>(std::max(c, 0), kCapacity));
       prefix.push_back(sum);
       sum += clamped.back();
     }
-    return prefix;
-  };
-  // This rank's count, and every rank's count and offset where they are known before the call.
-  auto const set_counts = [&](const std::vector<std::int32_t>& c) {
-    count.upload({c[static_cast<std::size_t>(me)]});
-    if (!known) return;
-    std::vector<std::int32_t> clamped;
-    counts.upload(c);
-    offsets.upload(prefix_of(c, clamped));
-  };
-  auto const expect = [&](const std::vector<std::int32_t>& wanted, const std::string& at) {
-    std::vector<std::int32_t> clamped;
-    std::vector<std::int32_t> const prefix = prefix_of(wanted, clamped);
     auto const first = static_cast<std::size_t>(prefix[static_cast<std::size_t>(me)]);
     auto const rows = static_cast<std::size_t>(clamped[static_cast<std::size_t>(me)]);
     std::vector<float> want(kCapacity * row, 0.0f);
@@ -106,9 +87,9 @@ void bf16_scatter_device_counts(PathChoice path, std::size_t row, bool known = f
   };
   for (int round = 0; round < 3; ++round) {
     auto const c = round_counts(round, n);
-    if (!known) counts.poison();
-    set_counts(c);
+    count.upload({c[static_cast<std::size_t>(me)]});
     recv.poison();
+    counts.poison();
     Plan const plan = call();
     sync();
     expect_device_count_plan(plan, path, lsa);
@@ -123,7 +104,7 @@ void bf16_scatter_device_counts(PathChoice path, std::size_t row, bool known = f
   SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
   for (int round = 3; round < 7; ++round) {
     auto const c = round_counts(round == 6 ? 1 : round, n);
-    set_counts(c);
+    count.upload({c[static_cast<std::size_t>(me)]});
     recv.poison();
     SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, w.stream));
     sync();
@@ -131,7 +112,7 @@ void bf16_scatter_device_counts(PathChoice path, std::size_t row, bool known = f
   }
   auto c = round_counts(0, n);
   c[0] = static_cast<std::int32_t>(kCapacity) + 5;
-  set_counts(c);
+  count.upload({c[static_cast<std::size_t>(me)]});
   recv.poison();
   SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, w.stream));
   sync();
@@ -164,51 +145,6 @@ TEST(MultiRankRagged, Bf16ReduceScatterWithCountsInTheLines) {
     bf16_scatter_device_counts(PathChoice::Auto, 36);
   }
   EXPECT_EQ(ll_kernel_calls() - before, 2u * 8u) << "calls that took the counts-in-lines kernel";
-}
-
-// The same with the counts known before the call (DeviceCounts::known: the combine of a layer
-// whose dispatch gathered them): the kernel pushes at once and checks every peer's count line
-// after; counts and offsets are read, not written. Then one rank's copy of the counts differs
-// from the others': every rank raises overflow (a peer's digest of the counts, or its rows for
-// this rank, disagree) and no rank waits for rows that were never sent.
-TEST(MultiRankRagged, Bf16ReduceScatterWithKnownCountsInTheLines) {
-  if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
-  const auto& state = detail::state_of(world().comm);
-  if (state->scratch.window == nullptr) GTEST_SKIP() << "no scratch window (SYMMCOMM_LSA_LL=0)";
-  World& w = world();
-  int const n = w.size, me = w.rank;
-  auto const un = static_cast<std::size_t>(n);
-  std::uint32_t const before = ll_kernel_calls();
-  CountsInLines const on(true);
-  bf16_scatter_device_counts(PathChoice::LsaKernel, 256, true);
-  bf16_scatter_device_counts(PathChoice::Auto, 36, true);
-  EXPECT_EQ(ll_kernel_calls() - before, 2u * 8u) << "calls that took the counts-in-lines kernel";
-  // Rank 0's copy says rank 1 has one row fewer than it has.
-  std::size_t const row = 64, full = un * kCapacity * row;
-  PoolArray<std::uint16_t> send(full), recv(kCapacity * row);
-  PoolArray<std::int32_t> count(1), counts(un), offsets(un), overflow(1);
-  send.upload(std::vector<std::uint16_t>(full, float_to_bf16_bits(1.0f)));
-  std::vector<std::int32_t> c = round_counts(0, n);
-  c[1] = 5;
-  count.upload({c[static_cast<std::size_t>(me)]});
-  if (me == 0) c[1] = 4;
-  std::vector<std::int32_t> prefix;
-  std::int32_t sum = 0;
-  for (std::int32_t v : c) {
-    prefix.push_back(sum);
-    sum += v;
-  }
-  counts.upload(c);
-  offsets.upload(prefix);
-  overflow.upload({0});
-  DeviceCounts dc{count.get(), kCapacity, counts.get(), offsets.get(), overflow.get()};
-  dc.known = true;
-  reduce_scatterv(w.comm, Bf16Span{reinterpret_cast<bf16*>(send.get()), full},
-                  Bf16Span{reinterpret_cast<bf16*>(recv.get()), kCapacity * row}, row, dc,
-                  w.stream);
-  sync();
-  EXPECT_TRUE(overflowed(w.comm, dc, w.stream)) << "one rank's copy of the counts differed";
-  EXPECT_SAME_VECTORS(counts.download(), c, "the known counts, read and not written");
 }
 
 // Reduce-scatter with shard sizes on the device: this rank's rows of the sum land at the top of

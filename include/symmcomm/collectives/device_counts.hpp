@@ -48,14 +48,6 @@ struct DeviceCounts {
   std::int32_t* counts = nullptr;       ///< [comm.size()]: written with every rank's count
   std::int32_t* offsets = nullptr;      ///< [comm.size()]: written with the exclusive prefix
   std::int32_t* overflow = nullptr;     ///< set to 1 when a count is outside 0..capacity
-  /// @brief `counts` and `offsets` already hold every rank's count and their prefix, as the
-  /// device-count all-gather of the same step wrote them (a DP-attention layer's combine passes
-  /// the DeviceCounts its dispatch filled): read, not written. The reduce-scatter that carries
-  /// counts in the scratch lines then pushes every peer's rows at once instead of waiting for
-  /// their counts first; a peer whose count disagrees sets `overflow` (and adds only the rows it
-  /// sent). The other paths exchange the counts anyway and write the same values. Every rank
-  /// must pass the same.
-  bool known = false;
 };
 
 /// @brief Another tensor gathered with the same row counts in the same call (vLLM gathers
