@@ -140,19 +140,6 @@ void enqueue_nccl(const CommState& state, const std::vector<GatherPart>& parts,
   group.end();
 }
 
-// The two launches of the LSA path, as replay.hpp keeps them.
-void launch_ll_gather(const CommState& state, const void* args, cudaStream_t stream) {
-  lsa::ll_gather(*static_cast<const lsa::LlGatherArgs*>(args), state.caps.lsa_sm_share, stream);
-}
-struct LsaGather {
-  lsa::Peers peers;
-  lsa::GatherArgs args;
-};
-void launch_lsa_gather(const CommState&, const void* args, cudaStream_t stream) {
-  const auto& g = *static_cast<const LsaGather*>(args);
-  lsa::gather(g.peers, g.args, stream);
-}
-
 // One launch pushes every part of this rank to every peer's window (lsa.cu), or, small and
 // unswizzled, lines with flags through the communicator's scratch without barriers
 // (lsa_ll.hpp). Returns the launch.
@@ -163,23 +150,19 @@ ReplayLaunch enqueue_lsa(const CommState& state, const PlannedCall& planned,
     std::size_t send_total = 0;
     for (const GatherPart& p : parts) send_total += p.bytes[static_cast<std::size_t>(state.rank)];
     if (lsa::ll_fits(state.scratch.window != nullptr, send_total, small.lines)) {
-      ReplayLaunch const launch = ReplayLaunch::of(launch_ll_gather, small);
-      launch.fn(state, launch.args, stream);
-      return launch;
+      return ll_launch<lsa::LlGatherArgs, lsa::ll_gather>(small).now(state, stream);
     }
   }
-  LsaGather g{lsa_peers(state), {}};
+  lsa::Peers peers = lsa_peers(state);
   std::vector<std::size_t> base(parts.size());
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const Provenance& recv = planned.provenance(Slot::RecvPart, static_cast<int>(i));
-    g.peers.window[i] = recv.window;
+    peers.window[i] = recv.window;
     base[i] = recv.offset;
   }
-  g.args = gather_args(parts, base, static_cast<std::size_t>(state.rank),
-                       static_cast<std::size_t>(state.size));
-  ReplayLaunch const launch = ReplayLaunch::of(launch_lsa_gather, g);
-  launch.fn(state, launch.args, stream);
-  return launch;
+  lsa::GatherArgs const args = gather_args(parts, base, static_cast<std::size_t>(state.rank),
+                                           static_cast<std::size_t>(state.size));
+  return peers_launch<lsa::GatherArgs, lsa::gather>(peers, args).now(state, stream);
 }
 
 }  // namespace

@@ -210,7 +210,7 @@ Plan run(const Communicator& comm, const CollectiveCall& call, cudaStream_t stre
   }
   CommState& state = usable_state(comm, operation);
   // The communicator's previous call again (replay.hpp): validated and planned already.
-  if (Plan plan; replay_call(state, call, stream, options, plan)) return plan;
+  if (Plan plan; replay_call(state, call, operation, stream, options, plan)) return plan;
   validate_call(call, state.size, state.rank);
   return execute(state, call, stream, options);
 }

@@ -30,24 +30,6 @@ ncclDataType_t nccl_type(DataType t) {
 }
 
 // NCCL's sum of equal shards (plain or symmetric: NCCL decides from its own window lookup).
-// The launches of the LSA paths, as replay.hpp keeps them.
-void launch_ll_reduce_scatter(const CommState& state, const void* args, cudaStream_t stream) {
-  lsa::ll_reduce_scatter(*static_cast<const lsa::LlReduceArgs*>(args), state.caps.lsa_sm_share,
-                         stream);
-}
-struct LsaReduce {
-  lsa::Peers peers;
-  lsa::ReduceArgs args;
-};
-void launch_lsa_reduce(const CommState&, const void* args, cudaStream_t stream) {
-  const auto& r = *static_cast<const LsaReduce*>(args);
-  lsa::reduce(r.peers, r.args, stream);
-}
-ReplayLaunch launch_now(const CommState& state, const ReplayLaunch& launch, cudaStream_t stream) {
-  launch.fn(state, launch.args, stream);
-  return launch;
-}
-
 void enqueue_native(const CommState& state, const CollectiveCall& call, cudaStream_t stream) {
   SYMMCOMM_NCCL_TRY(ncclReduceScatter(call.send.data, call.recv.data, call.recv.count,
                                       nccl_type(call.send.dtype), ncclSum, state.comm, stream));
@@ -86,7 +68,7 @@ Plan native_reduce_scatter(CommState& state, const CollectiveCall& call, cudaStr
     a.scratch = state.scratch.window;
     a.calls = state.scratch.calls;
     a.abort_word = device_abort_word(state);
-    launched = launch_now(state, ReplayLaunch::of(launch_ll_reduce_scatter, a), stream);
+    launched = ll_launch<lsa::LlReduceArgs, lsa::ll_reduce_scatter>(a).now(state, stream);
   } else if (plan.staged) {
     planned.refuse_in_group("staged path");
     SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(options.staging.send, call.send.data, send_bytes,
@@ -221,7 +203,8 @@ detail::ReplayLaunch push_reduce_scatter(const detail::CommState& state, const Q
   a.scratch = state.scratch.window;
   a.calls = state.scratch.calls;
   a.abort_word = detail::device_abort_word(state);
-  return launch_now(state, detail::ReplayLaunch::of(launch_ll_reduce_scatter, a), stream);
+  return detail::ll_launch<detail::lsa::LlReduceArgs, detail::lsa::ll_reduce_scatter>(a).now(
+      state, stream);
 }
 
 // Whether symmcomm's LSA path sums this call with the push-model kernel: equal shards that fit
@@ -280,8 +263,8 @@ detail::ReplayLaunch lsa_reduce_scatter(detail::CommState& state, const Quantize
   auto reduce_into = [&](auto* dst) {
     a.out = dst;
     a.out_fp32 = std::is_same_v<std::remove_pointer_t<decltype(dst)>, float>;
-    alone =
-        launch_now(state, detail::ReplayLaunch::of(launch_lsa_reduce, LsaReduce{peers, a}), stream);
+    alone = detail::peers_launch<detail::lsa::ReduceArgs, detail::lsa::reduce>(peers, a).now(
+        state, stream);
   };
   write_output(out, temp, reduce_into, stream);
   return requantizes(out.type) ? detail::ReplayLaunch{} : alone;

@@ -108,8 +108,8 @@ bool same_options(const Options& a, const Options& b) noexcept {
          a.agree_plan == b.agree_plan;
 }
 
-bool replay_call(CommState& state, const CollectiveCall& call, cudaStream_t stream,
-                 const Options& options, Plan& plan) {
+bool replay_call(CommState& state, const CollectiveCall& call, const char* operation,
+                 cudaStream_t stream, const Options& options, Plan& plan) {
   if (!replayable(call, options) || Group::active()) return false;
   CollectiveScratch& scratch = scratch_of(state);
   ReplayLaunch launch;
@@ -135,7 +135,7 @@ bool replay_call(CommState& state, const CollectiveCall& call, cudaStream_t stre
   before_enqueue(state, options, plan, kNone, stream);
   launch.fn(state, launch.args, stream);
   state.stats.replayed.fetch_add(1, std::memory_order_relaxed);
-  record_plan(state, plan, kNone, stream, operation_name(call), type, count);
+  record_plan(state, plan, kNone, stream, operation, type, count);
   return true;
 }
 

@@ -24,6 +24,7 @@
 
 #include "collectives/call.hpp"
 #include "comm/comm_state.hpp"
+#include "kernels/lsa.hpp"
 #include "symmcomm/collectives/options.hpp"
 
 namespace symmcomm::detail {
@@ -51,11 +52,39 @@ struct ReplayLaunch {
     std::memcpy(l.args, &args, sizeof(Args));
     return l;
   }
-  template <class Args>
-  const Args& as() const noexcept {
-    return *reinterpret_cast<const Args*>(args);
+  /// Launches it on `stream` now; returns it (to be kept).
+  const ReplayLaunch& now(const CommState& state, cudaStream_t stream) const {
+    fn(state, args, stream);
+    return *this;
   }
 };
+
+/// A scratch-window kernel's launch, `Launch(args, sm_share, stream)` (kernels/lsa_ll.hpp),
+/// with the communicator's SM share.
+template <class Args, void (*Launch)(const Args&, int, cudaStream_t)>
+ReplayLaunch ll_launch(const Args& args) noexcept {
+  return ReplayLaunch::of(
+      [](const CommState& state, const void* a, cudaStream_t stream) {
+        Launch(*static_cast<const Args*>(a), state.caps.lsa_sm_share, stream);
+      },
+      args);
+}
+
+/// A barrier kernel's launch with its peer policy, `Launch(peers, args, stream)`
+/// (kernels/lsa.hpp).
+template <class Args, void (*Launch)(const lsa::Peers&, const Args&, cudaStream_t)>
+ReplayLaunch peers_launch(const lsa::Peers& peers, const Args& args) noexcept {
+  struct WithPeers {
+    lsa::Peers peers;
+    Args args;
+  };
+  return ReplayLaunch::of(
+      [](const CommState&, const void* a, cudaStream_t stream) {
+        const auto& w = *static_cast<const WithPeers*>(a);
+        Launch(w.peers, w.args, stream);
+      },
+      WithPeers{peers, args});
+}
 
 /// Whether `call` with `options` may be kept and replayed at all (see the top of this file;
 /// the Group is checked where the call runs).
@@ -68,8 +97,8 @@ bool same_options(const Options& a, const Options& b) noexcept;
 /// Replays `call` when it is the communicator's kept call (see the top of this file): launches
 /// it on `stream` with the bookkeeping of the full path, sets `plan` and returns true. False,
 /// having done nothing: run the full path.
-bool replay_call(CommState& state, const CollectiveCall& call, cudaStream_t stream,
-                 const Options& options, Plan& plan);
+bool replay_call(CommState& state, const CollectiveCall& call, const char* operation,
+                 cudaStream_t stream, const Options& options, Plan& plan);
 
 /// After the full path enqueued `call` as the single launch `launch` (planned by `planned`,
 /// recorded with `type` and `count`): keeps it for replay_call when replayable. A call whose
