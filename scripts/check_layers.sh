@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks the include graph of the library against its layers (README, "Layout"):
 #   core < formats < comm < memory < kernels < collectives < tools (C ABI, umbrella header)
+#   < bindings (the C++ PyTorch operators, over the C ABI)
 # A file may include its own layer and the layers below it, never one above. Prints each
 # upward include and exits 1 if there is any. Usage: scripts/check_layers.sh
 set -euo pipefail
@@ -15,6 +16,7 @@ layer_of() {  # layer_of <repo path> -> rank and name, or nothing for files outs
     src/testing/symmcomm/testing/loopback.hpp) echo "5 collectives" ;;
     include/symmcomm/collectives/*|src/collectives/*) echo "5 collectives" ;;
     include/symmcomm/c_api.h|src/c_api/*|src/tools/*|include/symmcomm/symmcomm.hpp) echo "6 tools" ;;
+    src/torch_ops/*) echo "7 bindings" ;;
     include/symmcomm/*|src/core/*) echo "0 core" ;;
   esac
 }

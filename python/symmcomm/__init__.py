@@ -253,8 +253,12 @@ class Communicator:
     def release(self):
         """Releases the handle (an owned communicator is destroyed once its pools are gone).
         Destroy CUDA graphs that captured its collectives first: NCCL keeps a communicator
-        while such a graph lives (symmcomm then warns and leaks it rather than wait)."""
+        while such a graph lives (symmcomm then warns and leaks it rather than wait). The names
+        symmcomm.ops.register_communicator gave it are forgotten first."""
         if self._handle is not None:
+            ops = sys.modules.get("symmcomm.ops")  # its operators must not reach a freed handle
+            if ops is not None:
+                ops._forget(self)
             _check(_lib.symmcomm_comm_release(self._handle))
             self._handle = None
 

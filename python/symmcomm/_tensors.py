@@ -244,13 +244,15 @@ def _path_arg(path):
 def _stream_arg(stream, device=None):
     """The cudaStream_t (int) for `stream`: an int, a torch.cuda.Stream, or None for PyTorch's
     current stream of CUDA device `device` (an index: the communicator's, or a checked tensor's;
-    0 without PyTorch or without a device)."""
+    0 without PyTorch, with a PyTorch built without CUDA, or without a device)."""
     if stream is None:
         torch = sys.modules.get("torch")
         if torch is not None and device is not None and device >= 0:
             raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
             if raw is not None:  # the address alone, without a torch.cuda.Stream object
                 return raw(device)
+            if getattr(torch.version, "cuda", None) is None:  # a CPU-only PyTorch has no stream
+                return 0
             return torch.cuda.current_stream(device).cuda_stream
         return 0
     if hasattr(stream, "cuda_stream"):

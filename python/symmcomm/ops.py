@@ -30,27 +30,152 @@ Conventions (engines' tensors are [tokens, hidden]):
 - Python implementations give every argument that has a default in the schema the same
   default: the dispatcher drops arguments equal to their default before calling them.
 
+Implementations. The eager dispatch and combine of a decode step (the all-gathers, the
+reduce-scatters into bf16/fp32 and the fused quantize + gather; native_operators()) have C++
+implementations in libsymmcomm_torch.so, built beside libsymmcomm_c.so where CMake finds
+PyTorch: PyTorch's dispatcher calls them without a Python frame. Every other operator, and every
+operator where that library is absent, runs its Python implementation here. Both check the same
+things with the same texts and give the same outputs; an invalid argument raises ValueError
+(symmcomm.LogicError, a ValueError, from Python implementations), another failure RuntimeError
+from C++ and symmcomm's own error types from Python. register_ops(implementation=...) or
+$SYMMCOMM_TORCH_OPS ("auto", "c++", "python") chooses; implementation(name) says which runs.
+
 Every operator has a fake implementation computing its output shapes from its inputs' shapes
 (symmcomm.shapes' arithmetic), so torch.compile sizes outputs without running anything. The
-CUDA implementations call the package's functions (symmcomm.all_gather, ...): every argument
+Python implementations call the package's functions (symmcomm.all_gather, ...): every argument
 is checked there or by the library, and errors name it.
 """
+import ctypes
+import os
 import threading
+import warnings
 
 import torch
 
 import symmcomm
 import symmcomm.shapes
+from symmcomm import _core
 
 __all__ = ["register_communicator", "unregister_communicator", "communicator", "register_ops",
-           "OPS"]
+           "implementation", "native_operators", "native_library", "OPS"]
 
 _comms = {}
 _comms_lock = threading.Lock()
 
+#: The C++ operators' library and the version of its C entry points (symmcomm_torch.h).
+NATIVE_LIBRARY_NAME = "libsymmcomm_torch.so"
+NATIVE_ABI_VERSION = 1
+_IMPLEMENTATIONS = ("auto", "c++", "python")
+
+
+class _Native:
+    """libsymmcomm_torch.so once loaded (lib None and `error` the reason when it is not)."""
+
+    def __init__(self, lib=None, path=None, error=None):
+        self.lib, self.path, self.error = lib, path, error
+        self.operators = frozenset()
+        self.built_against = None
+        if lib is not None:
+            self.operators = frozenset(n for n in lib.symmcomm_torch_operators().decode()
+                                       .split(",") if n)
+            self.built_against = lib.symmcomm_torch_built_against().decode()
+
+
+_native = None  # _Native, made by _native_library() under _comms_lock
+
+
+def _native_candidates():
+    """Where libsymmcomm_torch.so is looked for: $SYMMCOMM_TORCH_LIBRARY; beside the
+    libsymmcomm_c.so the package loaded (a build folder or an install's lib directory); beside
+    the package."""
+    env = os.environ.get("SYMMCOMM_TORCH_LIBRARY")
+    if env:
+        return [env]
+    return [os.path.join(os.path.dirname(_core._path), NATIVE_LIBRARY_NAME),
+            os.path.join(os.path.dirname(os.path.abspath(symmcomm.__file__)),
+                         NATIVE_LIBRARY_NAME)]
+
+
+def _open_native(path):
+    """The loaded library at `path`, checked and declared; raises OSError saying why not."""
+    lib = ctypes.CDLL(path)
+    if not hasattr(lib, "symmcomm_torch_abi_version"):
+        raise OSError("not symmcomm's operator library (no symmcomm_torch_abi_version)")
+    lib.symmcomm_torch_abi_version.restype = ctypes.c_int
+    found = lib.symmcomm_torch_abi_version()
+    if found != NATIVE_ABI_VERSION:
+        raise OSError("its entry points are version %d, this package needs %d"
+                      % (found, NATIVE_ABI_VERSION))
+    lib.symmcomm_torch_c_library.restype = ctypes.c_void_p
+    ours = ctypes.cast(_core._lib.symmcomm_abi_version, ctypes.c_void_p).value
+    if lib.symmcomm_torch_c_library() != ours:
+        raise OSError("it is bound to another copy of libsymmcomm_c.so than the one this "
+                      "package loaded (%s): communicators could not be shared" % _core._path)
+    c = ctypes
+    for name, restype, argtypes in (
+            ("symmcomm_torch_built_against", c.c_char_p, []),
+            ("symmcomm_torch_operators", c.c_char_p, []),
+            ("symmcomm_torch_register", c.c_int, [c.c_char_p, c.c_char_p, c.c_size_t]),
+            ("symmcomm_torch_set_communicator", c.c_int,
+             [c.c_char_p, c.c_void_p, c.c_char_p, c.c_size_t]),
+            ("symmcomm_torch_remove_communicator", c.c_int, [c.c_char_p])):
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+    return lib
+
+
+def _native_call(fn, *args):
+    """Runs a C entry point of libsymmcomm_torch.so that reports failure with a text."""
+    error = ctypes.create_string_buffer(1024)
+    if fn(*args, error, len(error)) != 0:
+        raise symmcomm.LogicError(error.value.decode("utf-8", "replace"))
+
+
+def _native_library():
+    """The _Native, loading it on first use (callers hold _comms_lock). Communicators already
+    registered are handed to it when it loads."""
+    global _native
+    if _native is not None:
+        return _native
+    tried = []
+    for path in _native_candidates():
+        if not os.path.exists(path):
+            tried.append(path + " (absent)")
+            continue
+        try:
+            lib = _open_native(path)
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+            continue
+        _native = _Native(lib, path)
+        for name, (comm, _, _, _) in _comms.items():
+            _native_call(lib.symmcomm_torch_set_communicator, name.encode(), comm._h())
+        return _native
+    _native = _Native(error="%s not loaded: %s" % (NATIVE_LIBRARY_NAME, "; ".join(tried)))
+    return _native
+
+
+def native_library():
+    """Where the C++ operators come from: {"path", "built_against" (PyTorch's version),
+    "operators"} once libsymmcomm_torch.so is loaded, else {"error": why not} (absent where
+    CMake found no PyTorch: SYMMCOMM_TORCH_OPS, SYMMCOMM_TORCH_PYTHON)."""
+    with _comms_lock:
+        n = _native_library()
+    if n.lib is None:
+        return {"error": n.error}
+    return {"path": n.path, "built_against": n.built_against, "operators": sorted(n.operators)}
+
+
+def native_operators():
+    """The names of the operators with a C++ implementation loaded (empty without the
+    library)."""
+    with _comms_lock:
+        return _native_library().operators
+
 
 def register_communicator(name, comm):
-    """Makes `comm` (a symmcomm.Communicator) reachable from the operators as `name`."""
+    """Makes `comm` (a symmcomm.Communicator) reachable from the operators as `name`, until
+    unregister_communicator(name) or comm.release()."""
     if not isinstance(name, str) or not name:
         raise symmcomm.LogicError("name must be a non-empty str, got %r" % (name,))
     if not isinstance(comm, symmcomm.Communicator):
@@ -58,6 +183,8 @@ def register_communicator(name, comm):
                                   % type(comm).__name__)
     rank, size, device, _ = comm.info()
     with _comms_lock:
+        if _native is not None and _native.lib is not None:
+            _native_call(_native.lib.symmcomm_torch_set_communicator, name.encode(), comm._h())
         _comms[name] = (comm, rank, size, device)
 
 
@@ -65,6 +192,17 @@ def unregister_communicator(name):
     """Forgets `name` (the communicator itself is left as it is)."""
     with _comms_lock:
         _comms.pop(name, None)
+        if _native is not None and _native.lib is not None:
+            _native.lib.symmcomm_torch_remove_communicator(name.encode())
+
+
+def _forget(comm):
+    """Forgets every name of `comm` (Communicator.release calls this before releasing it)."""
+    with _comms_lock:
+        for name in [n for n, entry in _comms.items() if entry[0] is comm]:
+            del _comms[name]
+            if _native is not None and _native.lib is not None:
+                _native.lib.symmcomm_torch_remove_communicator(name.encode())
 
 
 def _entry(group):
@@ -106,6 +244,7 @@ def _gathered_scales(bs, rows_total, elements_total, row_elements):
     """The receive tensor for gathered block scales: linear [rows_total, *bs.shape[1:]], or
     (row_elements not None) the flat swizzled layout of rows of `row_elements` elements."""
     if row_elements is not None:
+        _core._int_arg(row_elements, "row_elements", 1)
         return bs.new_empty((symmcomm.shapes.swizzled_scale_bytes(
             elements_total // row_elements, row_elements // symmcomm.NVFP4_BLOCK),))
     return bs.new_empty((rows_total,) + tuple(bs.shape[1:]))
@@ -322,6 +461,7 @@ def _quantize_all_gather_nvfp4_fake(x, scale, group, row_elements=None):
     if row_elements is None:
         bs = x.new_empty((s[0] * size,) + tuple(s[1:]), dtype=torch.float8_e4m3fn)
     else:
+        _core._int_arg(row_elements, "row_elements", 1)
         bs = x.new_empty((symmcomm.shapes.swizzled_scale_bytes(
             x.numel() * size // row_elements, row_elements // symmcomm.NVFP4_BLOCK),),
             dtype=torch.uint8)
@@ -476,20 +616,80 @@ OPS = {
                          _dequantize_nvfp4, _dequantize_nvfp4_fake, ()),
 }
 
-_libraries = {}
+_libraries = {}  # namespace -> (torch.library.Library, {operator: "c++" or "python"})
 _libraries_lock = threading.Lock()
 
 
-def register_ops(namespace="symmcomm"):
+def _implementation_arg(implementation):
+    if implementation is None:
+        implementation = os.environ.get("SYMMCOMM_TORCH_OPS") or "auto"
+        where = "$SYMMCOMM_TORCH_OPS"
+    else:
+        where = "implementation"
+    if implementation not in _IMPLEMENTATIONS:
+        raise symmcomm.LogicError("%s must be one of %s, got %r"
+                                  % (where, ", ".join(_IMPLEMENTATIONS), implementation))
+    return implementation
+
+
+def register_ops(namespace="symmcomm", implementation=None):
     """Defines every operator of OPS in `namespace` (once per namespace; later calls return the
     same) and returns torch.ops.<namespace>. Implementations are on the CUDA dispatch key (the
-    low-overhead route vLLM takes) with a fake for each."""
+    low-overhead route vLLM takes) with a fake for each. `implementation`: "auto" (the C++ ones
+    where libsymmcomm_torch.so is loaded, Python for the rest; the default, or
+    $SYMMCOMM_TORCH_OPS), "c++" (the same, but an absent or unusable library raises) or
+    "python" (Python for every operator)."""
+    explicit = implementation is not None
+    implementation = _implementation_arg(implementation)
     with _libraries_lock:
-        if namespace not in _libraries:
-            lib = torch.library.Library(namespace, "FRAGMENT")
-            for name, (schema, impl, fake, _) in OPS.items():
-                lib.define(name + schema)
+        if namespace in _libraries:
+            has = set(_libraries[namespace][1].values())
+            if explicit and ((implementation == "python" and "c++" in has)
+                             or (implementation == "c++" and "c++" not in has)):
+                raise symmcomm.LogicError(
+                    "namespace %r already has %s operators; register implementation=%r in "
+                    "another namespace" % (namespace, " and ".join(sorted(has)), implementation))
+            return getattr(torch.ops, namespace)
+        native = None
+        if implementation != "python":
+            with _comms_lock:
+                native = _native_library()
+            if native.lib is None:
+                if implementation == "c++":
+                    raise symmcomm.LogicError("register_ops(%r, implementation='c++'): %s"
+                                              % (namespace, native.error))
+                native = None
+        lib = torch.library.Library(namespace, "FRAGMENT")
+        chosen = {}
+        for name, (schema, impl, fake, _) in OPS.items():
+            lib.define(name + schema)
+            torch.library.register_fake("%s::%s" % (namespace, name), fake, lib=lib)
+            chosen[name] = "c++" if native is not None and name in native.operators else "python"
+        if native is not None:
+            error = ctypes.create_string_buffer(2048)
+            if native.lib.symmcomm_torch_register(namespace.encode(), error, len(error)) != 0:
+                why = error.value.decode("utf-8", "replace")
+                if implementation == "c++":
+                    raise symmcomm.LogicError("register_ops(%r): %s refused: %s"
+                                              % (namespace, native.path, why))
+                warnings.warn("symmcomm.ops: the C++ operators of %s were not registered (%s); "
+                              "using the Python ones" % (native.path, why), RuntimeWarning)
+                chosen = dict.fromkeys(chosen, "python")
+        for name, (_, impl, _, _) in OPS.items():
+            if chosen[name] == "python":
                 lib.impl(name, impl, "CUDA")
-                torch.library.register_fake("%s::%s" % (namespace, name), fake, lib=lib)
-            _libraries[namespace] = lib
+        _libraries[namespace] = (lib, chosen)
     return getattr(torch.ops, namespace)
+
+
+def implementation(name, namespace="symmcomm"):
+    """Which implementation of operator `name` runs in `namespace`: "c++" or "python"."""
+    with _libraries_lock:
+        entry = _libraries.get(namespace)
+    if entry is None:
+        raise symmcomm.LogicError("no operators registered in namespace %r (register_ops)"
+                                  % (namespace,))
+    if name not in entry[1]:
+        raise symmcomm.LogicError("no operator %r; operators: %s"
+                                  % (name, ", ".join(sorted(entry[1]))))
+    return entry[1][name]

@@ -1,7 +1,9 @@
-"""symmcomm.ops on a GPU with PyTorch, one rank: torch.library.opcheck of every operator, the
-fakes' shapes against the real outputs, torch.compile(fullgraph=True) giving eager's bytes, and
-the compiled function captured in a CUDA graph and replayed on new inputs. Skips (saying why)
-without PyTorch or a GPU."""
+"""symmcomm.ops on a GPU with PyTorch, one rank, for both implementations (the C++ operators of
+libsymmcomm_torch.so where it is built, and the Python ones): torch.library.opcheck of every
+operator, the fakes' shapes against the real outputs, torch.compile(fullgraph=True) giving
+eager's bytes, the compiled function captured in a CUDA graph and replayed on new inputs, and
+the two implementations giving the same bytes and the same errors. Skips (saying why) without
+PyTorch or a GPU, and the C++ half without libsymmcomm_torch.so."""
 import pytest
 
 import symmcomm
@@ -15,13 +17,37 @@ import symmcomm.ops  # noqa: E402 (needs torch)
 GROUP = "symmcomm-test-solo"
 
 
+#: The operators that must have a C++ implementation (the eager decode step's).
+NATIVE = {"all_gather", "all_gather_out", "all_gather_nvfp4", "all_gather_nvfp4_out",
+          "all_gather_fp8", "reduce_scatter", "reduce_scatter_out", "reduce_scatter_nvfp4",
+          "reduce_scatter_fp8", "quantize_all_gather_nvfp4"}
+NAMESPACES = {"c++": "symmcomm_test_cpp", "python": "symmcomm_test_py"}
+
+
+def native_or_skip():
+    where = symmcomm.ops.native_library()
+    if "error" in where:
+        pytest.skip("C++ operators: " + where["error"])
+
+
 @pytest.fixture(scope="module")
-def ops():
-    comm = symmcomm.Communicator.init(1, symmcomm.unique_id(), 0, 0)
-    symmcomm.ops.register_communicator(GROUP, comm)
-    yield symmcomm.ops.register_ops()
+def comm():
+    c = symmcomm.Communicator.init(1, symmcomm.unique_id(), 0, 0)
+    symmcomm.ops.register_communicator(GROUP, c)
+    yield c
     symmcomm.ops.unregister_communicator(GROUP)
-    comm.release()
+    c.release()
+
+
+def namespace_ops(implementation):
+    if implementation == "c++":
+        native_or_skip()
+    return symmcomm.ops.register_ops(NAMESPACES[implementation], implementation)
+
+
+@pytest.fixture(scope="module", params=["c++", "python"])
+def ops(request, comm):
+    return namespace_ops(request.param)
 
 
 def bf16(rows, hidden=256, seed=0):
@@ -187,7 +213,7 @@ def test_device_counts_place_rows_and_write_counts(ops):
 
 
 def test_an_unknown_group_is_named(ops):
-    with pytest.raises(symmcomm.LogicError) as e:
+    with pytest.raises(ValueError) as e:
         ops.all_gather(bf16(16), "no-such-group")
     assert "no communicator registered as 'no-such-group'" in str(e.value)
 
@@ -197,3 +223,91 @@ def test_ops_can_live_in_an_engines_namespace(ops):
     assert mine is symmcomm.ops.register_ops("symmcomm_engine_test")
     x = bf16(16)
     assert torch.equal(mine.all_gather(x, GROUP), x)
+
+
+def test_each_namespace_runs_the_implementation_asked_for(ops):
+    namespace = ops.name
+    which = {n: symmcomm.ops.implementation(n, namespace) for n in symmcomm.ops.OPS}
+    if namespace == NAMESPACES["c++"]:
+        assert symmcomm.ops.native_operators() == NATIVE
+        assert {n for n, i in which.items() if i == "c++"} == NATIVE
+    else:
+        assert set(which.values()) == {"python"}
+    # Asking a namespace for the other implementation is refused, not silently ignored.
+    other = "python" if namespace == NAMESPACES["c++"] else "c++"
+    if other == "python" or "error" not in symmcomm.ops.native_library():
+        with pytest.raises(symmcomm.LogicError, match="already has"):
+            symmcomm.ops.register_ops(namespace, other)
+
+
+def native_cases(ops):
+    return [(op, args) for op, args in cases(ops)
+            if op._qualified_op_name.split("::")[1] in NATIVE]
+
+
+def test_both_implementations_give_the_same_bytes(comm):
+    cpp, py = namespace_ops("c++"), namespace_ops("python")
+    pairs = list(zip(native_cases(cpp), native_cases(py)))
+    assert {a[0]._qualified_op_name.split("::")[1] for a, _ in pairs} == NATIVE
+    for (op_c, args_c), (op_p, args_p) in pairs:
+        name = op_c._qualified_op_name.split("::")[1]
+        # Fresh outputs for *_out operators, so that each implementation writes its own.
+        args_c = [a.clone() if isinstance(a, torch.Tensor) else a for a in args_c]
+        args_p = [a.clone() if isinstance(a, torch.Tensor) else a for a in args_p]
+        got_c, got_p = op_c(*args_c), op_p(*args_p)
+        torch.cuda.synchronize()
+        if got_c is None:  # an out operator: compare what it wrote
+            got_c, got_p = tuple(args_c), tuple(args_p)
+        got_c = got_c if isinstance(got_c, (tuple, list)) else (got_c,)
+        got_p = got_p if isinstance(got_p, (tuple, list)) else (got_p,)
+        for a, b in zip(got_c, got_p):
+            if isinstance(a, torch.Tensor):
+                assert a.shape == b.shape and a.dtype == b.dtype, (name, a.shape, b.shape)
+                assert_same(a.view(torch.uint8) if a.element_size() == 1 else a,
+                            b.view(torch.uint8) if b.element_size() == 1 else b, name)
+
+
+def bad_calls(ops):
+    """(what, call, exception type) for arguments both implementations refuse."""
+    x = bf16(32)
+    data, bs, gs = ops.quantize_nvfp4(x, None)
+    f8 = x.to(torch.float8_e4m3fn)
+    one = torch.ones(1, device="cuda", dtype=torch.float32)
+    strided = torch.empty(64, 256, device="cuda", dtype=torch.bfloat16)[::2]
+    return [
+        ("dtype", lambda: ops.all_gather(x.float(), GROUP), ValueError),
+        ("group", lambda: ops.all_gather(x, "no-such-group"), ValueError),
+        ("contiguity", lambda: ops.all_gather_out(x, strided, GROUP), ValueError),
+        ("block scales", lambda: ops.all_gather_nvfp4(data, bs[:-1], gs, GROUP, None),
+         ValueError),
+        ("row_elements", lambda: ops.all_gather_nvfp4(data, bs, gs, GROUP, 0), ValueError),
+        ("out dtype", lambda: ops.reduce_scatter_nvfp4(data, bs, gs, GROUP, torch.float16),
+         ValueError),
+        ("fp8 scale", lambda: ops.reduce_scatter_fp8(f8, one.double(), GROUP, torch.bfloat16),
+         ValueError),
+        ("quantize scale", lambda: ops.quantize_all_gather_nvfp4(x, one.double(), GROUP, None),
+         ValueError),
+        ("fused row_elements", lambda: ops.quantize_all_gather_nvfp4(x, None, GROUP, 0),
+         ValueError),
+    ]
+
+
+def test_both_implementations_refuse_the_same_arguments_with_the_same_text(comm):
+    cpp, py = namespace_ops("c++"), namespace_ops("python")
+    for (what, call_c, kind), (_, call_p, _) in zip(bad_calls(cpp), bad_calls(py)):
+        with pytest.raises(kind) as e_py:
+            call_p()
+        with pytest.raises(kind) as e_cpp:
+            call_c()
+        text_py, text_cpp = str(e_py.value), str(e_cpp.value)
+        assert text_py and text_py in text_cpp, (what, text_py, text_cpp)
+
+
+def test_a_released_communicator_is_forgotten(ops):
+    c = symmcomm.Communicator.init(1, symmcomm.unique_id(), 0, 0)
+    symmcomm.ops.register_communicator("symmcomm-test-released", c)
+    x = bf16(16)
+    assert torch.equal(ops.all_gather(x, "symmcomm-test-released"), x)
+    c.release()
+    with pytest.raises(ValueError, match="no communicator registered as 'symmcomm-test-released'"):
+        ops.all_gather(x, "symmcomm-test-released")

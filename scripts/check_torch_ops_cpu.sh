@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Checks libsymmcomm_torch.so's operator registration on a machine without a GPU: builds ops.cpp
+# against the PyTorch of $SYMMCOMM_TORCH_PYTHON (default /usr/bin/python3; a CPU-only PyTorch
+# such as Debian's python3-torch does) with tests/torch_ops/cuda_stream_stub.cpp in place of
+# libc10_cuda, then runs tests/torch_ops/check_registration.py. The device runs the real library
+# (python/tests/test_ops.py). Usage: [BUILD=build-test] scripts/check_torch_ops_cpu.sh
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+py="${SYMMCOMM_TORCH_PYTHON:-/usr/bin/python3}"
+build="${BUILD:-build-test}"
+paths=$("$py" cmake/torch_paths.py)
+if [[ "$paths" != ok\;* ]]; then
+  echo "check_torch_ops_cpu: no PyTorch for $py (${paths#missing;}): nothing checked" >&2
+  exit 2
+fi
+IFS=';' read -r _ version abi libdir inc1 inc2 <<<"$paths"
+[ -f "$build/src/libsymmcomm_c.so" ] || cmake --build "$build" --target symmcomm_c
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+# Debian's headers name a CMake-generated header of c10_cuda's that a CPU build does not ship.
+mkdir -p "$out/shim/c10/cuda/impl"
+echo '#pragma once' >"$out/shim/c10/cuda/impl/cuda_cmake_macros.h"
+cuda_inc=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")/../include
+g++ -std=c++17 -shared -fPIC -O1 -D_GLIBCXX_USE_CXX11_ABI="$abi" -Wall -Wextra -Wconversion \
+  -Wno-sign-conversion -isystem "$inc1" -isystem "$inc2" -isystem "$out/shim" -isystem "$cuda_inc" \
+  -Iinclude -I"$build/include" -Isrc/torch_ops src/torch_ops/ops.cpp src/torch_ops/communicators.cpp \
+  tests/torch_ops/cuda_stream_stub.cpp -o "$out/libsymmcomm_torch.so" -L"$build/src" -lsymmcomm_c \
+  -L"$libdir" -lc10 -ltorch_cpu -Wl,-rpath,"$libdir"
+echo "check_torch_ops_cpu: built against PyTorch $version"
+PYTHONPATH=python SYMMCOMM_LIBRARY="$PWD/$build/src/libsymmcomm_c.so" \
+  SYMMCOMM_TORCH_LIBRARY="$out/libsymmcomm_torch.so" "$py" tests/torch_ops/check_registration.py
