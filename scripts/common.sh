@@ -51,6 +51,29 @@ symmcomm_configure_build() {
   cmake --build "$build_dir" --parallel "$(nproc)"
 }
 
+# The Python that has PyTorch on a GPU machine (its venv), else python3.
+symmcomm_torch_python() {
+  local py="${SYMMCOMM_PYTHON:-/opt/torch/.venv/bin/python3}"
+  [ -x "$py" ] || py=python3
+  echo "$py"
+}
+
+# symmcomm_build_torch_ops <build-dir> <log> (GPU session scripts): libsymmcomm_torch.so in an
+# existing build tree, against symmcomm_torch_python's PyTorch. Its own step, after the suites'
+# builds (which configure SYMMCOMM_TORCH_OPS=OFF): a failure here is printed and leaves the
+# Python implementations to run, without costing the rest of the session its builds.
+symmcomm_build_torch_ops() {
+  local dir="$1" log="$2"
+  if cmake -S "$SYMMCOMM_ROOT" -B "$dir" -DSYMMCOMM_TORCH_OPS=ON \
+       -DSYMMCOMM_TORCH_PYTHON="$(symmcomm_torch_python)" >"$log" 2>&1 &&
+     cmake --build "$dir" --target symmcomm_torch >>"$log" 2>&1; then
+    echo "== libsymmcomm_torch.so built in $dir ($(grep -o 'against PyTorch [^ ]*' "$log" | head -1))"
+  else
+    echo "== libsymmcomm_torch.so NOT built in $dir:"; grep -E "error|Error" "$log" | head -20
+    return 1
+  fi
+}
+
 # symmcomm_watch <pid> <limit_s> <backtrace file or ""> (GPU session scripts): waits for process
 # <pid> up to <limit_s> seconds. Past that, writes every thread's native backtrace (cuda-gdb) to
 # the file (unless ""), prints its frames, kills the process and returns 1.

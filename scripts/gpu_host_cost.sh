@@ -38,10 +38,12 @@ measure() {
   grep -E "median" "$out/$3.txt" | tail -14
   (cd "$1" && env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" \
      LD_PRELOAD="$second/lib/libnccl.so.2" SYMMCOMM_LIBRARY="$2/src/libsymmcomm_c.so" \
-     timeout 120 python3 bench/python/ops_overhead.py "$out/$3-ops") >"$out/$3-ops.txt" 2>&1
+     timeout 150 "$(symmcomm_torch_python)" bench/python/ops_overhead.py "$out/$3-ops") \
+    >"$out/$3-ops.txt" 2>&1
   echo "== $3 ops_overhead: exit $?"; tail -6 "$out/$3-ops.txt"
 }
-build "$SYMMCOMM_ROOT" "$build" "$out/build.log" || exit 1
+build "$SYMMCOMM_ROOT" "$build" "$out/build.log" -DSYMMCOMM_TORCH_OPS=OFF || exit 1
+symmcomm_build_torch_ops "$build" "$out/build-torch.log"
 table=(--ops "$out/host-cost-ops/ops_overhead.json")
 if [[ -d "$before" ]]; then
   cat "$before/BEFORE_COMMIT" >>"$out/machine.txt"

@@ -26,7 +26,7 @@ build() {  # build <dir> <tag> [cmake args...]
   local dir="$1" tag="$2"; shift 2
   local generator=(-G Ninja)
   cmake -S "$SYMMCOMM_ROOT" -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DSYMMCOMM_WARNINGS_AS_ERRORS=ON -DSYMMCOMM_WITH_MPI=ON \
+    -DSYMMCOMM_WARNINGS_AS_ERRORS=ON -DSYMMCOMM_WITH_MPI=ON -DSYMMCOMM_TORCH_OPS=OFF \
     -DCMAKE_CUDA_ARCHITECTURES="$(symmcomm_dev_architectures)" "$@" >"$out/build-$tag.log" 2>&1 &&
     cmake --build "$dir" --parallel "$jobs" >>"$out/build-$tag.log" 2>&1
 }

@@ -11,8 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 second="${SYMMCOMM_SECOND_NCCL:-$SYMMCOMM_ROOT/.nccl-2.30.7}"
 symmcomm_repair_nccl_links "$second"
-py="${SYMMCOMM_PYTHON:-/opt/torch/.venv/bin/python3}"
-[ -x "$py" ] || py=python3
+py="$(symmcomm_torch_python)"
 mkdir -p "$out"
 want() { [[ " ${SYMMCOMM_SKIP:-} " != *" $1 "* ]]; }
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; date -u; git -C "$SYMMCOMM_ROOT" log -1 --format=%h 2>/dev/null; } >"$out/machine.txt" 2>&1
@@ -21,6 +20,7 @@ jobs=$(( $(nproc) / 2 ))
 build() {  # build <dir> <tag> <targets> [cmake args...]
   local dir="$1" tag="$2" targets="$3"; shift 3
   cmake -S "$SYMMCOMM_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSYMMCOMM_WITH_MPI=ON \
+    -DSYMMCOMM_TORCH_OPS=OFF \
     "$@" >"$out/build-$tag.log" 2>&1 &&
     cmake --build "$dir" --parallel "$jobs" --target $targets >>"$out/build-$tag.log" 2>&1
 }
@@ -31,6 +31,9 @@ build "$SYMMCOMM_ROOT/build-nccl2" second \
 wait $p1 || { tail -30 "$out/build-system.log"; exit 1; }
 wait $p2 || { tail -30 "$out/build-second.log"; exit 1; }
 echo "built ($(date -u +%T))"
+# The C++ operators on both lines (test_ops runs them beside the Python ones).
+symmcomm_build_torch_ops "$SYMMCOMM_ROOT/build-dev" "$out/build-torch-system.log"
+symmcomm_build_torch_ops "$SYMMCOMM_ROOT/build-nccl2" "$out/build-torch-second.log"
 pytest_line() {  # pytest_line <tag> <build dir> [env...]
   local tag="$1" dir="$2"; shift 2
   (cd "$SYMMCOMM_ROOT/python" && env "$@" SYMMCOMM_LIBRARY="$dir/src/libsymmcomm_c.so" \

@@ -2,8 +2,10 @@
 """Per-call host overhead of symmcomm's all-gather three ways, side by side on the same tensors
 (one rank on GPU 0, NCCL through PyTorch's process group and symmcomm's own communicator):
 
-  op      torch.ops.symmcomm.all_gather_out (symmcomm.ops, the CUDA-key operator)
-  direct  symmcomm.all_gather (the package's ctypes call the operator wraps)
+  op      torch.ops.symmcomm.all_gather_out (symmcomm.ops, the CUDA-key operator: its C++
+          implementation where libsymmcomm_torch.so is built, else the Python one)
+  op_py   the same operator's Python implementation (another namespace), beside it in the run
+  direct  symmcomm.all_gather (the package's ctypes call the Python implementation wraps)
   torch   torch.distributed.all_gather_into_tensor
 
 Rows: BF16 all-gathers (8 KiB and 56 KiB per rank) and an NVFP4 all-gather (packed data, block
@@ -59,7 +61,7 @@ def per_call_us(cases, calls, repeats):
     return {k: [statistics.median(v), min(v), max(v)] for k, v in runs.items()}
 
 
-def nvfp4_cases(ops, comm, hidden):
+def nvfp4_cases(ops, ops_py, comm, hidden):
     """The NVFP4 all-gather three ways: 4 rows of `hidden` elements (data, block scales, one
     global scale), gathered by the operator, the ctypes call and torch.distributed."""
     data = torch.zeros(4, hidden // 2, device="cuda", dtype=torch.uint8)
@@ -79,6 +81,8 @@ def nvfp4_cases(ops, comm, hidden):
     return data.numel() + bs.numel() + 4, {
         "op": lambda: ops.all_gather_nvfp4_out(data, bs, gs, out_data, out_bs, out_gs,
                                                "overhead"),
+        "op_py": lambda: ops_py.all_gather_nvfp4_out(data, bs, gs, out_data, out_bs, out_gs,
+                                                     "overhead"),
         "direct": lambda: symmcomm.all_gather(comm, send, recv),
         "torch": torch_gather,
     }
@@ -99,40 +103,47 @@ def main():
     comm = symmcomm.Communicator.from_process_group()
     symmcomm.ops.register_communicator("overhead", comm)
     ops = symmcomm.ops.register_ops()
+    ops_py = symmcomm.ops.register_ops("symmcomm_overhead_py", "python")
+    op_impl = symmcomm.ops.implementation("all_gather_out")
     rows = []
     for hidden in (1024, 7168):
         x = torch.randn(4, hidden, device="cuda", dtype=torch.bfloat16)
         out = torch.empty_like(x)
         cases = {
             "op": lambda: ops.all_gather_out(x, out, "overhead"),
+            "op_py": lambda: ops_py.all_gather_out(x, out, "overhead"),
             "direct": lambda: symmcomm.all_gather(comm, x, out),
             "torch": lambda: dist.all_gather_into_tensor(out, x),
         }
         rows.append({"what": "bf16", "bytes": x.numel() * 2,
                      **per_call_us(cases, a.calls, a.repeats)})
-    nbytes, cases = nvfp4_cases(ops, comm, 7168)
+    nbytes, cases = nvfp4_cases(ops, ops_py, comm, 7168)
     rows.append({"what": "nvfp4", "bytes": nbytes, **per_call_us(cases, a.calls, a.repeats)})
     props = torch.cuda.get_device_properties(0)
     meta = {"gpu": props.name, "torch": torch.__version__, "nccl": symmcomm.nccl_version(),
             "date": datetime.date.today().isoformat(), "calls": a.calls, "repeats": a.repeats,
-            "command": " ".join(sys.argv)}
+            "command": " ".join(sys.argv), "op_implementation": op_impl,
+            "native": symmcomm.ops.native_library()}
     os.makedirs(a.out_dir, exist_ok=True)
     with open(os.path.join(a.out_dir, "ops_overhead.json"), "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     lines = ["# Per-call host overhead, us: median (min-max) of %d runs of %d calls (one rank; %s, "
-             "torch %s, NCCL %s, %s)"
-             % (a.repeats, a.calls, meta["gpu"], meta["torch"], meta["nccl"], meta["date"]), "",
-             "| tensor | bytes | torch.ops.symmcomm | symmcomm (ctypes) | torch.distributed "
-             "| op / torch | op - direct |",
-             "|---|---|---|---|---|---|---|"]
+             "torch %s, NCCL %s, %s; torch.ops.symmcomm runs its %s implementation)"
+             % (a.repeats, a.calls, meta["gpu"], meta["torch"], meta["nccl"], meta["date"],
+                op_impl), "",
+             "| tensor | bytes | torch.ops.symmcomm | the op's Python implementation "
+             "| symmcomm (ctypes) | torch.distributed | op / torch | op - direct "
+             "| Python op - direct |",
+             "|---|---|---|---|---|---|---|---|---|"]
 
     def cell(v):
         return "%.2f (%.2f-%.2f)" % tuple(v)
 
     for r in rows:
-        lines.append("| %s | %d | %s | %s | %s | %.2f | %.2f |"
-                     % (r["what"], r["bytes"], cell(r["op"]), cell(r["direct"]), cell(r["torch"]),
-                        r["op"][0] / r["torch"][0], r["op"][0] - r["direct"][0]))
+        lines.append("| %s | %d | %s | %s | %s | %s | %.2f | %.2f | %.2f |"
+                     % (r["what"], r["bytes"], cell(r["op"]), cell(r["op_py"]), cell(r["direct"]),
+                        cell(r["torch"]), r["op"][0] / r["torch"][0],
+                        r["op"][0] - r["direct"][0], r["op_py"][0] - r["direct"][0]))
     text = "\n".join(lines) + "\n"
     with open(os.path.join(a.out_dir, "ops_overhead.md"), "w") as f:
         f.write(text)
