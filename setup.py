@@ -2,13 +2,17 @@
 
 Driven by pyproject.toml (setuptools, as vLLM drives CMake): `pip install .` or
 `pip wheel --no-build-isolation .` from the repository root. The CMake build and setuptools'
-intermediate files go to build/python-wheel/ (ignored), never into python/. Environment:
-SYMMCOMM_CMAKE_ARGS (extra CMake arguments, e.g. -DNCCL_ROOT=...), SYMMCOMM_BUILD_JOBS.
+intermediate files go to build/python-wheel/ (ignored), never into python/. Where the Python
+running the build has a CUDA PyTorch (`--no-build-isolation` in the engine's environment), the
+C++ torch operators (libsymmcomm_torch.so, built against that PyTorch) go into the package too.
+Environment: SYMMCOMM_CMAKE_ARGS (extra CMake arguments, e.g. -DNCCL_ROOT=... or
+-DSYMMCOMM_TORCH_OPS=OFF), SYMMCOMM_BUILD_JOBS.
 """
 import os
 import re
 import shutil
 import subprocess
+import sys
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
@@ -27,27 +31,39 @@ def project_version():
     return m.group(1)
 
 
+def torch_ops_configured(cmake_build):
+    """Whether the CMake configure made the libsymmcomm_torch.so target (a CUDA PyTorch found)."""
+    with open(os.path.join(cmake_build, "CMakeCache.txt")) as f:
+        return any(line.strip() == "SYMMCOMM_TORCH_OPS_BUILT:INTERNAL=ON" for line in f)
+
+
 class BuildWithLibrary(build_py):
     """build_py, then the C library built by CMake copied into the package as libsymmcomm_c.so
-    (the file the package loads first, beside its own __init__.py)."""
+    (the file the package loads first, beside its own __init__.py), and libsymmcomm_torch.so
+    beside it where CMake found a CUDA PyTorch for this Python."""
 
     def run(self):
         super().run()
         cmake_build = os.path.join(BUILD, "cmake")
         args = ["cmake", "-S", ROOT, "-B", cmake_build, "-DCMAKE_BUILD_TYPE=Release",
                 "-DSYMMCOMM_BUILD_TESTS=OFF", "-DSYMMCOMM_BUILD_BENCH=OFF",
-                "-DSYMMCOMM_BUILD_EXAMPLES=OFF", "-DSYMMCOMM_WITH_MPI=OFF"]
+                "-DSYMMCOMM_BUILD_EXAMPLES=OFF", "-DSYMMCOMM_WITH_MPI=OFF",
+                "-DSYMMCOMM_TORCH_PYTHON=" + sys.executable]
         if shutil.which("ninja"):
             args += ["-G", "Ninja"]
         args += os.environ.get("SYMMCOMM_CMAKE_ARGS", "").split()
         subprocess.check_call(args)
         jobs = os.environ.get("SYMMCOMM_BUILD_JOBS", str(os.cpu_count() or 2))
-        subprocess.check_call(["cmake", "--build", cmake_build, "--target", "symmcomm_c",
-                               "--parallel", jobs])
-        built = os.path.realpath(os.path.join(cmake_build, "src", "libsymmcomm_c.so"))
-        target = os.path.join(self.build_lib, "symmcomm", "libsymmcomm_c.so")
-        shutil.copyfile(built, target)  # the file itself, not the soname symlinks
-        os.chmod(target, 0o755)
+        libraries = ["symmcomm_c"]
+        if torch_ops_configured(cmake_build):
+            libraries.append("symmcomm_torch")
+        for name in libraries:
+            subprocess.check_call(["cmake", "--build", cmake_build, "--target", name,
+                                   "--parallel", jobs])
+            built = os.path.realpath(os.path.join(cmake_build, "src", "lib%s.so" % name))
+            target = os.path.join(self.build_lib, "symmcomm", "lib%s.so" % name)
+            shutil.copyfile(built, target)  # the file itself, not the soname symlinks
+            os.chmod(target, 0o755)
 
 
 class EggInfoOutsideTheTree(egg_info):

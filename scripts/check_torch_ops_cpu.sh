@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# Checks libsymmcomm_torch.so's operator registration on a machine without a GPU: builds ops.cpp
-# against the PyTorch of $SYMMCOMM_TORCH_PYTHON (default /usr/bin/python3; a CPU-only PyTorch
-# such as Debian's python3-torch does) with tests/torch_ops/cuda_stream_stub.cpp in place of
-# libc10_cuda, then runs tests/torch_ops/check_registration.py. The device runs the real library
-# (python/tests/test_ops.py). Usage: [BUILD=build-test] scripts/check_torch_ops_cpu.sh
+# Checks libsymmcomm_torch.so's operators on a machine without a GPU: builds ops.cpp against the
+# PyTorch of $SYMMCOMM_TORCH_PYTHON (default /usr/bin/python3; a CPU-only PyTorch such as
+# Debian's python3-torch does) with tests/torch_ops/cpu_check_support.cpp in place of
+# libc10_cuda, then runs tests/torch_ops/check_registration.py (the signatures against the
+# schemas, and the operators' own argument checks on CPU tensors). The device runs the real
+# library (python/tests/test_ops.py). Usage: [BUILD=build-test] scripts/check_torch_ops_cpu.sh
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$SYMMCOMM_ROOT"
 py="${SYMMCOMM_TORCH_PYTHON:-/usr/bin/python3}"
+# Debian's CPU-only PyTorch and its headers, for the default interpreter.
+if [ "$py" = /usr/bin/python3 ]; then
+  SYMMCOMM_PACKAGES=(python3-torch libtorch-dev) symmcomm_install_missing
+fi
 build="${BUILD:-build-test}"
 paths=$("$py" cmake/torch_paths.py)
 if [[ "$paths" != ok\;* ]]; then
@@ -24,7 +30,7 @@ cuda_inc=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")/../inc
 g++ -std=c++17 -shared -fPIC -O1 -D_GLIBCXX_USE_CXX11_ABI="$abi" -Wall -Wextra -Wconversion \
   -Wno-sign-conversion -isystem "$inc1" -isystem "$inc2" -isystem "$out/shim" -isystem "$cuda_inc" \
   -Iinclude -I"$build/include" -Isrc/torch_ops src/torch_ops/ops.cpp src/torch_ops/communicators.cpp \
-  tests/torch_ops/cuda_stream_stub.cpp -o "$out/libsymmcomm_torch.so" -L"$build/src" -lsymmcomm_c \
+  tests/torch_ops/cpu_check_support.cpp -o "$out/libsymmcomm_torch.so" -L"$build/src" -lsymmcomm_c \
   -L"$libdir" -lc10 -ltorch_cpu -Wl,-rpath,"$libdir"
 echo "check_torch_ops_cpu: built against PyTorch $version"
 PYTHONPATH=python SYMMCOMM_LIBRARY="$PWD/$build/src/libsymmcomm_c.so" \

@@ -30,8 +30,9 @@ Conventions (engines' tensors are [tokens, hidden]):
 - Python implementations give every argument that has a default in the schema the same
   default: the dispatcher drops arguments equal to their default before calling them.
 
-Implementations. The eager dispatch and combine of a decode step (the all-gathers, the
-reduce-scatters into bf16/fp32 and the fused quantize + gather; native_operators()) have C++
+Implementations. The eager dispatch and combine of a decode step (the all-gathers and the
+reduce-scatters into bf16/fp32 with equal or host counts, and the fused quantize + gather;
+native_operators()) have C++
 implementations in libsymmcomm_torch.so, built beside libsymmcomm_c.so where CMake finds
 PyTorch: PyTorch's dispatcher calls them without a Python frame. Every other operator, and every
 operator where that library is absent, runs its Python implementation here. Both check the same
@@ -419,7 +420,11 @@ def _reduce_scatter_fp8_q_fake(data, scale, group):
 
 
 def _v_shard_shape(x, counts, group):
-    return (int(counts[_rank(group)]),) + tuple(x.shape[1:])
+    rank = _rank(group)
+    if len(counts) <= rank:
+        raise symmcomm.LogicError("counts has %d entries; rank %d needs its own"
+                                  % (len(counts), rank))
+    return (int(counts[rank]),) + tuple(x.shape[1:])
 
 
 def _reduce_scatterv(x, counts, group):

@@ -19,8 +19,9 @@ GROUP = "symmcomm-test-solo"
 
 #: The operators that must have a C++ implementation (the eager decode step's).
 NATIVE = {"all_gather", "all_gather_out", "all_gather_nvfp4", "all_gather_nvfp4_out",
-          "all_gather_fp8", "reduce_scatter", "reduce_scatter_out", "reduce_scatter_nvfp4",
-          "reduce_scatter_fp8", "quantize_all_gather_nvfp4"}
+          "all_gather_fp8", "all_gatherv", "all_gatherv_nvfp4", "reduce_scatter",
+          "reduce_scatter_out", "reduce_scatter_nvfp4", "reduce_scatter_fp8", "reduce_scatterv",
+          "quantize_all_gather_nvfp4"}
 NAMESPACES = {"c++": "symmcomm_test_cpp", "python": "symmcomm_test_py"}
 
 
@@ -289,6 +290,10 @@ def bad_calls(ops):
          ValueError),
         ("fused row_elements", lambda: ops.quantize_all_gather_nvfp4(x, None, GROUP, 0),
          ValueError),
+        ("counts per rank", lambda: ops.all_gatherv(x, [32, 32], GROUP), ValueError),
+        ("nvfp4 counts per rank", lambda: ops.all_gatherv_nvfp4(data, bs, gs, [16, 16], GROUP,
+                                                                None), ValueError),
+        ("own count", lambda: ops.reduce_scatterv(x, [], GROUP), ValueError),
     ]
 
 

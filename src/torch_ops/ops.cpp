@@ -1,5 +1,6 @@
 // symmcomm's hot PyTorch operators in C++: the eager dispatch and combine of a decode step
-// (all-gathers and reduce-scatters of BF16, NVFP4 and FP8, and the fused quantize + gather)
+// (all-gathers and reduce-scatters of BF16, NVFP4 and FP8 with equal or host counts, and the
+// fused quantize + gather)
 // without a Python frame between PyTorch's dispatcher and the C ABI. Each operator does what its
 // Python implementation in symmcomm.ops does, with the same output shapes (the Python fakes size
 // both) and the same argument checks and texts: it checks what only PyTorch knows (device,
@@ -23,6 +24,7 @@
 #include <tuple>
 
 #include "communicators.hpp"
+#include "ops.hpp"
 #include "symmcomm_torch.h"
 
 namespace symmcomm::torch_ops {
@@ -411,6 +413,77 @@ at::Tensor reduce_scatter_fp8(const at::Tensor& data, const at::Tensor& scale, S
   return out;
 }
 
+/// A v-collective's host counts as the C ABI takes them: `counts` rows per rank (one per rank)
+/// times `per_row` elements each, checked as the Python implementations check them.
+c10::SmallVector<size_t, 16> elements_of(c10::IntArrayRef counts, int64_t per_row, int size) {
+  c10::SmallVector<int64_t, 16> elements;
+  for (int64_t const c : counts) elements.push_back(c * per_row);
+  if (static_cast<int64_t>(counts.size()) != size) {
+    std::string list = "[";
+    for (size_t i = 0; i < elements.size(); ++i) {
+      list += (i ? ", " : "") + std::to_string(elements[i]);
+    }
+    TORCH_CHECK_VALUE(false, "counts must be a list of comm.size (", size, ") ints, got ",
+                      list + "]");
+  }
+  c10::SmallVector<size_t, 16> out;
+  for (size_t i = 0; i < elements.size(); ++i) {
+    TORCH_CHECK_VALUE(elements[i] >= 0, "counts[", i, "] must be >= 0, got ", elements[i]);
+    out.push_back(static_cast<size_t>(elements[i]));
+  }
+  return out;
+}
+
+int64_t sum_of(c10::IntArrayRef counts) {
+  int64_t total = 0;
+  for (int64_t const c : counts) total += c;
+  return total;
+}
+
+at::Tensor all_gatherv(const at::Tensor& x, c10::IntArrayRef counts, Str group) {
+  auto const c = lease(group);
+  check_rows(x, "x");
+  at::Tensor out = at::empty(with_rows(x, sum_of(counts)), x.options());
+  auto const elements = elements_of(counts, row_elements_of(x), c->size);
+  at::Tensor const send = x.contiguous();
+  auto const a = plain(send, "send", kBf16Only, c->device);
+  auto const b = plain(out, "recv", kBf16Only, c->device);
+  check(symmcomm_all_gatherv(c->comm, &a, &b, elements.data(), nullptr, stream_of(*c), nullptr));
+  return out;
+}
+
+Tensors3 all_gatherv_nvfp4(const at::Tensor& data, const at::Tensor& block_scales,
+                           const at::Tensor& global_scale, c10::IntArrayRef counts, Str group,
+                           Optional<int64_t> row_elements) {
+  auto const c = lease(group);
+  check_rows(data, "data");
+  Tensors3 out =
+      nvfp4_gathered(data, block_scales, global_scale, c->size, sum_of(counts), row_elements);
+  auto const elements = elements_of(counts, row_elements_of(data) * 2, c->size);
+  at::Tensor const send_data = data.contiguous();
+  at::Tensor const send_scales = block_scales.contiguous();
+  auto const a = nvfp4(send_data, send_scales, global_scale, "send", c->device, 1, {});
+  auto const b = nvfp4(std::get<0>(out), std::get<1>(out), std::get<2>(out), "recv", c->device,
+                       c->size, row_elements);
+  check(symmcomm_all_gatherv(c->comm, &a, &b, elements.data(), nullptr, stream_of(*c), nullptr));
+  return out;
+}
+
+at::Tensor reduce_scatterv(const at::Tensor& x, c10::IntArrayRef counts, Str group) {
+  auto const c = lease(group);
+  check_rows(x, "x");
+  TORCH_CHECK_VALUE(static_cast<int64_t>(counts.size()) > c->rank, "counts has ", counts.size(),
+                    " entries; rank ", c->rank, " needs its own");
+  at::Tensor out = at::empty(with_rows(x, counts[static_cast<size_t>(c->rank)]), x.options());
+  auto const elements = elements_of(counts, row_elements_of(x), c->size);
+  at::Tensor const send = x.contiguous();
+  auto const a = plain(send, "send", kBf16Only, c->device);
+  auto const b = plain(out, "recv", kBf16Only, c->device);
+  check(
+      symmcomm_reduce_scatterv(c->comm, &a, &b, elements.data(), nullptr, stream_of(*c), nullptr));
+  return out;
+}
+
 Tensors3 quantize_all_gather_nvfp4(const at::Tensor& x, const Optional<at::Tensor>& scale,
                                    Str group, Optional<int64_t> row_elements) {
   auto const c = lease(group);
@@ -455,6 +528,9 @@ Tensors3 quantize_all_gather_nvfp4(const at::Tensor& x, const Optional<at::Tenso
   X(all_gather_nvfp4)               \
   X(all_gather_nvfp4_out)           \
   X(all_gather_fp8)                 \
+  X(all_gatherv)                    \
+  X(all_gatherv_nvfp4)              \
+  X(reduce_scatterv)                \
   X(reduce_scatter)                 \
   X(reduce_scatter_out)             \
   X(reduce_scatter_nvfp4)           \
@@ -473,12 +549,10 @@ std::map<std::string, std::unique_ptr<torch::Library>>& libraries() {
   return *all;
 }
 
-std::unique_ptr<torch::Library> implement(const std::string& ns) {
+std::unique_ptr<torch::Library> implement_on_cuda(const std::string& ns) {
   auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, ns, c10::DispatchKey::CUDA,
                                               __FILE__, __LINE__);
-#define SYMMCOMM_TORCH_IMPL(op) lib->impl(#op, TORCH_FN(op));
-  SYMMCOMM_TORCH_OPERATORS(SYMMCOMM_TORCH_IMPL)
-#undef SYMMCOMM_TORCH_IMPL
+  implement(*lib);
   return lib;
 }
 
@@ -506,6 +580,13 @@ int guarded(char* error, size_t capacity, Fn&& fn) {
 }
 
 }  // namespace
+
+void implement(torch::Library& lib) {
+#define SYMMCOMM_TORCH_IMPL(op) lib.impl(#op, TORCH_FN(op));
+  SYMMCOMM_TORCH_OPERATORS(SYMMCOMM_TORCH_IMPL)
+#undef SYMMCOMM_TORCH_IMPL
+}
+
 }  // namespace symmcomm::torch_ops
 
 using namespace symmcomm::torch_ops;
@@ -535,7 +616,7 @@ int symmcomm_torch_register(const char* ns, char* error, size_t capacity) {
     auto& all = libraries();
     if (all.count(ns) != 0) return;
     // A failure destroys the partly filled library, taking back what it had registered.
-    all.emplace(ns, implement(ns));
+    all.emplace(ns, implement_on_cuda(ns));
   });
 }
 

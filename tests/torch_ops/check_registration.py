@@ -1,8 +1,10 @@
 """Registers libsymmcomm_torch.so's operators against symmcomm.ops' schemas in a PyTorch without
 a GPU (scripts/check_torch_ops_cpu.sh builds the library for it): every C++ signature must match
-its schema, the library must name the operators it implements, a mismatching schema must be
-refused with the dispatcher's text, and the communicator registry must forget what is removed.
-Exits non-zero on the first failure."""
+its schema, the library must name the operators it implements, and a mismatching schema must be
+refused with the dispatcher's text. Then, registered on the CPU key with communicators known only
+by name (tests/torch_ops/cpu_check_support.cpp), the operators' own checks run on CPU tensors:
+each refusal must raise the exception type and text the Python implementations give. Exits
+non-zero on the first failure."""
 import ctypes
 import sys
 
@@ -12,8 +14,9 @@ import symmcomm
 import symmcomm.ops as so
 
 EXPECTED = {"all_gather", "all_gather_out", "all_gather_nvfp4", "all_gather_nvfp4_out",
-            "all_gather_fp8", "reduce_scatter", "reduce_scatter_out", "reduce_scatter_nvfp4",
-            "reduce_scatter_fp8", "quantize_all_gather_nvfp4"}
+            "all_gather_fp8", "all_gatherv", "all_gatherv_nvfp4", "reduce_scatter",
+            "reduce_scatter_out", "reduce_scatter_nvfp4", "reduce_scatter_fp8", "reduce_scatterv",
+            "quantize_all_gather_nvfp4"}
 
 
 def check(cond, what):
@@ -50,4 +53,56 @@ check(lib.symmcomm_torch_register(b"", err, len(err)) == 1 and "ns" in err.value
 check(lib.symmcomm_torch_remove_communicator(b"absent") == 0, "removing an unknown name: 0")
 rc = lib.symmcomm_torch_set_communicator(b"x", None, err, len(err))
 check(rc == 1 and err.value, "a NULL communicator is refused: %s" % err.value.decode())
+# ---- the operators' own checks, on CPU tensors --------------------------------------------------
+lib.symmcomm_torch_check_register_cpu.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
+                                                  ctypes.c_size_t]
+lib.symmcomm_torch_check_name_communicator.argtypes = [ctypes.c_char_p, ctypes.c_int,
+                                                       ctypes.c_int]
+cpu_schemas = torch.library.Library("symmcomm_cpu_check", "DEF")
+for name, (schema, _, _, _) in so.OPS.items():
+    cpu_schemas.define(name + schema)
+err.value = b""
+rc = lib.symmcomm_torch_check_register_cpu(b"symmcomm_cpu_check", err, len(err))
+check(rc == 0, "the operators register on the CPU key: %s" % err.value.decode())
+lib.symmcomm_torch_check_name_communicator(b"one", 0, 1)
+lib.symmcomm_torch_check_name_communicator(b"two", 1, 2)
+ops = torch.ops.symmcomm_cpu_check
+bf16 = torch.bfloat16
+x = torch.zeros(4, 8, dtype=bf16)
+data, bs, gs = (torch.zeros(4, 16, dtype=torch.uint8), torch.zeros(4, 2, dtype=torch.uint8),
+                torch.ones(1))
+
+
+def refused(kind, text, call):
+    try:
+        call()
+    except kind as e:
+        check(text in str(e), "%s %r" % (kind.__name__, text))
+        return
+    except Exception as e:  # noqa: BLE001 (the wrong kind is the failure reported)
+        check(False, "%s %r, got %s: %s" % (kind.__name__, text, type(e).__name__, e))
+    check(False, "%s %r, got no error" % (kind.__name__, text))
+
+
+refused(ValueError, "no communicator registered as 'nope' (register_communicator); registered: "
+        "one, two", lambda: ops.all_gather(x, "nope"))
+refused(ValueError, "send must be on a CUDA device, got cpu", lambda: ops.all_gather(x, "one"))
+refused(ValueError, "x must have at least one dimension (rows), got a 0-d tensor",
+        lambda: ops.all_gather(torch.zeros((), dtype=bf16), "one"))
+refused(RuntimeError, "dim 0 (3) is not divisible by the communicator's size 2",
+        lambda: ops.reduce_scatter(torch.zeros(3, 8, dtype=bf16), "two"))
+refused(RuntimeError, "data's dim 0 (3) is not divisible by the communicator's size 2",
+        lambda: ops.reduce_scatter_nvfp4(data[:3], bs[:3], gs, "two", bf16))
+refused(ValueError, "counts must be a list of comm.size (2) ints, got [32, 32, 32]",
+        lambda: ops.all_gatherv(x, [4, 4, 4], "two"))
+refused(ValueError, "counts[1] must be >= 0, got -8", lambda: ops.all_gatherv(x, [5, -1], "two"))
+refused(ValueError, "counts has 1 entries; rank 1 needs its own",
+        lambda: ops.reduce_scatterv(x, [4], "two"))
+refused(ValueError, "row_elements must be >= 1, got 0",
+        lambda: ops.all_gather_nvfp4(data, bs, gs, "one", 0))
+refused(ValueError, "row_elements must be >= 1, got -16",
+        lambda: ops.quantize_all_gather_nvfp4(x, None, "one", -16))
+refused(ValueError, "send.data must be on a CUDA device, got cpu",
+        lambda: ops.all_gatherv_nvfp4(data, bs, gs, [4, 4], "two", None))
+
 print("check_registration: all passed (PyTorch %s, %s)" % (torch.__version__, where["path"]))

@@ -1,0 +1,61 @@
+// For scripts/check_torch_ops_cpu.sh only, linked into a check build of libsymmcomm_torch.so
+// against a PyTorch built without CUDA (no libc10_cuda.so): a stand-in for the one CUDA-stream
+// call (it throws: no operator of this build reaches a stream), and two entry points the check
+// calls through ctypes - the operators registered on the CPU key, and a communicator that exists
+// only by name - so that the operators' own checks run on CPU tensors. Every operator checks
+// its tensors are on a CUDA device before it would use the communicator or a stream, so the
+// stand-in handle is never passed to the library.
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+
+#include "communicators.hpp"
+#include "ops.hpp"
+
+namespace c10 {
+namespace cuda {
+
+CUDAStream getCurrentCUDAStream(DeviceIndex) {
+  throw std::runtime_error("cpu_check_support: this build of libsymmcomm_torch.so has no CUDA");
+}
+
+cudaStream_t CUDAStream::stream() const {
+  return nullptr;
+}
+
+}  // namespace cuda
+}  // namespace c10
+
+extern "C" {
+
+/// The operators of ops.cpp registered on the CPU key of `ns` (schemas defined already);
+/// 0, or 1 with the dispatcher's text in `error`.
+int symmcomm_torch_check_register_cpu(const char* ns, char* error, size_t capacity) {
+  try {
+    // Leaked, as the library's own registrations are.
+    auto* lib =
+        new torch::Library(torch::Library::IMPL, ns, c10::DispatchKey::CPU, __FILE__, __LINE__);
+    symmcomm::torch_ops::implement(*lib);
+    return 0;
+  } catch (const std::exception& e) {
+    if (capacity > 0) {
+      std::strncpy(error, e.what(), capacity - 1);
+      error[capacity - 1] = '\0';
+    }
+    return 1;
+  }
+}
+
+/// A communicator of `size` ranks, this one `rank`, on device 0, known only by `name`.
+void symmcomm_torch_check_name_communicator(const char* name, int rank, int size) {
+  symmcomm::torch_ops::Communicator entry;
+  entry.comm = reinterpret_cast<symmcomm_comm_t>(std::uintptr_t{0x1000});
+  entry.rank = rank;
+  entry.size = size;
+  symmcomm::torch_ops::communicators().set(name, entry);
+}
+
+}  // extern "C"
