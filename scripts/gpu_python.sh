@@ -32,8 +32,9 @@ wait $p1 || { tail -30 "$out/build-system.log"; exit 1; }
 wait $p2 || { tail -30 "$out/build-second.log"; exit 1; }
 echo "built ($(date -u +%T))"
 # The C++ operators on both lines (test_ops runs them beside the Python ones).
-symmcomm_build_torch_ops "$SYMMCOMM_ROOT/build-dev" "$out/build-torch-system.log"
-symmcomm_build_torch_ops "$SYMMCOMM_ROOT/build-nccl2" "$out/build-torch-second.log"
+symmcomm_build_torch_ops "$SYMMCOMM_ROOT/build-dev" "$out/build-torch-system.log" &
+symmcomm_build_torch_ops "$SYMMCOMM_ROOT/build-nccl2" "$out/build-torch-second.log" &
+wait
 pytest_line() {  # pytest_line <tag> <build dir> [env...]
   local tag="$1" dir="$2"; shift 2
   (cd "$SYMMCOMM_ROOT/python" && env "$@" SYMMCOMM_LIBRARY="$dir/src/libsymmcomm_c.so" \
