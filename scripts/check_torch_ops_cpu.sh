@@ -11,7 +11,8 @@ cd "$SYMMCOMM_ROOT"
 py="${SYMMCOMM_TORCH_PYTHON:-/usr/bin/python3}"
 # Debian's CPU-only PyTorch and its headers, for the default interpreter.
 if [ "$py" = /usr/bin/python3 ]; then
-  SYMMCOMM_PACKAGES=(python3-torch libtorch-dev) symmcomm_install_missing
+  SYMMCOMM_PACKAGES=(python3-torch libtorch-dev)
+  symmcomm_install_missing
 fi
 build="${BUILD:-build-test}"
 paths=$("$py" cmake/torch_paths.py)

@@ -30,16 +30,14 @@ Conventions (engines' tensors are [tokens, hidden]):
 - Python implementations give every argument that has a default in the schema the same
   default: the dispatcher drops arguments equal to their default before calling them.
 
-Implementations. The eager dispatch and combine of a decode step (the all-gathers and the
-reduce-scatters into bf16/fp32 with equal or host counts, and the fused quantize + gather;
-native_operators()) have C++
-implementations in libsymmcomm_torch.so, built beside libsymmcomm_c.so where CMake finds
-PyTorch: PyTorch's dispatcher calls them without a Python frame. Every other operator, and every
-operator where that library is absent, runs its Python implementation here. Both check the same
-things with the same texts and give the same outputs; an invalid argument raises ValueError
-(symmcomm.LogicError, a ValueError, from Python implementations), another failure RuntimeError
-from C++ and symmcomm's own error types from Python. register_ops(implementation=...) or
-$SYMMCOMM_TORCH_OPS ("auto", "c++", "python") chooses; implementation(name) says which runs.
+Implementations. Every operator has a C++ implementation in libsymmcomm_torch.so, built beside
+libsymmcomm_c.so where CMake finds a CUDA PyTorch: PyTorch's dispatcher calls it without a
+Python frame. Where that library is absent or cannot load, the Python implementations here run
+(native_library() says why). Both check the same things with the same texts and give the same
+outputs; an invalid argument raises ValueError (symmcomm.LogicError, a ValueError, from Python
+implementations), another failure RuntimeError from C++ and symmcomm's own error types from
+Python. register_ops(implementation=...) or $SYMMCOMM_TORCH_OPS ("auto", "c++", "python")
+chooses; implementation(name) says which runs.
 
 Every operator has a fake implementation computing its output shapes from its inputs' shapes
 (symmcomm.shapes' arithmetic), so torch.compile sizes outputs without running anything. The
@@ -168,8 +166,8 @@ def native_library():
 
 
 def native_operators():
-    """The names of the operators with a C++ implementation loaded (empty without the
-    library)."""
+    """The names of the operators with a C++ implementation loaded (every operator of OPS; empty
+    without the library)."""
     with _comms_lock:
         return _native_library().operators
 

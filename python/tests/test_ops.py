@@ -17,11 +17,8 @@ import symmcomm.ops  # noqa: E402 (needs torch)
 GROUP = "symmcomm-test-solo"
 
 
-#: The operators that must have a C++ implementation (the eager decode step's).
-NATIVE = {"all_gather", "all_gather_out", "all_gather_nvfp4", "all_gather_nvfp4_out",
-          "all_gather_fp8", "all_gatherv", "all_gatherv_nvfp4", "reduce_scatter",
-          "reduce_scatter_out", "reduce_scatter_nvfp4", "reduce_scatter_fp8", "reduce_scatterv",
-          "quantize_all_gather_nvfp4"}
+#: The operators that must have a C++ implementation: every one.
+NATIVE = set(symmcomm.ops.OPS)
 NAMESPACES = {"c++": "symmcomm_test_cpp", "python": "symmcomm_test_py"}
 
 
@@ -275,6 +272,9 @@ def bad_calls(ops):
     f8 = x.to(torch.float8_e4m3fn)
     one = torch.ones(1, device="cuda", dtype=torch.float32)
     strided = torch.empty(64, 256, device="cuda", dtype=torch.bfloat16)[::2]
+    i32 = lambda v, dt=torch.int32: torch.tensor(v, device="cuda", dtype=dt)  # noqa: E731
+    wide = (i32([32], torch.int64), i32([0]), i32([0]), i32([0]))
+    short = (i32([32]), i32([0, 0]), i32([0]), i32([0]))
     return [
         ("dtype", lambda: ops.all_gather(x.float(), GROUP), ValueError),
         ("group", lambda: ops.all_gather(x, "no-such-group"), ValueError),
@@ -294,6 +294,13 @@ def bad_calls(ops):
         ("nvfp4 counts per rank", lambda: ops.all_gatherv_nvfp4(data, bs, gs, [16, 16], GROUP,
                                                                 None), ValueError),
         ("own count", lambda: ops.reduce_scatterv(x, [], GROUP), ValueError),
+        ("device count dtype", lambda: ops.all_gatherv_device(x, *wide, GROUP), ValueError),
+        ("device counts size", lambda: ops.reduce_scatterv_device(x, *short, GROUP), ValueError),
+        ("re-quantized block scales",
+         lambda: ops.reduce_scatter_nvfp4_q(data, bs[:, :-1], gs, GROUP), ValueError),
+        ("quantize dtype", lambda: ops.quantize_nvfp4(x.float(), None), ValueError),
+        ("dequantize global scale", lambda: ops.dequantize_nvfp4(data, bs, gs.double()),
+         ValueError),
     ]
 
 

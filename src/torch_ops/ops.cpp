@@ -1,13 +1,12 @@
-// symmcomm's hot PyTorch operators in C++: the eager dispatch and combine of a decode step
-// (all-gathers and reduce-scatters of BF16, NVFP4 and FP8 with equal or host counts, and the
-// fused quantize + gather)
-// without a Python frame between PyTorch's dispatcher and the C ABI. Each operator does what its
-// Python implementation in symmcomm.ops does, with the same output shapes (the Python fakes size
-// both) and the same argument checks and texts: it checks what only PyTorch knows (device,
+// symmcomm's PyTorch operators in C++ (every operator of symmcomm.ops.OPS): PyTorch's
+// dispatcher reaches the C ABI without a Python frame. Each operator does what its Python
+// implementation in symmcomm.ops does, with the same output shapes (the Python fakes size both)
+// and the same argument checks and texts: it checks what only PyTorch knows (device,
 // contiguity, dtype, the sizes behind each pointer), allocates its outputs, and calls
-// libsymmcomm_c.so on the current CUDA stream of the communicator's device; how counts relate is
-// the library's one check. Invalid arguments raise ValueError (the Python implementations'
-// symmcomm.LogicError is one), other failures RuntimeError naming the library's status.
+// libsymmcomm_c.so on the current CUDA stream of the communicator's device (a codec: of its
+// tensors' device); how counts relate is the library's one check. Invalid arguments raise
+// ValueError (the Python implementations' symmcomm.LogicError is one), other failures
+// RuntimeError naming the library's status.
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
@@ -58,6 +57,7 @@ enum Kind : unsigned {
   kFp4x2 = 1u << 3,
   kE4m3 = 1u << 4,
   kE5m2 = 1u << 5,
+  kI32 = 1u << 6,
 };
 
 /// Accepted kinds and how the Python implementations list them in an error.
@@ -71,6 +71,7 @@ constexpr Allowed kBf16OrF32{kBf16 | kF32, "bfloat16 or float32"};
 constexpr Allowed kNvfp4Data{kFp4x2 | kBytes, "float4_e2m1fn_x2 or uint8 or int8"};
 constexpr Allowed kBlockScales{kE4m3 | kBytes, "float8_e4m3fn or uint8 or int8"};
 constexpr Allowed kFp8Data{kE4m3 | kE5m2 | kBytes, "float8_e4m3fn or float8_e5m2 or uint8 or int8"};
+constexpr Allowed kInt32Only{kI32, "int32"};
 
 struct DtypeTable {
   Kind kind[static_cast<int>(c10::ScalarType::NumOptions)] = {};
@@ -93,7 +94,7 @@ struct DtypeTable {
                                       {"Half", "float16", kOther},
                                       {"Double", "float64", kOther},
                                       {"Short", "int16", kOther},
-                                      {"Int", "int32", kOther},
+                                      {"Int", "int32", kI32},
                                       {"Long", "int64", kOther},
                                       {"Bool", "bool", kOther}};
     for (int i = 0; i < static_cast<int>(c10::ScalarType::NumOptions); ++i) {
@@ -238,8 +239,12 @@ Communicators::Lease lease(Str group) {
   return entry;
 }
 
+symmcomm_stream_t stream_of(int device) {
+  return c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
+}
+
 symmcomm_stream_t stream_of(const Communicator& c) {
-  return c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(c.device)).stream();
+  return stream_of(c.device);
 }
 
 // ---- shapes (as symmcomm.ops' fakes compute them) -------------------------------------------
@@ -520,6 +525,189 @@ Tensors3 quantize_all_gather_nvfp4(const at::Tensor& x, const Optional<at::Tenso
   return {std::move(data), std::move(block_scales), std::move(global_scale)};
 }
 
+Tensors3 reduce_scatter_nvfp4_q(const at::Tensor& data, const at::Tensor& block_scales,
+                                const at::Tensor& global_scale, Str group) {
+  auto const c = lease(group);
+  check_rows(data, "data");
+  check_rows(block_scales, "block_scales");
+  Tensors3 out(at::empty(shard(data, c->size, "dim 0"), data.options()),
+               at::empty(shard(block_scales, c->size, "dim 0"), block_scales.options()),
+               at::empty({1}, global_scale.options()));
+  at::Tensor const send_data = data.contiguous();
+  at::Tensor const send_scales = block_scales.contiguous();
+  auto const a = nvfp4(send_data, send_scales, global_scale, "send", c->device, 1, {});
+  auto const b =
+      nvfp4(std::get<0>(out), std::get<1>(out), std::get<2>(out), "recv", c->device, 1, {});
+  check(symmcomm_reduce_scatter(c->comm, &a, &b, nullptr, stream_of(*c), nullptr));
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor> reduce_scatter_fp8_q(const at::Tensor& data,
+                                                        const at::Tensor& scale, Str group) {
+  auto const c = lease(group);
+  check_rows(data, "data");
+  at::Tensor out_data = at::empty(shard(data, c->size, "dim 0"), data.options());
+  at::Tensor out_scale = at::empty({1}, scale.options());
+  at::Tensor const send = data.contiguous();
+  auto const a = fp8(send, scale, "send", c->device, 1);
+  auto const b = fp8(out_data, out_scale, "recv", c->device, 1);
+  TORCH_CHECK_VALUE(a.dtype == b.dtype, "send and recv have different FP8 formats");
+  check(symmcomm_reduce_scatter(c->comm, &a, &b, nullptr, stream_of(*c), nullptr));
+  return {std::move(out_data), std::move(out_scale)};
+}
+
+// ---- codecs (no communicator: the tensors' own device) -----------------------------------------
+
+void check_same_count(const symmcomm_tensor_t& src, const symmcomm_tensor_t& dst) {
+  TORCH_CHECK_VALUE(src.count == dst.count, "dst holds ", dst.count, " elements, src ", src.count);
+}
+
+int cuda_index_of(const at::Tensor& t) {
+  return t.is_cuda() ? static_cast<int>(t.get_device()) : -1;
+}
+
+Tensors3 quantize_nvfp4(const at::Tensor& x, const Optional<at::Tensor>& global_scale) {
+  check_rows(x, "x");
+  Shape data_shape = shape_of(x);
+  Shape scale_shape = shape_of(x);
+  data_shape.back() /= 2;
+  scale_shape.back() /= kNvfp4Block;
+  at::Tensor data = at::empty(data_shape, x.options().dtype(at::kByte));
+  at::Tensor block_scales = at::empty(scale_shape, x.options().dtype(float8_e4m3fn()));
+  at::Tensor scale = at::empty({1}, x.options().dtype(at::kFloat));
+  bool const given = global_scale.has_value() && global_scale->defined();
+  if (given) scale.copy_(global_scale->reshape({1}));
+  at::Tensor const src = x.contiguous();
+  int const device = cuda_index_of(src);
+  auto const a = plain(src, "src", kBf16Only, device);
+  auto const b = nvfp4(data, block_scales, scale, "dst", device, 1, {});
+  check_same_count(a, b);
+  check(symmcomm_quantize(&a, &b, given ? 0 : 1, stream_of(device)));
+  return {std::move(data), std::move(block_scales), std::move(scale)};
+}
+
+at::Tensor dequantize_nvfp4(const at::Tensor& data, const at::Tensor& block_scales,
+                            const at::Tensor& global_scale) {
+  check_rows(data, "data");
+  Shape shape = shape_of(data);
+  shape.back() *= 2;
+  at::Tensor out = at::empty(shape, data.options().dtype(at::kBFloat16));
+  int const device = cuda_index_of(out);
+  auto const b = plain(out, "dst", kBf16Only, device);
+  at::Tensor const src_data = data.contiguous();
+  at::Tensor const src_scales = block_scales.contiguous();
+  auto const a = nvfp4(src_data, src_scales, global_scale, "src", device, 1, {});
+  check_same_count(a, b);
+  check(symmcomm_dequantize(&a, &b, stream_of(device)));
+  return out;
+}
+
+// ---- counts on the device ------------------------------------------------------------------
+
+/// The device counts of a ragged call, checked as symmcomm.DeviceCounts is: int32 tensors of
+/// 1 (count, overflow) and comm-size (counts, offsets) elements.
+symmcomm_device_counts_t device_counts(const at::Tensor& count, const at::Tensor& counts,
+                                       const at::Tensor& offsets, const at::Tensor& overflow,
+                                       const Communicator& c, size_t capacity) {
+  struct Part {
+    const at::Tensor* t;
+    const char* name;
+    int64_t elements;
+  };
+  Part const parts[] = {{&count, "count", 1},
+                        {&counts, "counts", c.size},
+                        {&offsets, "offsets", c.size},
+                        {&overflow, "overflow", 1}};
+  void* ptr[4] = {};
+  for (int i = 0; i < 4; ++i) {
+    ptr[i] = checked(*parts[i].t, "counts.", parts[i].name, kInt32Only, c.device);
+    TORCH_CHECK_VALUE(parts[i].t->numel() == parts[i].elements, "counts.", parts[i].name, " has ",
+                      parts[i].t->numel(), " elements; expected ", parts[i].elements);
+  }
+  return {static_cast<const int32_t*>(ptr[0]), capacity, static_cast<int32_t*>(ptr[1]),
+          static_cast<int32_t*>(ptr[2]), static_cast<int32_t*>(ptr[3])};
+}
+
+at::Tensor all_gatherv_device(const at::Tensor& x, const at::Tensor& count,
+                              const at::Tensor& counts, const at::Tensor& offsets,
+                              const at::Tensor& overflow, Str group) {
+  auto const c = lease(group);
+  check_rows(x, "x");
+  at::Tensor out = at::empty(with_rows(x, x.size(0) * c->size), x.options());
+  auto const row = static_cast<size_t>(std::max<int64_t>(1, row_elements_of(x)));
+  at::Tensor const send = x.contiguous();
+  auto const a = plain(send, "send", kBf16Only, c->device);
+  auto const b = plain(out, "recv", kBf16Only, c->device);
+  auto const dc = device_counts(count, counts, offsets, overflow, *c, a.count / row);
+  check(symmcomm_all_gatherv_device(c->comm, &a, &b, row, &dc, nullptr, stream_of(*c), nullptr));
+  return out;
+}
+
+Tensors3 all_gatherv_device_nvfp4(const at::Tensor& data, const at::Tensor& block_scales,
+                                  const at::Tensor& global_scale, const at::Tensor& count,
+                                  const at::Tensor& counts, const at::Tensor& offsets,
+                                  const at::Tensor& overflow, Str group, bool swizzled_scales) {
+  auto const c = lease(group);
+  check_rows(data, "data");
+  int64_t const rows = data.size(0) * c->size;
+  int64_t const row = row_elements_of(data) * 2;
+  Tensors3 out;
+  if (swizzled_scales) {
+    out = nvfp4_gathered(data, block_scales, global_scale, c->size, rows, row);
+  } else {
+    check_rows(block_scales, "block_scales");
+    out = Tensors3(
+        at::empty(with_rows(data, rows), data.options()),
+        at::empty(with_rows(block_scales, block_scales.size(0) * c->size), block_scales.options()),
+        at::empty({c->size}, global_scale.options()));
+  }
+  at::Tensor const send_data = data.contiguous();
+  at::Tensor const send_scales = block_scales.contiguous();
+  auto const a = nvfp4(send_data, send_scales, global_scale, "send", c->device, 1, {});
+  Optional<int64_t> swizzled_rows;
+  if (swizzled_scales) swizzled_rows = row;
+  auto const b = nvfp4(std::get<0>(out), std::get<1>(out), std::get<2>(out), "recv", c->device,
+                       c->size, swizzled_rows);
+  auto const dc =
+      device_counts(count, counts, offsets, overflow, *c, a.count / static_cast<size_t>(row));
+  check(symmcomm_all_gatherv_device(c->comm, &a, &b, static_cast<size_t>(row), &dc, nullptr,
+                                    stream_of(*c), nullptr));
+  return out;
+}
+
+at::Tensor reduce_scatterv_device(const at::Tensor& x, const at::Tensor& count,
+                                  const at::Tensor& counts, const at::Tensor& offsets,
+                                  const at::Tensor& overflow, Str group) {
+  auto const c = lease(group);
+  check_rows(x, "x");
+  at::Tensor out = at::empty(shard(x, c->size, "dim 0"), x.options());
+  auto const row = static_cast<size_t>(std::max<int64_t>(1, row_elements_of(x)));
+  at::Tensor const send = x.contiguous();
+  auto const a = plain(send, "send", kBf16Only, c->device);
+  auto const b = plain(out, "recv", kBf16Only, c->device);
+  auto const dc = device_counts(count, counts, offsets, overflow, *c, b.count / row);
+  check(
+      symmcomm_reduce_scatterv_device(c->comm, &a, &b, row, &dc, nullptr, stream_of(*c), nullptr));
+  return out;
+}
+
+at::Tensor reduce_scatterv_device_nvfp4(const at::Tensor& data, const at::Tensor& block_scales,
+                                        const at::Tensor& global_scale, const at::Tensor& count,
+                                        const at::Tensor& counts, const at::Tensor& offsets,
+                                        const at::Tensor& overflow, Str group) {
+  auto const c = lease(group);
+  at::Tensor out = at::empty(nvfp4_sum_shape(data, c->size), data.options().dtype(at::kBFloat16));
+  auto const row = static_cast<size_t>(row_elements_of(data) * 2);
+  at::Tensor const send_data = data.contiguous();
+  at::Tensor const send_scales = block_scales.contiguous();
+  auto const a = nvfp4(send_data, send_scales, global_scale, "send", c->device, 1, {});
+  auto const b = plain(out, "recv", kBf16Only, c->device);
+  auto const dc = device_counts(count, counts, offsets, overflow, *c, b.count / row);
+  check(
+      symmcomm_reduce_scatterv_device(c->comm, &a, &b, row, &dc, nullptr, stream_of(*c), nullptr));
+  return out;
+}
+
 // The operators implemented here: one list for the names the package reads and the
 // registrations.
 #define SYMMCOMM_TORCH_OPERATORS(X) \
@@ -535,7 +723,15 @@ Tensors3 quantize_all_gather_nvfp4(const at::Tensor& x, const Optional<at::Tenso
   X(reduce_scatter_out)             \
   X(reduce_scatter_nvfp4)           \
   X(reduce_scatter_fp8)             \
-  X(quantize_all_gather_nvfp4)
+  X(reduce_scatter_nvfp4_q)         \
+  X(reduce_scatter_fp8_q)           \
+  X(quantize_all_gather_nvfp4)      \
+  X(quantize_nvfp4)                 \
+  X(dequantize_nvfp4)               \
+  X(all_gatherv_device)             \
+  X(all_gatherv_device_nvfp4)       \
+  X(reduce_scatterv_device)         \
+  X(reduce_scatterv_device_nvfp4)
 
 #define SYMMCOMM_TORCH_NAME(op) #op ","
 constexpr char kOperators[] = SYMMCOMM_TORCH_OPERATORS(SYMMCOMM_TORCH_NAME);

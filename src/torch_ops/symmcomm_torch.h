@@ -1,4 +1,4 @@
-/* libsymmcomm_torch.so: symmcomm's hot PyTorch operators implemented in C++ (ops.cpp), for the
+/* libsymmcomm_torch.so: symmcomm's PyTorch operators implemented in C++ (ops.cpp), for the
  * Python package (symmcomm.ops), which defines the operators' schemas and fakes and calls these
  * through ctypes. The operators call libsymmcomm_c.so's C ABI; this library needs the PyTorch it
  * was built against loaded first (import torch).
