@@ -25,6 +25,10 @@
 #   tests228  the Python suite on both NCCL lines; symmcomm-info and python -m symmcomm.info on
 #             the system NCCL (2.28); then its single-GPU tier and the multi-rank tier at 2 ranks
 #             (NCCL_HOSTID: the fallback across processes)
+#   torch     the torch operators: libsymmcomm_torch.so built against the machine's PyTorch on
+#             both NCCL lines, the Python suite on both (the C++ and Python implementations
+#             side by side), the Python examples, then the operator overhead table (C++
+#             operator, Python operator, ctypes call, torch.distributed)
 #   hangs     cases that stopped a sweep, each alone (SYMMCOMM_HANG_TRIES, 3) under a watch taking
 #             cuda-gdb's view of the kernels still running (SYMMCOMM_HANG_CASES)
 #   checks    the abort word broken on purpose (its tests must fail), a skip the run does not
@@ -33,7 +37,7 @@
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|moe|hangs|hostcost|tests228|checks [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|moe|hangs|hostcost|torch|tests228|checks [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -132,6 +136,10 @@ case "$phase" in
   hostcost)
     timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_host_cost.sh
     ;;
+  torch)
+    SYMMCOMM_SKIP="tests ragged pdl quantize probe ragged_bench moe_dp" \
+      timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
+    ;;
   tests228)
     # The Python suite on both lines, the machine reports on 2.28.3, then the 2.28.3 tiers with
     # the time left. The 2.28.3 tree configured for this GPU alone before gpu_python.sh reuses it.
@@ -176,7 +184,7 @@ case "$phase" in
       timeout "$(( $(left) - 5 ))" "$SYMMCOMM_ROOT"/scripts/gpu_sanitize.sh "$SYMMCOMM_ROOT"/build-dev
     ;;
   *)
-    echo "unknown phase $phase (first, tests230, bench, moe, hangs, hostcost, tests228, checks)"
+    echo "unknown phase $phase (first, tests230, bench, moe, hangs, hostcost, torch, tests228, checks)"
     exit 2
     ;;
 esac
