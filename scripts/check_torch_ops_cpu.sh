@@ -29,8 +29,10 @@ mkdir -p "$out/shim/c10/cuda/impl"
 echo '#pragma once' >"$out/shim/c10/cuda/impl/cuda_cmake_macros.h"
 cuda_inc=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")/../include
 g++ -std=c++17 -shared -fPIC -O1 -D_GLIBCXX_USE_CXX11_ABI="$abi" -Wall -Wextra -Wconversion \
-  -Wno-sign-conversion -isystem "$inc1" -isystem "$inc2" -isystem "$out/shim" -isystem "$cuda_inc" \
-  -Iinclude -I"$build/include" -Isrc/torch_ops src/torch_ops/ops.cpp src/torch_ops/communicators.cpp \
+  -Wno-sign-conversion -fvisibility=hidden -fvisibility-inlines-hidden \
+  -isystem "$inc1" -isystem "$inc2" -isystem "$out/shim" -isystem "$cuda_inc" \
+  -Iinclude -I"$build/include" -Isrc/torch_ops src/torch_ops/library.cpp src/torch_ops/ops.cpp \
+  src/torch_ops/tensors.cpp src/torch_ops/communicators.cpp \
   tests/torch_ops/cpu_check_support.cpp -o "$out/libsymmcomm_torch.so" -L"$build/src" -lsymmcomm_c \
   -L"$libdir" -lc10 -ltorch_cpu -Wl,-rpath,"$libdir"
 echo "check_torch_ops_cpu: built against PyTorch $version"

@@ -10,218 +10,22 @@
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
-#include <torch/version.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <tuple>
 
 #include "communicators.hpp"
 #include "ops.hpp"
-#include "symmcomm_torch.h"
+#include "tensors.hpp"
 
 namespace symmcomm::torch_ops {
 namespace {
 
-// PyTorch 2.6 made c10::string_view std::string_view and deprecated the name; before it, schema
-// inference knew only c10's types.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
-using Str = std::string_view;
-template <class T>
-using Optional = std::optional<T>;
-#else
-using Str = c10::string_view;
-template <class T>
-using Optional = c10::optional<T>;
-#endif
-
 using Tensors3 = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
 using Shape = c10::SmallVector<int64_t, 8>;
-
-constexpr int64_t kNvfp4Block = 16;
-
-// ---- dtypes -------------------------------------------------------------------------------
-// Kinds of element type the checks accept, found by ScalarType name once: float4 and float8
-// exist only in newer PyTorch releases, and this file builds against several.
-enum Kind : unsigned {
-  kOther = 0,
-  kBf16 = 1u << 0,
-  kF32 = 1u << 1,
-  kBytes = 1u << 2,  // uint8, int8: packed codes of any format
-  kFp4x2 = 1u << 3,
-  kE4m3 = 1u << 4,
-  kE5m2 = 1u << 5,
-  kI32 = 1u << 6,
-};
-
-/// Accepted kinds and how the Python implementations list them in an error.
-struct Allowed {
-  unsigned kinds;
-  const char* text;
-};
-constexpr Allowed kBf16Only{kBf16, "bfloat16"};
-constexpr Allowed kF32Only{kF32, "float32"};
-constexpr Allowed kBf16OrF32{kBf16 | kF32, "bfloat16 or float32"};
-constexpr Allowed kNvfp4Data{kFp4x2 | kBytes, "float4_e2m1fn_x2 or uint8 or int8"};
-constexpr Allowed kBlockScales{kE4m3 | kBytes, "float8_e4m3fn or uint8 or int8"};
-constexpr Allowed kFp8Data{kE4m3 | kE5m2 | kBytes, "float8_e4m3fn or float8_e5m2 or uint8 or int8"};
-constexpr Allowed kInt32Only{kI32, "int32"};
-
-struct DtypeTable {
-  Kind kind[static_cast<int>(c10::ScalarType::NumOptions)] = {};
-  const char* python_name[static_cast<int>(c10::ScalarType::NumOptions)] = {};
-  Optional<c10::ScalarType> e4m3;
-
-  DtypeTable() {
-    struct Known {
-      const char* cpp;
-      const char* python;
-      Kind kind;
-    };
-    static constexpr Known known[] = {{"BFloat16", "bfloat16", kBf16},
-                                      {"Float", "float32", kF32},
-                                      {"Byte", "uint8", kBytes},
-                                      {"Char", "int8", kBytes},
-                                      {"Float4_e2m1fn_x2", "float4_e2m1fn_x2", kFp4x2},
-                                      {"Float8_e4m3fn", "float8_e4m3fn", kE4m3},
-                                      {"Float8_e5m2", "float8_e5m2", kE5m2},
-                                      {"Half", "float16", kOther},
-                                      {"Double", "float64", kOther},
-                                      {"Short", "int16", kOther},
-                                      {"Int", "int32", kI32},
-                                      {"Long", "int64", kOther},
-                                      {"Bool", "bool", kOther}};
-    for (int i = 0; i < static_cast<int>(c10::ScalarType::NumOptions); ++i) {
-      auto const st = static_cast<c10::ScalarType>(i);
-      const char* name = c10::toString(st);
-      python_name[i] = name;
-      for (auto const& k : known) {
-        if (std::strcmp(name, k.cpp) != 0) continue;
-        kind[i] = k.kind;
-        python_name[i] = k.python;
-        if (k.kind == kE4m3) e4m3 = st;
-      }
-    }
-  }
-};
-
-const DtypeTable& dtypes() {
-  static const DtypeTable table;
-  return table;
-}
-
-Kind kind_of(const at::Tensor& t) {
-  return dtypes().kind[static_cast<int>(t.scalar_type())];
-}
-
-const char* python_name(const at::Tensor& t) {
-  return dtypes().python_name[static_cast<int>(t.scalar_type())];
-}
-
-c10::ScalarType float8_e4m3fn() {
-  auto const& e4m3 = dtypes().e4m3;
-  TORCH_CHECK(e4m3.has_value(), "symmcomm: this PyTorch (", TORCH_VERSION,
-              ") has no float8_e4m3fn for NVFP4 block scales");
-  return *e4m3;
-}
-
-// ---- checks -------------------------------------------------------------------------------
-
-/// The data pointer of `t` (named `name` + `part`, e.g. "send" ".data"), checked as the Python
-/// implementations check it: a CUDA tensor on the communicator's device, contiguous, of an
-/// accepted dtype.
-void* checked(const at::Tensor& t, const char* name, const char* part, const Allowed& allowed,
-              int device) {
-  TORCH_CHECK_VALUE(t.defined(), name, part, " must be a CUDA tensor, got None");
-  TORCH_CHECK_VALUE(t.is_cuda(), name, part, " must be on a CUDA device, got ", t.device());
-  TORCH_CHECK_VALUE(t.get_device() == device, name, part, " is on cuda:", t.get_device(),
-                    ", but the communicator's rank is on cuda:", device);
-  TORCH_CHECK_VALUE(t.is_contiguous(), name, part, " must be contiguous");
-  TORCH_CHECK_VALUE((kind_of(t) & allowed.kinds) != 0, name, part, " has dtype ", python_name(t),
-                    "; expected ", allowed.text);
-  return t.data_ptr();
-}
-
-void check_row_elements(const Optional<int64_t>& row_elements) {
-  if (row_elements.has_value()) {
-    TORCH_CHECK_VALUE(*row_elements >= 1, "row_elements must be >= 1, got ", *row_elements);
-  }
-}
-
-void check_rows(const at::Tensor& t, const char* name) {
-  TORCH_CHECK_VALUE(t.dim() >= 1, name,
-                    " must have at least one dimension (rows), got a 0-d "
-                    "tensor");
-}
-
-int64_t swizzled_scale_bytes(int64_t rows, int64_t scale_cols) {
-  return (rows + 127) / 128 * 128 * ((scale_cols + 3) / 4 * 4);
-}
-
-symmcomm_tensor_t plain(const at::Tensor& t, const char* name, const Allowed& allowed, int device) {
-  void* data = checked(t, name, "", allowed, device);
-  auto const dtype = kind_of(t) == kF32 ? SYMMCOMM_DTYPE_FP32 : SYMMCOMM_DTYPE_BF16;
-  return {dtype,   SYMMCOMM_SCALE_LAYOUT_LINEAR,   data, nullptr,
-          nullptr, static_cast<size_t>(t.numel()), 0};
-}
-
-/// An NVFP4 tensor; with row_elements, block scales in the swizzled layout of rows of that many
-/// elements (a gather's receive side).
-symmcomm_tensor_t nvfp4(const at::Tensor& data, const at::Tensor& block_scales,
-                        const at::Tensor& global_scale, const char* name, int device,
-                        int64_t scales_expected, const Optional<int64_t>& row_elements) {
-  void* d = checked(data, name, ".data", kNvfp4Data, device);
-  void* s = checked(block_scales, name, ".block_scales", kBlockScales, device);
-  void* g = checked(global_scale, name, ".global_scale", kF32Only, device);
-  int64_t const n_data = data.numel();
-  int64_t const n_scales = block_scales.numel();
-  int64_t const count = 2 * n_data;
-  auto layout = SYMMCOMM_SCALE_LAYOUT_LINEAR;
-  if (row_elements.has_value()) {
-    check_row_elements(row_elements);
-    int64_t const re = *row_elements;
-    layout = SYMMCOMM_SCALE_LAYOUT_SWIZZLED_128X4;
-    // The scale tensor's size, for rows the library will accept (it refuses the others).
-    if (re % kNvfp4Block == 0 && count % re == 0) {
-      int64_t const rows = count / re;
-      int64_t const need = swizzled_scale_bytes(rows, re / kNvfp4Block);
-      TORCH_CHECK_VALUE(n_scales >= need, name, ".block_scales has ", n_scales,
-                        " elements; swizzled scales of ", rows, " rows of ", re, " need ", need,
-                        " (symmcomm.swizzled_scale_bytes)");
-    }
-  } else {
-    TORCH_CHECK_VALUE(n_scales == count / kNvfp4Block, name, ".block_scales has ", n_scales,
-                      " elements; ", n_data, " data bytes need ", count / kNvfp4Block,
-                      " (one per 16 elements)");
-  }
-  TORCH_CHECK_VALUE(global_scale.numel() >= scales_expected, name, ".global_scale has ",
-                    global_scale.numel(), " elements; expected ", scales_expected);
-  return {SYMMCOMM_DTYPE_NVFP4,
-          layout,
-          d,
-          s,
-          static_cast<float*>(g),
-          static_cast<size_t>(count),
-          static_cast<size_t>(row_elements.value_or(0))};
-}
-
-symmcomm_tensor_t fp8(const at::Tensor& data, const at::Tensor& scale, const char* name, int device,
-                      int64_t scales_expected) {
-  void* d = checked(data, name, ".data", kFp8Data, device);
-  void* s = checked(scale, name, ".scale", kF32Only, device);
-  TORCH_CHECK_VALUE(scale.numel() >= scales_expected, name, ".scale has ", scale.numel(),
-                    " elements; expected ", scales_expected);
-  auto const dtype = kind_of(data) == kE5m2 ? SYMMCOMM_DTYPE_FP8_E5M2 : SYMMCOMM_DTYPE_FP8_E4M3;
-  return {dtype,   SYMMCOMM_SCALE_LAYOUT_LINEAR, d,
-          nullptr, static_cast<float*>(s),       static_cast<size_t>(data.numel()),
-          0};
-}
 
 /// Raises the library's failure: ValueError for an invalid argument, RuntimeError otherwise.
 void check(symmcomm_status_t status) {
@@ -296,8 +100,8 @@ Tensors3 nvfp4_gathered(const at::Tensor& data, const at::Tensor& block_scales,
 // ---- operators (schemas in symmcomm.ops.OPS) ------------------------------------------------
 
 void gather_bf16(const Communicator& c, const at::Tensor& x, const at::Tensor& out) {
-  at::Tensor const send = x.contiguous();
-  auto const a = plain(send, "send", kBf16Only, c.device);
+  PlainInput const send(x, "send", c.device);
+  auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16Only, c.device);
   check(symmcomm_all_gather(c.comm, &a, &b, nullptr, stream_of(c), nullptr));
 }
@@ -318,9 +122,8 @@ void all_gather_out(const at::Tensor& x, const at::Tensor& out, Str group) {
 void gather_nvfp4(const Communicator& c, const at::Tensor& data, const at::Tensor& block_scales,
                   const at::Tensor& global_scale, const Tensors3& out,
                   const Optional<int64_t>& row_elements) {
-  at::Tensor const send_data = data.contiguous();
-  at::Tensor const send_scales = block_scales.contiguous();
-  auto const a = nvfp4(send_data, send_scales, global_scale, "send", c.device, 1, {});
+  Nvfp4Input const send(data, block_scales, global_scale, "send", c.device);
+  auto const& a = send.ref;
   auto const b = nvfp4(std::get<0>(out), std::get<1>(out), std::get<2>(out), "recv", c.device,
                        c.size, row_elements);
   check(symmcomm_all_gather(c.comm, &a, &b, nullptr, stream_of(c), nullptr));
@@ -352,8 +155,8 @@ std::tuple<at::Tensor, at::Tensor> all_gather_fp8(const at::Tensor& data, const 
   check_rows(data, "data");
   at::Tensor out_data = at::empty(with_rows(data, data.size(0) * c->size), data.options());
   at::Tensor out_scale = at::empty({c->size}, scale.options());
-  at::Tensor const send = data.contiguous();
-  auto const a = fp8(send, scale, "send", c->device, 1);
+  Fp8Input const send(data, scale, "send", c->device);
+  auto const& a = send.ref;
   auto const b = fp8(out_data, out_scale, "recv", c->device, c->size);
   TORCH_CHECK_VALUE(a.dtype == b.dtype, "send and recv have different FP8 formats");
   check(symmcomm_all_gather(c->comm, &a, &b, nullptr, stream_of(*c), nullptr));
@@ -361,8 +164,8 @@ std::tuple<at::Tensor, at::Tensor> all_gather_fp8(const at::Tensor& data, const 
 }
 
 void reduce_bf16(const Communicator& c, const at::Tensor& x, const at::Tensor& out) {
-  at::Tensor const send = x.contiguous();
-  auto const a = plain(send, "send", kBf16Only, c.device);
+  PlainInput const send(x, "send", c.device);
+  auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16Only, c.device);
   check(symmcomm_reduce_scatter(c.comm, &a, &b, nullptr, stream_of(c), nullptr));
 }
@@ -398,9 +201,8 @@ at::Tensor reduce_scatter_nvfp4(const at::Tensor& data, const at::Tensor& block_
                                 c10::ScalarType out_dtype) {
   auto const c = lease(group);
   at::Tensor out = at::empty(nvfp4_sum_shape(data, c->size), data.options().dtype(out_dtype));
-  at::Tensor const send_data = data.contiguous();
-  at::Tensor const send_scales = block_scales.contiguous();
-  auto const a = nvfp4(send_data, send_scales, global_scale, "send", c->device, 1, {});
+  Nvfp4Input const send(data, block_scales, global_scale, "send", c->device);
+  auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16OrF32, c->device);
   check(symmcomm_reduce_scatter(c->comm, &a, &b, nullptr, stream_of(*c), nullptr));
   return out;
@@ -411,8 +213,8 @@ at::Tensor reduce_scatter_fp8(const at::Tensor& data, const at::Tensor& scale, S
   auto const c = lease(group);
   check_rows(data, "data");
   at::Tensor out = at::empty(shard(data, c->size, "dim 0"), data.options().dtype(out_dtype));
-  at::Tensor const send = data.contiguous();
-  auto const a = fp8(send, scale, "send", c->device, 1);
+  Fp8Input const send(data, scale, "send", c->device);
+  auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16OrF32, c->device);
   check(symmcomm_reduce_scatter(c->comm, &a, &b, nullptr, stream_of(*c), nullptr));
   return out;
@@ -450,8 +252,8 @@ at::Tensor all_gatherv(const at::Tensor& x, c10::IntArrayRef counts, Str group) 
   check_rows(x, "x");
   at::Tensor out = at::empty(with_rows(x, sum_of(counts)), x.options());
   auto const elements = elements_of(counts, row_elements_of(x), c->size);
-  at::Tensor const send = x.contiguous();
-  auto const a = plain(send, "send", kBf16Only, c->device);
+  PlainInput const send(x, "send", c->device);
+  auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16Only, c->device);
   check(symmcomm_all_gatherv(c->comm, &a, &b, elements.data(), nullptr, stream_of(*c), nullptr));
   return out;
@@ -465,9 +267,8 @@ Tensors3 all_gatherv_nvfp4(const at::Tensor& data, const at::Tensor& block_scale
   Tensors3 out =
       nvfp4_gathered(data, block_scales, global_scale, c->size, sum_of(counts), row_elements);
   auto const elements = elements_of(counts, row_elements_of(data) * 2, c->size);
-  at::Tensor const send_data = data.contiguous();
-  at::Tensor const send_scales = block_scales.contiguous();
-  auto const a = nvfp4(send_data, send_scales, global_scale, "send", c->device, 1, {});
+  Nvfp4Input const send(data, block_scales, global_scale, "send", c->device);
+  auto const& a = send.ref;
   auto const b = nvfp4(std::get<0>(out), std::get<1>(out), std::get<2>(out), "recv", c->device,
                        c->size, row_elements);
   check(symmcomm_all_gatherv(c->comm, &a, &b, elements.data(), nullptr, stream_of(*c), nullptr));
@@ -481,8 +282,8 @@ at::Tensor reduce_scatterv(const at::Tensor& x, c10::IntArrayRef counts, Str gro
                     " entries; rank ", c->rank, " needs its own");
   at::Tensor out = at::empty(with_rows(x, counts[static_cast<size_t>(c->rank)]), x.options());
   auto const elements = elements_of(counts, row_elements_of(x), c->size);
-  at::Tensor const send = x.contiguous();
-  auto const a = plain(send, "send", kBf16Only, c->device);
+  PlainInput const send(x, "send", c->device);
+  auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16Only, c->device);
   check(
       symmcomm_reduce_scatterv(c->comm, &a, &b, elements.data(), nullptr, stream_of(*c), nullptr));
@@ -513,8 +314,8 @@ Tensors3 quantize_all_gather_nvfp4(const at::Tensor& x, const Optional<at::Tenso
     block_scales = at::empty(scale_shape, x.options().dtype(float8_e4m3fn()));
   }
   at::Tensor global_scale = at::empty({size}, x.options().dtype(at::kFloat));
-  at::Tensor const input = x.contiguous();
-  auto const a = plain(input, "input", kBf16Only, c->device);
+  PlainInput const input(x, "input", c->device);
+  auto const& a = input.ref;
   const float* scale_ptr = nullptr;
   if (scale.has_value() && scale->defined()) {
     scale_ptr = static_cast<const float*>(checked(*scale, "scale", "", kF32Only, c->device));
@@ -533,9 +334,8 @@ Tensors3 reduce_scatter_nvfp4_q(const at::Tensor& data, const at::Tensor& block_
   Tensors3 out(at::empty(shard(data, c->size, "dim 0"), data.options()),
                at::empty(shard(block_scales, c->size, "dim 0"), block_scales.options()),
                at::empty({1}, global_scale.options()));
-  at::Tensor const send_data = data.contiguous();
-  at::Tensor const send_scales = block_scales.contiguous();
-  auto const a = nvfp4(send_data, send_scales, global_scale, "send", c->device, 1, {});
+  Nvfp4Input const send(data, block_scales, global_scale, "send", c->device);
+  auto const& a = send.ref;
   auto const b =
       nvfp4(std::get<0>(out), std::get<1>(out), std::get<2>(out), "recv", c->device, 1, {});
   check(symmcomm_reduce_scatter(c->comm, &a, &b, nullptr, stream_of(*c), nullptr));
@@ -548,8 +348,8 @@ std::tuple<at::Tensor, at::Tensor> reduce_scatter_fp8_q(const at::Tensor& data,
   check_rows(data, "data");
   at::Tensor out_data = at::empty(shard(data, c->size, "dim 0"), data.options());
   at::Tensor out_scale = at::empty({1}, scale.options());
-  at::Tensor const send = data.contiguous();
-  auto const a = fp8(send, scale, "send", c->device, 1);
+  Fp8Input const send(data, scale, "send", c->device);
+  auto const& a = send.ref;
   auto const b = fp8(out_data, out_scale, "recv", c->device, 1);
   TORCH_CHECK_VALUE(a.dtype == b.dtype, "send and recv have different FP8 formats");
   check(symmcomm_reduce_scatter(c->comm, &a, &b, nullptr, stream_of(*c), nullptr));
@@ -557,14 +357,6 @@ std::tuple<at::Tensor, at::Tensor> reduce_scatter_fp8_q(const at::Tensor& data,
 }
 
 // ---- codecs (no communicator: the tensors' own device) -----------------------------------------
-
-void check_same_count(const symmcomm_tensor_t& src, const symmcomm_tensor_t& dst) {
-  TORCH_CHECK_VALUE(src.count == dst.count, "dst holds ", dst.count, " elements, src ", src.count);
-}
-
-int cuda_index_of(const at::Tensor& t) {
-  return t.is_cuda() ? static_cast<int>(t.get_device()) : -1;
-}
 
 Tensors3 quantize_nvfp4(const at::Tensor& x, const Optional<at::Tensor>& global_scale) {
   check_rows(x, "x");
@@ -577,9 +369,9 @@ Tensors3 quantize_nvfp4(const at::Tensor& x, const Optional<at::Tensor>& global_
   at::Tensor scale = at::empty({1}, x.options().dtype(at::kFloat));
   bool const given = global_scale.has_value() && global_scale->defined();
   if (given) scale.copy_(global_scale->reshape({1}));
-  at::Tensor const src = x.contiguous();
-  int const device = cuda_index_of(src);
-  auto const a = plain(src, "src", kBf16Only, device);
+  PlainInput const src(x, "src", cuda_index_of(x));
+  int const device = cuda_index_of(x);
+  auto const& a = src.ref;
   auto const b = nvfp4(data, block_scales, scale, "dst", device, 1, {});
   check_same_count(a, b);
   check(symmcomm_quantize(&a, &b, given ? 0 : 1, stream_of(device)));
@@ -594,39 +386,14 @@ at::Tensor dequantize_nvfp4(const at::Tensor& data, const at::Tensor& block_scal
   at::Tensor out = at::empty(shape, data.options().dtype(at::kBFloat16));
   int const device = cuda_index_of(out);
   auto const b = plain(out, "dst", kBf16Only, device);
-  at::Tensor const src_data = data.contiguous();
-  at::Tensor const src_scales = block_scales.contiguous();
-  auto const a = nvfp4(src_data, src_scales, global_scale, "src", device, 1, {});
+  Nvfp4Input const src(data, block_scales, global_scale, "src", device);
+  auto const& a = src.ref;
   check_same_count(a, b);
   check(symmcomm_dequantize(&a, &b, stream_of(device)));
   return out;
 }
 
 // ---- counts on the device ------------------------------------------------------------------
-
-/// The device counts of a ragged call, checked as symmcomm.DeviceCounts is: int32 tensors of
-/// 1 (count, overflow) and comm-size (counts, offsets) elements.
-symmcomm_device_counts_t device_counts(const at::Tensor& count, const at::Tensor& counts,
-                                       const at::Tensor& offsets, const at::Tensor& overflow,
-                                       const Communicator& c, size_t capacity) {
-  struct Part {
-    const at::Tensor* t;
-    const char* name;
-    int64_t elements;
-  };
-  Part const parts[] = {{&count, "count", 1},
-                        {&counts, "counts", c.size},
-                        {&offsets, "offsets", c.size},
-                        {&overflow, "overflow", 1}};
-  void* ptr[4] = {};
-  for (int i = 0; i < 4; ++i) {
-    ptr[i] = checked(*parts[i].t, "counts.", parts[i].name, kInt32Only, c.device);
-    TORCH_CHECK_VALUE(parts[i].t->numel() == parts[i].elements, "counts.", parts[i].name, " has ",
-                      parts[i].t->numel(), " elements; expected ", parts[i].elements);
-  }
-  return {static_cast<const int32_t*>(ptr[0]), capacity, static_cast<int32_t*>(ptr[1]),
-          static_cast<int32_t*>(ptr[2]), static_cast<int32_t*>(ptr[3])};
-}
 
 at::Tensor all_gatherv_device(const at::Tensor& x, const at::Tensor& count,
                               const at::Tensor& counts, const at::Tensor& offsets,
@@ -635,10 +402,11 @@ at::Tensor all_gatherv_device(const at::Tensor& x, const at::Tensor& count,
   check_rows(x, "x");
   at::Tensor out = at::empty(with_rows(x, x.size(0) * c->size), x.options());
   auto const row = static_cast<size_t>(std::max<int64_t>(1, row_elements_of(x)));
-  at::Tensor const send = x.contiguous();
-  auto const a = plain(send, "send", kBf16Only, c->device);
+  PlainInput const send(x, "send", c->device);
+  auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16Only, c->device);
-  auto const dc = device_counts(count, counts, offsets, overflow, *c, a.count / row);
+  auto const dc =
+      device_counts(count, counts, offsets, overflow, c->size, c->device, a.count / row);
   check(symmcomm_all_gatherv_device(c->comm, &a, &b, row, &dc, nullptr, stream_of(*c), nullptr));
   return out;
 }
@@ -661,15 +429,14 @@ Tensors3 all_gatherv_device_nvfp4(const at::Tensor& data, const at::Tensor& bloc
         at::empty(with_rows(block_scales, block_scales.size(0) * c->size), block_scales.options()),
         at::empty({c->size}, global_scale.options()));
   }
-  at::Tensor const send_data = data.contiguous();
-  at::Tensor const send_scales = block_scales.contiguous();
-  auto const a = nvfp4(send_data, send_scales, global_scale, "send", c->device, 1, {});
+  Nvfp4Input const send(data, block_scales, global_scale, "send", c->device);
+  auto const& a = send.ref;
   Optional<int64_t> swizzled_rows;
   if (swizzled_scales) swizzled_rows = row;
   auto const b = nvfp4(std::get<0>(out), std::get<1>(out), std::get<2>(out), "recv", c->device,
                        c->size, swizzled_rows);
-  auto const dc =
-      device_counts(count, counts, offsets, overflow, *c, a.count / static_cast<size_t>(row));
+  auto const dc = device_counts(count, counts, offsets, overflow, c->size, c->device,
+                                a.count / static_cast<size_t>(row));
   check(symmcomm_all_gatherv_device(c->comm, &a, &b, static_cast<size_t>(row), &dc, nullptr,
                                     stream_of(*c), nullptr));
   return out;
@@ -682,10 +449,11 @@ at::Tensor reduce_scatterv_device(const at::Tensor& x, const at::Tensor& count,
   check_rows(x, "x");
   at::Tensor out = at::empty(shard(x, c->size, "dim 0"), x.options());
   auto const row = static_cast<size_t>(std::max<int64_t>(1, row_elements_of(x)));
-  at::Tensor const send = x.contiguous();
-  auto const a = plain(send, "send", kBf16Only, c->device);
+  PlainInput const send(x, "send", c->device);
+  auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16Only, c->device);
-  auto const dc = device_counts(count, counts, offsets, overflow, *c, b.count / row);
+  auto const dc =
+      device_counts(count, counts, offsets, overflow, c->size, c->device, b.count / row);
   check(
       symmcomm_reduce_scatterv_device(c->comm, &a, &b, row, &dc, nullptr, stream_of(*c), nullptr));
   return out;
@@ -698,81 +466,14 @@ at::Tensor reduce_scatterv_device_nvfp4(const at::Tensor& data, const at::Tensor
   auto const c = lease(group);
   at::Tensor out = at::empty(nvfp4_sum_shape(data, c->size), data.options().dtype(at::kBFloat16));
   auto const row = static_cast<size_t>(row_elements_of(data) * 2);
-  at::Tensor const send_data = data.contiguous();
-  at::Tensor const send_scales = block_scales.contiguous();
-  auto const a = nvfp4(send_data, send_scales, global_scale, "send", c->device, 1, {});
+  Nvfp4Input const send(data, block_scales, global_scale, "send", c->device);
+  auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16Only, c->device);
-  auto const dc = device_counts(count, counts, offsets, overflow, *c, b.count / row);
+  auto const dc =
+      device_counts(count, counts, offsets, overflow, c->size, c->device, b.count / row);
   check(
       symmcomm_reduce_scatterv_device(c->comm, &a, &b, row, &dc, nullptr, stream_of(*c), nullptr));
   return out;
-}
-
-// The operators implemented here: one list for the names the package reads and the
-// registrations.
-#define SYMMCOMM_TORCH_OPERATORS(X) \
-  X(all_gather)                     \
-  X(all_gather_out)                 \
-  X(all_gather_nvfp4)               \
-  X(all_gather_nvfp4_out)           \
-  X(all_gather_fp8)                 \
-  X(all_gatherv)                    \
-  X(all_gatherv_nvfp4)              \
-  X(reduce_scatterv)                \
-  X(reduce_scatter)                 \
-  X(reduce_scatter_out)             \
-  X(reduce_scatter_nvfp4)           \
-  X(reduce_scatter_fp8)             \
-  X(reduce_scatter_nvfp4_q)         \
-  X(reduce_scatter_fp8_q)           \
-  X(quantize_all_gather_nvfp4)      \
-  X(quantize_nvfp4)                 \
-  X(dequantize_nvfp4)               \
-  X(all_gatherv_device)             \
-  X(all_gatherv_device_nvfp4)       \
-  X(reduce_scatterv_device)         \
-  X(reduce_scatterv_device_nvfp4)
-
-#define SYMMCOMM_TORCH_NAME(op) #op ","
-constexpr char kOperators[] = SYMMCOMM_TORCH_OPERATORS(SYMMCOMM_TORCH_NAME);
-#undef SYMMCOMM_TORCH_NAME
-
-/// torch::Library per namespace. Never destroyed: a registration outlives static destruction,
-/// as PyTorch's own do (its dispatcher may go first).
-std::mutex libraries_mutex;
-std::map<std::string, std::unique_ptr<torch::Library>>& libraries() {
-  static auto* all = new std::map<std::string, std::unique_ptr<torch::Library>>();
-  return *all;
-}
-
-std::unique_ptr<torch::Library> implement_on_cuda(const std::string& ns) {
-  auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, ns, c10::DispatchKey::CUDA,
-                                              __FILE__, __LINE__);
-  implement(*lib);
-  return lib;
-}
-
-int fail(char* error, size_t capacity, const char* text) {
-  if (error != nullptr && capacity > 0) {
-    size_t const n = std::min(std::strlen(text), capacity - 1);
-    std::memcpy(error, text, n);
-    error[n] = '\0';
-  }
-  return 1;
-}
-
-template <class Fn>
-int guarded(char* error, size_t capacity, Fn&& fn) {
-  try {
-    fn();
-    return 0;
-  } catch (const c10::Error& e) {
-    return fail(error, capacity, e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    return fail(error, capacity, e.what());
-  } catch (...) {
-    return fail(error, capacity, "unknown exception");
-  }
 }
 
 }  // namespace
@@ -784,54 +485,3 @@ void implement(torch::Library& lib) {
 }
 
 }  // namespace symmcomm::torch_ops
-
-using namespace symmcomm::torch_ops;
-
-extern "C" {
-
-int symmcomm_torch_abi_version(void) {
-  return SYMMCOMM_TORCH_ABI_VERSION;
-}
-
-const char* symmcomm_torch_built_against(void) {
-  return TORCH_VERSION;
-}
-
-const void* symmcomm_torch_c_library(void) {
-  return reinterpret_cast<const void*>(&symmcomm_abi_version);
-}
-
-const char* symmcomm_torch_operators(void) {
-  return kOperators;
-}
-
-int symmcomm_torch_register(const char* ns, char* error, size_t capacity) {
-  if (ns == nullptr || *ns == '\0') return fail(error, capacity, "ns must be a non-empty string");
-  return guarded(error, capacity, [&] {
-    std::lock_guard<std::mutex> lock(libraries_mutex);
-    auto& all = libraries();
-    if (all.count(ns) != 0) return;
-    // A failure destroys the partly filled library, taking back what it had registered.
-    all.emplace(ns, implement_on_cuda(ns));
-  });
-}
-
-int symmcomm_torch_set_communicator(const char* name, symmcomm_comm_t comm, char* error,
-                                    size_t capacity) {
-  if (name == nullptr || *name == '\0') {
-    return fail(error, capacity, "name must be a non-empty string");
-  }
-  Communicator entry;
-  entry.comm = comm;
-  if (symmcomm_comm_info(comm, &entry.rank, &entry.size, &entry.device, nullptr) !=
-      SYMMCOMM_SUCCESS) {
-    return fail(error, capacity, symmcomm_last_error());
-  }
-  return guarded(error, capacity, [&] { communicators().set(name, entry); });
-}
-
-int symmcomm_torch_remove_communicator(const char* name) {
-  return name != nullptr && communicators().remove(name) ? 1 : 0;
-}
-
-}  // extern "C"

@@ -17,29 +17,36 @@
 extern "C" {
 #endif
 
+/** The library is built with hidden symbols: these entry points are its only exports. */
+#if defined(__GNUC__)
+#define SYMMCOMM_TORCH_API __attribute__((visibility("default")))
+#else
+#define SYMMCOMM_TORCH_API
+#endif
+
 /** Bumped whenever a declaration here changes: the Python package checks it when loading. */
 #define SYMMCOMM_TORCH_ABI_VERSION 1
 
 /** SYMMCOMM_TORCH_ABI_VERSION of the library loaded. */
-int symmcomm_torch_abi_version(void);
+SYMMCOMM_TORCH_API int symmcomm_torch_abi_version(void);
 /** The PyTorch version the library was built against ("2.11.0", from torch/version.h). */
-const char* symmcomm_torch_built_against(void);
+SYMMCOMM_TORCH_API const char* symmcomm_torch_built_against(void);
 /** The address of symmcomm_abi_version as this library bound it: the package compares it with
  *  the one it loaded, so that both use one copy of libsymmcomm_c.so (one communicator table). */
-const void* symmcomm_torch_c_library(void);
+SYMMCOMM_TORCH_API const void* symmcomm_torch_c_library(void);
 /** The operators implemented here, comma-separated, by their names in symmcomm.ops.OPS. */
-const char* symmcomm_torch_operators(void);
+SYMMCOMM_TORCH_API const char* symmcomm_torch_operators(void);
 /** Registers this library's implementations of its operators, on PyTorch's CUDA dispatch key,
  *  in `ns` (whose schemas must be defined already; an implementation whose signature does not
  *  match its schema is refused with the dispatcher's text). Once per namespace; later calls for
  *  the same namespace do nothing. */
-int symmcomm_torch_register(const char* ns, char* error, size_t capacity);
+SYMMCOMM_TORCH_API int symmcomm_torch_register(const char* ns, char* error, size_t capacity);
 /** Makes `comm` reachable from the operators as `name` (replacing any communicator of that
  *  name). `comm` must stay valid until removed. */
-int symmcomm_torch_set_communicator(const char* name, symmcomm_comm_t comm, char* error,
-                                    size_t capacity);
+SYMMCOMM_TORCH_API int symmcomm_torch_set_communicator(const char* name, symmcomm_comm_t comm,
+                                                       char* error, size_t capacity);
 /** Forgets `name` (after every call using it has returned); 1 when it was registered, else 0. */
-int symmcomm_torch_remove_communicator(const char* name);
+SYMMCOMM_TORCH_API int symmcomm_torch_remove_communicator(const char* name);
 
 #ifdef __cplusplus
 }

@@ -33,7 +33,9 @@ extern "C" {
 
 /// The operators of ops.cpp registered on the CPU key of `ns` (schemas defined already);
 /// 0, or 1 with the dispatcher's text in `error`.
-int symmcomm_torch_check_register_cpu(const char* ns, char* error, size_t capacity) {
+__attribute__((visibility("default"))) int symmcomm_torch_check_register_cpu(const char* ns,
+                                                                             char* error,
+                                                                             size_t capacity) {
   try {
     // Leaked, as the library's own registrations are.
     auto* lib =
@@ -50,7 +52,9 @@ int symmcomm_torch_check_register_cpu(const char* ns, char* error, size_t capaci
 }
 
 /// A communicator of `size` ranks, this one `rank`, on device 0, known only by `name`.
-void symmcomm_torch_check_name_communicator(const char* name, int rank, int size) {
+__attribute__((visibility("default"))) void symmcomm_torch_check_name_communicator(const char* name,
+                                                                                   int rank,
+                                                                                   int size) {
   symmcomm::torch_ops::Communicator entry;
   entry.comm = reinterpret_cast<symmcomm_comm_t>(std::uintptr_t{0x1000});
   entry.rank = rank;
