@@ -3,15 +3,17 @@
 Prints the library's own report (symmcomm_system_report in the C ABI, the same as the
 ``symmcomm-info`` tool): versions, CUDA architectures built, CUDA and NCCL, GPUs and whether the
 build has SASS for them, P2P reachability, the environment variables that matter and, for each
-path, what it needs and whether this machine has it. Works without a GPU; attach ``--json`` to
-bug reports.
+path, what it needs and whether this machine has it; then what the Python package adds: where
+it and its library are, and which implementation the torch operators run (key "python" in the
+JSON). Works without a GPU; attach ``--json`` to bug reports.
 """
 import argparse
 import ctypes
 import json
+import os
 import sys
 
-from ._core import _check, _lib
+from ._core import _check, _lib, _path
 
 
 def report(as_json=False, ranks=0):
@@ -34,6 +36,41 @@ def report(as_json=False, ranks=0):
     return json.loads(text) if as_json else text
 
 
+def python_report():
+    """The Python package's part: {"package", "library" (the libsymmcomm_c.so loaded), "torch"
+    (PyTorch's version, None where it is not installed), "torch_operators" (where PyTorch is:
+    symmcomm.ops.native_library(), the C++ operators' library or why the Python ones run)}."""
+    out = {"package": os.path.dirname(os.path.abspath(__file__)), "library": _path,
+           "torch": None, "torch_operators": None}
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001 (any failure to import means: no usable PyTorch)
+        out["torch_error"] = "%s: %s" % (type(e).__name__, e)
+        return out
+    out["torch"] = torch.__version__
+    from . import ops
+    out["torch_operators"] = ops.native_library()
+    return out
+
+
+def python_text(section):
+    """python_report() as the text report's last section."""
+    lines = ["", "Python package", "  package          %s" % section["package"],
+             "  library          %s" % section["library"]]
+    if section["torch"] is None:
+        lines.append("  PyTorch          not importable (%s): no torch operators"
+                     % section.get("torch_error", "?"))
+    else:
+        lines.append("  PyTorch          %s" % section["torch"])
+        native = section["torch_operators"]
+        if "error" in native:
+            lines.append("  torch operators  Python implementations (%s)" % native["error"])
+        else:
+            lines.append("  torch operators  C++: %s (built against PyTorch %s, %d operators)"
+                         % (native["path"], native["built_against"], len(native["operators"])))
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m symmcomm.info", description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true", help="JSON for bug reports")
@@ -41,10 +78,13 @@ def main(argv=None):
                         help="also make this many ranks sharing GPU 0 and report what they find")
     args = parser.parse_args(argv)
     if args.json:
-        json.dump(report(True, args.ranks), sys.stdout, indent=2)
+        whole = report(True, args.ranks)
+        whole["python"] = python_report()
+        json.dump(whole, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(report(False, args.ranks))
+        sys.stdout.write(python_text(python_report()))
     return 0
 
 

@@ -558,7 +558,27 @@ def test_python_m_symmcomm_info_runs_and_prints_json():
     import subprocess
     out = subprocess.run([sys.executable, "-m", "symmcomm.info", "--json"], capture_output=True,
                          text=True, check=True)
-    assert json.loads(out.stdout)["schema"] == "symmcomm-info/1"
+    whole = json.loads(out.stdout)
+    assert whole["schema"] == "symmcomm-info/1"
+    assert whole["python"]["library"] == symmcomm.library_path()
     out = subprocess.run([sys.executable, "-m", "symmcomm.info"], capture_output=True, text=True,
                          check=True)
     assert out.stdout.startswith("symmcomm ")
+    assert "Python package" in out.stdout and symmcomm.library_path() in out.stdout
+
+
+def test_the_info_says_which_torch_operators_run():
+    from symmcomm import info
+    section = info.python_report()
+    assert section["library"] == symmcomm.library_path()
+    assert os.path.isfile(os.path.join(section["package"], "__init__.py"))
+    try:
+        import torch  # noqa: F401
+    except Exception:  # noqa: BLE001
+        assert section["torch"] is None and section["torch_operators"] is None
+        assert "not importable" in info.python_text(section)
+        return
+    native = section["torch_operators"]
+    assert ("error" in native) != ("path" in native), native
+    text = info.python_text(section)
+    assert ("Python implementations" in text) == ("error" in native), text
