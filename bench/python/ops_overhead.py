@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Per-call host overhead of symmcomm's all-gather three ways, side by side on the same tensors
+"""Per-call host overhead of symmcomm's all-gather five ways, side by side on the same tensors
 (one rank on GPU 0, NCCL through PyTorch's process group and symmcomm's own communicator):
 
   op      torch.ops.symmcomm.all_gather_out (symmcomm.ops, the CUDA-key operator: its C++
           implementation where libsymmcomm_torch.so is built, else the Python one)
   op_py   the same operator's Python implementation (another namespace), beside it in the run
+  op_ovl  the operator called through its overload (torch.ops.symmcomm.all_gather_out.default,
+          kept by the caller): no overload lookup per call, as a hot loop can have it
   direct  symmcomm.all_gather (the package's ctypes call the Python implementation wraps)
   torch   torch.distributed.all_gather_into_tensor
 
@@ -62,8 +64,8 @@ def per_call_us(cases, calls, repeats):
 
 
 def nvfp4_cases(ops, ops_py, comm, hidden):
-    """The NVFP4 all-gather three ways: 4 rows of `hidden` elements (data, block scales, one
-    global scale), gathered by the operator, the ctypes call and torch.distributed."""
+    """The NVFP4 all-gather the five ways: 4 rows of `hidden` elements (data, block scales, one
+    global scale), gathered by the operator (three ways), the ctypes call and torch.distributed."""
     data = torch.zeros(4, hidden // 2, device="cuda", dtype=torch.uint8)
     bs = torch.full((4, hidden // 16), 0x38, device="cuda", dtype=torch.uint8)
     gs = torch.ones(1, device="cuda", dtype=torch.float32)
@@ -76,6 +78,7 @@ def nvfp4_cases(ops, ops_py, comm, hidden):
             dist.all_gather_into_tensor(out_bs, bs)
             dist.all_gather_into_tensor(out_gs, gs)
 
+    gather_nvfp4_ovl = ops.all_gather_nvfp4_out.default
     send = symmcomm.Nvfp4Tensor(data, bs, gs)
     recv = symmcomm.Nvfp4Tensor(out_data, out_bs, out_gs)
     return data.numel() + bs.numel() + 4, {
@@ -83,6 +86,7 @@ def nvfp4_cases(ops, ops_py, comm, hidden):
                                                "overhead"),
         "op_py": lambda: ops_py.all_gather_nvfp4_out(data, bs, gs, out_data, out_bs, out_gs,
                                                      "overhead"),
+        "op_ovl": lambda: gather_nvfp4_ovl(data, bs, gs, out_data, out_bs, out_gs, "overhead"),
         "direct": lambda: symmcomm.all_gather(comm, send, recv),
         "torch": torch_gather,
     }
@@ -105,6 +109,7 @@ def main():
     ops = symmcomm.ops.register_ops()
     ops_py = symmcomm.ops.register_ops("symmcomm_overhead_py", "python")
     op_impl = symmcomm.ops.implementation("all_gather_out")
+    gather_ovl = ops.all_gather_out.default
     rows = []
     for hidden in (1024, 7168):
         x = torch.randn(4, hidden, device="cuda", dtype=torch.bfloat16)
@@ -112,6 +117,7 @@ def main():
         cases = {
             "op": lambda: ops.all_gather_out(x, out, "overhead"),
             "op_py": lambda: ops_py.all_gather_out(x, out, "overhead"),
+            "op_ovl": lambda: gather_ovl(x, out, "overhead"),
             "direct": lambda: symmcomm.all_gather(comm, x, out),
             "torch": lambda: dist.all_gather_into_tensor(out, x),
         }
@@ -131,18 +137,18 @@ def main():
              "torch %s, NCCL %s, %s; torch.ops.symmcomm runs its %s implementation)"
              % (a.repeats, a.calls, meta["gpu"], meta["torch"], meta["nccl"], meta["date"],
                 op_impl), "",
-             "| tensor | bytes | torch.ops.symmcomm | the op's Python implementation "
-             "| symmcomm (ctypes) | torch.distributed | op / torch | op - direct "
-             "| Python op - direct |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| tensor | bytes | torch.ops.symmcomm | its overload (.default) "
+             "| the op's Python implementation | symmcomm (ctypes) | torch.distributed "
+             "| op / torch | op - direct | Python op - direct |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
 
     def cell(v):
         return "%.2f (%.2f-%.2f)" % tuple(v)
 
     for r in rows:
-        lines.append("| %s | %d | %s | %s | %s | %s | %.2f | %.2f | %.2f |"
-                     % (r["what"], r["bytes"], cell(r["op"]), cell(r["op_py"]), cell(r["direct"]),
-                        cell(r["torch"]), r["op"][0] / r["torch"][0],
+        lines.append("| %s | %d | %s | %s | %s | %s | %s | %.2f | %.2f | %.2f |"
+                     % (r["what"], r["bytes"], cell(r["op"]), cell(r["op_ovl"]), cell(r["op_py"]),
+                        cell(r["direct"]), cell(r["torch"]), r["op"][0] / r["torch"][0],
                         r["op"][0] - r["direct"][0], r["op_py"][0] - r["direct"][0]))
     text = "\n".join(lines) + "\n"
     with open(os.path.join(a.out_dir, "ops_overhead.md"), "w") as f:
