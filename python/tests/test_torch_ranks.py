@@ -1,7 +1,9 @@
 """The package at two ranks (two processes, sharing the GPU where there is one): every collective
 on PyTorch's borrowed NCCL communicator and on one symmcomm creates, against PyTorch's
-references (ranks_worker.py), and the MoE examples (eager; compiled and replayed from a CUDA
-graph) under the same launch. Skips (saying why) without PyTorch or a GPU."""
+references (ranks_worker.py), the torch operators' C++ implementations against their Python
+ones and exact references (ops_ranks_worker.py), and the MoE examples (eager; compiled and
+replayed from a CUDA graph) under the same launch. Skips (saying why) without PyTorch or a GPU,
+and the operators' test without libsymmcomm_torch.so."""
 import os
 import socket
 import subprocess
@@ -60,6 +62,15 @@ def test_two_ranks_every_collective_borrowed_and_owned_against_torch():
     outputs = run_ranks(os.path.join(HERE, "ranks_worker.py"))
     for rank, out in enumerate(outputs):
         assert "ranks_worker rank %d: OK" % rank in out, out
+
+
+def test_the_cpp_operators_match_the_python_ones_at_two_ranks():
+    outputs = run_ranks(os.path.join(HERE, "ops_ranks_worker.py"))
+    for out in outputs:
+        if "C++ operators unavailable: " in out:
+            pytest.skip("C++ operators: " + out.split("C++ operators unavailable: ")[1].strip())
+    for rank, out in enumerate(outputs):
+        assert "ops_ranks_worker rank %d: OK" % rank in out, out
 
 
 def test_the_moe_example_at_two_ranks():
