@@ -38,7 +38,7 @@ wait
 pytest_line() {  # pytest_line <tag> <build dir> [env...]
   local tag="$1" dir="$2"; shift 2
   (cd "$SYMMCOMM_ROOT/python" && env "$@" SYMMCOMM_LIBRARY="$dir/src/libsymmcomm_c.so" \
-     timeout 200 "$py" -m pytest -q -rfs -p no:cacheprovider --timeout 120 tests \
+     timeout 330 "$py" -m pytest -q -rfs -p no:cacheprovider --timeout 150 tests \
      >"$out/pytest-$tag.txt" 2>&1)
   echo "== pytest $tag: $(tail -1 "$out/pytest-$tag.txt")"
   grep -E "^(E|FAILED) " "$out/pytest-$tag.txt" | cut -c1-250 | head -8
