@@ -5,7 +5,8 @@
 # micro benchmark and two test binaries (second line); a next call on the warm machine can use
 # them: scripts/gpu_latency.sh. Logs in ${OUT:-./gpu-out}.
 # Usage: [SYMMCOMM_PYTHON=/path/python3] [SYMMCOMM_SKIP="quantize probe ..."] scripts/gpu_python.sh
-# (steps: pytest tests ragged pdl quantize examples overhead probe ragged_bench moe_dp)
+# (steps: pytest (NCCL 2.30.7) pytest228 tests ragged pdl quantize examples overhead probe
+# ragged_bench moe_dp)
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
@@ -52,6 +53,8 @@ pre2="LD_PRELOAD=$second/lib/libnccl.so.2"
 if want pytest; then
   pytest_line nccl-2.30.7 "$SYMMCOMM_ROOT/build-nccl2" "$l2" "$pre2" NCCL_MULTI_RANK_GPU_ENABLE=1 \
     SYMMCOMM_ALLOWED_SKIPS="$SYMMCOMM_SKIPS_BY_DESIGN"
+fi
+if want pytest228; then
   pytest_line nccl-2.28.3 "$SYMMCOMM_ROOT/build-dev" \
     SYMMCOMM_ALLOWED_SKIPS="$SYMMCOMM_SKIPS_BY_DESIGN|$SYMMCOMM_SKIPS_WITHOUT_LSA"
 fi

@@ -22,13 +22,14 @@
 #             2.30.7), this tree and, where .host-cost-before is carried
 #             (scripts/host_cost_before.sh), the tree before the one-descriptor call path, side
 #             by side (host-cost.md)
-#   tests228  the Python suite on both NCCL lines; symmcomm-info and python -m symmcomm.info on
-#             the system NCCL (2.28); then its single-GPU tier and the multi-rank tier at 2 ranks
-#             (NCCL_HOSTID: the fallback across processes)
+#   tests228  the Python suite on the system NCCL (2.28; 2.30.7's is in torch); symmcomm-info
+#             and python -m symmcomm.info there; then its single-GPU tier and the multi-rank
+#             tier at 2 ranks (NCCL_HOSTID: the fallback across processes)
 #   torch     the torch operators: libsymmcomm_torch.so built against the machine's PyTorch on
-#             both NCCL lines, the Python suite on both (the C++ and Python implementations
-#             side by side), the Python examples, then the operator overhead table (C++
-#             operator, Python operator, ctypes call, torch.distributed)
+#             both NCCL lines, the Python suite on 2.30.7 (the C++ and Python implementations
+#             side by side; 2.28.3's is in tests228), the Python examples, then the operator
+#             overhead table (C++ operator, its overload, Python operator, ctypes call,
+#             torch.distributed)
 #   hangs     cases that stopped a sweep, each alone (SYMMCOMM_HANG_TRIES, 3) under a watch taking
 #             cuda-gdb's view of the kernels still running (SYMMCOMM_HANG_CASES)
 #   checks    the abort word broken on purpose (its tests must fail), a skip the run does not
@@ -137,15 +138,15 @@ case "$phase" in
     timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_host_cost.sh
     ;;
   torch)
-    SYMMCOMM_SKIP="tests ragged pdl quantize probe ragged_bench moe_dp" \
+    SYMMCOMM_SKIP="pytest228 tests ragged pdl quantize probe ragged_bench moe_dp" \
       timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     ;;
   tests228)
-    # The Python suite on both lines, the machine reports on 2.28.3, then the 2.28.3 tiers with
-    # the time left. The 2.28.3 tree configured for this GPU alone before gpu_python.sh reuses it.
+    # The Python suite on 2.28.3, the machine reports there, then the 2.28.3 tiers with the time
+    # left. The 2.28.3 tree configured for this GPU alone before gpu_python.sh reuses it.
     export SYMMCOMM_SUITES=system
     SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
-    SYMMCOMM_SKIP="tests ragged pdl quantize examples overhead probe ragged_bench moe_dp" \
+    SYMMCOMM_SKIP="pytest tests ragged pdl quantize examples overhead probe ragged_bench moe_dp" \
       timeout "$(( $(left) - 150 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     SYMMCOMM_LIBRARY="$SYMMCOMM_ROOT/build-dev/src/libsymmcomm_c.so" PYTHONPATH="$SYMMCOMM_ROOT/python" \
       timeout 30 python3 -m symmcomm.info >"$work/python-info-2.28.3.txt" 2>&1
