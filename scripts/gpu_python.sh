@@ -25,10 +25,12 @@ build() {  # build <dir> <tag> <targets> [cmake args...]
     "$@" >"$out/build-$tag.log" 2>&1 &&
     cmake --build "$dir" --parallel "$jobs" --target $targets >>"$out/build-$tag.log" 2>&1
 }
-build "$SYMMCOMM_ROOT/build-dev" system "symmcomm_c symmcomm_gpu_tests" & p1=$!
-build "$SYMMCOMM_ROOT/build-nccl2" second \
-  "symmcomm_c symmcomm_micro_bench symmcomm_gpu_tests symmcomm_multi_rank_tests symmcomm-bench" \
-  -DNCCL_ROOT="$second" & p2=$!
+# SYMMCOMM_PY_LIBRARY_ONLY=1: the C ABI library alone (the Python steps need nothing else).
+targets1="symmcomm_c symmcomm_gpu_tests"
+targets2="symmcomm_c symmcomm_micro_bench symmcomm_gpu_tests symmcomm_multi_rank_tests symmcomm-bench"
+if [ "${SYMMCOMM_PY_LIBRARY_ONLY:-0}" = 1 ]; then targets1=symmcomm_c; targets2=symmcomm_c; fi
+build "$SYMMCOMM_ROOT/build-dev" system "$targets1" & p1=$!
+build "$SYMMCOMM_ROOT/build-nccl2" second "$targets2" -DNCCL_ROOT="$second" & p2=$!
 wait $p1 || { tail -30 "$out/build-system.log"; exit 1; }
 wait $p2 || { tail -30 "$out/build-second.log"; exit 1; }
 echo "built ($(date -u +%T))"
@@ -98,16 +100,16 @@ if want quantize; then
   echo "== quantize launches: exit $?"; grep "_mean" "$out/quantize_launches.txt" | cut -c1-150
 fi
 lib2="$SYMMCOMM_ROOT/build-nccl2/src/libsymmcomm_c.so"
-want examples && for ex in moe_layer moe_layer_compiled; do
-  env "$l2" "$pre2" SYMMCOMM_LIBRARY="$lib2" timeout -s ABRT 90 "$py" -X faulthandler \
-    "$SYMMCOMM_ROOT/examples/python/$ex.py" >"$out/example-$ex.txt" 2>&1
-  echo "== example $ex: exit $?"; tail -6 "$out/example-$ex.txt" | cut -c1-200
-done
 if want overhead; then
   env "$l2" "$pre2" SYMMCOMM_LIBRARY="$lib2" timeout 90 "$py" \
     "$SYMMCOMM_ROOT/bench/python/ops_overhead.py" "$out/ops-overhead" >"$out/ops-overhead.txt" 2>&1
   echo "== ops_overhead: exit $?"; tail -12 "$out/ops-overhead.txt"
 fi
+want examples && for ex in moe_layer moe_layer_compiled; do
+  env "$l2" "$pre2" SYMMCOMM_LIBRARY="$lib2" timeout -s ABRT 90 "$py" -X faulthandler \
+    "$SYMMCOMM_ROOT/examples/python/$ex.py" >"$out/example-$ex.txt" 2>&1
+  echo "== example $ex: exit $?"; tail -6 "$out/example-$ex.txt" | cut -c1-200
+done
 # What PyTorch's NCCL symmetric memory exposes (docs/engine-integration.md section 10): two
 # ranks sharing the GPU, PyTorch made to load NCCL 2.30.7.
 if want probe; then

@@ -138,7 +138,7 @@ case "$phase" in
     timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_host_cost.sh
     ;;
   torch)
-    SYMMCOMM_SKIP="pytest228 tests ragged pdl quantize probe ragged_bench moe_dp" \
+    SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest228 tests ragged pdl quantize probe ragged_bench moe_dp" \
       timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     ;;
   tests228)
