@@ -30,6 +30,9 @@
 #             side by side; 2.28.3's is in tests228), the Python examples, then the operator
 #             overhead table (C++ operator, its overload, Python operator, ctypes call,
 #             torch.distributed)
+#   segv228   the segmentation fault of the Python suite on NCCL 2.28.3 (tests/test_ops.py, seen
+#             once): the libraries built, then test_ops.py under gdb, up to three times, with the
+#             native backtrace of a fault
 #   hangs     cases that stopped a sweep, each alone (SYMMCOMM_HANG_TRIES, 3) under a watch taking
 #             cuda-gdb's view of the kernels still running (SYMMCOMM_HANG_CASES)
 #   checks    the abort word broken on purpose (its tests must fail), a skip the run does not
@@ -38,7 +41,7 @@
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|moe|hangs|hostcost|torch|tests228|checks [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|moe|hangs|hostcost|torch|segv228|tests228|checks [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -137,6 +140,23 @@ case "$phase" in
   hostcost)
     timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_host_cost.sh
     ;;
+  segv228)
+    SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest pytest228 tests ragged pdl quantize examples overhead probe ragged_bench moe_dp" \
+      timeout "$(( $(left) - 200 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
+    py="$(symmcomm_torch_python)"
+    debugger="$(command -v gdb || command -v cuda-gdb)"
+    echo "== debugger: $debugger"
+    for try in 1 2 3; do
+      [ "$(left)" -gt 90 ] || break
+      (cd "$SYMMCOMM_ROOT/python" && SYMMCOMM_LIBRARY="$SYMMCOMM_ROOT/build-dev/src/libsymmcomm_c.so" \
+        timeout "$(( $(left) - 15 ))" "$debugger" -q -batch -ex run -ex bt -ex "info sharedlibrary" \
+        --args "$py" -X faulthandler -m pytest -q -x -p no:cacheprovider tests/test_ops.py) \
+        >"$work/gdb-$try.txt" 2>&1
+      echo "== try $try: $(grep -E 'passed|failed' "$work/gdb-$try.txt" | tail -1)"
+      grep -A40 "SIGSEGV" "$work/gdb-$try.txt" | grep -E "SIGSEGV|^#[0-9]+ " | cut -c1-220 | head -40
+      grep -q "SIGSEGV" "$work/gdb-$try.txt" && break
+    done
+    ;;
   torch)
     SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest228 tests ragged pdl quantize probe ragged_bench moe_dp" \
       timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
@@ -185,7 +205,7 @@ case "$phase" in
       timeout "$(( $(left) - 5 ))" "$SYMMCOMM_ROOT"/scripts/gpu_sanitize.sh "$SYMMCOMM_ROOT"/build-dev
     ;;
   *)
-    echo "unknown phase $phase (first, tests230, bench, moe, hangs, hostcost, torch, tests228, checks)"
+    echo "unknown phase $phase (first, tests230, bench, moe, hangs, hostcost, torch, segv228, tests228, checks)"
     exit 2
     ;;
 esac
