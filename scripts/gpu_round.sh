@@ -31,8 +31,8 @@
 #             overhead table (C++ operator, its overload, Python operator, ctypes call,
 #             torch.distributed)
 #   segv228   the segmentation fault of the Python suite on NCCL 2.28.3 (tests/test_ops.py, seen
-#             once): the libraries built, then test_ops.py under gdb, up to three times, with the
-#             native backtrace of a fault
+#             once): the libraries built, then test_ops.py under gdb, up to three times (the
+#             second with glibc's heap checks), with the native backtrace of a fault
 #   hangs     cases that stopped a sweep, each alone (SYMMCOMM_HANG_TRIES, 3) under a watch taking
 #             cuda-gdb's view of the kernels still running (SYMMCOMM_HANG_CASES)
 #   checks    the abort word broken on purpose (its tests must fail), a skip the run does not
@@ -146,15 +146,21 @@ case "$phase" in
     py="$(symmcomm_torch_python)"
     debugger="$(command -v gdb || command -v cuda-gdb)"
     echo "== debugger: $debugger"
+    # Try 2 checks glibc's heap as it goes (a corruption then stops at its cause, not later).
+    malloc_debug=$(ls /usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0 2>/dev/null)
     for try in 1 2 3; do
       [ "$(left)" -gt 90 ] || break
+      extra=()
+      [ "$try" = 2 ] && [ -n "$malloc_debug" ] && extra=(-ex "set environment MALLOC_CHECK_=3" \
+        -ex "set environment LD_PRELOAD=$malloc_debug")
       (cd "$SYMMCOMM_ROOT/python" && SYMMCOMM_LIBRARY="$SYMMCOMM_ROOT/build-dev/src/libsymmcomm_c.so" \
-        timeout "$(( $(left) - 15 ))" "$debugger" -q -batch -ex run -ex bt -ex "info sharedlibrary" \
-        --args "$py" -X faulthandler -m pytest -q -x -p no:cacheprovider tests/test_ops.py) \
-        >"$work/gdb-$try.txt" 2>&1
+        timeout "$(( $(left) - 15 ))" "$debugger" -q -batch "${extra[@]}" -ex run -ex bt \
+        -ex "info sharedlibrary" --args "$py" -X faulthandler -m pytest -q -x -p no:cacheprovider \
+        tests/test_ops.py) >"$work/gdb-$try.txt" 2>&1
       echo "== try $try: $(grep -E 'passed|failed' "$work/gdb-$try.txt" | tail -1)"
-      grep -A40 "SIGSEGV" "$work/gdb-$try.txt" | grep -E "SIGSEGV|^#[0-9]+ " | cut -c1-220 | head -40
-      grep -q "SIGSEGV" "$work/gdb-$try.txt" && break
+      grep -E -A40 "SIGSEGV|SIGABRT" "$work/gdb-$try.txt" | grep -E "SIGSEGV|SIGABRT|^#[0-9]+ " |
+        cut -c1-220 | head -40
+      grep -q -E "SIGSEGV|SIGABRT" "$work/gdb-$try.txt" && break
     done
     ;;
   torch)
