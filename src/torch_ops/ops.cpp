@@ -99,24 +99,35 @@ Tensors3 nvfp4_gathered(const at::Tensor& data, const at::Tensor& block_scales,
 
 // ---- operators (schemas in symmcomm.ops.OPS) ------------------------------------------------
 
-void gather_bf16(const Communicator& c, const at::Tensor& x, const at::Tensor& out) {
+/// symmcomm_all_gather or symmcomm_reduce_scatter: the collectives of equal counts.
+using EqualCountCall = symmcomm_status_t (*)(symmcomm_comm_t, const symmcomm_tensor_t*,
+                                             const symmcomm_tensor_t*, const symmcomm_options_t*,
+                                             symmcomm_stream_t, symmcomm_plan_t*);
+
+/// Runs `fn` from `send` into `recv` on the current stream of the communicator's device.
+void run(EqualCountCall fn, const Communicator& c, const symmcomm_tensor_t& send,
+         const symmcomm_tensor_t& recv) {
+  check(fn(c.comm, &send, &recv, nullptr, stream_of(c), nullptr));
+}
+
+/// `fn` of the BF16 tensor `x` into the BF16 tensor `out`.
+void run_bf16(EqualCountCall fn, const Communicator& c, const at::Tensor& x,
+              const at::Tensor& out) {
   PlainInput const send(x, "send", c.device);
-  auto const& a = send.ref;
-  auto const b = plain(out, "recv", kBf16Only, c.device);
-  check(symmcomm_all_gather(c.comm, &a, &b, nullptr, stream_of(c), nullptr));
+  run(fn, c, send.ref, plain(out, "recv", kBf16Only, c.device));
 }
 
 at::Tensor all_gather(const at::Tensor& x, Str group) {
   auto const c = lease(group);
   check_rows(x, "x");
   at::Tensor out = at::empty(with_rows(x, x.size(0) * c->size), x.options());
-  gather_bf16(*c, x, out);
+  run_bf16(symmcomm_all_gather, *c, x, out);
   return out;
 }
 
 void all_gather_out(const at::Tensor& x, const at::Tensor& out, Str group) {
   auto const c = lease(group);
-  gather_bf16(*c, x, out);
+  run_bf16(symmcomm_all_gather, *c, x, out);
 }
 
 void gather_nvfp4(const Communicator& c, const at::Tensor& data, const at::Tensor& block_scales,
@@ -126,7 +137,7 @@ void gather_nvfp4(const Communicator& c, const at::Tensor& data, const at::Tenso
   auto const& a = send.ref;
   auto const b = nvfp4(std::get<0>(out), std::get<1>(out), std::get<2>(out), "recv", c.device,
                        c.size, row_elements);
-  check(symmcomm_all_gather(c.comm, &a, &b, nullptr, stream_of(c), nullptr));
+  run(symmcomm_all_gather, c, a, b);
 }
 
 Tensors3 all_gather_nvfp4(const at::Tensor& data, const at::Tensor& block_scales,
@@ -159,28 +170,21 @@ std::tuple<at::Tensor, at::Tensor> all_gather_fp8(const at::Tensor& data, const 
   auto const& a = send.ref;
   auto const b = fp8(out_data, out_scale, "recv", c->device, c->size);
   TORCH_CHECK_VALUE(a.dtype == b.dtype, "send and recv have different FP8 formats");
-  check(symmcomm_all_gather(c->comm, &a, &b, nullptr, stream_of(*c), nullptr));
+  run(symmcomm_all_gather, *c, a, b);
   return {std::move(out_data), std::move(out_scale)};
-}
-
-void reduce_bf16(const Communicator& c, const at::Tensor& x, const at::Tensor& out) {
-  PlainInput const send(x, "send", c.device);
-  auto const& a = send.ref;
-  auto const b = plain(out, "recv", kBf16Only, c.device);
-  check(symmcomm_reduce_scatter(c.comm, &a, &b, nullptr, stream_of(c), nullptr));
 }
 
 at::Tensor reduce_scatter(const at::Tensor& x, Str group) {
   auto const c = lease(group);
   check_rows(x, "x");
   at::Tensor out = at::empty(shard(x, c->size, "dim 0"), x.options());
-  reduce_bf16(*c, x, out);
+  run_bf16(symmcomm_reduce_scatter, *c, x, out);
   return out;
 }
 
 void reduce_scatter_out(const at::Tensor& x, const at::Tensor& out, Str group) {
   auto const c = lease(group);
-  reduce_bf16(*c, x, out);
+  run_bf16(symmcomm_reduce_scatter, *c, x, out);
 }
 
 /// The shard of the logical [rows, hidden] tensor whose NVFP4 data is [rows, hidden / 2]
@@ -204,7 +208,7 @@ at::Tensor reduce_scatter_nvfp4(const at::Tensor& data, const at::Tensor& block_
   Nvfp4Input const send(data, block_scales, global_scale, "send", c->device);
   auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16OrF32, c->device);
-  check(symmcomm_reduce_scatter(c->comm, &a, &b, nullptr, stream_of(*c), nullptr));
+  run(symmcomm_reduce_scatter, *c, a, b);
   return out;
 }
 
@@ -216,7 +220,7 @@ at::Tensor reduce_scatter_fp8(const at::Tensor& data, const at::Tensor& scale, S
   Fp8Input const send(data, scale, "send", c->device);
   auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16OrF32, c->device);
-  check(symmcomm_reduce_scatter(c->comm, &a, &b, nullptr, stream_of(*c), nullptr));
+  run(symmcomm_reduce_scatter, *c, a, b);
   return out;
 }
 
@@ -338,7 +342,7 @@ Tensors3 reduce_scatter_nvfp4_q(const at::Tensor& data, const at::Tensor& block_
   auto const& a = send.ref;
   auto const b =
       nvfp4(std::get<0>(out), std::get<1>(out), std::get<2>(out), "recv", c->device, 1, {});
-  check(symmcomm_reduce_scatter(c->comm, &a, &b, nullptr, stream_of(*c), nullptr));
+  run(symmcomm_reduce_scatter, *c, a, b);
   return out;
 }
 
@@ -352,7 +356,7 @@ std::tuple<at::Tensor, at::Tensor> reduce_scatter_fp8_q(const at::Tensor& data,
   auto const& a = send.ref;
   auto const b = fp8(out_data, out_scale, "recv", c->device, 1);
   TORCH_CHECK_VALUE(a.dtype == b.dtype, "send and recv have different FP8 formats");
-  check(symmcomm_reduce_scatter(c->comm, &a, &b, nullptr, stream_of(*c), nullptr));
+  run(symmcomm_reduce_scatter, *c, a, b);
   return {std::move(out_data), std::move(out_scale)};
 }
 
