@@ -6,7 +6,6 @@ kernels or symmcomm's own where the communicator can run them). Values are small
 every sum is exact in bf16 and fp32 whatever the order. Prints "ops_ranks_worker rank R: OK" at
 the end, or "C++ operators unavailable: <why>" and exits 0 when libsymmcomm_torch.so is absent
 (the test then skips, saying why); any failed check raises."""
-import os
 import sys
 
 import torch
@@ -14,6 +13,7 @@ import torch.distributed as dist
 
 import symmcomm
 import symmcomm.ops
+from ranks_worker import join  # beside this file: the script's directory is on sys.path
 
 GROUP = "ops-ranks"
 ROWS, HIDDEN = 8, 256
@@ -115,11 +115,7 @@ def check_device_counts(cpp, py, world, rank, mine, every):
 
 
 def main():
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    how = symmcomm.share_gpus_if_needed(rank, world)
-    device = rank % torch.cuda.device_count()
-    torch.cuda.set_device(device)
-    dist.init_process_group("nccl", device_id=torch.device("cuda", device))
+    rank, world, how, device = join()
     comm = symmcomm.Communicator.init(world, symmcomm.shared_unique_id(), rank, device)
     symmcomm.ops.register_communicator(GROUP, comm)
     where = symmcomm.ops.native_library()

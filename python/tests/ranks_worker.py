@@ -238,12 +238,19 @@ def check_pool(comm, world, rank, label):
     return plan.path
 
 
-def main():
+def join():
+    """This process's rank of the launch (torch.distributed's environment): its GPU set and the
+    NCCL process group made. Returns (rank, world, how the ranks share GPUs, device)."""
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     how = symmcomm.share_gpus_if_needed(rank, world)
     device = rank % torch.cuda.device_count()
     torch.cuda.set_device(device)
     dist.init_process_group("nccl", device_id=torch.device("cuda", device))
+    return rank, world, how, device
+
+
+def main():
+    rank, world, how, device = join()
     borrowed = symmcomm.Communicator.from_process_group()
     own = symmcomm.Communicator.init(world, symmcomm.shared_unique_id(), rank, device)
     assert borrowed.info()[:3] == (rank, world, device), borrowed.info()
