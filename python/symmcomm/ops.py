@@ -44,7 +44,6 @@ Every operator has a fake implementation computing its output shapes from its in
 Python implementations call the package's functions (symmcomm.all_gather, ...): every argument
 is checked there or by the library, and errors name it.
 """
-import ctypes
 import os
 import threading
 import warnings
@@ -53,7 +52,7 @@ import torch
 
 import symmcomm
 import symmcomm.shapes
-from symmcomm import _core
+from symmcomm import _core, _torch_library
 
 __all__ = ["register_communicator", "unregister_communicator", "communicator", "register_ops",
            "implementation", "native_operators", "native_library", "OPS"]
@@ -61,96 +60,18 @@ __all__ = ["register_communicator", "unregister_communicator", "communicator", "
 _comms = {}
 _comms_lock = threading.Lock()
 
-#: The C++ operators' library and the version of its C entry points (symmcomm_torch.h).
-NATIVE_LIBRARY_NAME = "libsymmcomm_torch.so"
-NATIVE_ABI_VERSION = 1
 _IMPLEMENTATIONS = ("auto", "c++", "python")
-
-
-class _Native:
-    """libsymmcomm_torch.so once loaded (lib None and `error` the reason when it is not)."""
-
-    def __init__(self, lib=None, path=None, error=None):
-        self.lib, self.path, self.error = lib, path, error
-        self.operators = frozenset()
-        self.built_against = None
-        if lib is not None:
-            self.operators = frozenset(n for n in lib.symmcomm_torch_operators().decode()
-                                       .split(",") if n)
-            self.built_against = lib.symmcomm_torch_built_against().decode()
-
-
-_native = None  # _Native, made by _native_library() under _comms_lock
-
-
-def _native_candidates():
-    """Where libsymmcomm_torch.so is looked for: $SYMMCOMM_TORCH_LIBRARY; beside the
-    libsymmcomm_c.so the package loaded (a build folder or an install's lib directory); beside
-    the package."""
-    env = os.environ.get("SYMMCOMM_TORCH_LIBRARY")
-    if env:
-        return [env]
-    return [os.path.join(os.path.dirname(_core._path), NATIVE_LIBRARY_NAME),
-            os.path.join(os.path.dirname(os.path.abspath(symmcomm.__file__)),
-                         NATIVE_LIBRARY_NAME)]
-
-
-def _open_native(path):
-    """The loaded library at `path`, checked and declared; raises OSError saying why not."""
-    lib = ctypes.CDLL(path)
-    if not hasattr(lib, "symmcomm_torch_abi_version"):
-        raise OSError("not symmcomm's operator library (no symmcomm_torch_abi_version)")
-    lib.symmcomm_torch_abi_version.restype = ctypes.c_int
-    found = lib.symmcomm_torch_abi_version()
-    if found != NATIVE_ABI_VERSION:
-        raise OSError("its entry points are version %d, this package needs %d"
-                      % (found, NATIVE_ABI_VERSION))
-    lib.symmcomm_torch_c_library.restype = ctypes.c_void_p
-    ours = ctypes.cast(_core._lib.symmcomm_abi_version, ctypes.c_void_p).value
-    if lib.symmcomm_torch_c_library() != ours:
-        raise OSError("it is bound to another copy of libsymmcomm_c.so than the one this "
-                      "package loaded (%s): communicators could not be shared" % _core._path)
-    c = ctypes
-    for name, restype, argtypes in (
-            ("symmcomm_torch_built_against", c.c_char_p, []),
-            ("symmcomm_torch_operators", c.c_char_p, []),
-            ("symmcomm_torch_register", c.c_int, [c.c_char_p, c.c_char_p, c.c_size_t]),
-            ("symmcomm_torch_set_communicator", c.c_int,
-             [c.c_char_p, c.c_void_p, c.c_char_p, c.c_size_t]),
-            ("symmcomm_torch_remove_communicator", c.c_int, [c.c_char_p])):
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = restype, argtypes
-    return lib
-
-
-def _native_call(fn, *args):
-    """Runs a C entry point of libsymmcomm_torch.so that reports failure with a text."""
-    error = ctypes.create_string_buffer(1024)
-    if fn(*args, error, len(error)) != 0:
-        raise symmcomm.LogicError(error.value.decode("utf-8", "replace"))
+_native = None  # _torch_library.Library, made by _native_library() under _comms_lock
 
 
 def _native_library():
-    """The _Native, loading it on first use (callers hold _comms_lock). Communicators already
-    registered are handed to it when it loads."""
+    """libsymmcomm_torch.so, looked for on first use (callers hold _comms_lock). Communicators
+    already registered are named to it when it loads."""
     global _native
-    if _native is not None:
-        return _native
-    tried = []
-    for path in _native_candidates():
-        if not os.path.exists(path):
-            tried.append(path + " (absent)")
-            continue
-        try:
-            lib = _open_native(path)
-        except OSError as e:
-            tried.append("%s (%s)" % (path, e))
-            continue
-        _native = _Native(lib, path)
+    if _native is None:
+        _native = _torch_library.load()
         for name, (comm, _, _, _) in _comms.items():
-            _native_call(lib.symmcomm_torch_set_communicator, name.encode(), comm._h())
-        return _native
-    _native = _Native(error="%s not loaded: %s" % (NATIVE_LIBRARY_NAME, "; ".join(tried)))
+            _native.set_communicator(name, comm)
     return _native
 
 
@@ -182,8 +103,8 @@ def register_communicator(name, comm):
                                   % type(comm).__name__)
     rank, size, device, _ = comm.info()
     with _comms_lock:
-        if _native is not None and _native.lib is not None:
-            _native_call(_native.lib.symmcomm_torch_set_communicator, name.encode(), comm._h())
+        if _native is not None:
+            _native.set_communicator(name, comm)
         _comms[name] = (comm, rank, size, device)
 
 
@@ -191,8 +112,8 @@ def unregister_communicator(name):
     """Forgets `name` (the communicator itself is left as it is)."""
     with _comms_lock:
         _comms.pop(name, None)
-        if _native is not None and _native.lib is not None:
-            _native.lib.symmcomm_torch_remove_communicator(name.encode())
+        if _native is not None:
+            _native.remove_communicator(name)
 
 
 def _forget(comm):
@@ -200,8 +121,8 @@ def _forget(comm):
     with _comms_lock:
         for name in [n for n, entry in _comms.items() if entry[0] is comm]:
             del _comms[name]
-            if _native is not None and _native.lib is not None:
-                _native.lib.symmcomm_torch_remove_communicator(name.encode())
+            if _native is not None:
+                _native.remove_communicator(name)
 
 
 def _entry(group):
@@ -669,9 +590,8 @@ def register_ops(namespace="symmcomm", implementation=None):
             torch.library.register_fake("%s::%s" % (namespace, name), fake, lib=lib)
             chosen[name] = "c++" if native is not None and name in native.operators else "python"
         if native is not None:
-            error = ctypes.create_string_buffer(2048)
-            if native.lib.symmcomm_torch_register(namespace.encode(), error, len(error)) != 0:
-                why = error.value.decode("utf-8", "replace")
+            why = native.register(namespace)
+            if why is not None:
                 if implementation == "c++":
                     raise symmcomm.LogicError("register_ops(%r): %s refused: %s"
                                               % (namespace, native.path, why))
