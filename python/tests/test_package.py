@@ -582,3 +582,17 @@ def test_the_info_says_which_torch_operators_run():
     assert ("error" in native) != ("path" in native), native
     text = info.python_text(section)
     assert ("Python implementations" in text) == ("error" in native), text
+
+
+def test_register_ops_names_a_bad_implementation(monkeypatch):
+    pytest.importorskip("torch", reason="PyTorch is not installed")
+    import symmcomm.ops
+    with pytest.raises(symmcomm.LogicError,
+                       match=r"implementation must be one of auto, c\+\+, python, got 'fast'"):
+        symmcomm.ops.register_ops("symmcomm_bad_implementation", "fast")
+    monkeypatch.setenv("SYMMCOMM_TORCH_OPS", "cpp")
+    with pytest.raises(symmcomm.LogicError,
+                       match=r"\$SYMMCOMM_TORCH_OPS must be one of auto, c\+\+, python, got 'cpp'"):
+        symmcomm.ops.register_ops("symmcomm_bad_implementation")
+    with pytest.raises(symmcomm.LogicError, match="no operators registered in namespace"):
+        symmcomm.ops.implementation("all_gather", "symmcomm_bad_implementation")
