@@ -27,7 +27,25 @@ trap 'rm -rf "$out"' EXIT
 # Debian's headers name a CMake-generated header of c10_cuda's that a CPU build does not ship.
 mkdir -p "$out/shim/c10/cuda/impl"
 echo '#pragma once' >"$out/shim/c10/cuda/impl/cuda_cmake_macros.h"
-cuda_inc=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")/../include
+# c10/cuda's headers include the CUDA runtime's: the toolkit the build found, else the usual places.
+cuda_inc=""
+found=$(sed -n 's/^FIND_PACKAGE_MESSAGE_DETAILS_CUDAToolkit:INTERNAL=\[\([^]]*\)\].*/\1/p' \
+  "$build/CMakeCache.txt" 2>/dev/null || true)
+nvcc_dir=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")
+for dir in "$found" ${CUDA_HOME:+"$CUDA_HOME/include"} ${CUDA_PATH:+"$CUDA_PATH/include"} \
+  "$nvcc_dir/../include" "$nvcc_dir/../targets/$(uname -m)-linux/include" /usr/local/cuda/include \
+  /usr/local/cuda-*/targets/"$(uname -m)"-linux/include /usr/include; do
+  if [ -n "$dir" ] && [ -f "$dir/cuda_runtime_api.h" ]; then
+    cuda_inc=$dir
+    break
+  fi
+done
+if [ -z "$cuda_inc" ]; then
+  echo "check_torch_ops_cpu: no cuda_runtime_api.h (looked in the CUDA toolkit of $build," \
+    "\$CUDA_HOME, \$CUDA_PATH, beside nvcc, /usr/local/cuda*); c10/cuda's headers need it" >&2
+  exit 1
+fi
+echo "check_torch_ops_cpu: CUDA headers from $cuda_inc"
 g++ -std=c++17 -shared -fPIC -O1 -D_GLIBCXX_USE_CXX11_ABI="$abi" -Wall -Wextra -Wconversion \
   -Wno-sign-conversion -fvisibility=hidden -fvisibility-inlines-hidden \
   -isystem "$inc1" -isystem "$inc2" -isystem "$out/shim" -isystem "$cuda_inc" \
