@@ -41,8 +41,13 @@ for dir in "$found" ${CUDA_HOME:+"$CUDA_HOME/include"} ${CUDA_PATH:+"$CUDA_PATH/
   fi
 done
 if [ -z "$cuda_inc" ]; then
+  header=$(find /usr/local /opt /usr/include -maxdepth 6 -name cuda_runtime_api.h 2>/dev/null | head -1)
+  [ -z "$header" ] || cuda_inc=$(dirname "$header")
+fi
+if [ -z "$cuda_inc" ]; then
   echo "check_torch_ops_cpu: no cuda_runtime_api.h (looked in the CUDA toolkit of $build," \
-    "\$CUDA_HOME, \$CUDA_PATH, beside nvcc, /usr/local/cuda*); c10/cuda's headers need it" >&2
+    "\$CUDA_HOME, \$CUDA_PATH, beside nvcc, under /usr/local, /opt, /usr/include);" \
+    "c10/cuda's headers need it" >&2
   exit 1
 fi
 echo "check_torch_ops_cpu: CUDA headers from $cuda_inc"
