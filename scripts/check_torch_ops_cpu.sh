@@ -4,7 +4,9 @@
 # Debian's python3-torch does) with tests/torch_ops/cpu_check_support.cpp in place of
 # libc10_cuda, then runs tests/torch_ops/check_registration.py (the signatures against the
 # schemas, and the operators' own argument checks on CPU tensors). The device runs the real
-# library (python/tests/test_ops.py). Usage: [BUILD=build-test] scripts/check_torch_ops_cpu.sh
+# library (python/tests/test_ops.py). SYMMCOMM_TORCH_CHECK_CXXFLAGS adds compiler flags (e.g.
+# -fsanitize=address,undefined, with that runtime preloaded into Python).
+# Usage: [BUILD=build-test] scripts/check_torch_ops_cpu.sh
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$SYMMCOMM_ROOT"
@@ -51,8 +53,9 @@ if [ -z "$cuda_inc" ]; then
   exit 1
 fi
 echo "check_torch_ops_cpu: CUDA headers from $cuda_inc"
-g++ -std=c++17 -shared -fPIC -O1 -D_GLIBCXX_USE_CXX11_ABI="$abi" -Wall -Wextra -Wconversion \
-  -Wno-sign-conversion -fvisibility=hidden -fvisibility-inlines-hidden \
+g++ -std=c++17 -shared -fPIC -O1 -D_GLIBCXX_USE_CXX11_ABI="$abi" -DSYMMCOMM_TORCH_CPU_CHECK \
+  ${SYMMCOMM_TORCH_CHECK_CXXFLAGS:-} -Wall -Wextra -Wconversion -Wno-sign-conversion \
+  -fvisibility=hidden -fvisibility-inlines-hidden \
   -isystem "$inc1" -isystem "$inc2" -isystem "$out/shim" -isystem "$cuda_inc" \
   -Iinclude -I"$build/include" -Isrc/torch_ops src/torch_ops/library.cpp src/torch_ops/ops.cpp \
   src/torch_ops/tensors.cpp src/torch_ops/communicators.cpp \

@@ -275,6 +275,7 @@ def bad_calls(ops):
     i32 = lambda v, dt=torch.int32: torch.tensor(v, device="cuda", dtype=dt)  # noqa: E731
     wide = (i32([32], torch.int64), i32([0]), i32([0]), i32([0]))
     short = (i32([32]), i32([0, 0]), i32([0]), i32([0]))
+    zeros = (i32([0]), i32([0]), i32([0]), i32([0]))
     return [
         ("dtype", lambda: ops.all_gather(x.float(), GROUP), ValueError),
         ("group", lambda: ops.all_gather(x, "no-such-group"), ValueError),
@@ -296,6 +297,11 @@ def bad_calls(ops):
         ("own count", lambda: ops.reduce_scatterv(x, [], GROUP), ValueError),
         ("device count dtype", lambda: ops.all_gatherv_device(x, *wide, GROUP), ValueError),
         ("device counts size", lambda: ops.reduce_scatterv_device(x, *short, GROUP), ValueError),
+        ("rows of no element", lambda: ops.all_gatherv_device_nvfp4(data[:, :0], bs[:, :0], gs,
+                                                                   *zeros, GROUP), ValueError),
+        ("combine rows of no element",
+         lambda: ops.reduce_scatterv_device_nvfp4(data[:, :0], bs[:, :0], gs, *zeros, GROUP),
+         ValueError),
         ("re-quantized block scales",
          lambda: ops.reduce_scatter_nvfp4_q(data, bs[:, :-1], gs, GROUP), ValueError),
         ("quantize dtype", lambda: ops.quantize_nvfp4(x.float(), None), ValueError),

@@ -423,6 +423,7 @@ Tensors3 all_gatherv_device_nvfp4(const at::Tensor& data, const at::Tensor& bloc
   check_rows(data, "data");
   int64_t const rows = data.size(0) * c->size;
   int64_t const row = row_elements_of(data) * 2;
+  check_row_elements(row);  // rows of no element: nothing to divide the capacity by
   Tensors3 out;
   if (swizzled_scales) {
     out = nvfp4_gathered(data, block_scales, global_scale, c->size, rows, row);
@@ -469,6 +470,7 @@ at::Tensor reduce_scatterv_device_nvfp4(const at::Tensor& data, const at::Tensor
                                         const at::Tensor& overflow, Str group) {
   auto const c = lease(group);
   at::Tensor out = at::empty(nvfp4_sum_shape(data, c->size), data.options().dtype(at::kBFloat16));
+  check_row_elements(row_elements_of(data) * 2);
   auto const row = static_cast<size_t>(row_elements_of(data) * 2);
   Nvfp4Input const send(data, block_scales, global_scale, "send", c->device);
   auto const& a = send.ref;

@@ -67,10 +67,21 @@ c10::ScalarType float8_e4m3fn() {
 
 // ---- checks -------------------------------------------------------------------------------
 
+// scripts/check_torch_ops_cpu.sh builds these files with SYMMCOMM_TORCH_CPU_CHECK, against a
+// PyTorch without CUDA: there CPU tensors stand for the tensors of "device -1", so that every
+// check after the device's runs on CPU tensors. The library itself never defines it.
+#ifdef SYMMCOMM_TORCH_CPU_CHECK
+constexpr bool kCpuStandsIn = true;
+#else
+constexpr bool kCpuStandsIn = false;
+#endif
+
 void* checked(const at::Tensor& t, const char* name, const char* part, const Allowed& allowed,
               int device) {
   TORCH_CHECK_VALUE(t.defined(), name, part, " must be a CUDA tensor, got None");
-  TORCH_CHECK_VALUE(t.is_cuda(), name, part, " must be on a CUDA device, got ", t.device());
+  bool const stands_in = kCpuStandsIn && device == -1 && t.is_cpu();
+  TORCH_CHECK_VALUE(t.is_cuda() || stands_in, name, part, " must be on a CUDA device, got ",
+                    t.device());
   TORCH_CHECK_VALUE(t.get_device() == device, name, part, " is on cuda:", t.get_device(),
                     ", but the communicator's rank is on cuda:", device);
   TORCH_CHECK_VALUE(t.is_contiguous(), name, part, " must be contiguous");

@@ -53,15 +53,15 @@ check(rc == 1 and err.value, "a NULL communicator is refused: %s" % err.value.de
 lib.symmcomm_torch_check_register_cpu.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
                                                   ctypes.c_size_t]
 lib.symmcomm_torch_check_name_communicator.argtypes = [ctypes.c_char_p, ctypes.c_int,
-                                                       ctypes.c_int]
+                                                       ctypes.c_int, ctypes.c_int]
 cpu_schemas = torch.library.Library("symmcomm_cpu_check", "DEF")
 for name, (schema, _, _, _) in so.OPS.items():
     cpu_schemas.define(name + schema)
 err.value = b""
 rc = lib.symmcomm_torch_check_register_cpu(b"symmcomm_cpu_check", err, len(err))
 check(rc == 0, "the operators register on the CPU key: %s" % err.value.decode())
-lib.symmcomm_torch_check_name_communicator(b"one", 0, 1)
-lib.symmcomm_torch_check_name_communicator(b"two", 1, 2)
+lib.symmcomm_torch_check_name_communicator(b"one", 0, 1, 0)
+lib.symmcomm_torch_check_name_communicator(b"two", 1, 2, 0)
 ops = torch.ops.symmcomm_cpu_check
 bf16 = torch.bfloat16
 x = torch.zeros(4, 8, dtype=bf16)
@@ -100,11 +100,6 @@ refused(ValueError, "row_elements must be >= 1, got -16",
         lambda: ops.quantize_all_gather_nvfp4(x, None, "one", -16))
 refused(ValueError, "send.data must be on a CUDA device, got cpu",
         lambda: ops.all_gatherv_nvfp4(data, bs, gs, [4, 4], "two", None))
-if hasattr(torch, "float8_e4m3fn"):  # the block scales' dtype, allocated before the checks
-    refused(ValueError, "src must be on a CUDA device, got cpu",
-            lambda: ops.quantize_nvfp4(x, None))
-refused(ValueError, "dst must be on a CUDA device, got cpu",
-        lambda: ops.dequantize_nvfp4(data, bs, gs))
 refused(RuntimeError, "dim 0 (3) is not divisible by the communicator's size 2",
         lambda: ops.reduce_scatter_nvfp4_q(data[:3], bs[:3], gs, "two"))
 i32 = torch.zeros(1, dtype=torch.int32)
@@ -112,5 +107,56 @@ refused(ValueError, "send must be on a CUDA device, got cpu",
         lambda: ops.reduce_scatterv_device(x, i32, i32, i32, i32, "one"))
 refused(RuntimeError, "data's dim 0 (3) is not divisible by the communicator's size 2",
         lambda: ops.reduce_scatterv_device_nvfp4(data[:3], bs[:3], gs, i32, i32, i32, i32, "two"))
+
+# ---- every check after the device's: CPU tensors stand for device -1's in this build ----------
+# A call that passes every check stops at the stand-in CUDA stream (cpu_check_support.cpp).
+lib.symmcomm_torch_check_name_communicator(b"cpu-one", 0, 1, -1)
+lib.symmcomm_torch_check_name_communicator(b"cpu-two", 1, 2, -1)
+STOP = "cpu_check_support: this build of libsymmcomm_torch.so has no CUDA"
+x32 = torch.zeros(4, 32, dtype=bf16)
+f64 = torch.ones(1, dtype=torch.float64)
+one_row = [torch.zeros(n, dtype=torch.int32) for n in (1, 1, 1, 1)]
+two_rows = [torch.zeros(n, dtype=torch.int32) for n in (1, 2, 2, 1)]
+refused(RuntimeError, STOP, lambda: ops.all_gather(x, "cpu-one"))
+refused(RuntimeError, STOP, lambda: ops.all_gather_nvfp4(data, bs, gs, "cpu-one", None))
+refused(RuntimeError, STOP, lambda: ops.all_gather_nvfp4(data, bs, gs, "cpu-one", 32))
+refused(RuntimeError, STOP, lambda: ops.all_gatherv(x, [4, 4], "cpu-two"))
+refused(RuntimeError, STOP, lambda: ops.reduce_scatterv(x, [2, 2], "cpu-two"))
+refused(RuntimeError, STOP, lambda: ops.reduce_scatter_nvfp4(data, bs, gs, "cpu-one", bf16))
+refused(RuntimeError, STOP, lambda: ops.all_gatherv_device(x, *two_rows, "cpu-two"))
+refused(RuntimeError, STOP, lambda: ops.dequantize_nvfp4(data, bs, gs))
+refused(ValueError, "send has dtype float32; expected bfloat16",
+        lambda: ops.all_gather(x.float(), "cpu-one"))
+refused(ValueError, "recv must be contiguous",
+        lambda: ops.all_gather_out(x, torch.zeros(8, 8, dtype=bf16)[::2], "cpu-one"))
+refused(ValueError, "send.block_scales has 6 elements; 64 data bytes need 8 (one per 16 elements)",
+        lambda: ops.all_gather_nvfp4(data, bs[:-1], gs, "cpu-one", None))
+refused(ValueError, "send.global_scale has 0 elements; expected 1",
+        lambda: ops.all_gather_nvfp4(data, bs, torch.ones(0), "cpu-one", None))
+refused(ValueError, "recv.block_scales has 100 elements; swizzled scales of 4 rows of 32 need 512 "
+        "(symmcomm.swizzled_scale_bytes)",
+        lambda: ops.all_gather_nvfp4_out(data, bs, gs, torch.zeros_like(data),
+                                         torch.zeros(100, dtype=torch.uint8), torch.ones(1),
+                                         "cpu-one", 32))
+refused(ValueError, "recv has dtype float16; expected bfloat16 or float32",
+        lambda: ops.reduce_scatter_nvfp4(data, bs, gs, "cpu-one", torch.float16))
+refused(ValueError, "send.scale has dtype float64; expected float32",
+        lambda: ops.reduce_scatter_fp8(data, f64, "cpu-one", bf16))
+refused(ValueError, "scale has dtype float64; expected float32",
+        lambda: ops.quantize_all_gather_nvfp4(x32, f64, "cpu-one", 32))
+refused(ValueError, "send.block_scales has 4 elements; 64 data bytes need 8 (one per 16 elements)",
+        lambda: ops.reduce_scatter_nvfp4_q(data, bs[:, :-1], gs, "cpu-one"))
+refused(ValueError, "src.global_scale has dtype float64; expected float32",
+        lambda: ops.dequantize_nvfp4(data, bs, f64))
+refused(ValueError, "counts.count has dtype int64; expected int32",
+        lambda: ops.reduce_scatterv_device(x, torch.zeros(1, dtype=torch.int64), *two_rows[1:],
+                                           "cpu-two"))
+refused(ValueError, "counts.counts has 1 elements; expected 2",
+        lambda: ops.reduce_scatterv_device(x, *one_row, "cpu-two"))
+# Rows of no element: the library's row_elements check, never a division by zero.
+refused(ValueError, "row_elements must be >= 1, got 0",
+        lambda: ops.all_gatherv_device_nvfp4(data[:, :0], bs[:, :0], gs, *one_row, "cpu-one"))
+refused(ValueError, "row_elements must be >= 1, got 0",
+        lambda: ops.reduce_scatterv_device_nvfp4(data[:, :0], bs[:, :0], gs, *one_row, "cpu-one"))
 
 print("check_registration: all passed (PyTorch %s, %s)" % (torch.__version__, where["path"]))

@@ -1,10 +1,11 @@
 // For scripts/check_torch_ops_cpu.sh only, linked into a check build of libsymmcomm_torch.so
 // against a PyTorch built without CUDA (no libc10_cuda.so): a stand-in for the one CUDA-stream
-// call (it throws: no operator of this build reaches a stream), and two entry points the check
+// call (it throws: a call that passed every check ends there), and two entry points the check
 // calls through ctypes - the operators registered on the CPU key, and a communicator that exists
-// only by name - so that the operators' own checks run on CPU tensors. Every operator checks
-// its tensors are on a CUDA device before it would use the communicator or a stream, so the
-// stand-in handle is never passed to the library.
+// only by name - so that the operators' own checks run on CPU tensors. Every operator checks its
+// tensors (on a CUDA device, or CPU tensors standing in for device -1's) before it takes a
+// stream, and the stream comes before the communicator's handle is used, so the stand-in handle
+// is never passed to the library.
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
@@ -51,14 +52,18 @@ __attribute__((visibility("default"))) int symmcomm_torch_check_register_cpu(con
   }
 }
 
-/// A communicator of `size` ranks, this one `rank`, on device 0, known only by `name`.
+/// A communicator of `size` ranks, this one `rank`, on `device`, known only by `name`. On device
+/// -1 the check build takes CPU tensors for the device's (tensors.cpp), so that a call runs every
+/// check; one that passes them all stops at the stand-in stream above, before the handle is used.
 __attribute__((visibility("default"))) void symmcomm_torch_check_name_communicator(const char* name,
                                                                                    int rank,
-                                                                                   int size) {
+                                                                                   int size,
+                                                                                   int device) {
   symmcomm::torch_ops::Communicator entry;
   entry.comm = reinterpret_cast<symmcomm_comm_t>(std::uintptr_t{0x1000});
   entry.rank = rank;
   entry.size = size;
+  entry.device = device;
   symmcomm::torch_ops::communicators().set(name, entry);
 }
 
