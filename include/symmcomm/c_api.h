@@ -114,31 +114,37 @@ typedef enum {
  *  is what a gather can write into its receive tensor. Build one with the symmcomm_tensor_*
  *  helpers below or a designated initializer (unset fields zero). */
 typedef struct {
-  symmcomm_dtype_t dtype;
-  symmcomm_scale_layout_t scale_layout;
-  void* data;
-  void* block_scales;
-  float* scales;
-  size_t count;        /* elements */
-  size_t row_elements; /* with SYMMCOMM_SCALE_LAYOUT_SWIZZLED_128X4: elements per row */
+  symmcomm_dtype_t dtype;               /**< element type; says which fields below are used */
+  symmcomm_scale_layout_t scale_layout; /**< NVFP4 block scales' layout (LINEAR otherwise) */
+  void* data;                           /**< device pointer to the elements (packed codes) */
+  void* block_scales;                   /**< NVFP4: device pointer to the e4m3 block scales */
+  float* scales;       /**< FP8: the fp32 scale; NVFP4: the global scale (one per rank gathered) */
+  size_t count;        /**< elements (not bytes) */
+  size_t row_elements; /**< with SYMMCOMM_SCALE_LAYOUT_SWIZZLED_128X4: elements per row */
 } symmcomm_tensor_t;
 
+/** A BF16 tensor of `count` elements at device pointer `data`. */
 static inline symmcomm_tensor_t symmcomm_tensor_bf16(void* data, size_t count) {
   symmcomm_tensor_t t = {
       SYMMCOMM_DTYPE_BF16, SYMMCOMM_SCALE_LAYOUT_LINEAR, data, NULL, NULL, count, 0};
   return t;
 }
+/** An FP32 tensor of `count` elements at device pointer `data`. */
 static inline symmcomm_tensor_t symmcomm_tensor_fp32(float* data, size_t count) {
   symmcomm_tensor_t t = {
       SYMMCOMM_DTYPE_FP32, SYMMCOMM_SCALE_LAYOUT_LINEAR, data, NULL, NULL, count, 0};
   return t;
 }
-/** dtype: SYMMCOMM_DTYPE_FP8_E4M3 or SYMMCOMM_DTYPE_FP8_E5M2. */
+/** An FP8 tensor of `count` one-byte codes at `data` and its fp32 dequantization `scale`
+ *  (device pointers); dtype: SYMMCOMM_DTYPE_FP8_E4M3 or SYMMCOMM_DTYPE_FP8_E5M2. */
 static inline symmcomm_tensor_t symmcomm_tensor_fp8(symmcomm_dtype_t dtype, void* data,
                                                     float* scale, size_t count) {
   symmcomm_tensor_t t = {dtype, SYMMCOMM_SCALE_LAYOUT_LINEAR, data, NULL, scale, count, 0};
   return t;
 }
+/** An NVFP4 tensor of `count` elements: count / 2 bytes of packed e2m1 codes at `data`, count /
+ *  16 e4m3 block scales at `block_scales` (linear layout) and the fp32 `global_scale` (device
+ *  pointers; a gathered tensor holds one global scale per rank). */
 static inline symmcomm_tensor_t symmcomm_tensor_nvfp4(void* data, void* block_scales,
                                                       float* global_scale, size_t count) {
   symmcomm_tensor_t t = {SYMMCOMM_DTYPE_NVFP4,
@@ -170,18 +176,18 @@ static inline symmcomm_tensor_t symmcomm_tensor_nvfp4_swizzled(void* data, void*
  *  a smaller (older) struct lacks take their defaults; a larger (newer) struct is accepted when
  *  the bytes this library does not know are zero. NULL options: all defaults. */
 typedef struct {
-  size_t struct_size;
-  symmcomm_path_t path; /* requested path (default SYMMCOMM_PATH_AUTO) */
-  int agree_plan;       /* != 0: agree the path with every rank first (debugging; see
-                           symmcomm::Options::agree_plan) */
-  int pdl_fence;        /* default 1 (symmcomm::Options::pdl_fence) */
-  int allow_staging;    /* != 0: copy plain buffers through the staging ranges below */
-  void* workspace;      /* device scratch for quantized fallbacks (NULL: the communicator's) */
-  size_t workspace_bytes;
-  void* staging_send; /* symmetric staging scratch (symmcomm::Staging) */
-  size_t staging_send_bytes;
-  void* staging_recv;
-  size_t staging_recv_bytes;
+  size_t struct_size;     /**< sizeof(symmcomm_options_t) as the caller compiled it */
+  symmcomm_path_t path;   /**< requested path (default SYMMCOMM_PATH_AUTO) */
+  int agree_plan;         /**< != 0: agree the path with every rank first (debugging; see
+                               symmcomm::Options::agree_plan) */
+  int pdl_fence;          /**< default 1 (symmcomm::Options::pdl_fence) */
+  int allow_staging;      /**< != 0: copy plain buffers through the staging ranges below */
+  void* workspace;        /**< device scratch for quantized fallbacks (NULL: the communicator's) */
+  size_t workspace_bytes; /**< bytes at `workspace` */
+  void* staging_send;     /**< symmetric staging scratch for the send side (symmcomm::Staging) */
+  size_t staging_send_bytes; /**< bytes at `staging_send` */
+  void* staging_recv;        /**< symmetric staging scratch for the receive side */
+  size_t staging_recv_bytes; /**< bytes at `staging_recv` */
 } symmcomm_options_t;
 
 #define SYMMCOMM_OPTIONS_INIT \
@@ -191,11 +197,11 @@ typedef struct {
  *  SYMMCOMM_PLAN_INIT (struct_size is how much the library may write). The reason's text is
  *  produced only when asked: symmcomm_plan_describe. */
 typedef struct {
-  size_t struct_size;
-  symmcomm_path_taken_t path;
-  symmcomm_plan_reason_t reason;
-  int staged;                /* plain buffers were copied through staging scratch */
-  uint64_t private_data[24]; /* the library's record of the plan, for symmcomm_plan_describe */
+  size_t struct_size;            /**< sizeof(symmcomm_plan_t) as the caller compiled it */
+  symmcomm_path_taken_t path;    /**< the path the call took */
+  symmcomm_plan_reason_t reason; /**< why (symmcomm_plan_describe gives the text) */
+  int staged;                    /**< plain buffers were copied through staging scratch */
+  uint64_t private_data[24]; /**< the library's record of the plan, for symmcomm_plan_describe */
 } symmcomm_plan_t;
 
 #define SYMMCOMM_PLAN_INIT                                                                 \
@@ -210,11 +216,11 @@ typedef struct {
  *  send has room for, and arrays of comm size int32 the call writes with every rank's count and
  *  their exclusive prefix; `overflow` is set to 1 when a count is outside 0..capacity. */
 typedef struct {
-  const int32_t* count;
-  size_t capacity;
-  int32_t* counts;
-  int32_t* offsets;
-  int32_t* overflow;
+  const int32_t* count; /**< this rank's row count (one int32, read when the call runs) */
+  size_t capacity;      /**< rows every rank's send has room for */
+  int32_t* counts;      /**< comm size int32: written with every rank's count */
+  int32_t* offsets;     /**< comm size int32: written with the counts' exclusive prefix */
+  int32_t* overflow;    /**< one int32, set to 1 when a count is outside 0..capacity */
 } symmcomm_device_counts_t;
 
 /** Enumerations whose names the library exports (symmcomm_enum_name). */

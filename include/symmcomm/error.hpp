@@ -26,6 +26,7 @@ class LogicError : public Error {
 /// @brief A CUDA runtime call failed; carries the `cudaError_t`.
 class CudaError : public Error {
  public:
+  /// @brief An exception for `code` whose what() is `what`.
   CudaError(cudaError_t code, const std::string& what) : Error(what), code_(code) {}
   /// @brief The CUDA error code that caused this exception.
   cudaError_t code() const noexcept { return code_; }
@@ -37,6 +38,7 @@ class CudaError : public Error {
 /// @brief An NCCL call failed; carries the `ncclResult_t` and NCCL's last-error text.
 class NcclError : public Error {
  public:
+  /// @brief An exception for `code` whose what() is `what`.
   NcclError(ncclResult_t code, const std::string& what) : Error(what), code_(code) {}
   /// @brief The NCCL result code that caused this exception.
   ncclResult_t code() const noexcept { return code_; }
@@ -60,11 +62,15 @@ class OutOfMemory : public Error {
 /// @brief What the SYMMCOMM_* macros below call: they throw the exception types above (or log,
 /// in destructors) with the failing expression, file and line. Call the macros, not these.
 namespace error_support {
+/// @brief Throws CudaError for `code`, naming `expr`, `file` and `line`.
 [[noreturn]] void throw_cuda_error(cudaError_t code, const char* expr, const char* file, int line);
+/// @brief Throws NcclError for `code`, naming `expr`, `file` and `line`.
 [[noreturn]] void throw_nccl_error(ncclResult_t code, const char* expr, const char* file, int line);
+/// @brief Throws LogicError with `message`, naming `file` and `line`.
 [[noreturn]] void throw_logic_error(const std::string& message, const char* file, int line);
 /// @brief Logs (never throws) a failed CUDA/NCCL call made from a destructor.
 void log_cuda_failure(cudaError_t code, const char* expr, const char* file, int line) noexcept;
+/// @brief The same for a failed NCCL call.
 void log_nccl_failure(ncclResult_t code, const char* expr, const char* file, int line) noexcept;
 }  // namespace error_support
 

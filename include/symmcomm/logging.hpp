@@ -37,6 +37,9 @@ void log_message(LogLevel level, const std::string& message) noexcept;
       ::symmcomm::log_message(level, symmcomm_log_os_.str());                   \
     }                                                                           \
   } while (0)
+/// @brief SYMMCOMM_LOG at LogLevel::Warn.
 #define SYMMCOMM_LOG_WARN(msg) SYMMCOMM_LOG(::symmcomm::LogLevel::Warn, msg)
+/// @brief SYMMCOMM_LOG at LogLevel::Info.
 #define SYMMCOMM_LOG_INFO(msg) SYMMCOMM_LOG(::symmcomm::LogLevel::Info, msg)
+/// @brief SYMMCOMM_LOG at LogLevel::Debug.
 #define SYMMCOMM_LOG_DEBUG(msg) SYMMCOMM_LOG(::symmcomm::LogLevel::Debug, msg)

@@ -8,21 +8,25 @@ namespace symmcomm {
 
 /// @brief An NCCL version as (major, minor, patch), comparable.
 struct NcclVersion {
-  int major = 0;
-  int minor = 0;
-  int patch = 0;
+  int major = 0;  ///< 2 for every NCCL symmcomm supports
+  int minor = 0;  ///< e.g. 28 for 2.28.9
+  int patch = 0;  ///< e.g. 9 for 2.28.9
   /// @brief Decodes NCCL's version code (major*10000 + minor*100 + patch for 2.9+).
   static constexpr NcclVersion from_code(int code) noexcept {
     return NcclVersion{code / 10000, (code % 10000) / 100, code % 100};
   }
+  /// @brief The version code NCCL would give (NCCL_VERSION_CODE, ncclGetVersion).
   constexpr int code() const noexcept { return major * 10000 + minor * 100 + patch; }
 };
+/// @brief Older than.
 constexpr bool operator<(NcclVersion a, NcclVersion b) noexcept {
   return a.code() < b.code();
 }
+/// @brief At least as new as.
 constexpr bool operator>=(NcclVersion a, NcclVersion b) noexcept {
   return !(a < b);
 }
+/// @brief The same release.
 constexpr bool operator==(NcclVersion a, NcclVersion b) noexcept {
   return a.code() == b.code();
 }

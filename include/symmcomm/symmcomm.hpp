@@ -5,9 +5,9 @@
 /// (`symmcomm/testing/loopback.hpp`, `symmcomm/testing/fault_injection.hpp`).
 
 #include "symmcomm/collectives/all_gather.hpp"
+#include "symmcomm/collectives/device_counts.hpp"
 #include "symmcomm/collectives/local_reduce.hpp"
 #include "symmcomm/collectives/options.hpp"
-#include "symmcomm/collectives/device_counts.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/comm/communicator.hpp"
 #include "symmcomm/comm/group.hpp"

@@ -46,10 +46,10 @@ namespace symmcomm {
 /// @brief One raw tensor of a multi-tensor gather: `bytes_per_rank` bytes at `send`; rank r's
 /// land at `recv + r * bytes_per_rank`.
 struct GatherItem {
-  const void* send = nullptr;
-  void* recv = nullptr;
-  std::size_t bytes_per_rank = 0;
-  const char* name = "item";  ///< used in error messages and plans
+  const void* send = nullptr;      ///< this rank's bytes (device pointer)
+  void* recv = nullptr;            ///< room for comm.size() x bytes_per_rank (device pointer)
+  std::size_t bytes_per_rank = 0;  ///< bytes each rank contributes
+  const char* name = "item";       ///< used in error messages and plans
 };
 
 /// @brief BF16 all-gather: recv.count == send.count * comm.size().

@@ -54,10 +54,10 @@ struct DeviceCounts {
 /// topk_ids and topk_weights with the activations): `row_bytes` bytes per row, capacity rows
 /// at `send`, room for comm.size() x capacity rows at `recv`.
 struct RowItem {
-  const void* send = nullptr;
-  void* recv = nullptr;
-  std::size_t row_bytes = 0;
-  const char* name = "item";  ///< used in error messages and plans
+  const void* send = nullptr;  ///< capacity rows of this rank's (device pointer)
+  void* recv = nullptr;        ///< room for comm.size() x capacity rows (device pointer)
+  std::size_t row_bytes = 0;   ///< bytes per row
+  const char* name = "item";   ///< used in error messages and plans
 };
 
 /// @brief Most RowItems one call takes beside its tensor.
@@ -85,6 +85,8 @@ Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
 Plan all_gatherv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
                  std::size_t row_elements, const std::vector<RowItem>& items,
                  const DeviceCounts& counts, cudaStream_t stream, const Options& options = {});
+/// @brief The same for NVFP4 activations (data, block scales and global scale gathered as the
+/// NVFP4 overload without items gathers them).
 Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
                  std::size_t row_elements, const std::vector<RowItem>& items,
                  const DeviceCounts& counts, cudaStream_t stream, const Options& options = {});
@@ -106,6 +108,7 @@ Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
 Plan reduce_scatterv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
                      std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
                      const Options& options = {});
+/// @brief The same from NVFP4 shards (per-rank global scales), summed in fp32 into BF16.
 Plan reduce_scatterv(const Communicator& comm, ConstNvfp4View send, Bf16Span recv,
                      std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
                      const Options& options = {});

@@ -21,11 +21,13 @@ namespace symmcomm {
 /// @throws LogicError for bad arguments (null pointers, count, rank count, alignment).
 void reduce_nvfp4_shards(const QuantizedShards& shards, std::size_t count, bf16* out,
                          cudaStream_t stream);
+/// @brief The same into fp32.
 void reduce_nvfp4_shards(const QuantizedShards& shards, std::size_t count, float* out,
                          cudaStream_t stream);
 /// @brief Sums FP8 shards of `count` elements (a multiple of 16) into bf16 or fp32.
 void reduce_fp8_shards(const QuantizedShards& shards, std::size_t count, Fp8Format format,
                        bf16* out, cudaStream_t stream);
+/// @brief The same into fp32.
 void reduce_fp8_shards(const QuantizedShards& shards, std::size_t count, Fp8Format format,
                        float* out, cudaStream_t stream);
 

@@ -16,23 +16,25 @@ namespace symmcomm {
 /// symmetric path, as vLLM does for small all-reduces). Both ranges must lie in symmetric
 /// windows of the communicator, at the same offsets on every rank (e.g. from one SymmAllocator).
 struct Staging {
-  void* send = nullptr;
+  void* send = nullptr;        ///< symmetric scratch the send side is copied into
   std::size_t send_bytes = 0;  ///< capacity: at least the payload of this rank
-  void* recv = nullptr;
+  void* recv = nullptr;        ///< symmetric scratch the receive side lands in, then copied out
   std::size_t recv_bytes = 0;  ///< capacity: at least the payload of all ranks
 };
 
 /// @brief Options of a collective call: execution policy only (how a call runs, never what its
 /// tensors are: an NVFP4 tensor's scale layout is Nvfp4View::scale_layout).
 struct Options {
+  /// The path to take: Auto (the planner's choice) or one forced (refused with the reason
+  /// where it cannot run).
   PathChoice path = PathChoice::Auto;
   /// Device scratch for quantized reduce-scatter fallbacks (see reduce_scatter_workspace_bytes);
   /// null: a workspace owned by the communicator, grown outside graph capture.
   void* workspace = nullptr;
-  std::size_t workspace_bytes = 0;
+  std::size_t workspace_bytes = 0;  ///< bytes at `workspace`
   /// Copy plain buffers through `staging` when that allows a symmetric path and is faster.
   bool allow_staging = false;
-  Staging staging{};
+  Staging staging{};  ///< the scratch `allow_staging` copies through
   /// Before NCCL's symmetric kernels, on NCCL versions where they may read stale input under
   /// programmatic dependent launch (2.28.0-2.30.6: nccl_has_pdl_stale_input_bug), enqueue
   /// enqueue_pdl_fence() so they start only after the producer of the input completed. Turn
@@ -75,15 +77,15 @@ enum class PlanReason : std::uint8_t {
 
 /// @brief The path a call took and why.
 struct Plan {
-  Path path = Path::Fallback;
-  PlanReason why = PlanReason::ForcedFallback;
-  bool staged = false;
+  Path path = Path::Fallback;                   ///< the path the call took
+  PlanReason why = PlanReason::ForcedFallback;  ///< why (reason() gives the text)
+  bool staged = false;                ///< plain buffers were copied through Options::staging
   int buffer_index = -1;              ///< the buffer the reason is about, if any
   const char* buffer_name = nullptr;  ///< its name ("recv.block_scales", ...)
   Provenance provenance{};            ///< its provenance
-  const void* buffer_ptr = nullptr;
-  std::size_t buffer_bytes = 0;
-  const char* capability_note = "";  ///< the communicator's reason when unsupported (interned)
+  const void* buffer_ptr = nullptr;   ///< its address
+  std::size_t buffer_bytes = 0;       ///< its size in bytes
+  const char* capability_note = "";   ///< the communicator's reason when unsupported (interned)
   /// NcclCannot: why NCCL's symmetric kernels cannot run the call (the buffer fields above say
   /// which buffer, for BufferNotSymmetric).
   PlanReason nccl_blocker = PlanReason::AllSymmetric;

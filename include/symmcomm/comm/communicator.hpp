@@ -46,7 +46,7 @@ struct Capabilities {
 
 /// @brief Per-communicator counters of collective calls by path (thread-safe).
 struct CommStats {
-  std::array<std::atomic<std::uint64_t>, kPathCount> calls{};
+  std::array<std::atomic<std::uint64_t>, kPathCount> calls{};  ///< by Path (use count())
   /// @brief Of those, calls that repeated the communicator's previous call of symmcomm's kernel
   /// exactly (same tensors, options and windows) and were launched with its plan and arguments,
   /// without being validated and planned again.
@@ -92,7 +92,9 @@ class Communicator {
   /// @brief Wraps an engine's communicator without taking ownership. **Collective** when probing.
   static Communicator borrow(ncclComm_t comm, Probe probe = Probe::Yes);
 
+  /// @brief Takes over the other's communicator; the other is left empty.
   Communicator(Communicator&&) noexcept = default;
+  /// @brief Releases this one's communicator (as the destructor does), then takes the other's.
   Communicator& operator=(Communicator&& other) noexcept;
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;

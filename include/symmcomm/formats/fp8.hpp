@@ -18,7 +18,9 @@ namespace symmcomm {
 /// @brief The two FP8 encodings.
 enum class Fp8Format : std::uint8_t { E4M3 = 0, E5M2 = 1 };
 
+/// @brief Largest finite magnitude of E4M3 (what a scale maps a block's amax to).
 inline constexpr float kE4m3Max = 448.0f;
+/// @brief Largest finite magnitude of E5M2.
 inline constexpr float kE5m2Max = 57344.0f;
 
 /// @brief Largest finite magnitude of an FP8 format.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
+/// @brief Marks the format helpers callable from host and device code (inline on the host).
 #if defined(__CUDACC__)
 #define SYMMCOMM_HD __host__ __device__ __forceinline__
 #else

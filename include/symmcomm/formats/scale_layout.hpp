@@ -56,8 +56,11 @@ SYMMCOMM_HD constexpr std::size_t swizzled_scale_offset(std::size_t row, std::si
 /// @brief The inverse of swizzled_scale_offset: the (row, col) of the scale stored at byte
 /// `offset` of the swizzled layout (a padding byte where row >= rows or col >= scale_cols).
 struct ScalePosition {
-  std::size_t row = 0, col = 0;
+  std::size_t row = 0;  ///< the scale's row (a padding byte where >= the rows)
+  std::size_t col = 0;  ///< the scale's column (a padding byte where >= scale_cols)
 };
+/// @brief Where the byte at `offset` of the swizzled layout of `scale_cols` scale columns
+/// belongs (ScalePosition).
 SYMMCOMM_HD constexpr ScalePosition swizzled_scale_position(std::size_t offset,
                                                             std::size_t scale_cols) {
   std::size_t const tiles_per_row = round_up_to(scale_cols, kScaleTileCols) / kScaleTileCols;

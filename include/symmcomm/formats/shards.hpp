@@ -17,7 +17,7 @@ struct QuantizedShards {
   const std::uint8_t* data[kMaxRanks] = {};          ///< packed NVFP4 data or FP8 codes
   const std::uint8_t* block_scales[kMaxRanks] = {};  ///< NVFP4 only
   const float* scale[kMaxRanks] = {};                ///< NVFP4 global scale / FP8 scale of rank r
-  int ranks = 0;
+  int ranks = 0;                                     ///< entries used (1..kMaxRanks)
 };
 
 }  // namespace symmcomm

@@ -76,9 +76,9 @@ SYMMCOMM_HD constexpr DataType fp8_type(Fp8Format f) noexcept {
 /// @brief Compile-time traits for a DataType.
 template <DataType T>
 struct FormatTraits {
-  static constexpr DataType type = T;
-  static constexpr int bits = bits_per_element(T);
-  static constexpr bool subbyte = is_subbyte(T);
+  static constexpr DataType type = T;               ///< the type described
+  static constexpr int bits = bits_per_element(T);  ///< bits per element (4 for NVFP4)
+  static constexpr bool subbyte = is_subbyte(T);    ///< two elements share a byte
 };
 
 }  // namespace symmcomm

@@ -26,17 +26,20 @@ constexpr std::size_t nvfp4_scale_bytes(std::size_t count, ScaleLayout layout,
 /// @brief A read-only NVFP4 tensor (what the send side of a collective takes): as Nvfp4View with
 /// const pointers. Every Nvfp4View converts to it.
 struct ConstNvfp4View {
-  const std::uint8_t* data = nullptr;
-  const std::uint8_t* block_scales = nullptr;
-  const float* global_scale = nullptr;
+  const std::uint8_t* data = nullptr;              ///< packed e2m1 codes, count / 2 bytes
+  const std::uint8_t* block_scales = nullptr;      ///< e4m3 block scales (scale_bytes() bytes)
+  const float* global_scale = nullptr;             ///< the fp32 global scale
   std::size_t count = 0;                           ///< elements, a multiple of kNvfp4BlockSize
   ScaleLayout scale_layout = ScaleLayout::Linear;  ///< as Nvfp4View::scale_layout
   std::size_t row_elements = 0;                    ///< as Nvfp4View::row_elements
 
+  /// @brief Bytes of packed data.
   constexpr std::size_t data_bytes() const noexcept { return count / 2; }
+  /// @brief As Nvfp4View::scale_bytes.
   constexpr std::size_t scale_bytes() const noexcept {
     return nvfp4_scale_bytes(count, scale_layout, row_elements);
   }
+  /// @brief DataType::Nvfp4.
   constexpr DataType dtype() const noexcept { return DataType::Nvfp4; }
   /// @brief As Nvfp4View::slice.
   ConstNvfp4View slice(std::size_t first, std::size_t n) const;
@@ -46,12 +49,14 @@ struct ConstNvfp4View {
 
 /// @brief A read-only FP8 tensor (send sides): as Fp8View with const pointers.
 struct ConstFp8View {
-  const std::uint8_t* data = nullptr;
-  const float* scale = nullptr;
-  std::size_t count = 0;
-  Fp8Format format = Fp8Format::E4M3;
+  const std::uint8_t* data = nullptr;  ///< one-byte codes, count of them
+  const float* scale = nullptr;        ///< the fp32 dequantization scale
+  std::size_t count = 0;               ///< elements (= bytes)
+  Fp8Format format = Fp8Format::E4M3;  ///< the codes' encoding
 
+  /// @brief Bytes of codes (= count).
   constexpr std::size_t data_bytes() const noexcept { return count; }
+  /// @brief The element format of `format`.
   constexpr DataType dtype() const noexcept { return fp8_type(format); }
 };
 
@@ -63,10 +68,10 @@ struct ConstFp8View {
 /// 4-byte aligned). Swizzled scales are what an NVFP4 gather can write into its receive
 /// tensor (all_gather, all_gatherv, quantize_all_gather); every other use takes linear ones.
 struct Nvfp4View {
-  std::uint8_t* data = nullptr;
-  std::uint8_t* block_scales = nullptr;
-  float* global_scale = nullptr;
-  std::size_t count = 0;                           ///< elements, a multiple of kNvfp4BlockSize
+  std::uint8_t* data = nullptr;          ///< packed e2m1 codes, count / 2 bytes
+  std::uint8_t* block_scales = nullptr;  ///< e4m3 block scales (scale_bytes() bytes)
+  float* global_scale = nullptr;         ///< the fp32 global scale (a gathered tensor: per rank)
+  std::size_t count = 0;                 ///< elements, a multiple of kNvfp4BlockSize
   ScaleLayout scale_layout = ScaleLayout::Linear;  ///< layout of block_scales
   std::size_t row_elements = 0;                    ///< elements per row, with Swizzled128x4
 
@@ -101,12 +106,14 @@ struct Nvfp4View {
 
 /// @brief An FP8 tensor: codes, a pointer to its fp32 dequantization scale, count and format.
 struct Fp8View {
-  std::uint8_t* data = nullptr;
-  float* scale = nullptr;
-  std::size_t count = 0;
-  Fp8Format format = Fp8Format::E4M3;
+  std::uint8_t* data = nullptr;        ///< one-byte codes, count of them
+  float* scale = nullptr;              ///< the fp32 dequantization scale (gathered: per rank)
+  std::size_t count = 0;               ///< elements (= bytes)
+  Fp8Format format = Fp8Format::E4M3;  ///< the codes' encoding
 
+  /// @brief Bytes of codes (= count).
   constexpr std::size_t data_bytes() const noexcept { return count; }
+  /// @brief The element format of `format`.
   constexpr DataType dtype() const noexcept { return fp8_type(format); }
   /// @brief Rank `rank`'s part of a tensor gathered from `ranks` ranks with equal counts: its
   /// codes and its own scale (scale + rank). @throws LogicError unless rank < ranks and the
@@ -121,9 +128,11 @@ struct Fp8View {
 /// @brief A contiguous typed range of device memory. Span<T> converts to Span<const T>.
 template <class T>
 struct Span {
-  T* data = nullptr;
-  std::size_t count = 0;
+  T* data = nullptr;      ///< device pointer to the first element
+  std::size_t count = 0;  ///< elements
+  /// @brief Bytes of the range.
   constexpr std::size_t data_bytes() const noexcept { return count * sizeof(T); }
+  /// @brief Elements [first, first + n) (unchecked: the caller keeps it inside the range).
   constexpr Span slice(std::size_t first, std::size_t n) const noexcept {
     return Span{data + first, n};
   }

@@ -24,13 +24,13 @@ enum class ProvenanceStatus : std::uint8_t {
 
 /// @brief Answer of a provenance lookup.
 struct Provenance {
-  ProvenanceStatus status = ProvenanceStatus::NotRegistered;
-  ncclWindow_t window = nullptr;  ///< the window (Symmetric, StraddlesWindowEnd)
-  const void* window_base = nullptr;
-  std::size_t window_bytes = 0;
-  std::size_t offset = 0;        ///< byte offset of the pointer inside the window
-  std::uint64_t comm_id = 0;     ///< communicator of the window found
-  std::uint64_t window_seq = 0;  ///< registration sequence number on that communicator
+  ProvenanceStatus status = ProvenanceStatus::NotRegistered;  ///< what the pointer lies in
+  ncclWindow_t window = nullptr;      ///< the window (Symmetric, StraddlesWindowEnd)
+  const void* window_base = nullptr;  ///< the window's first byte (Symmetric, StraddlesWindowEnd)
+  std::size_t window_bytes = 0;       ///< the window's size in bytes
+  std::size_t offset = 0;             ///< byte offset of the pointer inside the window
+  std::uint64_t comm_id = 0;          ///< communicator of the window found
+  std::uint64_t window_seq = 0;       ///< registration sequence number on that communicator
 
   /// @brief True when the range can take a symmetric path of the communicator asked about.
   bool symmetric() const noexcept { return status == ProvenanceStatus::Symmetric; }

@@ -46,10 +46,10 @@ struct PoolStats {
   std::size_t reserved_bytes = 0;    ///< sum of arena sizes
   std::size_t in_use_bytes = 0;      ///< bytes handed out (rounded to the alignment)
   std::size_t high_water_bytes = 0;  ///< largest in_use_bytes seen
-  std::size_t arena_count = 0;
-  std::size_t live_allocations = 0;
-  std::uint64_t allocations = 0;  ///< total successful allocate calls
-  std::uint64_t growths = 0;      ///< arenas added on demand
+  std::size_t arena_count = 0;       ///< arenas (windows) the pool holds
+  std::size_t live_allocations = 0;  ///< allocations not yet returned
+  std::uint64_t allocations = 0;     ///< total successful allocate calls
+  std::uint64_t growths = 0;         ///< arenas added on demand
 };
 
 /// @brief A pool of symmetric memory for one communicator. Thread-safe. Not movable (the
@@ -100,12 +100,15 @@ class SymmAllocator final {
   void* allocate_async(std::size_t bytes, std::size_t alignment, cudaStream_t stream) {
     return allocate(bytes, alignment, stream);
   }
+  /// @brief deallocate(ptr, stream) in that shape (the size and alignment are checked).
   void deallocate_async(void* ptr, std::size_t bytes, std::size_t alignment, cudaStream_t stream);
   /// @brief Resources compare equal only to themselves (memory is not interchangeable).
   bool operator==(const SymmAllocator& other) const noexcept { return this == &other; }
+  /// @brief Not the same resource.
   bool operator!=(const SymmAllocator& other) const noexcept { return this != &other; }
   /// @brief Where its memory can be used: device code only (ncclMemAlloc memory).
   static constexpr bool device_accessible = true;
+  /// @brief Never host code (ncclMemAlloc memory is not mapped for the host).
   static constexpr bool host_accessible = false;
 #if defined(SYMMCOMM_HAS_CUDA_MR_PROPERTIES)
   /// @brief The property as CCCL's cuda::mr resources (and RMM's) declare it, so

@@ -22,9 +22,9 @@ struct WindowRecord;
 
 /// @brief A byte range inside a symmetric window: pointer, size, window and offset.
 struct SymmetricRegion {
-  void* data = nullptr;
-  std::size_t bytes = 0;
-  ncclWindow_t window = nullptr;
+  void* data = nullptr;           ///< first byte of the range (device memory)
+  std::size_t bytes = 0;          ///< size of the range
+  ncclWindow_t window = nullptr;  ///< the window the range lies in
   std::size_t window_offset = 0;  ///< the same on every rank for symmetric allocation sequences
 };
 
@@ -41,7 +41,9 @@ class SymmetricBuffer {
   /// @throws LogicError (zero bytes, under stream capture, communicator released),
   /// OutOfMemory (more than the device can give), NcclError.
   SymmetricBuffer(const Communicator& comm, std::size_t bytes, cudaStream_t stream = nullptr);
+  /// @brief Takes over the other's window; the other is left empty.
   SymmetricBuffer(SymmetricBuffer&& other) noexcept;
+  /// @brief Releases this one's window (as the destructor does), then takes the other's.
   SymmetricBuffer& operator=(SymmetricBuffer&& other) noexcept;
   SymmetricBuffer(const SymmetricBuffer&) = delete;
   SymmetricBuffer& operator=(const SymmetricBuffer&) = delete;
