@@ -232,14 +232,17 @@ class Communicator:
 
     @property
     def rank(self):
+        """This process's rank in the communicator."""
         return self.info()[0]
 
     @property
     def size(self):
+        """Ranks in the communicator."""
         return self.info()[1]
 
     @property
     def device(self):
+        """The CUDA device index of this rank."""
         return self.info()[2]
 
     @property

@@ -28,18 +28,22 @@ class Plan:
 
     @property
     def path(self):
+        """The path taken: "nccl-symmetric", "lsa-kernel" or "fallback"."""
         return _capi.TAKEN.get(self._c.path, "unknown")
 
     @property
     def why(self):
+        """The reason's name, e.g. "buffer-not-symmetric"."""
         return _capi.REASONS.get(self._c.reason, "unknown")
 
     @property
     def staged(self):
+        """Whether plain buffers were copied through staging scratch."""
         return bool(self._c.staged)
 
     @property
     def reason(self):
+        """symmcomm's explanation of the path (Plan::reason()), formatted when first read."""
         if self._text is None:
             needed = ctypes.c_size_t(0)
             _check(_lib.symmcomm_plan_describe(ctypes.byref(self._c), None, 0,

@@ -72,6 +72,7 @@ def python_text(section):
 
 
 def main(argv=None):
+    """`python -m symmcomm.info`: prints the machine report (--json for bug reports)."""
     parser = argparse.ArgumentParser(prog="python -m symmcomm.info", description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true", help="JSON for bug reports")
     parser.add_argument("--ranks", type=int, default=0,

@@ -596,3 +596,40 @@ def test_register_ops_names_a_bad_implementation(monkeypatch):
         symmcomm.ops.register_ops("symmcomm_bad_implementation")
     with pytest.raises(symmcomm.LogicError, match="no operators registered in namespace"):
         symmcomm.ops.implementation("all_gather", "symmcomm_bad_implementation")
+
+
+def _undocumented(module):
+    """Public names of `module` (its __all__, else names without a leading underscore) defined
+    in symmcomm that have no docstring, and their public methods and properties without one."""
+    import inspect
+    missing = []
+    names = getattr(module, "__all__", [n for n in dir(module) if not n.startswith("_")])
+    for name in names:
+        obj = getattr(module, name, None)
+        if obj is None or inspect.ismodule(obj) or not callable(obj):
+            continue
+        if not getattr(obj, "__module__", "").startswith("symmcomm"):
+            continue  # re-exported from elsewhere (typing, ctypes, ...)
+        if not inspect.getdoc(obj):
+            missing.append("%s.%s" % (module.__name__, name))
+        if inspect.isclass(obj):
+            for member, value in vars(obj).items():
+                if member.startswith("_"):
+                    continue
+                if isinstance(value, (property, staticmethod, classmethod)) or callable(value):
+                    doc = value.__doc__ if isinstance(value, property) else inspect.getdoc(value)
+                    if not doc:
+                        missing.append("%s.%s.%s" % (module.__name__, name, member))
+    return missing
+
+
+def test_every_public_name_has_a_docstring():
+    import importlib
+    modules = ["symmcomm", "symmcomm.shapes", "symmcomm.errors", "symmcomm.info"]
+    try:
+        import torch  # noqa: F401 (symmcomm.ops needs it)
+        modules.append("symmcomm.ops")
+    except ImportError:
+        pass
+    missing = [m for name in modules for m in _undocumented(importlib.import_module(name))]
+    assert not missing, "public names without a docstring: %s" % ", ".join(missing)
