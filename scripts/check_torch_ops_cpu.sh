@@ -34,7 +34,7 @@ cuda_inc=""
 found=$(sed -n 's/^FIND_PACKAGE_MESSAGE_DETAILS_CUDAToolkit:INTERNAL=\[\([^]]*\)\].*/\1/p' \
   "$build/CMakeCache.txt" 2>/dev/null || true)
 nvcc_dir=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")
-for dir in "$found" ${CUDA_HOME:+"$CUDA_HOME/include"} ${CUDA_PATH:+"$CUDA_PATH/include"} \
+for dir in ${found//;/ } ${CUDA_HOME:+"$CUDA_HOME/include"} ${CUDA_PATH:+"$CUDA_PATH/include"} \
   "$nvcc_dir/../include" "$nvcc_dir/../targets/$(uname -m)-linux/include" /usr/local/cuda/include \
   /usr/local/cuda-*/targets/"$(uname -m)"-linux/include /usr/include; do
   if [ -n "$dir" ] && [ -f "$dir/cuda_runtime_api.h" ]; then
