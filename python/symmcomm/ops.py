@@ -52,7 +52,7 @@ import torch
 
 import symmcomm
 import symmcomm.shapes
-from symmcomm import _core, _torch_library
+from symmcomm import _collectives, _core, _torch_library
 
 __all__ = ["register_communicator", "unregister_communicator", "communicator", "register_ops",
            "implementation", "native_operators", "native_library", "OPS"]
@@ -229,25 +229,30 @@ def _all_gather_fp8_fake(data, scale, group):
     return data.new_empty(_rows_scaled(data, size)), scale.new_empty((size,))
 
 
-def _counts_elements(t, counts):
-    per_row = _row_elements_of(t)
-    return [int(c) * per_row for c in counts]
+def _counts_elements(counts, per_row, group):
+    """A v-collective's row counts as the element counts the package takes, checked as it
+    checks them (one per rank, none negative) before any output is allocated."""
+    elements = [int(c) * per_row for c in counts]
+    _collectives._counts_arg(elements, _size(group))
+    return elements
 
 
 def _all_gatherv(x, counts, group):
+    elements = _counts_elements(counts, _row_elements_of(x), group)
     out = x.new_empty((sum(counts),) + tuple(x.shape[1:]))
-    symmcomm.all_gatherv(communicator(group), x.contiguous(), out, _counts_elements(x, counts))
+    symmcomm.all_gatherv(communicator(group), x.contiguous(), out, elements)
     return out
 
 
 def _all_gatherv_fake(x, counts, group):
+    _counts_elements(counts, _row_elements_of(x), group)
     return x.new_empty((sum(counts),) + tuple(x.shape[1:]))
 
 
 def _all_gatherv_nvfp4(data, bs, gs, counts, group, row_elements=None):
     size = _size(group)
+    elements = _counts_elements(counts, _row_elements_of(data) * 2, group)
     outs = _nvfp4_gather_outputs(data, bs, gs, size, sum(counts), row_elements)
-    elements = [int(c) * _row_elements_of(data) * 2 for c in counts]
     symmcomm.all_gatherv(communicator(group),
                          symmcomm.Nvfp4Tensor(data.contiguous(), bs.contiguous(), gs),
                          symmcomm.Nvfp4Tensor(*outs), elements, row_elements=row_elements)
@@ -255,6 +260,7 @@ def _all_gatherv_nvfp4(data, bs, gs, counts, group, row_elements=None):
 
 
 def _all_gatherv_nvfp4_fake(data, bs, gs, counts, group, row_elements=None):
+    _counts_elements(counts, _row_elements_of(data) * 2, group)
     return _nvfp4_gather_outputs(data, bs, gs, _size(group), sum(counts), row_elements)
 
 
@@ -347,13 +353,17 @@ def _v_shard_shape(x, counts, group):
 
 
 def _reduce_scatterv(x, counts, group):
-    out = x.new_empty(_v_shard_shape(x, counts, group))
-    symmcomm.reduce_scatterv(communicator(group), x.contiguous(), out, _counts_elements(x, counts))
+    shape = _v_shard_shape(x, counts, group)
+    elements = _counts_elements(counts, _row_elements_of(x), group)
+    out = x.new_empty(shape)
+    symmcomm.reduce_scatterv(communicator(group), x.contiguous(), out, elements)
     return out
 
 
 def _reduce_scatterv_fake(x, counts, group):
-    return x.new_empty(_v_shard_shape(x, counts, group))
+    shape = _v_shard_shape(x, counts, group)
+    _counts_elements(counts, _row_elements_of(x), group)
+    return x.new_empty(shape)
 
 
 def _quantize_nvfp4_shapes(x):

@@ -295,6 +295,8 @@ def bad_calls(ops):
         ("nvfp4 counts per rank", lambda: ops.all_gatherv_nvfp4(data, bs, gs, [16, 16], GROUP,
                                                                 None), ValueError),
         ("own count", lambda: ops.reduce_scatterv(x, [], GROUP), ValueError),
+        ("negative count", lambda: ops.all_gatherv(x, [-3], GROUP), ValueError),
+        ("negative own count", lambda: ops.reduce_scatterv(x, [-3], GROUP), ValueError),
         ("device count dtype", lambda: ops.all_gatherv_device(x, *wide, GROUP), ValueError),
         ("device counts size", lambda: ops.reduce_scatterv_device(x, *short, GROUP), ValueError),
         ("rows of no element", lambda: ops.all_gatherv_device_nvfp4(data[:, :0], bs[:, :0], gs,

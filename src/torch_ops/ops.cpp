@@ -225,7 +225,8 @@ at::Tensor reduce_scatter_fp8(const at::Tensor& data, const at::Tensor& scale, S
 }
 
 /// A v-collective's host counts as the C ABI takes them: `counts` rows per rank (one per rank)
-/// times `per_row` elements each, checked as the Python implementations check them.
+/// times `per_row` elements each, checked as the Python implementations check them, before any
+/// output is allocated (a negative count names counts, not the tensor's shape).
 c10::SmallVector<size_t, 16> elements_of(c10::IntArrayRef counts, int64_t per_row, int size) {
   c10::SmallVector<int64_t, 16> elements;
   for (int64_t const c : counts) elements.push_back(c * per_row);
@@ -254,8 +255,8 @@ int64_t sum_of(c10::IntArrayRef counts) {
 at::Tensor all_gatherv(const at::Tensor& x, c10::IntArrayRef counts, Str group) {
   auto const c = lease(group);
   check_rows(x, "x");
-  at::Tensor out = at::empty(with_rows(x, sum_of(counts)), x.options());
   auto const elements = elements_of(counts, row_elements_of(x), c->size);
+  at::Tensor out = at::empty(with_rows(x, sum_of(counts)), x.options());
   PlainInput const send(x, "send", c->device);
   auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16Only, c->device);
@@ -268,9 +269,9 @@ Tensors3 all_gatherv_nvfp4(const at::Tensor& data, const at::Tensor& block_scale
                            Optional<int64_t> row_elements) {
   auto const c = lease(group);
   check_rows(data, "data");
+  auto const elements = elements_of(counts, row_elements_of(data) * 2, c->size);
   Tensors3 out =
       nvfp4_gathered(data, block_scales, global_scale, c->size, sum_of(counts), row_elements);
-  auto const elements = elements_of(counts, row_elements_of(data) * 2, c->size);
   Nvfp4Input const send(data, block_scales, global_scale, "send", c->device);
   auto const& a = send.ref;
   auto const b = nvfp4(std::get<0>(out), std::get<1>(out), std::get<2>(out), "recv", c->device,
@@ -284,8 +285,8 @@ at::Tensor reduce_scatterv(const at::Tensor& x, c10::IntArrayRef counts, Str gro
   check_rows(x, "x");
   TORCH_CHECK_VALUE(static_cast<int64_t>(counts.size()) > c->rank, "counts has ", counts.size(),
                     " entries; rank ", c->rank, " needs its own");
-  at::Tensor out = at::empty(with_rows(x, counts[static_cast<size_t>(c->rank)]), x.options());
   auto const elements = elements_of(counts, row_elements_of(x), c->size);
+  at::Tensor out = at::empty(with_rows(x, counts[static_cast<size_t>(c->rank)]), x.options());
   PlainInput const send(x, "send", c->device);
   auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16Only, c->device);

@@ -153,6 +153,13 @@ refused(ValueError, "counts.count has dtype int64; expected int32",
                                            "cpu-two"))
 refused(ValueError, "counts.counts has 1 elements; expected 2",
         lambda: ops.reduce_scatterv_device(x, *one_row, "cpu-two"))
+# Negative counts are named before an output of negative size would be allocated.
+refused(ValueError, "counts[0] must be >= 0, got -24",
+        lambda: ops.all_gatherv(x, [-3, 0], "cpu-two"))
+refused(ValueError, "counts[1] must be >= 0, got -16",
+        lambda: ops.reduce_scatterv(x, [4, -2], "cpu-two"))
+refused(ValueError, "counts[0] must be >= 0, got -128",
+        lambda: ops.all_gatherv_nvfp4(data, bs, gs, [-4, 0], "cpu-two", None))
 # Rows of no element: the library's row_elements check, never a division by zero.
 refused(ValueError, "row_elements must be >= 1, got 0",
         lambda: ops.all_gatherv_device_nvfp4(data[:, :0], bs[:, :0], gs, *one_row, "cpu-one"))
