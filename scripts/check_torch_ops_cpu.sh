@@ -4,9 +4,10 @@
 # Debian's python3-torch does) with tests/torch_ops/cpu_check_support.cpp in place of
 # libc10_cuda, then runs tests/torch_ops/check_registration.py (the signatures against the
 # schemas, and the operators' own argument checks on CPU tensors). The device runs the real
-# library (python/tests/test_ops.py). SYMMCOMM_TORCH_CHECK_CXXFLAGS adds compiler flags (e.g.
-# -fsanitize=address,undefined, with that runtime preloaded into Python).
-# Usage: [BUILD=build-test] scripts/check_torch_ops_cpu.sh
+# library (python/tests/test_ops.py). Then tests/torch_ops/fuzz_operators.py calls every
+# operator with random arguments: exceptions only, never a crash. SYMMCOMM_TORCH_CHECK_SANITIZE=1
+# builds and runs it all under ASan+UBSan; SYMMCOMM_TORCH_CHECK_CXXFLAGS adds compiler flags.
+# Usage: [BUILD=build-test] [SYMMCOMM_TORCH_CHECK_SANITIZE=1] scripts/check_torch_ops_cpu.sh
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$SYMMCOMM_ROOT"
@@ -53,14 +54,26 @@ if [ -z "$cuda_inc" ]; then
   exit 1
 fi
 echo "check_torch_ops_cpu: CUDA headers from $cuda_inc"
+# SYMMCOMM_TORCH_CHECK_SANITIZE=1: the library built with ASan+UBSan, their runtimes preloaded
+# into Python (PyTorch itself is not instrumented).
+sanitize=""
+if [ "${SYMMCOMM_TORCH_CHECK_SANITIZE:-0}" = 1 ]; then
+  sanitize="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+  preload="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libubsan.so)"
+fi
 g++ -std=c++17 -shared -fPIC -O1 -D_GLIBCXX_USE_CXX11_ABI="$abi" -DSYMMCOMM_TORCH_CPU_CHECK \
-  ${SYMMCOMM_TORCH_CHECK_CXXFLAGS:-} -Wall -Wextra -Wconversion -Wno-sign-conversion \
+  $sanitize ${SYMMCOMM_TORCH_CHECK_CXXFLAGS:-} -Wall -Wextra -Wconversion -Wno-sign-conversion \
   -fvisibility=hidden -fvisibility-inlines-hidden \
   -isystem "$inc1" -isystem "$inc2" -isystem "$out/shim" -isystem "$cuda_inc" \
   -Iinclude -I"$build/include" -Isrc/torch_ops src/torch_ops/library.cpp src/torch_ops/ops.cpp \
   src/torch_ops/tensors.cpp src/torch_ops/communicators.cpp \
   tests/torch_ops/cpu_check_support.cpp -o "$out/libsymmcomm_torch.so" -L"$build/src" -lsymmcomm_c \
   -L"$libdir" -lc10 -ltorch_cpu -Wl,-rpath,"$libdir"
-echo "check_torch_ops_cpu: built against PyTorch $version"
-PYTHONPATH=python SYMMCOMM_LIBRARY="$PWD/$build/src/libsymmcomm_c.so" \
-  SYMMCOMM_TORCH_LIBRARY="$out/libsymmcomm_torch.so" "$py" tests/torch_ops/check_registration.py
+echo "check_torch_ops_cpu: built against PyTorch $version${sanitize:+ (ASan+UBSan)}"
+run_py() {
+  env PYTHONPATH=python SYMMCOMM_LIBRARY="$PWD/$build/src/libsymmcomm_c.so" \
+    SYMMCOMM_TORCH_LIBRARY="$out/libsymmcomm_torch.so" ${sanitize:+LD_PRELOAD="$preload"} \
+    ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 "$py" "$@"
+}
+run_py tests/torch_ops/check_registration.py
+run_py tests/torch_ops/fuzz_operators.py "${SYMMCOMM_FUZZ_SEED:-${sanitize:+1}0}" 3000
