@@ -31,8 +31,9 @@
 #             overhead table (C++ operator, its overload, Python operator, ctypes call,
 #             torch.distributed)
 #   segv228   the segmentation fault of the Python suite on NCCL 2.28.3 (tests/test_ops.py, seen
-#             once): the libraries built, then test_ops.py under gdb, up to three times (the
-#             second with glibc's heap checks), with the native backtrace of a fault
+#             once): the libraries built, then test_ops.py under gdb, up to twice (the second with
+#             glibc's heap checks), with the native backtrace of a fault, then once with the C ABI
+#             library and the torch operators built with ASan
 #   hangs     cases that stopped a sweep, each alone (SYMMCOMM_HANG_TRIES, 3) under a watch taking
 #             cuda-gdb's view of the kernels still running (SYMMCOMM_HANG_CASES)
 #   checks    the abort word broken on purpose (its tests must fail), a skip the run does not
@@ -144,11 +145,22 @@ case "$phase" in
     SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest pytest228 tests ragged pdl quantize examples overhead probe ragged_bench moe_dp" \
       timeout "$(( $(left) - 200 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     py="$(symmcomm_torch_python)"
+    # Beside the debugger's tries: the C ABI library and the torch operators built with ASan
+    # (host code), for try 3 (a heap overflow then stops where it happens).
+    (cmake -S "$SYMMCOMM_ROOT" -B "$SYMMCOMM_ROOT/build-asan228" -G Ninja \
+       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSYMMCOMM_BUILD_TESTS=OFF -DSYMMCOMM_BUILD_BENCH=OFF \
+       -DSYMMCOMM_BUILD_EXAMPLES=OFF -DSYMMCOMM_C_STATIC_RUNTIME=OFF -DSYMMCOMM_TORCH_OPS=ON \
+       -DSYMMCOMM_TORCH_PYTHON="$py" -DCMAKE_CUDA_ARCHITECTURES="$(symmcomm_dev_architectures)" \
+       -DCMAKE_CXX_FLAGS="-fsanitize=address -fno-omit-frame-pointer" \
+       -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=address &&
+     cmake --build "$SYMMCOMM_ROOT/build-asan228" --parallel 8 --target symmcomm_c symmcomm_torch) \
+      >"$work/build-asan228.log" 2>&1 &
+    asan_build=$!
     debugger="$(command -v gdb || command -v cuda-gdb)"
     echo "== debugger: $debugger"
     # Try 2 checks glibc's heap as it goes (a corruption then stops at its cause, not later).
     malloc_debug=$(ls /usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0 2>/dev/null)
-    for try in 1 2 3; do
+    for try in 1 2; do
       [ "$(left)" -gt 90 ] || break
       extra=()
       [ "$try" = 2 ] && [ -n "$malloc_debug" ] && extra=(-ex "set environment MALLOC_CHECK_=3" \
@@ -162,6 +174,18 @@ case "$phase" in
         cut -c1-220 | head -40
       grep -q -E "SIGSEGV|SIGABRT" "$work/gdb-$try.txt" && break
     done
+    # Try 3: under ASan (CUDA needs the shadow gap unprotected).
+    if wait "$asan_build" && [ "$(left)" -gt 60 ]; then
+      (cd "$SYMMCOMM_ROOT/python" && LD_PRELOAD="$(gcc -print-file-name=libasan.so)" \
+        ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=0:halt_on_error=1 \
+        SYMMCOMM_LIBRARY="$SYMMCOMM_ROOT/build-asan228/src/libsymmcomm_c.so" \
+        timeout "$(( $(left) - 15 ))" "$py" -X faulthandler -m pytest -q -x -p no:cacheprovider \
+        tests/test_ops.py) >"$work/asan-3.txt" 2>&1
+      echo "== try 3 (ASan): exit $?, $(grep -E 'passed|failed' "$work/asan-3.txt" | tail -1)"
+      grep -E -A30 "ERROR: AddressSanitizer" "$work/asan-3.txt" | cut -c1-220 | head -40
+    else
+      echo "== try 3 (ASan): no ASan build or no time left"; tail -5 "$work/build-asan228.log"
+    fi
     ;;
   torch)
     SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest228 tests ragged pdl quantize probe ragged_bench moe_dp" \
