@@ -5,9 +5,11 @@
 #include "symmcomm/system_report.hpp"
 
 #include <cuda_runtime_api.h>
+#include <link.h>
 #include <nccl.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -68,6 +70,7 @@ struct Facts {
   bool nccl_loaded_known = false;
   NcclVersion nccl_loaded{};
   std::string nccl_note;
+  std::vector<std::string> nccl_libraries;  // libnccl files mapped into this process
   bool device_api_built = false;
   bool device_api_usable = false;
   std::vector<Gpu> gpus;
@@ -141,7 +144,29 @@ void gather_cuda(Facts& f) {
   }
 }
 
+// The NCCL shared libraries mapped into this process, resolved to their files: which one runs
+// is the first question when an engine's PyTorch brings its own NCCL (none: NCCL linked in
+// statically).
+std::vector<std::string> loaded_nccl_libraries() {
+  std::vector<std::string> found;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        const char* path = info->dlpi_name;
+        if (path == nullptr || *path == '\0') return 0;
+        const char* slash = std::strrchr(path, '/');
+        const char* base = slash != nullptr ? slash + 1 : path;
+        if (std::strncmp(base, "libnccl.so", 10) != 0) return 0;
+        char resolved[PATH_MAX];
+        auto* out = static_cast<std::vector<std::string>*>(data);
+        out->emplace_back(realpath(path, resolved) != nullptr ? resolved : path);
+        return 0;
+      },
+      &found);
+  return found;
+}
+
 void gather_nccl(Facts& f) {
+  f.nccl_libraries = loaded_nccl_libraries();
   int code = 0;
   if (ncclGetVersion(&code) == ncclSuccess && code > 0) {
     f.nccl_loaded_known = true;
@@ -406,6 +431,9 @@ std::string json(const Facts& f) {
   } else {
     w.null("loaded");
   }
+  w.begin_array("libraries");
+  for (const std::string& path : f.nccl_libraries) w.value(nullptr, path);
+  w.end_array();
   w.value("device_api_usable", f.device_api_usable).value("note", f.nccl_note).end_object();
   w.begin_array("gpus");
   for (const Gpu& g : f.gpus) {
@@ -465,6 +493,13 @@ std::string text(const Facts& f) {
   os << "NCCL built against " << version_text(nccl_build_version()) << ", loaded "
      << (f.nccl_loaded_known ? version_text(f.nccl_loaded) : std::string("unknown")) << ": "
      << f.nccl_note << "\n";
+  if (f.nccl_libraries.empty())
+    os << "  no libnccl in this process: NCCL is linked in statically\n";
+  if (f.nccl_libraries.size() > 1) {
+    os << "  " << f.nccl_libraries.size()
+       << " NCCL libraries in this process: symmcomm and PyTorch may each call another\n";
+  }
+  for (const std::string& path : f.nccl_libraries) os << "  loaded from " << path << "\n";
   os << "GPUs (" << f.gpus.size() << ")\n";
   if (f.gpus.empty()) os << "  " << f.gpu_note << "\n";
   for (const Gpu& g : f.gpus) {

@@ -41,6 +41,12 @@ def check_report(report, environment=None):
     expect(isinstance(nccl["built"], str) and nccl["built"].startswith("2."), "nccl.built")
     expect(nccl["loaded"] is None or nccl["loaded"].startswith("2."), "nccl.loaded")
     expect(isinstance(nccl["device_api_usable"], bool) and isinstance(nccl["note"], str), "nccl")
+    expect(isinstance(nccl["libraries"], list) and
+           all(isinstance(p, str) and os.path.isfile(p) for p in nccl["libraries"]),
+           "nccl.libraries: files that exist")
+    # symmcomm links NCCL dynamically: the library it runs on is listed.
+    expect(any(os.path.basename(p).startswith("libnccl.so") for p in nccl["libraries"]),
+           "nccl.libraries names the loaded libnccl: %r" % nccl["libraries"])
     gpus = report["gpus"]
     expect(isinstance(gpus, list), "gpus")
     for g in gpus:
