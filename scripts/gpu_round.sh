@@ -25,6 +25,7 @@
 #   tests228  the Python suite on the system NCCL (2.28; 2.30.7's is in torch); symmcomm-info
 #             and python -m symmcomm.info there; then its single-GPU tier and the multi-rank
 #             tier at 2 ranks (NCCL_HOSTID: the fallback across processes)
+#   multi228  the multi-rank tier on the system NCCL (2.28) at 2, 4 and 8 ranks
 #   torch     the torch operators: libsymmcomm_torch.so built against the machine's PyTorch on
 #             both NCCL lines, the Python suite on 2.30.7 (the C++ and Python implementations
 #             side by side; 2.28.3's is in tests228), the Python examples, then the operator
@@ -42,7 +43,7 @@
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|moe|hangs|hostcost|torch|segv228|tests228|checks [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|moe|hangs|hostcost|torch|segv228|tests228|multi228|checks [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -190,6 +191,15 @@ case "$phase" in
   torch)
     SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest228 tests ragged pdl quantize probe ragged_bench moe_dp" \
       timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
+    ;;
+  multi228)
+    # The multi-rank tier on 2.28.3 at 2, 4 and 8 ranks (separate processes with their own
+    # NCCL_HOSTID: NCCL's fallback over sockets; the LSA tests skip inside the binary).
+    export SYMMCOMM_SUITES=system
+    SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
+    SYMMCOMM_SUITE_TIMEOUT_S=$(( $(left) - 10 )) "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -L multi_rank
+    mv "$work/ctest-system.log" "$work/ctest-multi-rank-2.28.3.log"
+    mv "$work/skips-system.txt" "$work/skips-multi-rank-2.28.3.txt" 2>/dev/null
     ;;
   tests228)
     # The Python suite on 2.28.3, the machine reports there, then the 2.28.3 tiers with the time
