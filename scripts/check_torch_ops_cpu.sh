@@ -34,7 +34,7 @@ echo '#pragma once' >"$out/shim/c10/cuda/impl/cuda_cmake_macros.h"
 cuda_inc=""
 found=$(sed -n 's/^FIND_PACKAGE_MESSAGE_DETAILS_CUDAToolkit:INTERNAL=\[\([^]]*\)\].*/\1/p' \
   "$build/CMakeCache.txt" 2>/dev/null || true)
-nvcc_dir=$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")
+nvcc_dir=$(dirname "${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}")
 for dir in ${found//;/ } ${CUDA_HOME:+"$CUDA_HOME/include"} ${CUDA_PATH:+"$CUDA_PATH/include"} \
   "$nvcc_dir/../include" "$nvcc_dir/../targets/$(uname -m)-linux/include" /usr/local/cuda/include \
   /usr/local/cuda-*/targets/"$(uname -m)"-linux/include /usr/include; do
