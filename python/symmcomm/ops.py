@@ -148,8 +148,17 @@ def _rank(group):
     return _entry(group)[1]
 
 
-def _rows_scaled(t, factor):
-    return (t.shape[0] * factor,) + tuple(t.shape[1:])
+def _rows(t, name):
+    """Dim 0 of `t` (named `name`), the rows a collective gathers or splits; refused for a 0-d
+    tensor with the C++ operators' text."""
+    if t.dim() == 0:
+        raise symmcomm.LogicError("%s must have at least one dimension (rows), got a 0-d tensor"
+                                  % name)
+    return t.shape[0]
+
+
+def _rows_scaled(t, factor, name):
+    return (_rows(t, name) * factor,) + tuple(t.shape[1:])
 
 
 def _row_elements_of(t):
@@ -175,13 +184,13 @@ def _gathered_scales(bs, rows_total, elements_total, row_elements):
 # allocate their outputs and call the package; fakes allocate the same shapes and dtypes.
 
 def _all_gather(x, group):
-    out = x.new_empty(_rows_scaled(x, _size(group)))
+    out = x.new_empty(_rows_scaled(x, _size(group), "x"))
     symmcomm.all_gather(communicator(group), x.contiguous(), out)
     return out
 
 
 def _all_gather_fake(x, group):
-    return x.new_empty(_rows_scaled(x, _size(group)))
+    return x.new_empty(_rows_scaled(x, _size(group), "x"))
 
 
 def _all_gather_out(x, out, group):
@@ -198,7 +207,7 @@ def _nvfp4_gather_outputs(data, bs, gs, size, rows_total, row_elements):
 
 def _all_gather_nvfp4(data, bs, gs, group, row_elements=None):
     size = _size(group)
-    outs = _nvfp4_gather_outputs(data, bs, gs, size, data.shape[0] * size, row_elements)
+    outs = _nvfp4_gather_outputs(data, bs, gs, size, _rows(data, "data") * size, row_elements)
     symmcomm.all_gather(communicator(group),
                         symmcomm.Nvfp4Tensor(data.contiguous(), bs.contiguous(), gs),
                         symmcomm.Nvfp4Tensor(*outs), row_elements=row_elements)
@@ -207,7 +216,7 @@ def _all_gather_nvfp4(data, bs, gs, group, row_elements=None):
 
 def _all_gather_nvfp4_fake(data, bs, gs, group, row_elements=None):
     size = _size(group)
-    return _nvfp4_gather_outputs(data, bs, gs, size, data.shape[0] * size, row_elements)
+    return _nvfp4_gather_outputs(data, bs, gs, size, _rows(data, "data") * size, row_elements)
 
 
 def _all_gather_nvfp4_out(data, bs, gs, out_data, out_bs, out_gs, group, row_elements=None):
@@ -218,7 +227,7 @@ def _all_gather_nvfp4_out(data, bs, gs, out_data, out_bs, out_gs, group, row_ele
 
 def _all_gather_fp8(data, scale, group):
     size = _size(group)
-    out = (data.new_empty(_rows_scaled(data, size)), scale.new_empty((size,)))
+    out = (data.new_empty(_rows_scaled(data, size, "data")), scale.new_empty((size,)))
     symmcomm.all_gather(communicator(group), symmcomm.Fp8Tensor(data.contiguous(), scale),
                         symmcomm.Fp8Tensor(*out))
     return out
@@ -226,7 +235,7 @@ def _all_gather_fp8(data, scale, group):
 
 def _all_gather_fp8_fake(data, scale, group):
     size = _size(group)
-    return data.new_empty(_rows_scaled(data, size)), scale.new_empty((size,))
+    return data.new_empty(_rows_scaled(data, size, "data")), scale.new_empty((size,))
 
 
 def _counts_elements(counts, per_row, group):
@@ -237,20 +246,23 @@ def _counts_elements(counts, per_row, group):
     return elements
 
 
-def _all_gatherv(x, counts, group):
-    elements = _counts_elements(counts, _row_elements_of(x), group)
-    out = x.new_empty((sum(counts),) + tuple(x.shape[1:]))
-    symmcomm.all_gatherv(communicator(group), x.contiguous(), out, elements)
-    return out
-
-
 def _all_gatherv_fake(x, counts, group):
+    _size(group)
+    _rows(x, "x")
     _counts_elements(counts, _row_elements_of(x), group)
     return x.new_empty((sum(counts),) + tuple(x.shape[1:]))
 
 
+def _all_gatherv(x, counts, group):
+    out = _all_gatherv_fake(x, counts, group)
+    symmcomm.all_gatherv(communicator(group), x.contiguous(), out,
+                         _counts_elements(counts, _row_elements_of(x), group))
+    return out
+
+
 def _all_gatherv_nvfp4(data, bs, gs, counts, group, row_elements=None):
     size = _size(group)
+    _rows(data, "data")
     elements = _counts_elements(counts, _row_elements_of(data) * 2, group)
     outs = _nvfp4_gather_outputs(data, bs, gs, size, sum(counts), row_elements)
     symmcomm.all_gatherv(communicator(group),
@@ -260,26 +272,29 @@ def _all_gatherv_nvfp4(data, bs, gs, counts, group, row_elements=None):
 
 
 def _all_gatherv_nvfp4_fake(data, bs, gs, counts, group, row_elements=None):
+    _size(group)
+    _rows(data, "data")
     _counts_elements(counts, _row_elements_of(data) * 2, group)
     return _nvfp4_gather_outputs(data, bs, gs, _size(group), sum(counts), row_elements)
 
 
-def _shard_shape(t, group):
+def _shard_shape(t, group, name):
     size = _size(group)
-    torch._check(t.shape[0] % size == 0,
+    rows = _rows(t, name)
+    torch._check(rows % size == 0,
                  lambda: "dim 0 (%s) is not divisible by the communicator's size %d"
-                 % (t.shape[0], size))
-    return (t.shape[0] // size,) + tuple(t.shape[1:])
+                 % (rows, size))
+    return (rows // size,) + tuple(t.shape[1:])
 
 
 def _reduce_scatter(x, group):
-    out = x.new_empty(_shard_shape(x, group))
+    out = x.new_empty(_shard_shape(x, group, "x"))
     symmcomm.reduce_scatter(communicator(group), x.contiguous(), out)
     return out
 
 
 def _reduce_scatter_fake(x, group):
-    return x.new_empty(_shard_shape(x, group))
+    return x.new_empty(_shard_shape(x, group, "x"))
 
 
 def _reduce_scatter_out(x, out, group):
@@ -290,12 +305,13 @@ def _nvfp4_sum_shape(data, group):
     """The shard of the logical [rows, hidden] tensor whose data is [rows, hidden / 2] (1-D
     data: n / 2 bytes, n elements)."""
     size = _size(group)
-    torch._check(data.shape[0] % size == 0,
+    rows = _rows(data, "data")
+    torch._check(rows % size == 0,
                  lambda: "data's dim 0 (%s) is not divisible by the communicator's size %d"
-                 % (data.shape[0], size))
+                 % (rows, size))
     if data.dim() == 1:
-        return (data.shape[0] * 2 // size,)
-    return (data.shape[0] // size,) + tuple(data.shape[1:-1]) + (data.shape[-1] * 2,)
+        return (rows * 2 // size,)
+    return (rows // size,) + tuple(data.shape[1:-1]) + (data.shape[-1] * 2,)
 
 
 def _reduce_scatter_nvfp4(data, bs, gs, group, out_dtype):
@@ -310,14 +326,14 @@ def _reduce_scatter_nvfp4_fake(data, bs, gs, group, out_dtype):
 
 
 def _reduce_scatter_fp8(data, scale, group, out_dtype):
-    out = data.new_empty(_shard_shape(data, group), dtype=out_dtype)
+    out = data.new_empty(_shard_shape(data, group, "data"), dtype=out_dtype)
     symmcomm.reduce_scatter(communicator(group), symmcomm.Fp8Tensor(data.contiguous(), scale),
                             out)
     return out
 
 
 def _reduce_scatter_fp8_fake(data, scale, group, out_dtype):
-    return data.new_empty(_shard_shape(data, group), dtype=out_dtype)
+    return data.new_empty(_shard_shape(data, group, "data"), dtype=out_dtype)
 
 
 def _reduce_scatter_nvfp4_q(data, bs, gs, group):
@@ -329,8 +345,11 @@ def _reduce_scatter_nvfp4_q(data, bs, gs, group):
 
 
 def _reduce_scatter_nvfp4_q_fake(data, bs, gs, group):
-    return (data.new_empty(_shard_shape(data, group)), bs.new_empty(_shard_shape(bs, group)),
-            gs.new_empty((1,)))
+    _size(group)
+    _rows(data, "data")
+    _rows(bs, "block_scales")  # both before either's divisibility, as the C++ operator checks
+    return (data.new_empty(_shard_shape(data, group, "data")),
+            bs.new_empty(_shard_shape(bs, group, "block_scales")), gs.new_empty((1,)))
 
 
 def _reduce_scatter_fp8_q(data, scale, group):
@@ -341,11 +360,12 @@ def _reduce_scatter_fp8_q(data, scale, group):
 
 
 def _reduce_scatter_fp8_q_fake(data, scale, group):
-    return data.new_empty(_shard_shape(data, group)), scale.new_empty((1,))
+    return data.new_empty(_shard_shape(data, group, "data")), scale.new_empty((1,))
 
 
 def _v_shard_shape(x, counts, group):
     rank = _rank(group)
+    _rows(x, "x")
     if len(counts) <= rank:
         raise symmcomm.LogicError("counts has %d entries; rank %d needs its own"
                                   % (len(counts), rank))
@@ -367,6 +387,7 @@ def _reduce_scatterv_fake(x, counts, group):
 
 
 def _quantize_nvfp4_shapes(x):
+    _rows(x, "x")
     if x.dim() > 1:
         return ((tuple(x.shape[:-1]) + (x.shape[-1] // 2,)),
                 (tuple(x.shape[:-1]) + (x.shape[-1] // symmcomm.NVFP4_BLOCK,)))
@@ -410,6 +431,7 @@ def _quantize_all_gather_nvfp4(x, scale, group, row_elements=None):
 
 
 def _dequantize_nvfp4_fake(data, bs, gs):
+    _rows(data, "data")
     if data.dim() > 1:
         return data.new_empty(tuple(data.shape[:-1]) + (data.shape[-1] * 2,),
                               dtype=torch.bfloat16)
@@ -427,7 +449,7 @@ def _device_counts_t(count, counts, offsets, overflow):
 
 
 def _all_gatherv_device_fake(x, count, counts, offsets, overflow, group):
-    return x.new_empty(_rows_scaled(x, _size(group)))
+    return x.new_empty(_rows_scaled(x, _size(group), "x"))
 
 
 def _all_gatherv_device(x, count, counts, offsets, overflow, group):
@@ -441,11 +463,12 @@ def _all_gatherv_device(x, count, counts, offsets, overflow, group):
 def _all_gatherv_device_nvfp4_fake(data, bs, gs, count, counts, offsets, overflow, group,
                                    swizzled_scales=False):
     size = _size(group)
-    rows = data.shape[0] * size
+    rows = _rows(data, "data") * size
     row_elements = _row_elements_of(data) * 2
+    _core._int_arg(row_elements, "row_elements", 1)  # rows of no element
     scales = (_gathered_scales(bs, rows, rows * row_elements, row_elements) if swizzled_scales
-              else bs.new_empty(_rows_scaled(bs, size)))
-    return data.new_empty(_rows_scaled(data, size)), scales, gs.new_empty((size,))
+              else bs.new_empty(_rows_scaled(bs, size, "block_scales")))
+    return data.new_empty(_rows_scaled(data, size, "data")), scales, gs.new_empty((size,))
 
 
 def _all_gatherv_device_nvfp4(data, bs, gs, count, counts, offsets, overflow, group,
@@ -461,7 +484,7 @@ def _all_gatherv_device_nvfp4(data, bs, gs, count, counts, offsets, overflow, gr
 
 
 def _reduce_scatterv_device_fake(x, count, counts, offsets, overflow, group):
-    return x.new_empty(_shard_shape(x, group))
+    return x.new_empty(_shard_shape(x, group, "x"))
 
 
 def _reduce_scatterv_device(x, count, counts, offsets, overflow, group):

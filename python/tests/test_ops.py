@@ -279,6 +279,7 @@ def bad_calls(ops):
     return [
         ("dtype", lambda: ops.all_gather(x.float(), GROUP), ValueError),
         ("group", lambda: ops.all_gather(x, "no-such-group"), ValueError),
+        ("0-d", lambda: ops.reduce_scatter(x[0, 0], GROUP), ValueError),
         ("contiguity", lambda: ops.all_gather_out(x, strided, GROUP), ValueError),
         ("block scales", lambda: ops.all_gather_nvfp4(data, bs[:-1], gs, GROUP, None),
          ValueError),
