@@ -68,7 +68,8 @@ def main():
         if kind == "int?":
             return None if rng.random() < 0.4 else rng.choice([-16, -1, 0, 1, 8, 16, 32, 1 << 40])
         if kind == "int[]":
-            return [rng.choice([-3, 0, 1, 2, 4, 8, 1 << 40]) for _ in range(rng.choice([0, 1, 2, 4]))]
+            return [rng.choice([-3, 0, 1, 2, 4, 8, 1 << 40])
+                    for _ in range(rng.choice([0, 1, 2, 4]))]
         if kind == "ScalarType":
             return rng.choice(DTYPES)
         if kind == "bool":
