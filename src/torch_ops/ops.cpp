@@ -400,6 +400,24 @@ at::Tensor dequantize_nvfp4(const at::Tensor& data, const at::Tensor& block_scal
 
 // ---- counts on the device ------------------------------------------------------------------
 
+/// symmcomm_all_gatherv_device or symmcomm_reduce_scatterv_device: the collectives whose counts
+/// live on the device.
+using DeviceCountCall = symmcomm_status_t (*)(symmcomm_comm_t, const symmcomm_tensor_t*,
+                                              const symmcomm_tensor_t*, size_t,
+                                              const symmcomm_device_counts_t*,
+                                              const symmcomm_options_t*, symmcomm_stream_t,
+                                              symmcomm_plan_t*);
+
+/// Runs `fn` from `send` into `recv` in rows of `row` elements, `capacity` rows per rank, with
+/// the count tensors checked as symmcomm.DeviceCounts checks them.
+void run_counted(DeviceCountCall fn, const Communicator& c, const symmcomm_tensor_t& send,
+                 const symmcomm_tensor_t& recv, size_t row, size_t capacity,
+                 const at::Tensor& count, const at::Tensor& counts, const at::Tensor& offsets,
+                 const at::Tensor& overflow) {
+  auto const dc = device_counts(count, counts, offsets, overflow, c.size, c.device, capacity);
+  check(fn(c.comm, &send, &recv, row, &dc, nullptr, stream_of(c), nullptr));
+}
+
 at::Tensor all_gatherv_device(const at::Tensor& x, const at::Tensor& count,
                               const at::Tensor& counts, const at::Tensor& offsets,
                               const at::Tensor& overflow, Str group) {
@@ -410,9 +428,8 @@ at::Tensor all_gatherv_device(const at::Tensor& x, const at::Tensor& count,
   PlainInput const send(x, "send", c->device);
   auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16Only, c->device);
-  auto const dc =
-      device_counts(count, counts, offsets, overflow, c->size, c->device, a.count / row);
-  check(symmcomm_all_gatherv_device(c->comm, &a, &b, row, &dc, nullptr, stream_of(*c), nullptr));
+  run_counted(symmcomm_all_gatherv_device, *c, a, b, row, a.count / row, count, counts, offsets,
+              overflow);
   return out;
 }
 
@@ -441,10 +458,9 @@ Tensors3 all_gatherv_device_nvfp4(const at::Tensor& data, const at::Tensor& bloc
   if (swizzled_scales) swizzled_rows = row;
   auto const b = nvfp4(std::get<0>(out), std::get<1>(out), std::get<2>(out), "recv", c->device,
                        c->size, swizzled_rows);
-  auto const dc = device_counts(count, counts, offsets, overflow, c->size, c->device,
-                                a.count / static_cast<size_t>(row));
-  check(symmcomm_all_gatherv_device(c->comm, &a, &b, static_cast<size_t>(row), &dc, nullptr,
-                                    stream_of(*c), nullptr));
+  auto const row_size = static_cast<size_t>(row);
+  run_counted(symmcomm_all_gatherv_device, *c, a, b, row_size, a.count / row_size, count, counts,
+              offsets, overflow);
   return out;
 }
 
@@ -458,10 +474,8 @@ at::Tensor reduce_scatterv_device(const at::Tensor& x, const at::Tensor& count,
   PlainInput const send(x, "send", c->device);
   auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16Only, c->device);
-  auto const dc =
-      device_counts(count, counts, offsets, overflow, c->size, c->device, b.count / row);
-  check(
-      symmcomm_reduce_scatterv_device(c->comm, &a, &b, row, &dc, nullptr, stream_of(*c), nullptr));
+  run_counted(symmcomm_reduce_scatterv_device, *c, a, b, row, b.count / row, count, counts, offsets,
+              overflow);
   return out;
 }
 
@@ -476,10 +490,8 @@ at::Tensor reduce_scatterv_device_nvfp4(const at::Tensor& data, const at::Tensor
   Nvfp4Input const send(data, block_scales, global_scale, "send", c->device);
   auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16Only, c->device);
-  auto const dc =
-      device_counts(count, counts, offsets, overflow, c->size, c->device, b.count / row);
-  check(
-      symmcomm_reduce_scatterv_device(c->comm, &a, &b, row, &dc, nullptr, stream_of(*c), nullptr));
+  run_counted(symmcomm_reduce_scatterv_device, *c, a, b, row, b.count / row, count, counts, offsets,
+              overflow);
   return out;
 }
 
