@@ -25,6 +25,10 @@
 #   tests228  the Python suite on the system NCCL (2.28; 2.30.7's is in torch); symmcomm-info
 #             and python -m symmcomm.info there; then its single-GPU tier and the multi-rank
 #             tier at 2 ranks (NCCL_HOSTID: the fallback across processes)
+#   python    the Python suites whole (no -x) on both NCCL lines at this tree, the Python
+#             examples (the dynamic-shape one among them), then the 2.28.3 crash hunt
+#             (scripts/gpu_crash_hunt.sh: the suite under gdb, the suspect alone and in order,
+#             PyTorch imported first or not)
 #   multi228  the multi-rank tier on the system NCCL (2.28) at 2, 4 and 8 ranks
 #   torch     the torch operators: libsymmcomm_torch.so built against the machine's PyTorch on
 #             both NCCL lines, the Python suite on 2.30.7 (the C++ and Python implementations
@@ -43,7 +47,7 @@
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|moe|hangs|hostcost|torch|segv228|tests228|multi228|checks [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|moe|hangs|hostcost|torch|python|segv228|tests228|multi228|checks [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -191,6 +195,11 @@ case "$phase" in
   torch)
     SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest228 tests ragged pdl quantize probe ragged_bench moe_dp" \
       timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
+    ;;
+  python)
+    SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest228 tests ragged pdl quantize overhead probe ragged_bench moe_dp" \
+      timeout "$(( $(left) - 280 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
+    "$SYMMCOMM_ROOT"/scripts/gpu_crash_hunt.sh "$(( $(left) - 10 ))"
     ;;
   multi228)
     # The multi-rank tier on 2.28.3 at 2, 4 and 8 ranks (separate processes with their own

@@ -52,7 +52,7 @@ import torch
 
 import symmcomm
 import symmcomm.shapes
-from symmcomm import _collectives, _core, _torch_library
+from symmcomm import _core, _torch_library
 
 __all__ = ["register_communicator", "unregister_communicator", "communicator", "register_ops",
            "implementation", "native_operators", "native_library", "OPS"]
@@ -157,6 +157,22 @@ def _rows(t, name):
     return t.shape[0]
 
 
+def _size_arg(value, name, minimum=0):
+    """A size or count argument of a fake: an int checked here with the package's text, or a
+    symbolic size (torch.SymInt under torch.compile's dynamic shapes) whose bound becomes a guard
+    or a run-time assertion through torch._check_value, as PyTorch asks of fakes: never int() of
+    it, which would specialise the graph to one value."""
+    if not symmcomm.shapes.is_symbolic(value):
+        return _core._int_arg(value, name, minimum)
+    check = getattr(torch, "_check_value", None)  # PyTorch >= 2.1
+    message = lambda: "%s must be >= %d, got %s" % (name, minimum, value)  # noqa: E731
+    if check is not None:
+        check(value >= minimum, message)
+    elif not value >= minimum:  # the guard PyTorch 1.13's symbolic ints take
+        raise symmcomm.LogicError(message())
+    return value
+
+
 def _rows_scaled(t, factor, name):
     return (_rows(t, name) * factor,) + tuple(t.shape[1:])
 
@@ -173,7 +189,7 @@ def _gathered_scales(bs, rows_total, elements_total, row_elements):
     """The receive tensor for gathered block scales: linear [rows_total, *bs.shape[1:]], or
     (row_elements not None) the flat swizzled layout of rows of `row_elements` elements."""
     if row_elements is not None:
-        _core._int_arg(row_elements, "row_elements", 1)
+        _size_arg(row_elements, "row_elements", 1)
         return bs.new_empty((symmcomm.shapes.swizzled_scale_bytes(
             elements_total // row_elements, row_elements // symmcomm.NVFP4_BLOCK),))
     return bs.new_empty((rows_total,) + tuple(bs.shape[1:]))
@@ -240,10 +256,17 @@ def _all_gather_fp8_fake(data, scale, group):
 
 def _counts_elements(counts, per_row, group):
     """A v-collective's row counts as the element counts the package takes, checked as it
-    checks them (one per rank, none negative) before any output is allocated."""
-    elements = [int(c) * per_row for c in counts]
-    _collectives._counts_arg(elements, _size(group))
-    return elements
+    checks them (one per rank, none negative) before any output is allocated; symbolic counts
+    and row lengths (dynamic shapes) stay symbolic."""
+    size = _size(group)
+    if not isinstance(counts, (list, tuple)):
+        raise symmcomm.LogicError("counts must be a list of comm.size (%d) ints, got %r"
+                                  % (size, counts))
+    elements = [c * per_row for c in counts]
+    if len(elements) != size:
+        raise symmcomm.LogicError("counts must be a list of comm.size (%d) ints, got [%s]"
+                                  % (size, ", ".join(str(e) for e in elements)))
+    return [_size_arg(e, "counts[%d]" % i) for i, e in enumerate(elements)]
 
 
 def _all_gatherv_fake(x, counts, group):
@@ -369,7 +392,7 @@ def _v_shard_shape(x, counts, group):
     if len(counts) <= rank:
         raise symmcomm.LogicError("counts has %d entries; rank %d needs its own"
                                   % (len(counts), rank))
-    return (int(counts[rank]),) + tuple(x.shape[1:])
+    return (counts[rank],) + tuple(x.shape[1:])  # checked with the others before allocating
 
 
 def _reduce_scatterv(x, counts, group):
@@ -416,7 +439,7 @@ def _quantize_all_gather_nvfp4_fake(x, scale, group, row_elements=None):
     if row_elements is None:
         bs = x.new_empty((s[0] * size,) + tuple(s[1:]), dtype=torch.float8_e4m3fn)
     else:
-        _core._int_arg(row_elements, "row_elements", 1)
+        _size_arg(row_elements, "row_elements", 1)
         bs = x.new_empty((symmcomm.shapes.swizzled_scale_bytes(
             x.numel() * size // row_elements, row_elements // symmcomm.NVFP4_BLOCK),),
             dtype=torch.uint8)
@@ -464,8 +487,7 @@ def _all_gatherv_device_nvfp4_fake(data, bs, gs, count, counts, offsets, overflo
                                    swizzled_scales=False):
     size = _size(group)
     rows = _rows(data, "data") * size
-    row_elements = _row_elements_of(data) * 2
-    _core._int_arg(row_elements, "row_elements", 1)  # rows of no element
+    row_elements = _size_arg(_row_elements_of(data) * 2, "row_elements", 1)  # rows of none
     scales = (_gathered_scales(bs, rows, rows * row_elements, row_elements) if swizzled_scales
               else bs.new_empty(_rows_scaled(bs, size, "block_scales")))
     return data.new_empty(_rows_scaled(data, size, "data")), scales, gs.new_empty((size,))

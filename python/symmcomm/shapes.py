@@ -14,14 +14,18 @@ NVFP4_BLOCK = 16
 _KINDS = ("bf16", "fp32", "fp8", "nvfp4")
 
 
-def _symbolic(value):
-    """True for a symbolic size (torch.SymInt under torch.compile's dynamic shapes): its value
-    is unknown while tracing; the real call checks it."""
-    return type(value).__name__ == "SymInt"
+#: The class names of PyTorch's symbolic ints: torch.SymInt (2.x), torch.SymIntNode (1.13).
+_SYMBOLIC_INTS = ("SymInt", "SymIntNode")
+
+
+def is_symbolic(value):
+    """True for a symbolic size (torch.SymInt under torch.compile's dynamic shapes; SymIntNode
+    in PyTorch 1.13): its value is unknown while tracing; the real call checks it."""
+    return type(value).__name__ in _SYMBOLIC_INTS
 
 
 def _positive(value, name, multiple=1):
-    if _symbolic(value):
+    if is_symbolic(value):
         return value
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError("%s must be a non-negative int, got %r" % (name, value))
@@ -41,7 +45,7 @@ def swizzled_scale_bytes(rows, scale_cols):
     padding included (symmcomm.swizzled_scale_bytes, without the library)."""
     _positive(rows, "rows")
     _positive(scale_cols, "scale_cols")
-    return -(-rows // 128) * 128 * (-(-scale_cols // 4) * 4)
+    return (rows + 127) // 128 * 128 * ((scale_cols + 3) // 4 * 4)
 
 
 def tensor_parts(kind, count, ranks=1, row_elements=None):
@@ -60,7 +64,7 @@ def tensor_parts(kind, count, ranks=1, row_elements=None):
         scales = count // NVFP4_BLOCK
     else:
         _positive(row_elements, "row_elements", NVFP4_BLOCK)
-        if not (_symbolic(count) or _symbolic(row_elements)) and (
+        if not (is_symbolic(count) or is_symbolic(row_elements)) and (
                 row_elements == 0 or count % row_elements):
             raise ValueError("count %d is not whole rows of row_elements %d" % (count, row_elements))
         scales = swizzled_scale_bytes(count // row_elements, row_elements // NVFP4_BLOCK)

@@ -36,7 +36,22 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
 
 
+def _mapped(names):
+    """The files of this process whose name contains one of `names` (Linux: /proc/self/maps)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "/" in line}
+    except OSError:
+        return []
+    return sorted(p for p in paths if any(n in p.rsplit("/", 1)[-1] for n in names))
+
+
 def pytest_terminal_summary(terminalreporter):
+    # Which NCCL and C++ runtime the run used: PyTorch's wheel brings its own libnccl, and the
+    # first one loaded serves both PyTorch and symmcomm.
+    libraries = _mapped(("libnccl", "libstdc++", "libsymmcomm"))
+    if libraries:
+        terminalreporter.write_line("Libraries in this process: " + ", ".join(libraries))
     if not _SKIPS:
         return
     allowed = _allowed()

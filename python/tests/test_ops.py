@@ -76,6 +76,11 @@ def cases(ops):
         (ops.all_gather_nvfp4_out, (data, bs, gs, torch.empty_like(data), torch.empty_like(bs),
                                     torch.empty_like(gs), GROUP, None)),
         (ops.all_gather_fp8, (f8, one, GROUP)),
+        # FP8 codes as bytes (e4m3): opcheck runs every test utility on these (float8 tensors
+        # lack the CUDA arithmetic its comparisons use).
+        (ops.all_gather_fp8, (f8.view(torch.uint8), one, GROUP)),
+        (ops.reduce_scatter_fp8, (f8.view(torch.uint8), one, GROUP, torch.bfloat16)),
+        (ops.reduce_scatter_fp8_q, (f8.view(torch.uint8), one, GROUP)),
         (ops.all_gatherv, (x, [32], GROUP)),
         (ops.all_gatherv_nvfp4, (data, bs, gs, [32], GROUP, None)),
         (ops.reduce_scatter, (x, GROUP)),
@@ -113,6 +118,44 @@ def test_opcheck_passes_for_every_operator(ops):
                                   test_utils=("test_faketensor", "test_autograd_registration"))
         else:
             torch.library.opcheck(op, args)
+
+
+def test_opcheck_runs_every_test_utility_on_every_operator(ops):
+    # Those with float8 arguments above run a subset: each of them also appears with its codes
+    # as bytes, where every utility (test_aot_dispatch_dynamic among them) runs.
+    full = {op._qualified_op_name.split("::")[1] for op, args in cases(ops) if not has_fp8(args)}
+    assert full == set(symmcomm.ops.OPS), set(symmcomm.ops.OPS) - full
+
+
+def test_a_dynamic_token_dimension_compiles_once(ops):
+    # vLLM and SGLang compile with the token dimension dynamic: three batch sizes, one graph, no
+    # graph break, eager's bytes (examples/python/dynamic_shapes.py at one rank).
+    import torch._dynamo
+    import torch._dynamo.testing
+
+    def step(x):
+        tokens, hidden = x.shape
+        data, scales, global_ = ops.quantize_nvfp4(x, None)
+        return (ops.all_gatherv(x, [tokens], GROUP),
+                *ops.all_gather_nvfp4(data, scales, global_, GROUP, hidden),
+                *ops.all_gatherv_nvfp4(data, scales, global_, [tokens], GROUP, None),
+                ops.reduce_scatterv(x, [tokens], GROUP),
+                *ops.quantize_all_gather_nvfp4(x, None, GROUP, hidden))
+
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    counter = torch._dynamo.testing.CompileCounterWithBackend("inductor")
+    compiled = torch.compile(step, backend=counter, fullgraph=True)
+    for tokens in (16, 40, 72):
+        x = bf16(tokens, seed=tokens)
+        torch._dynamo.mark_dynamic(x, 0)
+        got, want = compiled(x), step(x)
+        torch.cuda.synchronize()
+        for a, b in zip(got, want):
+            assert torch.equal(a.view(torch.uint8), b.view(torch.uint8)), tokens
+    assert counter.frame_count == 1, counter.frame_count
+    assert sum(torch._dynamo.utils.counters["graph_break"].values()) == 0, \
+        dict(torch._dynamo.utils.counters["graph_break"])
 
 
 def test_fp8_operators_compile_to_eagers_bytes(ops):

@@ -101,3 +101,162 @@ def test_fakes_raise_only_the_operators_kinds_of_error(groups):
 def test_a_0d_tensor_is_named_as_the_cpp_operators_name_it(groups, call, text):
     with pytest.raises(ValueError, match=text + r" dimension \(rows\), got a 0-d tensor"):
         call()
+
+
+# ---- symbolic sizes and counts (torch.compile's dynamic shapes) ------------------------------
+
+class SymTensor:
+    """A tensor of symbolic shape as a fake sees it (shape, dim, numel, dtype, new_empty):
+    PyTorch 1.13 cannot allocate even a fake tensor of a symbolic shape."""
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = tuple(shape), dtype
+
+    def dim(self):
+        return len(self.shape)
+
+    def numel(self):
+        n = 1
+        for d in self.shape:
+            n = d * n
+        return n
+
+    def new_empty(self, shape, dtype=None):
+        return SymTensor(shape, self.dtype if dtype is None else dtype)
+
+
+class Symbols:
+    """Symbolic ints with hints from one ShapeEnv, and tensors of shapes made of them: real fake
+    tensors (FakeTensorMode(shape_env=...)) where PyTorch has them for symbolic shapes (2.x),
+    SymTensor stand-ins on PyTorch 1.13 (ShapeEnv.create_symint)."""
+
+    def __init__(self):
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+        self.env = ShapeEnv()
+        self.mode = None
+        if not hasattr(self.env, "create_symint"):  # PyTorch 2.x
+            from torch._subclasses.fake_tensor import FakeTensorMode
+            self.mode = FakeTensorMode(shape_env=self.env)
+
+    def ints(self, *hints):
+        if self.mode is None:
+            return [self.env.create_symint("s%d" % i, h) for i, h in enumerate(hints)]
+        # Every size of a fake tensor made with a ShapeEnv is a symbol (sizes 0 and 1 would be
+        # specialised: hints here are >= 2 and distinct, so no two share a symbol).
+        assert len(set(hints)) == len(hints) and min(hints) >= 2, hints
+        return list(self.mode.from_tensor(torch.empty_strided(hints, [0] * len(hints))).shape)
+
+    def tensor(self, shape, dtype):
+        if self.mode is None:
+            return SymTensor(shape, dtype)
+        with self.mode:
+            return torch.empty(shape, dtype=dtype)
+
+    def specialised(self):
+        """The guards that pin a symbol to one value (a graph recompiled for every batch)."""
+        pinned = []
+        for guard in self.env.guards:
+            expr = getattr(guard, "expr", guard)
+            args = getattr(expr, "args", ())
+            if type(expr).__name__ == "Equality" and len(args) == 2 and any(
+                    a.is_Symbol for a in args) and any(a.is_Number for a in args):
+                pinned.append(str(expr))
+        return pinned
+
+
+def symbolic_cases(sym, t, h, counts, rank, size):
+    """(operator, arguments) for every operator of OPS, valid for a group of `size` ranks: `t`
+    rows per rank, hidden `h`, v-collective row counts `counts`."""
+    f8 = getattr(torch, "float8_e4m3fn", torch.uint8)
+    i32 = lambda n: sym.tensor((n,), torch.int32)  # noqa: E731
+    x = sym.tensor((t, h), torch.bfloat16)
+    xs = sym.tensor((t * size, h), torch.bfloat16)
+    xv = sym.tensor((sum(counts), h), torch.bfloat16)
+    data, bs = sym.tensor((t, h // 2), torch.uint8), sym.tensor((t, h // 16), f8)
+    data_s, bs_s = sym.tensor((t * size, h // 2), torch.uint8), sym.tensor((t * size, h // 16), f8)
+    gs, one = sym.tensor((1,), torch.float32), sym.tensor((1,), torch.float32)
+    fp8, fp8_s = sym.tensor((t, h), f8), sym.tensor((t * size, h), f8)
+    dev = (i32(1), i32(size), i32(size), i32(1))
+    outs = (sym.tensor((t * size, h // 2), torch.uint8), sym.tensor((t * size, h // 16), f8),
+            sym.tensor((size,), torch.float32))
+    return [
+        ("all_gather", (x, GROUP_OF[size])),
+        ("all_gather_out", (x, sym.tensor((t * size, h), torch.bfloat16), GROUP_OF[size])),
+        ("all_gather_nvfp4", (data, bs, gs, GROUP_OF[size], None)),
+        ("all_gather_nvfp4", (data, bs, gs, GROUP_OF[size], h)),
+        ("all_gather_nvfp4_out", (data, bs, gs) + outs + (GROUP_OF[size], None)),
+        ("all_gather_fp8", (fp8, one, GROUP_OF[size])),
+        ("all_gatherv", (x, counts, GROUP_OF[size])),
+        ("all_gatherv_nvfp4", (data, bs, gs, counts, GROUP_OF[size], None)),
+        ("all_gatherv_nvfp4", (data, bs, gs, counts, GROUP_OF[size], h)),
+        ("all_gatherv_device", (x,) + dev + (GROUP_OF[size],)),
+        ("all_gatherv_device_nvfp4", (data, bs, gs) + dev + (GROUP_OF[size], False)),
+        ("all_gatherv_device_nvfp4", (data, bs, gs) + dev + (GROUP_OF[size], True)),
+        ("reduce_scatterv_device", (xs,) + dev + (GROUP_OF[size],)),
+        ("reduce_scatterv_device_nvfp4", (data_s, bs_s, gs) + dev + (GROUP_OF[size],)),
+        ("reduce_scatter", (xs, GROUP_OF[size])),
+        ("reduce_scatter_out", (xs, x, GROUP_OF[size])),
+        ("reduce_scatter_nvfp4", (data_s, bs_s, gs, GROUP_OF[size], torch.bfloat16)),
+        ("reduce_scatter_fp8", (fp8_s, one, GROUP_OF[size], torch.float32)),
+        ("reduce_scatter_nvfp4_q", (data_s, bs_s, gs, GROUP_OF[size])),
+        ("reduce_scatter_fp8_q", (fp8_s, one, GROUP_OF[size])),
+        ("reduce_scatterv", (xv, counts, GROUP_OF[size])),
+        ("quantize_all_gather_nvfp4", (x, None, GROUP_OF[size], None)),
+        ("quantize_all_gather_nvfp4", (x, one, GROUP_OF[size], h)),
+        ("quantize_nvfp4", (x, None)),
+        ("dequantize_nvfp4", (data, bs, gs)),
+    ]
+
+
+GROUP_OF = {size: name for name, (_, size) in GROUPS.items()}
+
+
+def concrete(value):
+    """A symbolic int's value at its symbols' hints (without a guard)."""
+    if not symmcomm.shapes.is_symbolic(value):
+        return value
+    if hasattr(value, "node"):  # PyTorch 2.x
+        return int(value.node.hint)
+    expr = value.get_pyobj()
+    return int(expr.expr.xreplace(expr.shape_env.var_to_val))
+
+
+@pytest.mark.parametrize("group", sorted(GROUPS))
+@pytest.mark.parametrize("hidden_symbolic", [False, True])
+def test_fakes_take_symbolic_sizes_and_counts(groups, group, hidden_symbolic):
+    """The token dimension, the hidden size (when asked) and the v-collectives' counts are
+    symbols: every fake returns without specialising any of them, and its outputs at the
+    symbols' hints have the shapes and dtypes the same fake gives for plain ints."""
+    rank, size = GROUPS[group]
+    hints = [48, 256 if hidden_symbolic else 512] + [16 * (i + 3) for i in range(size)]
+    # 48 tokens; counts 48, 64, ... would share 48's symbol: shift them past the others.
+    hints[2:] = [c + 1000 for c in hints[2:]]
+    sym = Symbols()
+    t, h, *counts = sym.ints(*hints)
+    if not hidden_symbolic:
+        h = hints[1]
+    cases = symbolic_cases(sym, t, h, counts, rank, size)
+    assert {name for name, _ in cases} == set(so.OPS)
+    plain = Symbols.__new__(Symbols)
+    plain.mode = None
+    plain.tensor = lambda shape, dtype: torch.empty(shape, dtype=dtype)
+    expected = symbolic_cases(plain, hints[0], hints[1], hints[2:], rank, size)
+    for (name, args), (_, args_plain) in zip(cases, expected):
+        fake = so.OPS[name][2]
+        got = fake(*args)
+        pinned = sym.specialised()
+        assert not pinned, (name, pinned)
+        want = fake(*args_plain)
+        got = got if isinstance(got, tuple) else (got,)
+        want = want if isinstance(want, tuple) else (want,)
+        for g, w in zip(got, want):
+            if w is None:
+                assert g is None, name
+                continue
+            assert g.dtype == w.dtype, (name, g.dtype, w.dtype)
+            assert [concrete(d) for d in g.shape] == list(w.shape), (name, g.shape, w.shape)
+        # Outputs sized by the token dimension stay symbolic (no graph per batch size).
+        if got[0] is not None and name not in ("all_gatherv", "reduce_scatterv"):
+            assert symmcomm.shapes.is_symbolic(got[0].shape[0]) or got[0].dim() == 1 and not \
+                any(symmcomm.shapes.is_symbolic(d) for a in args if hasattr(a, "shape")
+                    for d in a.shape), (name, got[0].shape)

@@ -82,6 +82,9 @@ class SymInt:
     def __mul__(self, other):
         return self._op(other, "(%s*%s)")
 
+    def __add__(self, other):
+        return self._op(other, "(%s+%s)")
+
     def __neg__(self):
         return SymInt("-%s" % self.expr)
 
@@ -102,3 +105,19 @@ def test_symbolic_sizes_pass_through_without_guards():
     # Concrete values are still checked.
     with pytest.raises(ValueError, match="rows must be a non-negative int, got -1"):
         shapes.swizzled_scale_bytes(-1, 4)
+
+
+def test_pytorchs_symbolic_ints_are_symbolic():
+    # torch.SymInt (2.x) and torch.SymIntNode (1.13, Debian's) both pass through unguarded.
+    torch = pytest.importorskip("torch")
+    symbolic_shapes = pytest.importorskip("torch.fx.experimental.symbolic_shapes")
+    env = symbolic_shapes.ShapeEnv()
+    if hasattr(env, "create_symint"):
+        rows = env.create_symint("s0", 300)
+    else:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        rows = FakeTensorMode(shape_env=env).from_tensor(torch.empty(300)).shape[0]
+    assert shapes.is_symbolic(rows) and not shapes.is_symbolic(300)
+    got = shapes.swizzled_scale_bytes(rows, 448)
+    assert shapes.is_symbolic(got)
+    assert shapes.swizzled_scale_bytes(300, 448) == 384 * 448

@@ -86,3 +86,12 @@ def test_the_compiled_moe_example_replays_its_graph_at_two_ranks():
     for rank, out in enumerate(outputs):
         assert "moe_layer_compiled.py rank %d: OK" % rank in out, out
         assert "replaying with new counts" in out, out
+
+
+def test_the_dynamic_shapes_example_compiles_once_at_two_ranks():
+    # The token dimension marked dynamic: three batch sizes, one graph, no graph break, eager's
+    # bytes on every rank.
+    outputs = run_ranks(os.path.join(EXAMPLES, "dynamic_shapes.py"))
+    for rank, out in enumerate(outputs):
+        assert "dynamic_shapes.py rank %d: OK" % rank in out, out
+        assert "1 graph compiled, 0 recompilations, 0 graph breaks" in out, out
