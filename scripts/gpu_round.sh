@@ -29,6 +29,9 @@
 #             examples (the dynamic-shape one among them), then the 2.28.3 crash hunt
 #             (scripts/gpu_crash_hunt.sh: the suite under gdb, the suspect alone and in order,
 #             PyTorch imported first or not)
+#   step      one DeepSeek-R1 MoE layer's decode step (bench/python/moe_step.py) at 2, 4 and 8
+#             ranks sharing the GPU, symmcomm and PyTorch both on NCCL 2.30.7: symmcomm with
+#             device counts and padded against torch.distributed padded (and symmetric)
 #   multi228  the multi-rank tier on the system NCCL (2.28) at 2, 4 and 8 ranks
 #   torch     the torch operators: libsymmcomm_torch.so built against the machine's PyTorch on
 #             both NCCL lines, the Python suite on 2.30.7 (the C++ and Python implementations
@@ -47,7 +50,7 @@
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|moe|hangs|hostcost|torch|python|segv228|tests228|multi228|checks [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|moe|hangs|hostcost|torch|python|step|segv228|tests228|multi228|checks [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -200,6 +203,26 @@ case "$phase" in
     SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest228 tests ragged pdl quantize overhead probe ragged_bench moe_dp" \
       timeout "$(( $(left) - 280 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     "$SYMMCOMM_ROOT"/scripts/gpu_crash_hunt.sh "$(( $(left) - 10 ))"
+    ;;
+  step)
+    py="$(symmcomm_torch_python)"
+    { cmake -S "$SYMMCOMM_ROOT" -B "$SYMMCOMM_ROOT/build-nccl2" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DSYMMCOMM_WITH_MPI=ON -DSYMMCOMM_TORCH_OPS=OFF -DNCCL_ROOT="$second" &&
+      cmake --build "$SYMMCOMM_ROOT/build-nccl2" --parallel 12 --target symmcomm_c; } \
+      >"$work/build-step.log" 2>&1 || { tail -20 "$work/build-step.log"; exit 1; }
+    { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; date -u
+      git -C "$SYMMCOMM_ROOT" log -1 --format=%h; } >"$work/machine.txt" 2>&1
+    parts=3
+    for n in ${SYMMCOMM_STEP_RANKS:-2 4 8}; do
+      env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" LD_PRELOAD="$second/lib/libnccl.so.2" \
+        NCCL_MULTI_RANK_GPU_ENABLE=1 SYMMCOMM_LIBRARY="$SYMMCOMM_ROOT/build-nccl2/src/libsymmcomm_c.so" \
+        timeout "$(( ($(left) - 10) / parts ))" "$py" -m torch.distributed.run --nproc-per-node "$n" \
+        "$SYMMCOMM_ROOT/bench/python/moe_step.py" "$work/moe-step-n$n" \
+        ${SYMMCOMM_STEP_TOKENS:+--tokens "$SYMMCOMM_STEP_TOKENS"} >"$work/moe-step-n$n.txt" 2>&1
+      echo "== moe_step, $n ranks sharing the GPU: exit $?"
+      grep -E "^\||not measured|Error|error" "$work/moe-step-n$n.txt" | cut -c1-230 | head -40
+      parts=$((parts - 1))
+    done
     ;;
   multi228)
     # The multi-rank tier on 2.28.3 at 2, 4 and 8 ranks (separate processes with their own

@@ -1,0 +1,458 @@
+#!/usr/bin/env python3
+"""One DeepSeek-R1 MoE layer's decode step with DP attention, whole, in one CUDA graph per way of
+communicating: the closest figure to an engine's tokens/s that one GPU allows.
+
+Each rank holds T_r tokens (hidden 7168) in a buffer of `capacity` rows (T_r = T - r*T/(2N):
+ranks differ, as DP attention's do). The step:
+  1. quantize: bf16 -> NVFP4 (symmcomm's codec; its global scale computed on the device);
+  2. dispatch: every rank's tokens gathered to every rank;
+  3. experts: the gathered tokens dequantized, routed on the device (DeepSeek-V3's group-limited
+     routing: sigmoid scores, top-4 of 8 groups, top-8 of 256 experts; the rows of the ranks'
+     counts only), permuted into the masked expert-major layout [L, cap, H] of this rank's
+     L = 256/N experts (cap = 2x the mean load, at least 8 rows; rows past it dropped), then the
+     expert FFN (7168 -> 2048 -> 7168, SiLU) as two BF16 torch.bmm - the stand-in for the NVFP4
+     grouped GEMM Hopper lacks - and weighted back into token order;
+  4. combine: the expert outputs (bf16) reduce-scattered back to their ranks.
+Ways: "symmcomm device counts" (the counts on the device: all_gatherv_device /
+reduce_scatterv_device move only the ranks' rows; compact layout), "symmcomm padded"
+(all_gather / reduce_scatter at capacity), "torch.distributed padded" (NCCL through PyTorch at
+capacity: data, scales and global scale packed into one buffer, one all_gather_into_tensor;
+reduce_scatter_tensor), and "torch.distributed symmetric" (the same on tensors of PyTorch's
+NCCL symmetric MemPool, register_mem_pool(symm=True), where this PyTorch and NCCL allow it).
+
+Each way and batch: the step captured in one CUDA graph, and each phase in a graph of its own;
+`--runs` timed runs of `--replays` replays each (after a barrier); a run's time is the mean per
+replay; medians with min-max over the runs, rank 0's. tokens/s = sum of T_r / step time.
+
+Usage: torchrun --nproc-per-node N bench/python/moe_step.py OUT_PREFIX [--tokens 1,4,16,64,256]
+Writes OUT_PREFIX.json (every run) and OUT_PREFIX.md (the table); prints progress and the table.
+Ranks sharing one GPU (more ranks than GPUs): NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1,
+PyTorch's NCCL too (LD_PRELOAD the same libnccl). Exit 77: no PyTorch or GPU.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+
+try:
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+except ImportError:
+    print("moe_step.py: PyTorch is not installed; nothing to run")
+    sys.exit(77)
+if not torch.cuda.is_available():
+    print("moe_step.py: no CUDA GPU; nothing to run")
+    sys.exit(77)
+
+import symmcomm  # noqa: E402
+
+HIDDEN, EXPERTS, TOP_K, GROUPS, TOP_GROUPS, INTERMEDIATE = 7168, 256, 8, 8, 4, 2048
+BLOCK = symmcomm.NVFP4_BLOCK
+WAYS = ("symmcomm device counts", "symmcomm padded", "torch.distributed padded",
+        "torch.distributed symmetric")
+PHASES = ("quantize", "dispatch", "experts", "combine")
+# The activations' NVFP4 global scale: static and the same on every rank, as NVFP4 checkpoints
+# calibrate it (amax / (6 x 448) for the N(0, 1) tokens here), so every way dequantizes every
+# gathered row with it.
+GLOBAL_SCALE = 5.0 / (6 * 448)
+
+
+def log(rank, text):
+    if rank == 0:
+        print("[%s] %s" % (time.strftime("%H:%M:%S"), text), flush=True)
+
+
+def tokens_of(rank, world, tokens):
+    """This rank's token count at a mean batch of `tokens` per rank (ranks differ)."""
+    return max(1, tokens - (rank * tokens) // (2 * world))
+
+
+class Nvfp4Buffers:
+    """Flat NVFP4 send (capacity rows) and receive (world x capacity rows) tensors, and bf16
+    tensors for the experts' input and output, allocated where the caller's allocator puts
+    them; views of the first rows serve smaller batches."""
+
+    def __init__(self, world, capacity):
+        n = capacity * HIDDEN
+        u8 = dict(dtype=torch.uint8, device="cuda")
+        self.send = symmcomm.Nvfp4Tensor(torch.empty(n // 2, **u8), torch.empty(n // BLOCK, **u8),
+                                         torch.full((1,), GLOBAL_SCALE, device="cuda"))
+        self.recv = symmcomm.Nvfp4Tensor(torch.empty(world * n // 2, **u8),
+                                         torch.empty(world * n // BLOCK, **u8),
+                                         torch.ones(world, dtype=torch.float32, device="cuda"))
+        self.y = torch.zeros(world * n, dtype=torch.bfloat16, device="cuda")
+        self.out = torch.zeros(n, dtype=torch.bfloat16, device="cuda")
+        i32 = dict(dtype=torch.int32, device="cuda")
+        self.counts = symmcomm.DeviceCounts(torch.zeros(1, **i32), torch.zeros(world, **i32),
+                                            torch.zeros(world, **i32), torch.zeros(1, **i32))
+
+    def view(self, world, capacity):
+        n = capacity * HIDDEN
+        s, r = self.send, self.recv
+        return (symmcomm.Nvfp4Tensor(s.data[:n // 2], s.block_scales[:n // BLOCK], s.global_scale),
+                symmcomm.Nvfp4Tensor(r.data[:world * n // 2], r.block_scales[:world * n // BLOCK],
+                                     r.global_scale),
+                self.y[:world * n], self.out[:n])
+
+
+class Packed:
+    """torch.distributed's buffers: each rank's NVFP4 tokens packed as one byte buffer (data,
+    block scales, global scale), so one all_gather_into_tensor moves them, as an engine packs
+    them."""
+
+    def __init__(self, world, capacity):
+        self.world, self.capacity = world, capacity
+        n = capacity * HIDDEN
+        self.data_bytes, self.scale_bytes = n // 2, n // BLOCK
+        self.row = self.data_bytes + self.scale_bytes + 16
+        self.send = torch.zeros(self.row, dtype=torch.uint8, device="cuda")
+        self.nvfp4(self.send).global_scale.fill_(GLOBAL_SCALE)
+        self.recv = torch.zeros(world * self.row, dtype=torch.uint8, device="cuda")
+        self.y = torch.zeros(world * n, dtype=torch.bfloat16, device="cuda")
+        self.out = torch.zeros(n, dtype=torch.bfloat16, device="cuda")
+
+    def nvfp4(self, buf):
+        d, s = self.data_bytes, self.scale_bytes
+        return symmcomm.Nvfp4Tensor(buf[:d], buf[d:d + s], buf[d + s:d + s + 4].view(torch.float32))
+
+
+class Weights:
+    """This rank's experts and the router (random: timing, not a model's answer)."""
+
+    def __init__(self, rank, world):
+        self.local = EXPERTS // world
+        self.first = rank * self.local
+        g = torch.Generator(device="cuda").manual_seed(7)  # the router is the same everywhere
+        self.router = (torch.randn(HIDDEN, EXPERTS, generator=g, device="cuda") * 0.02).to(
+            torch.bfloat16)
+        g.manual_seed(100 + rank)
+        self.w1 = torch.randn(self.local, HIDDEN, INTERMEDIATE, generator=g, device="cuda",
+                              dtype=torch.bfloat16) * 0.02
+        self.w2 = torch.randn(self.local, INTERMEDIATE, HIDDEN, generator=g, device="cuda",
+                              dtype=torch.bfloat16) * 0.02
+
+
+class Experts:
+    """The expert stand-in's buffers for `rows` gathered rows, on the rank's Weights."""
+
+    def __init__(self, weights, rows):
+        self.local, self.first = weights.local, weights.first
+        self.router, self.w1, self.w2 = weights.router, weights.w1, weights.w2
+        self.rows = rows
+        self.cap = max(8, -(-2 * rows * TOP_K // EXPERTS))
+        self.tokens = torch.zeros(rows, HIDDEN, dtype=torch.bfloat16, device="cuda")
+        self.slots = torch.zeros(self.local * self.cap + 1, HIDDEN, dtype=torch.bfloat16,
+                                 device="cuda")
+        self.dropped = torch.zeros(1, dtype=torch.int64, device="cuda")
+
+    def route(self, valid):
+        """Expert ids and weights [rows, 8] of DeepSeek-V3's group-limited routing."""
+        scores = torch.sigmoid((self.tokens @ self.router).float())
+        grouped = scores.view(self.rows, GROUPS, EXPERTS // GROUPS)
+        group_score = grouped.topk(2, dim=-1).values.sum(-1)
+        keep = torch.zeros_like(group_score).scatter_(
+            1, group_score.topk(TOP_GROUPS, dim=-1).indices, 1.0)
+        masked = (grouped * keep.unsqueeze(-1)).view(self.rows, EXPERTS)
+        weights, ids = masked.topk(TOP_K, dim=-1)
+        weights = weights / weights.sum(-1, keepdim=True)
+        return ids, weights * valid.unsqueeze(-1)
+
+    def run(self, valid, y):
+        """The experts' outputs for every gathered row, weighted, into y [rows, H] (bf16)."""
+        ids, weights = self.route(valid)
+        local = ids - self.first
+        mine = (local >= 0) & (local < self.local) & (valid.unsqueeze(-1) > 0)
+        local = local.clamp(0, self.local - 1).view(-1)
+        onehot = F.one_hot(local, self.local) * mine.view(-1, 1)
+        position = (onehot.cumsum(0) * onehot).sum(-1) - 1  # the pair's row in its expert
+        kept = mine.view(-1) & (position < self.cap)
+        self.dropped.copy_((mine.view(-1) & ~kept).sum().view(1))
+        dummy = self.local * self.cap
+        slot = torch.where(kept, local * self.cap + position, torch.full_like(position, dummy))
+        rows = torch.arange(self.rows, device="cuda").repeat_interleave(TOP_K)
+        self.slots.index_copy_(0, slot, self.tokens[rows])  # dropped pairs all land on the dummy
+        x = self.slots[:dummy].view(self.local, self.cap, HIDDEN)
+        h = F.silu(torch.bmm(x, self.w1))
+        out = torch.cat([torch.bmm(h, self.w2).view(dummy, HIDDEN), self.slots[dummy:] * 0])
+        pairs = out[slot] * (weights.view(-1) * kept).unsqueeze(-1).to(out.dtype)
+        torch.sum(pairs.view(self.rows, TOP_K, HIDDEN), dim=1, out=y)
+
+
+class Step:
+    """One way's decode step at one batch: the phases as callables on static buffers."""
+
+    def __init__(self, way, ctx, tokens):
+        self.way, self.ctx = way, ctx
+        world, rank = ctx.world, ctx.rank
+        self.capacity = tokens
+        self.mine = tokens_of(rank, world, tokens)
+        self.counts_host = [tokens_of(r, world, tokens) for r in range(world)]
+        rows = world * self.capacity
+        self.experts = ctx.experts_for(rows)
+        g = torch.Generator(device="cuda").manual_seed(1000 * rank + tokens)
+        self.x = torch.zeros(self.capacity, HIDDEN, dtype=torch.bfloat16, device="cuda")
+        self.x[:self.mine] = torch.randn(self.mine, HIDDEN, generator=g, device="cuda").to(
+            torch.bfloat16)
+        # Which gathered rows are tokens: the compact layout's first sum(counts), or each
+        # rank's first counts[r] rows of its capacity block.
+        valid = torch.zeros(rows, dtype=torch.bfloat16, device="cuda")
+        if way == "symmcomm device counts":
+            valid[:sum(self.counts_host)] = 1
+        else:
+            for r, c in enumerate(self.counts_host):
+                valid[r * self.capacity:r * self.capacity + c] = 1
+        self.valid = valid
+        self.plans = {}
+        if way.startswith("symmcomm"):
+            b = ctx.symm_buffers
+            self.send, self.recv, self.y, self.out = b.view(world, self.capacity)
+            self.dc = b.counts
+            self.dc.count.fill_(self.mine)
+        else:
+            p = ctx.packed[way]
+            self.packed = p
+            self.y = p.y[:rows * HIDDEN]
+            self.out = p.out[:self.capacity * HIDDEN]
+
+    # -- phases ------------------------------------------------------------------------------
+    def quantize(self):
+        if self.way.startswith("symmcomm"):
+            symmcomm.quantize_nvfp4(self.x.view(-1), self.send, compute_scale=False)
+        else:
+            symmcomm.quantize_nvfp4(self.x.view(-1), self.packed.nvfp4(self.packed.send),
+                                    compute_scale=False)
+
+    def dispatch(self):
+        c = self.ctx
+        if self.way == "symmcomm device counts":
+            self.plans["dispatch"] = symmcomm.all_gatherv_device(c.comm, self.send, self.recv,
+                                                                 self.dc, HIDDEN)
+        elif self.way == "symmcomm padded":
+            self.plans["dispatch"] = symmcomm.all_gather(c.comm, self.send, self.recv)
+        else:
+            dist.all_gather_into_tensor(self.packed.recv, self.packed.send)
+
+    def experts_(self):
+        e = self.experts
+        if self.way.startswith("symmcomm"):
+            # Every rank's global scale is the static one: one call dequantizes every row.
+            symmcomm.dequantize_nvfp4(self.recv, e.tokens.view(-1))
+        else:
+            p = self.packed
+            for r in range(self.ctx.world):
+                part = p.nvfp4(p.recv[r * p.row:(r + 1) * p.row])
+                symmcomm.dequantize_nvfp4(part, e.tokens[r * self.capacity:
+                                                         (r + 1) * self.capacity].view(-1))
+        e.run(self.valid, self.y.view(-1, HIDDEN))
+
+    def combine(self):
+        c = self.ctx
+        if self.way == "symmcomm device counts":
+            self.plans["combine"] = symmcomm.reduce_scatterv_device(c.comm, self.y, self.out,
+                                                                    self.dc, HIDDEN)
+        elif self.way == "symmcomm padded":
+            self.plans["combine"] = symmcomm.reduce_scatter(c.comm, self.y, self.out)
+        else:
+            dist.reduce_scatter_tensor(self.out, self.y)
+
+    def phase(self, name):
+        return {"quantize": self.quantize, "dispatch": self.dispatch,
+                "experts": self.experts_, "combine": self.combine}[name]
+
+    def whole(self):
+        for name in PHASES:
+            self.phase(name)()
+
+
+class Context:
+    """The communicators, buffers and experts of one process, made once for every batch."""
+
+    def __init__(self, args):
+        self.rank, self.world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+        local_world = int(os.environ.get("LOCAL_WORLD_SIZE", self.world))
+        self.sharing = symmcomm.share_gpus_if_needed(self.rank, local_world)
+        self.device = int(os.environ.get("LOCAL_RANK", self.rank)) % torch.cuda.device_count()
+        torch.cuda.set_device(self.device)
+        dist.init_process_group("nccl", device_id=torch.device("cuda", self.device))
+        self.gloo = dist.new_group(backend="gloo")
+        self.comm = symmcomm.Communicator.init(
+            self.world, symmcomm.shared_unique_id(dist, self.gloo), self.rank, self.device)
+        capacity = max(args.tokens)
+        n = capacity * HIDDEN
+        need = (n // 2 + n // BLOCK) * (self.world + 1) + 2 * self.world * n * 2 + 2 * n + (8 << 20)
+        self.pool = symmcomm.Pool(self.comm, initial_bytes=need, allow_growth=False)
+        self.mempool = symmcomm.torch_mem_pool(self.pool)
+        with torch.cuda.use_mem_pool(self.mempool):
+            self.symm_buffers = Nvfp4Buffers(self.world, capacity)
+        self.packed, self.unavailable = {}, {}
+        self.capacity = capacity
+        self.weights = Weights(self.rank, self.world)
+        self._experts = {}
+
+    def torch_buffers(self, capacity):
+        """torch.distributed's buffers at this batch: plain, and from PyTorch's NCCL symmetric
+        pool where it can be made."""
+        self.packed = {"torch.distributed padded": Packed(self.world, capacity)}
+        if "torch.distributed symmetric" in self.unavailable:
+            return
+        try:
+            import torch.distributed._symmetric_memory as symm_mem
+            if not hasattr(self, "symm_pool"):
+                backend = dist.group.WORLD._get_backend(torch.device("cuda", self.device))
+                self.symm_pool = torch.cuda.MemPool(
+                    symm_mem.get_mempool_allocator(torch.device("cuda", self.device)))
+                backend.register_mem_pool(self.symm_pool, symm=True)
+            with torch.cuda.use_mem_pool(self.symm_pool):
+                self.packed["torch.distributed symmetric"] = Packed(self.world, capacity)
+        except Exception as e:  # noqa: BLE001 (the table says why the way is missing)
+            self.unavailable["torch.distributed symmetric"] = "%s: %s" % (type(e).__name__,
+                                                                          str(e)[:200])
+
+    def experts_for(self, rows):
+        if rows not in self._experts:
+            self._experts.clear()
+            self._experts[rows] = Experts(self.weights, rows)
+        return self._experts[rows]
+
+
+def timed(ctx, fn, args):
+    """Per-replay times (us) of a graph of `fn`: args.runs runs of args.replays replays."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()  # outside capture: plans, checks, NCCL's first use
+        fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(args.runs):
+        dist.barrier(group=ctx.gloo)
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(args.replays):
+            graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0 / args.replays)
+    del graph
+    return times
+
+
+def span(values):
+    return "%.1f (%.1f-%.1f)" % (statistics.median(values), min(values), max(values))
+
+
+def measure(ctx, args):
+    results = []
+    for tokens in args.tokens:
+        ctx.torch_buffers(tokens)
+        reference = None
+        for way in WAYS:
+            if way in ctx.unavailable:
+                continue
+            step = Step(way, ctx, tokens)
+            row = {"ranks": ctx.world, "tokens_per_rank": tokens, "counts": step.counts_host,
+                   "way": way, "expert_rows": step.experts.rows, "expert_cap": step.experts.cap}
+            try:
+                row["step_us"] = timed(ctx, step.whole, args)
+                for name in PHASES:
+                    row[name + "_us"] = timed(ctx, step.phase(name), args)
+            except Exception as e:  # noqa: BLE001 (a way that cannot run is reported, not fatal)
+                ctx.unavailable[way] = "%s: %s" % (type(e).__name__, str(e)[:200])
+                log(ctx.rank, "%s at %d tokens: %s" % (way, tokens, ctx.unavailable[way]))
+                continue
+            row["paths"] = {k: "%s (%s)" % (p.path, p.why) for k, p in step.plans.items()}
+            row["dropped_pairs"] = int(step.experts.dropped.item())
+            # This rank's combined tokens, against the first way's (same math, other orders).
+            out = step.out.view(-1, HIDDEN)[:step.mine].float()
+            if reference is None:
+                reference = out.clone()
+            row["vs_first_way_rel"] = float((out - reference).norm() / reference.norm().clamp(
+                min=1e-30))
+            step_med = statistics.median(row["step_us"])
+            row["tokens_per_s"] = sum(step.counts_host) / (step_med * 1e-6)
+            comm = statistics.median(row["dispatch_us"]) + statistics.median(row["combine_us"])
+            row["comm_share"] = comm / step_med
+            results.append(row)
+            log(ctx.rank, "%d ranks, %d tokens/rank, %s: step %s us, paths %s, dropped %d"
+                % (ctx.world, tokens, way, span(row["step_us"]), row["paths"],
+                   row["dropped_pairs"]))
+            del step
+    return results
+
+
+def table(results, unavailable, world, sharing):
+    lines = ["%d ranks (%s). Step and phases: us per step, median (min-max) of the runs; "
+             "speedup: torch.distributed padded's step time over this way's." % (world, sharing),
+             "",
+             "| tokens/rank | way | step | tokens/s | speedup | quantize | dispatch | experts | "
+             "combine | comm share |", "|---|---|---|---|---|---|---|---|---|---|"]
+    base = {r["tokens_per_rank"]: statistics.median(r["step_us"]) for r in results
+            if r["way"] == "torch.distributed padded"}
+    for r in results:
+        step = statistics.median(r["step_us"])
+        speed = base.get(r["tokens_per_rank"])
+        lines.append("| %d | %s | %s | %.0f | %s | %s | %s | %s | %s | %.2f |" % (
+            r["tokens_per_rank"], r["way"], span(r["step_us"]), r["tokens_per_s"],
+            "%.3f" % (speed / step) if speed else "-", span(r["quantize_us"]),
+            span(r["dispatch_us"]), span(r["experts_us"]), span(r["combine_us"]),
+            r["comm_share"]))
+    for way, why in unavailable.items():
+        lines.append("")
+        lines.append("%s: not measured (%s)" % (way, why))
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("out", help="output prefix (.json and .md are written)")
+    parser.add_argument("--tokens", default="1,4,16,64,256",
+                        type=lambda s: [int(v) for v in s.split(",")])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--replays", type=int, default=10)
+    args = parser.parse_args()
+    if min(args.tokens) < 1 or args.runs < 5 or args.replays < 1:
+        parser.error("--tokens must be >= 1 each, --runs >= 5, --replays >= 1")
+    ctx = Context(args)
+    log(ctx.rank, "moe_step: %d ranks (%s), NCCL %s, PyTorch %s, %s; tokens per rank %s"
+        % (ctx.world, ctx.sharing, symmcomm.nccl_version(), torch.__version__,
+           torch.cuda.get_device_name(), args.tokens))
+    results = measure(ctx, args)
+    if ctx.rank == 0:
+        meta = {"command": " ".join(sys.argv), "gpu": torch.cuda.get_device_name(),
+                "gpus": torch.cuda.device_count(), "ranks": ctx.world, "sharing": ctx.sharing,
+                "nccl": symmcomm.nccl_version(), "torch": torch.__version__,
+                "date": time.strftime("%Y-%m-%d"), "unavailable": ctx.unavailable,
+                "gemm": "BF16 torch.bmm over the masked expert-major layout (Hopper has no "
+                        "NVFP4 GEMM)"}
+        with open(args.out + ".json", "w") as f:
+            json.dump({"meta": meta, "results": results}, f, indent=1)
+        text = table(results, ctx.unavailable, ctx.world, ctx.sharing)
+        with open(args.out + ".md", "w") as f:
+            f.write(text + "\n")
+        print(text, flush=True)
+    dist.barrier(group=ctx.gloo)
+    # The pool's tensors before the pool, the pool before the communicator (collective).
+    del ctx.symm_buffers, ctx.mempool
+    ctx.packed.clear()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    ctx.pool.destroy()
+    ctx.comm.release()
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
