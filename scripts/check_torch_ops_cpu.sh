@@ -63,7 +63,6 @@ if [ "${SYMMCOMM_TORCH_CHECK_SANITIZE:-0}" = 1 ]; then
 fi
 g++ -std=c++17 -shared -fPIC -O1 -D_GLIBCXX_USE_CXX11_ABI="$abi" -DSYMMCOMM_TORCH_CPU_CHECK \
   $sanitize ${SYMMCOMM_TORCH_CHECK_CXXFLAGS:-} -Wall -Wextra -Wconversion -Wno-sign-conversion \
-  -fvisibility=hidden -fvisibility-inlines-hidden \
   -isystem "$inc1" -isystem "$inc2" -isystem "$out/shim" -isystem "$cuda_inc" \
   -Iinclude -I"$build/include" -Isrc/torch_ops src/torch_ops/library.cpp src/torch_ops/ops.cpp \
   src/torch_ops/tensors.cpp src/torch_ops/communicators.cpp \
@@ -75,5 +74,6 @@ run_py() {
     SYMMCOMM_TORCH_LIBRARY="$out/libsymmcomm_torch.so" ${sanitize:+LD_PRELOAD="$preload"} \
     ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 "$py" "$@"
 }
+"$py" scripts/check_runtime_copies.py "$out/libsymmcomm_torch.so"
 run_py tests/torch_ops/check_registration.py
 run_py tests/torch_ops/fuzz_operators.py "${SYMMCOMM_FUZZ_SEED:-${sanitize:+1}0}" 3000

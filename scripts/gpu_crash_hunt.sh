@@ -18,6 +18,11 @@ export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1 SYMMCOMM_LIBRARY="$lib"
 cd "$SYMMCOMM_ROOT/python" || exit 1
 faulted() { grep -q -E "SIGSEGV|SIGABRT|Segmentation fault|Fatal Python error" "$1"; }
 
+# 0. Private copies of libstdc++ members in the C++ operators (scripts/check_runtime_copies.py).
+for lib in "$SYMMCOMM_ROOT"/build-dev/src/libsymmcomm_torch.so "$SYMMCOMM_ROOT"/build-nccl2/src/libsymmcomm_torch.so; do
+  [ -f "$lib" ] && python3 "$SYMMCOMM_ROOT/scripts/check_runtime_copies.py" "$lib" | head -6
+done
+
 # 1. The whole suite, as CI's device step runs it, under gdb: a fault stops there with a
 # native backtrace; without one gdb prints "No stack." and the suite's summary stands.
 debugger="$(command -v gdb || command -v cuda-gdb)"

@@ -536,20 +536,21 @@ OPS = {
     "all_gather_out": ("(Tensor x, Tensor(a!) out, str group) -> ()", _all_gather_out,
                        lambda x, out, group: None, ("out",)),
     "all_gather_nvfp4": ("(Tensor data, Tensor block_scales, Tensor global_scale, str group, "
-                         "int? row_elements=None) -> (Tensor, Tensor, Tensor)",
+                         "SymInt? row_elements=None) -> (Tensor, Tensor, Tensor)",
                          _all_gather_nvfp4, _all_gather_nvfp4_fake, ()),
     "all_gather_nvfp4_out": ("(Tensor data, Tensor block_scales, Tensor global_scale, "
                              "Tensor(a!) out_data, Tensor(b!) out_block_scales, "
-                             "Tensor(c!) out_global_scale, str group, int? row_elements=None) "
+                             "Tensor(c!) out_global_scale, str group, SymInt? row_elements=None) "
                              "-> ()", _all_gather_nvfp4_out,
                              lambda *a: None,
                              ("out_data", "out_block_scales", "out_global_scale")),
     "all_gather_fp8": ("(Tensor data, Tensor scale, str group) -> (Tensor, Tensor)",
                        _all_gather_fp8, _all_gather_fp8_fake, ()),
-    "all_gatherv": ("(Tensor x, int[] counts, str group) -> Tensor", _all_gatherv,
+    "all_gatherv": ("(Tensor x, SymInt[] counts, str group) -> Tensor", _all_gatherv,
                     _all_gatherv_fake, ()),
-    "all_gatherv_nvfp4": ("(Tensor data, Tensor block_scales, Tensor global_scale, int[] counts, "
-                          "str group, int? row_elements=None) -> (Tensor, Tensor, Tensor)",
+    "all_gatherv_nvfp4": ("(Tensor data, Tensor block_scales, Tensor global_scale, "
+                          "SymInt[] counts, str group, SymInt? row_elements=None) -> "
+                          "(Tensor, Tensor, Tensor)",
                           _all_gatherv_nvfp4, _all_gatherv_nvfp4_fake, ()),
     "all_gatherv_device": ("(Tensor x, Tensor count, Tensor(a!) counts, Tensor(b!) offsets, "
                            "Tensor(c!) overflow, str group) -> Tensor", _all_gatherv_device,
@@ -584,9 +585,9 @@ OPS = {
                                _reduce_scatter_nvfp4_q, _reduce_scatter_nvfp4_q_fake, ()),
     "reduce_scatter_fp8_q": ("(Tensor data, Tensor scale, str group) -> (Tensor, Tensor)",
                              _reduce_scatter_fp8_q, _reduce_scatter_fp8_q_fake, ()),
-    "reduce_scatterv": ("(Tensor x, int[] counts, str group) -> Tensor", _reduce_scatterv,
+    "reduce_scatterv": ("(Tensor x, SymInt[] counts, str group) -> Tensor", _reduce_scatterv,
                         _reduce_scatterv_fake, ()),
-    "quantize_all_gather_nvfp4": ("(Tensor x, Tensor? scale, str group, int? row_elements=None) "
+    "quantize_all_gather_nvfp4": ("(Tensor x, Tensor? scale, str group, SymInt? row_elements=None) "
                                   "-> (Tensor, Tensor, Tensor)", _quantize_all_gather_nvfp4,
                                   _quantize_all_gather_nvfp4_fake, ()),
     "quantize_nvfp4": ("(Tensor x, Tensor? global_scale) -> (Tensor, Tensor, Tensor)",

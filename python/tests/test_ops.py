@@ -4,6 +4,8 @@ operator, the fakes' shapes against the real outputs, torch.compile(fullgraph=Tr
 eager's bytes, the compiled function captured in a CUDA graph and replayed on new inputs, and
 the two implementations giving the same bytes and the same errors. Skips (saying why) without
 PyTorch or a GPU, and the C++ half without libsymmcomm_torch.so."""
+import os
+
 import pytest
 
 import symmcomm
@@ -76,11 +78,6 @@ def cases(ops):
         (ops.all_gather_nvfp4_out, (data, bs, gs, torch.empty_like(data), torch.empty_like(bs),
                                     torch.empty_like(gs), GROUP, None)),
         (ops.all_gather_fp8, (f8, one, GROUP)),
-        # FP8 codes as bytes (e4m3): opcheck runs every test utility on these (float8 tensors
-        # lack the CUDA arithmetic its comparisons use).
-        (ops.all_gather_fp8, (f8.view(torch.uint8), one, GROUP)),
-        (ops.reduce_scatter_fp8, (f8.view(torch.uint8), one, GROUP, torch.bfloat16)),
-        (ops.reduce_scatter_fp8_q, (f8.view(torch.uint8), one, GROUP)),
         (ops.all_gatherv, (x, [32], GROUP)),
         (ops.all_gatherv_nvfp4, (data, bs, gs, [32], GROUP, None)),
         (ops.reduce_scatter, (x, GROUP)),
@@ -105,26 +102,27 @@ def has_fp8(args):
     return any(isinstance(a, torch.Tensor) and a.dtype in FP8 for a in args)
 
 
+def as_bytes(args):
+    """`args` with every float8 tensor viewed as uint8 (the operators take FP8 codes and NVFP4
+    block scales as bytes too)."""
+    return tuple(a.view(torch.uint8) if isinstance(a, torch.Tensor) and a.dtype in FP8 else a
+                 for a in args)
+
+
 def test_opcheck_passes_for_every_operator(ops):
     checked = {op._qualified_op_name.split("::")[1] for op, _ in cases(ops)}
     assert checked == set(symmcomm.ops.OPS), set(symmcomm.ops.OPS) ^ checked
     for op, args in cases(ops):
+        # Every test utility (test_aot_dispatch_dynamic among them: symbolic sizes through the
+        # fakes) on every operator, float8 tensors as bytes: opcheck's schema and AOT checks
+        # compare float8 tensors with arithmetic CUDA does not implement for them ("mul_cuda"
+        # not implemented for 'Float8_e4m3fn', PyTorch 2.11), so with their own dtypes the
+        # fakes and autograd registration are checked (and eager against compiled bytes in
+        # test_fp8_operators_compile_to_eagers_bytes).
+        torch.library.opcheck(op, as_bytes(args))
         if has_fp8(args):
-            # opcheck's schema and AOT checks compare float8 tensors with arithmetic CUDA does
-            # not implement for them ("mul_cuda" not implemented for 'Float8_e4m3fn', PyTorch
-            # 2.11 on the H200): fakes and autograd registration here, eager vs compiled bytes in
-            # test_fp8_operators_compile_to_eagers_bytes.
             torch.library.opcheck(op, args,
                                   test_utils=("test_faketensor", "test_autograd_registration"))
-        else:
-            torch.library.opcheck(op, args)
-
-
-def test_opcheck_runs_every_test_utility_on_every_operator(ops):
-    # Those with float8 arguments above run a subset: each of them also appears with its codes
-    # as bytes, where every utility (test_aot_dispatch_dynamic among them) runs.
-    full = {op._qualified_op_name.split("::")[1] for op, args in cases(ops) if not has_fp8(args)}
-    assert full == set(symmcomm.ops.OPS), set(symmcomm.ops.OPS) - full
 
 
 def test_a_dynamic_token_dimension_compiles_once(ops):
@@ -354,6 +352,20 @@ def bad_calls(ops):
         ("dequantize global scale", lambda: ops.dequantize_nvfp4(data, bs, gs.double()),
          ValueError),
     ]
+
+
+def test_the_cpp_operators_share_the_processes_cpp_runtime():
+    # Local copies of libstdc++ members (a library built with -fvisibility-inlines-hidden) get
+    # locale facet ids of their own: a refusal formatting a number then crashed the process
+    # (the "block scales" case below, NCCL 2.28.3 line, PyTorch 2.11).
+    import subprocess
+    import sys
+    native_or_skip()
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                          "check_runtime_copies.py")
+    done = subprocess.run([sys.executable, script, symmcomm.ops.native_library()["path"]],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_both_implementations_refuse_the_same_arguments_with_the_same_text(comm):

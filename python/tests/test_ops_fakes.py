@@ -60,9 +60,9 @@ def test_fakes_raise_only_the_operators_kinds_of_error(groups):
         if kind.startswith("Tensor"):
             return tensor(name)
         return {"str": lambda: rng.choice(list(GROUPS) + ["no-such-group"]),
-                "int?": lambda: rng.choice([None, -16, -1, 0, 1, 8, 16, 32, 48]),
-                "int[]": lambda: [rng.choice([-3, 0, 1, 2, 4, 8])
-                                  for _ in range(rng.choice([0, 1, 2, 4]))],
+                "SymInt?": lambda: rng.choice([None, -16, -1, 0, 1, 8, 16, 32, 48]),
+                "SymInt[]": lambda: [rng.choice([-3, 0, 1, 2, 4, 8])
+                                     for _ in range(rng.choice([0, 1, 2, 4]))],
                 "ScalarType": lambda: rng.choice(DTYPES),
                 "bool": lambda: rng.random() < 0.5}[kind]()
 

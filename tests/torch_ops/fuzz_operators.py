@@ -65,9 +65,9 @@ def main():
             return tensor(name)
         if kind == "str":
             return rng.choice([g[0] for g in groups] + ["no-such-group"])
-        if kind == "int?":
+        if kind in ("int?", "SymInt?"):
             return None if rng.random() < 0.4 else rng.choice([-16, -1, 0, 1, 8, 16, 32, 1 << 40])
-        if kind == "int[]":
+        if kind in ("int[]", "SymInt[]"):
             return [rng.choice([-3, 0, 1, 2, 4, 8, 1 << 40])
                     for _ in range(rng.choice([0, 1, 2, 4]))]
         if kind == "ScalarType":
