@@ -26,8 +26,8 @@ done
 # 1. The whole suite, as CI's device step runs it, under gdb: a fault stops there with a
 # native backtrace; without one gdb prints "No stack." and the suite's summary stands.
 debugger="$(command -v gdb || command -v cuda-gdb)"
-if [ "$(left)" -gt 150 ]; then
-  timeout "$(( $(left) - 100 ))" "$debugger" -q -batch -ex run -ex bt -ex "info sharedlibrary" \
+if [ "$(left)" -gt 100 ]; then
+  timeout "$(( $(left) - ${SYMMCOMM_HUNT_AFTER_S:-100} ))" "$debugger" -q -batch -ex run -ex bt -ex "info sharedlibrary" \
     --args "$py" -X faulthandler -m pytest -q -rfs -p no:cacheprovider tests \
     >"$out/hunt-suite-gdb.txt" 2>&1
   echo "== 2.28.3 suite under $debugger: $(grep -E '[0-9]+ (passed|failed)' "$out/hunt-suite-gdb.txt" | tail -1)"

@@ -201,7 +201,7 @@ case "$phase" in
     ;;
   python)
     SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest228 tests ragged pdl quantize overhead probe ragged_bench moe_dp" \
-      timeout "$(( $(left) - 280 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
+      timeout "$(( $(left) - ${SYMMCOMM_HUNT_S:-280} ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     "$SYMMCOMM_ROOT"/scripts/gpu_crash_hunt.sh "$(( $(left) - 10 ))"
     ;;
   step)
