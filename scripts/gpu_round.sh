@@ -200,7 +200,7 @@ case "$phase" in
       timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     ;;
   python)
-    SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest228 tests ragged pdl quantize overhead probe ragged_bench moe_dp" \
+    SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest228 tests ragged pdl quantize overhead probe ragged_bench moe_dp ${SYMMCOMM_PY_SKIP:-}" \
       timeout "$(( $(left) - ${SYMMCOMM_HUNT_S:-280} ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     "$SYMMCOMM_ROOT"/scripts/gpu_crash_hunt.sh "$(( $(left) - 10 ))"
     ;;
