@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Fails when a shared library that shares the process's C++ runtime (libsymmcomm_torch.so,
 which passes tensors, strings and exceptions to PyTorch) defines a private, local copy of
-something libstdc++ exports: a stream or locale member compiled into the library with hidden
-visibility gets locale facet ids of its own, and formatting a number then calls a wrong facet
-(a segmentation fault). libsymmcomm_c.so is the opposite case: a whole private static runtime
+something libstdc++ exports (hidden visibility, -fvisibility-inlines-hidden): such a copy can
+never bind to the runtime's, and a stream or locale member among them uses locale facet ids the
+runtime never registered (formatting a number then calls a wrong facet: a segmentation fault).
+Weak and unique definitions are not counted: the dynamic linker can bind them to the runtime's
+(symmcomm._torch_library puts libstdc++ first in its lookup order). libsymmcomm_c.so is the opposite case: a whole private static runtime
 behind a C boundary, which this check is not for.
 
 Usage: scripts/check_runtime_copies.py LIBRARY [LIBSTDCXX]
@@ -53,9 +55,10 @@ def main():
             print("check_runtime_copies: %s or its libstdc++ is missing" % library, file=sys.stderr)
             return 2
         exported = {name for _, name in defined_symbols(runtime, dynamic=True)}
-        # Lower-case types are local: defined here and bound here, never to the runtime.
+        # Lower-case types are local (defined and bound here, never to the runtime), except
+        # u (GNU unique: one instance per process), v and w (weak).
         copies = sorted({name for kind, name in defined_symbols(library, dynamic=False)
-                         if kind.islower() and name in exported})
+                         if kind.islower() and kind not in "uvw" and name in exported})
     except (OSError, subprocess.CalledProcessError) as e:
         print("check_runtime_copies: %s" % e, file=sys.stderr)
         return 2

@@ -20,7 +20,7 @@ faulted() { grep -q -E "SIGSEGV|SIGABRT|Segmentation fault|Fatal Python error" "
 
 # 0. Private copies of libstdc++ members in the C++ operators (scripts/check_runtime_copies.py).
 for lib in "$SYMMCOMM_ROOT"/build-dev/src/libsymmcomm_torch.so "$SYMMCOMM_ROOT"/build-nccl2/src/libsymmcomm_torch.so; do
-  [ -f "$lib" ] && python3 "$SYMMCOMM_ROOT/scripts/check_runtime_copies.py" "$lib" | head -6
+  [ -f "$lib" ] && python3 "$SYMMCOMM_ROOT/scripts/check_runtime_copies.py" "$lib"
 done
 
 # 1. The whole suite, as CI's device step runs it, under gdb: a fault stops there with a

@@ -49,12 +49,27 @@ def candidates():
     env = os.environ.get("SYMMCOMM_TORCH_LIBRARY")
     if env:
         return [env]
-    return [os.path.join(os.path.dirname(_core._path), LIBRARY_NAME),
-            os.path.join(os.path.dirname(os.path.abspath(__file__)), LIBRARY_NAME)]
+    paths = [os.path.join(os.path.dirname(_core._path), LIBRARY_NAME),
+             os.path.join(os.path.dirname(os.path.abspath(__file__)), LIBRARY_NAME)]
+    return [p for i, p in enumerate(paths) if p not in paths[:i]]  # an install's one folder
+
+
+def _runtime_first():
+    """Puts the C++ runtime this process already holds (PyTorch's libstdc++) first in the
+    dynamic linker's lookup order. The operators' library defines some libstdc++ template
+    members itself (as every C++ library may); looked up in its own scope they bind to those
+    copies, whose locale facet ids the runtime never registered, and formatting a number in an
+    error text then crashes. A process that holds libstdc++ globally (a C++ executable, an
+    LD_PRELOAD that needs it) never had the problem; a plain Python interpreter does not."""
+    try:
+        ctypes.CDLL("libstdc++.so.6", mode=os.RTLD_GLOBAL | getattr(os, "RTLD_NOLOAD", 0))
+    except OSError:
+        pass  # not loaded yet: the library's own dependency brings the one it binds to
 
 
 def _open(path):
     """The loaded library at `path`, checked and declared; raises OSError saying why not."""
+    _runtime_first()
     lib = ctypes.CDLL(path)
     if not hasattr(lib, "symmcomm_torch_abi_version"):
         raise OSError("not symmcomm's operator library (no symmcomm_torch_abi_version)")

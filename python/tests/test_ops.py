@@ -354,10 +354,38 @@ def bad_calls(ops):
     ]
 
 
+REFUSAL = """
+import symmcomm, symmcomm.ops, torch
+c = symmcomm.Communicator.init(1, symmcomm.unique_id(), 0, 0)
+symmcomm.ops.register_communicator("g", c)
+ops = symmcomm.ops.register_ops("symmcomm_refusal", "c++")
+data, bs, gs = ops.quantize_nvfp4(torch.ones(32, 256, device="cuda", dtype=torch.bfloat16), None)
+try:
+    ops.all_gather_nvfp4(data, bs[:-1], gs, "g", None)
+except ValueError as e:
+    print("refused:", e)
+"""
+
+
+def test_a_refusal_formats_its_numbers_in_a_plain_python_process():
+    # The operators' library used libstdc++ members of its own, bound in its own scope, whose
+    # locale facet ids the runtime never registered: a refusal formatting a number crashed a
+    # plain interpreter (NCCL 2.28.3 line, PyTorch 2.11) and passed only where an LD_PRELOAD had
+    # put libstdc++ in the global scope. A fresh process without one, torch imported second.
+    import subprocess
+    import sys
+    native_or_skip()
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    done = subprocess.run([sys.executable, "-X", "faulthandler", "-c", REFUSAL], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stdout + done.stderr[-3000:])
+    assert "refused: send.block_scales has 496 elements; 4096 data bytes need 512" in \
+        done.stdout, done.stdout
+
+
 def test_the_cpp_operators_share_the_processes_cpp_runtime():
-    # Local copies of libstdc++ members (a library built with -fvisibility-inlines-hidden) get
-    # locale facet ids of their own: a refusal formatting a number then crashed the process
-    # (the "block scales" case below, NCCL 2.28.3 line, PyTorch 2.11).
+    # No local copy of what libstdc++ exports (scripts/check_runtime_copies.py): such a copy can
+    # never bind to the runtime's.
     import subprocess
     import sys
     native_or_skip()
