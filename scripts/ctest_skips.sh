@@ -32,8 +32,10 @@ inner=$(awk '
 ' "$log")
 if [ -n "$inner" ]; then
   echo "Skipped inside programs CTest counts as passed, by reason:"
-  printf '%s\n' "$inner" | cut -f1 | sort | uniq -c | sort -k1,1nr | sed 's/^ */  /'
-  printf '%s\n' "$inner" | cut -f2 | sed 's/^/    /'
+  # Each reason with its count, then the tests that skipped for it.
+  printf '%s\n' "$inner" | awk -F'\t' '
+    { if (!($1 in count)) order[++n] = $1; count[$1]++; tests[$1] = tests[$1] "    " $2 "\n" }
+    END { for (i = 1; i <= n; ++i) printf "  %d %s\n%s", count[order[i]], order[i], tests[order[i]] }'
 fi
 [ -n "$skipped" ] || exit 0
 # One "reason<TAB>test" line per skipped test.

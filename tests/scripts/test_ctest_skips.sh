@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/ctest_skips.sh on a made-up CTest run: a skipped program's reason, skips inside a
-# program CTest counts as passed (printed once per MPI rank, listed once), and the
+# program CTest counts as passed (printed once per MPI rank, listed once, each test under its own
+# reason), and the
 # SYMMCOMM_ALLOWED_SKIPS verdict on the skipped program. Usage: test_ctest_skips.sh
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -15,11 +16,13 @@ Start testing: Dec 05 12:00 UTC
 Output:
 ----------------------------------------------------------
 [  SKIPPED ] MultiRankAllGather.LsaKernelOfEveryFormat
-Skipped tests (1):
+Skipped tests (2):
   MultiRankAllGather.LsaKernelOfEveryFormat: no LSA team spans the communicator
+  MultiRankAllGather.SmallGather: no small-message all-gather here
 [  SKIPPED ] MultiRankAllGather.LsaKernelOfEveryFormat
-Skipped tests (1):
+Skipped tests (2):
   MultiRankAllGather.LsaKernelOfEveryFormat: no LSA team spans the communicator
+  MultiRankAllGather.SmallGather: no small-message all-gather here
 <end of output>
 Test time =   1.00 sec
 ----------------------------------------------------------
@@ -59,6 +62,9 @@ grep -q "^  1 no LSA team spans the communicator$" <<<"$out" ||
   fail "the inner skip is not counted once (two ranks printed it)"
 grep -q "^    multi_rank.MultiRankAllGather.n2: MultiRankAllGather.LsaKernelOfEveryFormat$" <<<"$out" ||
   fail "the inner skip does not name its program and test"
+[ "$(grep -A1 "^  1 no LSA team spans the communicator$" <<<"$out" | tail -1)" = \
+  "    multi_rank.MultiRankAllGather.n2: MultiRankAllGather.LsaKernelOfEveryFormat" ] ||
+  fail "the inner skip's test is not listed under its own reason"
 grep -q "^  1 the multi-rank tests need a GPU: no usable CUDA device$" <<<"$out" ||
   fail "the skipped program's reason is missing"
 if out=$(SYMMCOMM_ALLOWED_SKIPS="something else" "$root/scripts/ctest_skips.sh" "$work/build" \
