@@ -90,8 +90,30 @@ try:
             return "py3", "none", plat
 
     wheel_commands = {"bdist_wheel": PlatformWheel}
-except ImportError:  # building without wheel (pip install of an sdist still works)
-    wheel_commands = {}
+except ImportError:  # no `wheel` in this environment: say how to get one
+    from setuptools import Command
+
+    class NoWheel(Command):
+        """Stands for bdist_wheel where `wheel` is missing (pip asks for one even for a plain
+        `pip install .`): names the fix instead of setuptools' "invalid command"."""
+
+        user_options = []
+
+        def initialize_options(self):
+            pass
+
+        def finalize_options(self):
+            pass
+
+        def run(self):
+            raise SystemExit(
+                "symmcomm: building needs the Python package 'wheel', which %s lacks. Offline on "
+                "Debian/Ubuntu, use the system's setuptools and wheel: `/usr/bin/python3 -m venv "
+                "--system-site-packages env && env/bin/pip install --no-build-isolation .` "
+                "(apt-get install python3-wheel if /usr/bin/python3 lacks it too); with a package "
+                "index: `pip install wheel` first." % sys.executable)
+
+    wheel_commands = {"bdist_wheel": NoWheel}
 
 setup(version=project_version(),
       cmdclass={"build_py": BuildWithLibrary, "egg_info": EggInfoOutsideTheTree, **wheel_commands})
