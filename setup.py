@@ -105,6 +105,9 @@ except ImportError:  # no `wheel` in this environment: say how to get one
         def finalize_options(self):
             pass
 
+        def egg2dist(self, *args):  # setuptools' dist_info (pip's metadata step) calls this
+            self.run()
+
         def run(self):
             raise SystemExit(
                 "symmcomm: building needs the Python package 'wheel', which %s lacks. Offline on "

@@ -11,6 +11,21 @@ python=/usr/bin/python3
 [ -x "$python" ] || { echo "python_wheel: $python is missing (Debian: python3)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# A plain venv has no `wheel`: `pip install .` there must stop and name the fix.
+"$python" -m venv "$work/plain"
+if ! "$work/plain/bin/python" -c "import wheel" 2>/dev/null; then
+  if plain=$(env -u SYMMCOMM_LIBRARY -u PYTHONPATH "$work/plain/bin/pip" install \
+       --no-build-isolation --no-deps --no-index -q "$SYMMCOMM_ROOT" 2>&1); then
+    echo "python_wheel: pip install . in a venv without wheel succeeded?" >&2
+    exit 1
+  fi
+  grep -q "symmcomm: building needs the Python package 'wheel'" <<<"$plain" || {
+    echo "python_wheel: pip install . in a venv without wheel did not name the fix:" >&2
+    tail -20 <<<"$plain" >&2
+    exit 1
+  }
+  echo "python_wheel: a venv without wheel stops with the fix named"
+fi
 "$python" -m venv --system-site-packages "$work/env"
 echo "python_wheel: pip install . (offline; builds libsymmcomm_c.so with CMake) ..."
 env -u SYMMCOMM_LIBRARY -u PYTHONPATH "$work/env/bin/python" -m pip install --no-build-isolation \
