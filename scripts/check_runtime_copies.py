@@ -62,6 +62,14 @@ def main():
     except (OSError, subprocess.CalledProcessError) as e:
         print("check_runtime_copies: %s" % e, file=sys.stderr)
         return 2
+    if os.environ.get("SYMMCOMM_RUNTIME_COPIES_TYPES"):  # diagnosis: every kind of copy
+        kinds = {}
+        for kind, name in defined_symbols(library, dynamic=False):
+            if name in exported:
+                kinds.setdefault(kind, []).append(name)
+        for kind in sorted(kinds):
+            print("  nm type %s: %d, e.g. %s" % (kind, len(kinds[kind]),
+                                                  ", ".join(demangle(kinds[kind][:2]))))
     if copies:
         print("check_runtime_copies: %s defines %d local copies of what %s exports "
               "(build it with default visibility):" % (library, len(copies), runtime))
