@@ -38,8 +38,8 @@
 #             side by side; 2.28.3's is in tests228), the Python examples, then the operator
 #             overhead table (C++ operator, its overload, Python operator, ctypes call,
 #             torch.distributed)
-#   segv228   the segmentation fault of the Python suite on NCCL 2.28.3 (tests/test_ops.py, seen
-#             once): the libraries built, then test_ops.py under gdb, up to twice (the second with
+#   segv228   the segmentation fault of the Python suite on NCCL 2.28.3
+#             (python/tests/test_ops.py): the libraries built, then test_ops.py under gdb, up to twice (the second with
 #             glibc's heap checks), with the native backtrace of a fault, then once with the C ABI
 #             library and the torch operators built with ASan
 #   hangs     cases that stopped a sweep, each alone (SYMMCOMM_HANG_TRIES, 3) under a watch taking

@@ -51,7 +51,7 @@ void BM_PlanNvfp4AllGather(benchmark::State& state) {
   request.buffers.resize(6);
   auto& registry = ProvenanceRegistry::global();
   ProvenanceRegistry::Query queries[6];
-  // What the executors do (collectives/common.cpp): name the buffers, then one batch lookup
+  // What the executors do (collectives/planned_call.cpp): name the buffers, then one batch lookup
   // under one lock writing straight into them, then the planner.
   auto const lookups = [&] {
     for (int b = 0; b < 6; ++b) {

@@ -1,5 +1,5 @@
 #pragma once
-// Private to symmcomm (collectives/common.cpp plans every call through it).
+// Private to symmcomm (collectives/planned_call.cpp plans every call through it).
 /// @file planner.hpp
 /// @brief The planner: a pure function of (operation, buffers' provenance, communicator
 /// capabilities, sizes, options) returning the path a collective takes and why.

@@ -4,7 +4,7 @@
 // machine has|this machine has a GPU") a skip whose reason contains none of them is
 // unexpected: the program exits non-zero naming it. The GPU scripts set the variable to the
 // few reasons a run may skip for by design; a skip of anything a run is meant to cover fails it.
-// CTest marks a gtest skip as skipped whatever the exit code: scripts/check_skips.sh applies
+// CTest marks a gtest skip as skipped whatever the exit code: scripts/ctest_skips.sh applies
 // the same list to a ctest run.
 
 namespace symmcomm::test {
