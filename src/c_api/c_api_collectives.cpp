@@ -196,14 +196,18 @@ constexpr Codec kDequantize[] = {
      }},
 };
 
+/// Which side of a codec call holds the quantized tensor.
+enum class QuantizedSide { Src, Dst };
+
 // `call` ("quantize", "dequantize") of src into dst through the row of `table` that takes them;
-// the quantized side's block scales must be linear (`quantized` names it).
+// the quantized side's block scales must be linear.
 template <std::size_t N>
 void run_codec(const char* call, const Codec (&table)[N], const symmcomm_tensor_t* src,
-               const symmcomm_tensor_t* dst, const char* quantized, ScaleMode mode,
+               const symmcomm_tensor_t* dst, QuantizedSide side, ScaleMode mode,
                cudaStream_t stream) {
   detail::TensorRef const a = tensor_of(src, "src"), b = tensor_of(dst, "dst");
-  const detail::TensorRef& q = std::string(quantized) == "src" ? a : b;
+  const detail::TensorRef& q = side == QuantizedSide::Src ? a : b;
+  const char* quantized = side == QuantizedSide::Src ? "src" : "dst";
   SYMMCOMM_EXPECTS(q.scale_layout == ScaleLayout::Linear,
                    call << " needs " << quantized << "'s block scales linear, not swizzled128x4");
   SYMMCOMM_EXPECTS(a.count == b.count, "src holds " << a.count << " elements, dst " << b.count);
@@ -312,7 +316,7 @@ const char* symmcomm_enum_name(symmcomm_enum_t kind, int value) {
 symmcomm_status_t symmcomm_quantize(const symmcomm_tensor_t* src, const symmcomm_tensor_t* dst,
                                     int compute_scale, symmcomm_stream_t stream) {
   return guarded([&] {
-    run_codec("quantize", kQuantize, src, dst, "dst",
+    run_codec("quantize", kQuantize, src, dst, QuantizedSide::Dst,
               compute_scale != 0 ? symmcomm::ScaleMode::Compute : symmcomm::ScaleMode::Given,
               stream);
   });
@@ -321,7 +325,8 @@ symmcomm_status_t symmcomm_quantize(const symmcomm_tensor_t* src, const symmcomm
 symmcomm_status_t symmcomm_dequantize(const symmcomm_tensor_t* src, const symmcomm_tensor_t* dst,
                                       symmcomm_stream_t stream) {
   return guarded([&] {
-    run_codec("dequantize", kDequantize, src, dst, "src", symmcomm::ScaleMode::Given, stream);
+    run_codec("dequantize", kDequantize, src, dst, QuantizedSide::Src, symmcomm::ScaleMode::Given,
+              stream);
   });
 }
 
