@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "collectives/common.hpp"
@@ -33,50 +34,33 @@ void KeptCallDeleter::operator()(KeptCall* kept) const noexcept {
 
 namespace {
 
-// The fields the comparisons below read, declared as in the structs: a field added to one of
-// them must be compared too (it may change validation or the plan).
-struct TensorRefFields {
-  DataType dtype;
-  void* data;
-  void* block_scales;
-  float* scales;
-  std::size_t count;
-  ScaleLayout scale_layout;
-  std::size_t row_elements;
-};
-struct CollectiveCallFields {
-  Collective op;
-  Counts counts;
-  TensorRef send, recv;
-  const std::size_t* host_counts;
-  std::size_t host_count_entries;
-  DeviceCounts device_counts;
-  std::size_t row_elements;
-  const GatherItem* items;
-  std::size_t item_count;
-  const RowItem* row_items;
-  std::size_t row_item_count;
-  bool items_only;
-  const float* quantize_scale;
-};
-struct OptionsFields {
-  PathChoice path;
-  void* workspace;
-  std::size_t workspace_bytes;
-  bool allow_staging;
-  Staging staging;
-  bool pdl_fence;
-  bool agree_plan;
-};
-static_assert(sizeof(TensorRef) == sizeof(TensorRefFields), "compare the new field in same_tensor");
-static_assert(sizeof(CollectiveCall) == sizeof(CollectiveCallFields),
-              "compare the new field in same_call");
-static_assert(sizeof(Options) == sizeof(OptionsFields), "compare the new field in same_options");
+// Each struct's fields as one tuple, taken apart by a structured binding: a field added to the
+// struct makes the binding's count wrong and the build fail here, so no field of a call escapes
+// the comparison (it may change validation or the plan).
+auto fields(const TensorRef& t) noexcept {
+  auto const& [dtype, data, block_scales, scales, count, scale_layout, row_elements] = t;
+  return std::tie(dtype, data, block_scales, scales, count, scale_layout, row_elements);
+}
 
-bool same_tensor(const TensorRef& a, const TensorRef& b) noexcept {
-  return a.dtype == b.dtype && a.data == b.data && a.block_scales == b.block_scales &&
-         a.scales == b.scales && a.count == b.count && a.scale_layout == b.scale_layout &&
-         a.row_elements == b.row_elements;
+auto fields(const Staging& s) noexcept {
+  auto const& [send, send_bytes, recv, recv_bytes] = s;
+  return std::tie(send, send_bytes, recv, recv_bytes);
+}
+
+auto fields(const Options& o) noexcept {
+  auto const& [path, workspace, workspace_bytes, allow_staging, staging, pdl_fence, agree_plan] = o;
+  return std::make_tuple(path, workspace, workspace_bytes, allow_staging, fields(staging),
+                         pdl_fence, agree_plan);
+}
+
+// device_counts is read by device-count calls only, which are never kept: bound, not compared.
+auto fields(const CollectiveCall& c) noexcept {
+  auto const& [op, counts, send, recv, host_counts, host_count_entries, device_counts, row_elements,
+               items, item_count, row_items, row_item_count, items_only, quantize_scale] = c;
+  static_cast<void>(device_counts);
+  return std::make_tuple(op, counts, fields(send), fields(recv), host_counts, host_count_entries,
+                         row_elements, items, item_count, row_items, row_item_count, items_only,
+                         quantize_scale);
 }
 
 std::uint64_t registry_generation() noexcept {
@@ -91,21 +75,11 @@ bool replayable(const CollectiveCall& call, const Options& options) noexcept {
 }
 
 bool same_call(const CollectiveCall& a, const CollectiveCall& b) noexcept {
-  // device_counts is read by device-count calls only, which are never kept.
-  return a.op == b.op && a.counts == b.counts && same_tensor(a.send, b.send) &&
-         same_tensor(a.recv, b.recv) && a.host_counts == b.host_counts &&
-         a.host_count_entries == b.host_count_entries && a.row_elements == b.row_elements &&
-         a.items == b.items && a.item_count == b.item_count && a.row_items == b.row_items &&
-         a.row_item_count == b.row_item_count && a.items_only == b.items_only &&
-         a.quantize_scale == b.quantize_scale;
+  return fields(a) == fields(b);
 }
 
 bool same_options(const Options& a, const Options& b) noexcept {
-  return a.path == b.path && a.workspace == b.workspace && a.workspace_bytes == b.workspace_bytes &&
-         a.allow_staging == b.allow_staging && a.staging.send == b.staging.send &&
-         a.staging.send_bytes == b.staging.send_bytes && a.staging.recv == b.staging.recv &&
-         a.staging.recv_bytes == b.staging.recv_bytes && a.pdl_fence == b.pdl_fence &&
-         a.agree_plan == b.agree_plan;
+  return fields(a) == fields(b);
 }
 
 bool replay_call(CommState& state, const CollectiveCall& call, const char* operation,
