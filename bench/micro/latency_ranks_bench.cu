@@ -50,7 +50,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/common.hpp"
+#include "collectives/call_prerequisites.hpp"
 #include "comm/comm_state.hpp"
 #include "kernels/lsa.hpp"
 #include "kernels/lsa_ll.hpp"

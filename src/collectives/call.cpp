@@ -7,7 +7,7 @@
 
 #include <iterator>
 
-#include "common.hpp"
+#include "call_prerequisites.hpp"
 #include "executors.hpp"
 #include "replay.hpp"
 #include "symmcomm/error.hpp"

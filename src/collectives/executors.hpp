@@ -7,10 +7,15 @@
 
 #include <vector>
 
+// What every executor uses: the call's planning, what the communicator allows, the count
+// arithmetic and the scratch.
 #include "call.hpp"
-#include "common.hpp"
+#include "call_prerequisites.hpp"
+#include "count_arithmetic.hpp"
 #include "lsa_args.hpp"
+#include "planned_call.hpp"
 #include "replay.hpp"
+#include "scratch.hpp"
 
 namespace symmcomm::detail {
 

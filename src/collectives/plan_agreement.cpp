@@ -1,5 +1,5 @@
-// Options::agree_plan (common.hpp, plan_call): every rank's plan as one word, all-gathered and
-// compared, so that ranks that would take different paths throw instead of hanging.
+// Options::agree_plan (planned_call.hpp, plan_call): every rank's plan as one word, all-gathered
+// and compared, so that ranks that would take different paths throw instead of hanging.
 
 #include <algorithm>
 #include <cstdint>
@@ -8,9 +8,10 @@
 #include <sstream>
 #include <string>
 
+#include "call_prerequisites.hpp"
 #include "comm/wait_internal.hpp"
-#include "common.hpp"
 #include "core/cuda_utils.hpp"
+#include "planned_call.hpp"
 #include "scratch.hpp"
 #include "symmcomm/comm/wait.hpp"
 #include "symmcomm/error.hpp"

@@ -1,4 +1,5 @@
-#include "common.hpp"
+#include "planned_call.hpp"
+#include "call_prerequisites.hpp"
 
 #include "scale_swizzle.hpp"
 #include "scratch.hpp"

@@ -7,7 +7,7 @@
 #include <tuple>
 #include <vector>
 
-#include "collectives/common.hpp"
+#include "collectives/planned_call.hpp"
 #include "collectives/scratch.hpp"
 #include "comm/launch_order.hpp"
 #include "core/cuda_utils.hpp"

@@ -7,7 +7,7 @@
 #include <string>
 #include <type_traits>
 
-#include "collectives/common.hpp"
+#include "collectives/count_arithmetic.hpp"
 #include "collectives/lsa_args.hpp"
 #include "collectives/scale_swizzle.hpp"
 #include "kernels/lsa.hpp"

@@ -1,28 +1,19 @@
 #pragma once
-// Private: what every executor shares: the communicator checked usable, one call's planning
-// (PlannedCall: provenance, the plan, agreement when asked, the bookkeeping around the enqueue),
-// the Group rule and the LSA kernels' availability (planned_call.cpp, plan_agreement.cpp).
+// Private: one call's planning, assembled the same way by every executor (PlannedCall: the
+// buffers by name, their provenance, the plan, agreement when asked, the bookkeeping around the
+// enqueue; planned_call.cpp, plan_agreement.cpp).
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <numeric>
 #include <vector>
 
 #include "collectives/planner.hpp"
 #include "comm/comm_state.hpp"
-#include "kernels/lsa.hpp"
-#include "scratch.hpp"
 #include "symmcomm/collectives/options.hpp"
-#include "symmcomm/comm/communicator.hpp"
-#include "symmcomm/memory/symm_allocator.hpp"
 
 namespace symmcomm::detail {
-
-/// The communicator's state, checked usable.
-CommState& usable_state(const Communicator& comm, const char* what);
-
 /// A buffer a call touches (provenance filled in by resolve_provenance). LogicError naming
 /// `name` for a null pointer with a non-zero size.
 PlannedBuffer planned_buffer(const char* name, const void* ptr, std::size_t bytes);
@@ -126,39 +117,5 @@ class PlannedCall {
   std::uint64_t generation_ = 0;
   bool decided_ = false;
 };
-
-/// Throws LogicError when called inside a symmcomm::Group: `operation` mixes NCCL calls with
-/// its own kernels or copies, which must follow NCCL's work on the stream, but NCCL enqueues
-/// grouped work only when the outermost group ends.
-void refuse_in_group(const char* operation, const char* why);
-
-/// True when symmcomm's LSA kernels can run on `comm` now: the build has NCCL's device API,
-/// the communicator has a device communicator and at most lsa::kMaxRanks ranks (a Group, where
-/// the kernel would run before the group's deferred NCCL calls that precede it, is
-/// PlannedCall's business).
-bool lsa_kernel_usable(const CommState& comm);
-
-/// The production peer policy of `comm` (windows left for the caller to fill in).
-lsa::Peers lsa_peers(const CommState& comm);
-
-/// Exclusive prefix sums of counts (element displacements).
-inline std::vector<std::size_t> displacements(const std::vector<std::size_t>& counts) {
-  std::vector<std::size_t> d(counts.size(), 0);
-  for (std::size_t r = 1; r < counts.size(); ++r) d[r] = d[r - 1] + counts[r - 1];
-  return d;
-}
-
-/// counts[i] * num / den for every i (element counts to byte counts).
-inline std::vector<std::size_t> scaled(const std::vector<std::size_t>& counts, std::size_t num,
-                                       std::size_t den) {
-  std::vector<std::size_t> out(counts.size());
-  for (std::size_t i = 0; i < counts.size(); ++i) out[i] = counts[i] * num / den;
-  return out;
-}
-
-/// Rounds up to kPoolAlignment (256) bytes: workspace regions keep cudaMalloc's alignment.
-constexpr std::size_t align256(std::size_t x) {
-  return (x + kPoolAlignment - 1) / kPoolAlignment * kPoolAlignment;
-}
 
 }  // namespace symmcomm::detail
