@@ -39,7 +39,8 @@ assert symmcomm.library_path() == os.path.join(pkg, "libsymmcomm_c.so"), symmcom
 print("python_wheel: symmcomm", symmcomm.__version__, "installed at", pkg, "with its library")'
 env -u SYMMCOMM_LIBRARY -u PYTHONPATH SYMMCOMM_EXPECT_WHEEL=1 "$work/env/bin/python" -m pytest -q \
   -p no:cacheprovider "$SYMMCOMM_ROOT/python/tests/test_package.py" \
-  "$SYMMCOMM_ROOT/python/tests/test_shapes.py" "$SYMMCOMM_ROOT/python/tests/test_ops_fakes.py"
+  "$SYMMCOMM_ROOT/python/tests/test_shapes.py" "$SYMMCOMM_ROOT/python/tests/test_ops_fakes.py" \
+  "$SYMMCOMM_ROOT/python/tests/test_moe.py"
 # The shipped builds carry SASS for every default architecture (no architecture was given to
 # the wheel's CMake build): its C++ library, its C ABI library and the wheel's copy of it.
 wheel_lib=$(env -u SYMMCOMM_LIBRARY -u PYTHONPATH "$work/env/bin/python" -c \
