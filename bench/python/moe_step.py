@@ -443,13 +443,19 @@ def main():
             f.write(text + "\n")
         print(text, flush=True)
     dist.barrier(group=ctx.gloo)
-    # The pool's tensors before the pool, the pool before the communicator (collective).
+    # Every pool's tensors before the pool, the pools before their communicators: PyTorch's
+    # symmetric MemPool deregisters its windows on the process group's NCCL communicator, which
+    # destroy_process_group aborts (its watchdog then terminated every process).
     del ctx.symm_buffers, ctx.mempool
     ctx.packed.clear()
+    ctx._experts.clear()
     torch.cuda.synchronize()
+    if hasattr(ctx, "symm_pool"):
+        del ctx.symm_pool
     torch.cuda.empty_cache()
     ctx.pool.destroy()
     ctx.comm.release()
+    dist.barrier(group=ctx.gloo)
     dist.destroy_process_group()
     return 0
 
