@@ -29,6 +29,9 @@
 #             examples (the dynamic-shape one among them), then the 2.28.3 crash hunt
 #             (scripts/gpu_crash_hunt.sh: the suite under gdb, the suspect alone and in order,
 #             PyTorch imported first or not)
+#   suites    the Python suites whole on both NCCL lines, 2.28.3 first (no LD_PRELOAD there: the
+#             case the operators' libstdc++ binding crashed), the runtime-copies check of both
+#             torch operator libraries, then 2.30.7's suite and the Python examples
 #   step      one DeepSeek-R1 MoE layer's decode step (bench/python/moe_step.py) at 2, 4 and 8
 #             ranks sharing the GPU, symmcomm and PyTorch both on NCCL 2.30.7: symmcomm with
 #             device counts and padded against torch.distributed padded (and symmetric)
@@ -50,7 +53,7 @@
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|moe|hangs|hostcost|torch|python|step|segv228|tests228|multi228|checks [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|moe|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -203,6 +206,17 @@ case "$phase" in
     SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest228 tests ragged pdl quantize overhead probe ragged_bench moe_dp ${SYMMCOMM_PY_SKIP:-}" \
       timeout "$(( $(left) - ${SYMMCOMM_HUNT_S:-280} ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     "$SYMMCOMM_ROOT"/scripts/gpu_crash_hunt.sh "$(( $(left) - 10 ))"
+    ;;
+  suites)
+    export SYMMCOMM_PY_LIBRARY_ONLY=1
+    SYMMCOMM_SKIP="pytest tests ragged pdl quantize examples overhead probe ragged_bench moe_dp" \
+      timeout "$(( $(left) / 2 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
+    for l in build-dev build-nccl2; do
+      SYMMCOMM_RUNTIME_COPIES_TYPES=1 python3 "$SYMMCOMM_ROOT/scripts/check_runtime_copies.py" \
+        "$SYMMCOMM_ROOT/$l/src/libsymmcomm_torch.so" | cut -c1-250
+    done
+    SYMMCOMM_SKIP="pytest228 tests ragged pdl quantize overhead probe ragged_bench moe_dp" \
+      timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     ;;
   step)
     py="$(symmcomm_torch_python)"
