@@ -38,17 +38,13 @@ if [ "$(left)" -gt 100 ]; then
   fi
 fi
 
-# 2. The suspect alone and in its file's order, PyTorch first or symmcomm first.
+# 2. The suspect alone and in its file's order, PyTorch first or symmcomm first (the suite's
+# summary names the libnccl and libstdc++ files the run mapped: python/tests/conftest.py).
 wrapper='
 import sys
 __import__(sys.argv[1])
 import pytest
-rc = pytest.main(sys.argv[2:])
-with open("/proc/self/maps") as m:
-    libs = sorted({l.split()[-1] for l in m if "/" in l and any(
-        n in l.rsplit("/", 1)[-1] for n in ("libnccl", "libstdc++", "libsymmcomm"))})
-print("loaded:", ", ".join(libs))
-sys.exit(rc)'
+sys.exit(pytest.main(sys.argv[2:]))'
 faults=0
 runs=0
 for try in $(seq "${SYMMCOMM_HUNT_TRIES:-3}"); do
@@ -64,7 +60,7 @@ for try in $(seq "${SYMMCOMM_HUNT_TRIES:-3}"); do
       faulted "$f" && faults=$((faults + 1))
       echo "== $what, $first imported first, try $try: exit $rc, $(grep -E '[0-9]+ (passed|failed)' "$f" | tail -1)"
       faulted "$f" && grep -E -A6 "Fatal Python error|Current thread" "$f" | head -8
-      [ "$try" = 1 ] && grep -E "^loaded:" "$f" | cut -c1-400
+      [ "$try" = 1 ] && grep -E "^Libraries in this process" "$f" | cut -c1-400
     done
   done
 done
