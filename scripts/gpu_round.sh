@@ -47,13 +47,16 @@
 #             library and the torch operators built with ASan
 #   hangs     cases that stopped a sweep, each alone (SYMMCOMM_HANG_TRIES, 3) under a watch taking
 #             cuda-gdb's view of the kernels still running (SYMMCOMM_HANG_CASES)
+#   sanitize  compute-sanitizer's memcheck over every test of the single-GPU suite (a call of its
+#             own), then initcheck over 2 ranks sharing the GPU: both ranks under the tool, then
+#             each rank alone under it beside a plain one (where rank 1 failed to start)
 #   checks    the abort word broken on purpose (its tests must fail), a skip the run does not
 #             allow failing the run, then compute-sanitizer's four tools over symmcomm's kernels
 #             (one GPU, and 2 ranks sharing it on 2.30.7)
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|moe|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|moe|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -218,6 +221,47 @@ case "$phase" in
     SYMMCOMM_SKIP="pytest228 tests ragged pdl quantize overhead probe ragged_bench moe_dp" \
       timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     ;;
+  sanitize)
+    # memcheck over every test of the single-GPU suite, in a call of its own: the suite less its
+    # long memory-measuring tests first, then each long test alone; then initcheck over 2 ranks
+    # sharing the GPU, whose rank 1 failed to start: both ranks under the tool with NCCL's and
+    # symmcomm's logs, then each rank alone under it beside a plain one.
+    SYMMCOMM_SUITES="system second" SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" \
+      "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
+    gpu_tests="$SYMMCOMM_ROOT/build-dev/tests/symmcomm_gpu_tests"
+    long='*ThousandCycles*:*ThousandArenaCycles*:*RealDeviceExhaustion*:*ThreadSafe*'
+    memcheck() {  # log filter seconds
+      timeout "$3" compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 \
+        "$gpu_tests" --gtest_filter="$2" >"$work/$1" 2>&1
+      local status=$?
+      echo "memcheck $2: exit $status; $(grep -E "ERROR SUMMARY" "$work/$1" | tail -1);" \
+        "$(grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$work/$1" | tr '\n' ' ')"
+    }
+    memcheck memcheck-suite.log "-$long" "$(( $(left) - 200 ))"
+    IFS=: read -ra longs <<<"$long"
+    for t in "${longs[@]}"; do
+      memcheck "memcheck-long-${t//\*/}.log" "$t" "$(( ($(left) - 130) / 4 ))"
+    done
+    ranks="$SYMMCOMM_ROOT/build-nccl2/tests/symmcomm_multi_rank_tests"
+    production='MultiRankSmallGather.ChangingSizes*:MultiRankSmallReduceScatter.*Shards*:MultiRankRagged.*'
+    tool=(compute-sanitizer --tool initcheck --error-exitcode 99)
+    plain=("$ranks" --gtest_filter="$production")
+    for who in both rank0 rank1; do
+      case "$who" in
+        both) layout=(-n 2 "${tool[@]}" "${plain[@]}") ;;
+        rank0) layout=(-n 1 "${tool[@]}" "${plain[@]}" : -n 1 "${plain[@]}") ;;
+        rank1) layout=(-n 1 "${plain[@]}" : -n 1 "${tool[@]}" "${plain[@]}") ;;
+      esac
+      env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
+        NCCL_DEBUG=WARN SYMMCOMM_LOG=debug SYMMCOMM_WAIT_TIMEOUT_S=60 timeout "$(( ($(left) - 5) / 3 ))" \
+        mpiexec --allow-run-as-root --oversubscribe --bind-to none "${layout[@]}" \
+        >"$work/initcheck-ranks-$who.log" 2>&1
+      echo "initcheck over 2 ranks ($who under the tool): exit $?; $(grep -E "ERROR SUMMARY" \
+        "$work/initcheck-ranks-$who.log" | sort | uniq -c | tr '\n' ' ')$(grep -cE "^\[  PASSED  \]" \
+        "$work/initcheck-ranks-$who.log") rank(s) passed; $(grep -m1 -E "failed|Error" \
+        "$work/initcheck-ranks-$who.log" | cut -c1-200)"
+    done
+    ;;
   step)
     py="$(symmcomm_torch_python)"
     { cmake -S "$SYMMCOMM_ROOT" -B "$SYMMCOMM_ROOT/build-nccl2" -G Ninja -DCMAKE_BUILD_TYPE=Release \
@@ -291,7 +335,7 @@ case "$phase" in
       timeout "$(( $(left) - 5 ))" "$SYMMCOMM_ROOT"/scripts/gpu_sanitize.sh "$SYMMCOMM_ROOT"/build-dev
     ;;
   *)
-    echo "unknown phase $phase (first, tests230, bench, moe, hangs, hostcost, torch, segv228, tests228, checks)"
+    echo "unknown phase $phase (see the list at the top of $0)"
     exit 2
     ;;
 esac
