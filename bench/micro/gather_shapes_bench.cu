@@ -2,10 +2,10 @@
 // all-gather (src/kernels/lsa_gather.cuh) over N virtual ranks on one GPU, beside the
 // device-to-device copy of the same run: loads in flight per thread, evict-first (streaming)
 // stores, register cap, and CTAs per SM in the grid. The library runs copy_to_peers<uint4, 4,
-// true> and quantize_gather_nvfp4_body<true> on kCtasPerSm = 2 CTAs per SM of the GPU. Bytes counted
-// as in BM_LoopbackAllGatherNvfp4 and BM_LoopbackQuantizeAllGatherNvfp4. BM_WriteCeiling gives the
-// rate of a write-only stream (cudaMemsetAsync), the bound that a gather writing N times what it
-// reads approaches as N grows.
+// true> and quantize_gather_nvfp4_body<true> on kCtasPerSm = 2 CTAs per SM of the GPU. Bytes
+// counted as in BM_LoopbackAllGatherNvfp4 and BM_LoopbackQuantizeAllGatherNvfp4. BM_WriteCeiling
+// gives the rate of a write-only stream (cudaMemsetAsync), the bound that a gather writing N times
+// what it reads approaches as N grows.
 
 #include <benchmark/benchmark.h>
 
@@ -20,6 +20,7 @@
 #include "micro/device_timer.hpp"
 #include "support/ordered_copy.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
+#include "testing/src/lsa_loopback_policy.cuh"
 
 namespace symmcomm::bench {
 namespace {

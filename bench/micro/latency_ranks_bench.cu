@@ -32,12 +32,12 @@
 //   7  variant 5 with its receive work dealt to CTAs in turn (lsa::set_ll_receive(Spread)):
 //      whether the BF16 kernel gains from it too (up to 64 KiB).
 // BM_LatencyLsaBarriers: the synchronisation every LSA kernel pays, alone (the opening and the
-// closing barrier, one CTA, no data: detail::lsa::barriers_only), eager and graph, beside which
-// the all-gather's variant 0 at 1 KiB shows what the data adds and variant 1 what NCCL's whole
-// call costs: the split of our fixed cost.
-// Every rank's calls are enqueued behind a gate (rank_world.hpp: host launch cost is not
-// timed); the time is the slowest rank's for 20 back-to-back calls, divided by 20. Results are
-// compared with the other tiers' checks (tests/multi_rank): this benchmark times only.
+// closing barrier, one CTA, no data: barriers_only, latency_probes.hpp), eager and graph, beside
+// which the all-gather's variant 0 at 1 KiB shows what the data adds and variant 1 what NCCL's
+// whole call costs: the split of our fixed cost. Every rank's calls are enqueued behind a gate
+// (rank_world.hpp: host launch cost is not timed); the time is the slowest rank's for 20
+// back-to-back calls, divided by 20. Results are compared with the other tiers' checks
+// (tests/multi_rank): this benchmark times only.
 
 #include <benchmark/benchmark.h>
 #include <nccl.h>
@@ -54,6 +54,7 @@
 #include "comm/comm_state.hpp"
 #include "kernels/lsa.hpp"
 #include "kernels/lsa_ll.hpp"
+#include "micro/latency_probes.hpp"
 #include "micro/rank_world.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
@@ -309,7 +310,7 @@ void BM_LatencyLsaBarriers(benchmark::State& state) {
       state, *w, false, graph,
       [&](int r) {
         Rank& me = w->ranks[static_cast<std::size_t>(r)];
-        detail::lsa::barriers_only(detail::lsa_peers(*detail::state_of(me.comm)), me.stream);
+        barriers_only(detail::lsa_peers(*detail::state_of(me.comm)), me.stream);
         return Path::LsaKernel;
       },
       Path::LsaKernel, "symmcomm LSA barriers only");
@@ -319,8 +320,8 @@ __global__ void empty_kernel() {}
 
 // The floor under every call of the sweep, in the same run: variant 0, an empty kernel per rank
 // (a graph's empty kernel node); variant 1, one round of a one-flag ping-pong between ranks 0
-// and 1 through their windows (lsa::flag_ping_pong: one signal each way; the other ranks launch
-// the same kernel and leave).
+// and 1 through their windows (flag_ping_pong, latency_probes.hpp: one signal each way; the other
+// ranks launch the same kernel and leave).
 void BM_LatencyFloor(benchmark::State& state) {
   RankWorld* const w = world_or_skip(state);
   if (w == nullptr) return;
@@ -352,7 +353,7 @@ void BM_LatencyFloor(benchmark::State& state) {
           empty_kernel<<<1, 1, 0, w->ranks[i].stream>>>();
           SYMMCOMM_CUDA_TRY(cudaGetLastError());
         } else {
-          detail::lsa::flag_ping_pong(peers[i], refs[i], w->ranks[i].stream);
+          flag_ping_pong(peers[i], refs[i], w->ranks[i].stream);
         }
         return Path::LsaKernel;
       },

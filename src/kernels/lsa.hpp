@@ -1,11 +1,13 @@
 #pragma once
 // Private: symmcomm's own symmetric kernels (lsa.cu), written once against a peer policy.
 //
-// A kernel reaches peers' symmetric buffers through `Peers`: in production a device
-// communicator and NCCL windows (ncclGetLsaPointer, ncclLsaBarrierSession over the LSA team);
-// in loopback a table of N virtual ranks' buffers on one GPU, launched once per virtual rank in
-// rank order on one stream (the barriers become no-ops: stream order already separates the
-// ranks). The same kernel code runs in both.
+// A kernel reaches peers' symmetric buffers through a peer policy (lsa_policy.cuh): in
+// production a device communicator and NCCL windows (ncclGetLsaPointer, ncclLsaBarrierSession
+// over the LSA team), described by `Peers`; in the testing library a table of N virtual ranks'
+// buffers on one GPU, launched once per virtual rank in rank order on one stream (the barriers
+// become no-ops: stream order already separates the ranks). The same kernel code runs in both:
+// the launch bodies are templates over the description (lsa_launchers.cuh), which this
+// library instantiates for Peers only.
 //
 // Every kernel here starts and ends with a barrier over the team (CTA i meets CTA i of every peer;
 // the small-message all-gather of lsa_ll.hpp has none and synchronises through its data):
@@ -30,8 +32,6 @@ namespace symmcomm::detail::lsa {
 
 /// Symmetric buffers one kernel addresses on peers.
 inline constexpr int kSlots = 4;
-/// Virtual ranks a loopback launch supports.
-inline constexpr int kMaxLoopbackRanks = symmcomm::kMaxLoopbackRanks;
 /// Ranks a production launch supports (shared-memory tables of peer pointers).
 inline constexpr int kMaxRanks = kMaxKernelRanks;
 /// Most CTAs per SM of the GPU the gather, quantize-gather, FP8 reduce and counted kernels
@@ -53,21 +53,14 @@ struct SymRef {
   std::size_t offset = 0;
 };
 
-/// The calling rank and how it reaches its peers.
+/// The calling rank and how it reaches its peers: a device communicator and the windows of the
+/// call's slots (filled in by the device view of a planned call). The testing library runs the
+/// same kernels over virtual ranks on one GPU with a description of its own (LoopbackPeers,
+/// src/testing/src/lsa_loopback.hpp); the shipped libraries carry no loopback code.
 struct Peers {
-  /// Virtual ranks on one GPU (base[slot][r] filled in by the caller).
-  static Peers loopback_of(int rank, int size) {
-    Peers p;
-    p.loopback = true;
-    p.rank = rank;
-    p.size = size;
-    return p;
-  }
-  /// Real ranks of a communicator with a device communicator (windows filled in by the caller).
   static Peers production_of(int rank, int size, const void* dev_comm, int sm_share, int gpu_sms,
                              const std::uint32_t* abort_word) {
     Peers p;
-    p.loopback = false;
     p.abort_word = abort_word;
     p.rank = rank;
     p.size = size;
@@ -77,26 +70,22 @@ struct Peers {
     return p;
   }
 
-  bool loopback = true;
   int rank = 0;
   int size = 1;
-  /// Loopback: base[slot][r] is virtual rank r's buffer of that slot.
-  void* base[kSlots][kMaxLoopbackRanks] = {};
-  /// Production: the communicator's ncclDevComm (dev_comm_handle) and the slots' windows.
+  /// The communicator's ncclDevComm (dev_comm_handle) and the slots' windows.
   const void* dev_comm = nullptr;
   ncclWindow_t window[kSlots] = {};
-  /// Production: SMs this rank may fill (Capabilities::lsa_sm_share, the same on every rank);
-  /// grids are capped to what they hold at once. 0: no cap (loopback runs ranks one by one).
+  /// SMs this rank may fill (Capabilities::lsa_sm_share, the same on every rank); grids are
+  /// capped to what they hold at once.
   int sm_share = 0;
-  /// Production: the fewest SMs of any rank's GPU (Capabilities::lsa_gpu_sms), which the grid
-  /// caps scale with. 0 (loopback): the current device's.
+  /// The fewest SMs of any rank's GPU (Capabilities::lsa_gpu_sms), which the grid caps scale
+  /// with (0: the current device's).
   int gpu_sms = 0;
-  /// Production: the communicator's abort word (comm/abort_word.hpp), polled while a barrier
-  /// waits; loopback barriers never wait.
+  /// The communicator's abort word (comm/abort_word.hpp), polled while a barrier waits.
   const std::uint32_t* abort_word = nullptr;
 
  private:
-  Peers() = default;  // made by loopback_of() or production_of(): which policy is explicit
+  Peers() = default;  // made by production_of()
 };
 static_assert(std::is_trivially_copyable_v<Peers>, "Peers is a kernel argument");
 
@@ -219,15 +208,6 @@ void reduce(const Peers& peers, const ReduceArgs& args, cudaStream_t stream);
 void quantize_gather(const Peers& peers, const QuantizeGatherArgs& args, cudaStream_t stream);
 void counted_gather(const Peers& peers, const CountedGatherArgs& args, cudaStream_t stream);
 void counted_reduce(const Peers& peers, const CountedReduceArgs& args, cudaStream_t stream);
-/// The synchronisation every LSA kernel pays, alone: the opening and the closing barrier with no
-/// data between them, one CTA, launched as the collectives' kernels are (PDL included). For the
-/// latency benchmark's split of the fixed cost (bench/micro/latency_ranks_bench.cu).
-void barriers_only(const Peers& peers, cudaStream_t stream);
-/// One round of a one-flag ping-pong between ranks 0 and 1 through their `flags` slots (two
-/// zeroed 32-bit words per rank, in a window): the fixed cost of one signal each way, for the
-/// latency benchmark's floor. Production peers only.
-void flag_ping_pong(const Peers& peers, SymRef flags, cudaStream_t stream);
-
 /// Local shards of a quantized tensor, one per rank (device pointers): what the fallback's local
 /// reduction sums. The public QuantizedShards itself (one type from the API to the kernels).
 using ShardTable = symmcomm::QuantizedShards;

@@ -1,7 +1,9 @@
 #pragma once
 // Private: the host side every LSA entry point shares (lsa.cu): grid sizes, the resident-grid cap,
 // argument checks, the launch with or without programmatic stream serialisation, and the policy
-// (loopback or NCCL's LSA windows) a launch runs with.
+// a production launch runs with (NCCL's LSA windows). The testing library gives the same
+// functions for its LoopbackPeers (src/testing/src/lsa_loopback_policy.cuh), which the launch
+// bodies (lsa_launchers.cuh) find by argument-dependent lookup.
 
 #include <cuda_runtime_api.h>
 
@@ -20,9 +22,10 @@
 
 namespace symmcomm::detail::lsa {
 
-// The grid cap of `ctas_per_sm` CTAs per SM: of the fewest SMs of any rank's GPU in
-// production (agreed, so the same on every rank), of the current device's in loopback.
-inline unsigned grid_cap(const Peers& peers, int ctas_per_sm) {
+// The grid cap of `ctas_per_sm` CTAs per SM: of the fewest SMs of any rank's GPU (agreed, so the
+// same on every rank).
+template <class Desc>
+unsigned grid_cap(const Desc& peers, int ctas_per_sm) {
   int const sms = peers.gpu_sms > 0 ? peers.gpu_sms : current_device_sm_count();
   return static_cast<unsigned>(ctas_per_sm) * static_cast<unsigned>(sms > 0 ? sms : 1);
 }
@@ -54,45 +57,35 @@ inline unsigned resident_grid(const void* kernel, int sm_share, unsigned grid, b
   return g;
 }
 
-// Bits that may be set in the address of `ref` on any peer (loopback: the table's pointers;
-// production: the offset, windows being page-aligned).
-inline std::uintptr_t address_bits(const Peers& peers, SymRef ref) {
-  std::uintptr_t bits = ref.offset;
-  if (peers.loopback) {
-    for (int r = 0; r < peers.size; ++r) {
-      bits |= reinterpret_cast<std::uintptr_t>(peers.base[ref.slot][r]) + ref.offset;
-    }
-  }
-  return bits;
+// Bits that may be set in the address of `ref` on any peer: the offset, windows being
+// page-aligned.
+inline std::uintptr_t address_bits(const Peers& /*peers*/, SymRef ref) {
+  return ref.offset;
 }
 
 inline void check_peers(const Peers& peers) {
-  int const limit = peers.loopback ? kMaxLoopbackRanks : kMaxRanks;
-  SYMMCOMM_EXPECTS(peers.size >= 1 && peers.size <= limit,
-                   "lsa kernel: " << peers.size << " ranks, outside 1.." << limit
-                                  << (peers.loopback ? " (loopback)" : ""));
+  SYMMCOMM_EXPECTS(peers.size >= 1 && peers.size <= kMaxRanks,
+                   "lsa kernel: " << peers.size << " ranks, outside 1.." << kMaxRanks);
   SYMMCOMM_EXPECTS(peers.rank >= 0 && peers.rank < peers.size,
                    "lsa kernel: rank " << peers.rank << " outside 0.." << peers.size - 1);
-  if (peers.loopback) return;
   SYMMCOMM_EXPECTS(peers.dev_comm != nullptr,
                    "lsa kernel: the communicator has no device communicator");
 }
 
-inline void check_ref(const Peers& peers, SymRef ref, const char* name) {
+inline void check_slot(SymRef ref, const char* name) {
   SYMMCOMM_EXPECTS(ref.slot >= 0 && ref.slot < kSlots,
                    "lsa kernel: " << name << " slot " << ref.slot << " outside 0.." << kSlots - 1);
-  if (peers.loopback) {
-    for (int r = 0; r < peers.size; ++r) {
-      SYMMCOMM_EXPECTS(peers.base[ref.slot][r] != nullptr,
-                       "lsa kernel: " << name << " of virtual rank " << r << " is null");
-    }
-  } else {
-    SYMMCOMM_EXPECTS(peers.window[ref.slot] != nullptr, "lsa kernel: " << name << " has no window");
-  }
 }
 
-// The count exchange's arguments (CountedArgs) of the device-count kernel `what` names.
-inline void check_counted(const Peers& peers, const CountedArgs& a, const char* what) {
+inline void check_ref(const Peers& peers, SymRef ref, const char* name) {
+  check_slot(ref, name);
+  SYMMCOMM_EXPECTS(peers.window[ref.slot] != nullptr, "lsa kernel: " << name << " has no window");
+}
+
+// The count exchange's arguments (CountedArgs) of the device-count kernel `what` names, for
+// either peer description.
+template <class Desc>
+void check_counted(const Desc& peers, const CountedArgs& a, const char* what) {
   SYMMCOMM_EXPECTS(a.count != nullptr && a.offsets != nullptr && a.overflow != nullptr,
                    what << ": count, offsets and overflow must be device pointers");
   SYMMCOMM_EXPECTS(a.phase >= 0 && a.phase <= 2, what << ": phase " << a.phase << " outside 0..2");
@@ -142,22 +135,10 @@ void launch_resident(void (*kernel)(Params...), int sm_share, unsigned grid, cud
          stream, p, std::forward<Args>(args)...);
 }
 
-// Runs `launch(policy)` with the policy `peers` describes.
+// Runs `launch(policy)` with the production policy `peers` describes.
 template <class Launch>
 void with_policy(const Peers& peers, Launch&& launch) {
   check_peers(peers);
-  if (peers.loopback) {
-    LoopbackPolicy p{};
-    p.programmatic = programmatic_launch();
-    p.my_rank = peers.rank;
-    p.my_size = peers.size;
-    for (int s = 0; s < kSlots; ++s) {
-      for (int r = 0; r < kMaxLoopbackRanks; ++r)
-        p.base[s][r] = static_cast<char*>(peers.base[s][r]);
-    }
-    launch(p);
-    return;
-  }
 #if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
   LsaPolicy p{};
   p.programmatic = programmatic_launch();
@@ -166,6 +147,7 @@ void with_policy(const Peers& peers, Launch&& launch) {
   p.abort_word = peers.abort_word;
   launch(p);
 #else
+  (void)launch;
   SYMMCOMM_FAIL("lsa kernel: this build has no NCCL device API (NCCL < 2.28 headers)");
 #endif
 }

@@ -1,5 +1,6 @@
 #pragma once
-// Private: the peer policies symmcomm's LSA kernels are written against (see lsa.hpp), and the
+// Private: the peer policies symmcomm's LSA kernels are written against (see lsa.hpp; the
+// testing library adds its loopback policy, src/testing/src/lsa_loopback_policy.cuh), and the
 // thread-index helpers they share. A policy answers rank(), size(), ptr(SymRef, peer) and
 // barrier() (false, in every thread of the CTA, when the communicator was aborted while it
 // waited: the kernel then leaves); the kernels know nothing else about where peers' buffers
@@ -29,21 +30,6 @@ __device__ __forceinline__ bool abort_raised(const std::uint32_t* word) {
 }
 
 // ---- peer policies --------------------------------------------------------------------------
-
-// N virtual ranks on one GPU. Launched once per virtual rank in rank order on one stream, so
-// the barriers have nothing to wait for: the previous rank's kernel has completed.
-struct LoopbackPolicy {
-  static constexpr bool kHeavyBarrier = false;  // (register budget, see ReduceShape)
-  bool programmatic = false;  // launched with programmatic dependent launch (lsa.hpp)
-  int my_rank;
-  int my_size;
-  char* base[kSlots][kMaxLoopbackRanks];
-  __device__ int rank() const { return my_rank; }
-  __device__ int size() const { return my_size; }
-  __device__ char* ptr(SymRef ref, int peer) const { return base[ref.slot][peer] + ref.offset; }
-  __device__ bool barrier() const { return true; }
-  __device__ bool aborted() const { return false; }
-};
 
 // The fallback's local reduction: "peers" are the shards of a ShardTable (slot 0 =
 // data, 1 = block scales, 2 = scale), already in local memory; nothing to wait for. Used by

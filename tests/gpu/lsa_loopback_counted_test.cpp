@@ -21,6 +21,7 @@
 #include "support/tensors.hpp"
 #include "symmcomm/formats/codecs.hpp"
 #include "symmcomm/testing/loopback.hpp"
+#include "testing/src/lsa_loopback.hpp"
 
 namespace symmcomm::test {
 namespace {
@@ -122,7 +123,7 @@ void counted_gather_matches_the_host(int n, bool swizzled, bool pdl) {
   for (int phase : {1, 2}) {
     for (int r = 0; r < n; ++r) {
       auto const i = static_cast<std::size_t>(r);
-      detail::lsa::Peers peers = detail::lsa::Peers::loopback_of(r, n);
+      detail::lsa::LoopbackPeers peers(r, n);
       for (std::size_t q = 0; q < un; ++q) {
         peers.base[0][q] = recv_data[q]->get();
         peers.base[1][q] = recv_scales[q]->get();
@@ -215,7 +216,7 @@ void counted_reduce_matches_the_host(int n, std::size_t row, bool pdl) {
   for (int phase : {1, 2}) {
     for (int r = 0; r < n; ++r) {
       auto const i = static_cast<std::size_t>(r);
-      detail::lsa::Peers peers = detail::lsa::Peers::loopback_of(r, n);
+      detail::lsa::LoopbackPeers peers(r, n);
       for (std::size_t q = 0; q < un; ++q) {
         peers.base[0][q] = arrays.counts[q]->get();
         peers.base[1][q] = send[q]->get();
@@ -289,7 +290,7 @@ void counted_nvfp4_reduce_matches_the_host(int n, std::size_t row) {
   for (int phase : {1, 2}) {
     for (int r = 0; r < n; ++r) {
       auto const i = static_cast<std::size_t>(r);
-      detail::lsa::Peers peers = detail::lsa::Peers::loopback_of(r, n);
+      detail::lsa::LoopbackPeers peers(r, n);
       for (std::size_t q = 0; q < un; ++q) {
         peers.base[0][q] = arrays.counts[q]->get();
         peers.base[1][q] = data[q]->get();

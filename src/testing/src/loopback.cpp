@@ -11,6 +11,7 @@
 #include "collectives/lsa_args.hpp"
 #include "collectives/scale_swizzle.hpp"
 #include "kernels/lsa.hpp"
+#include "lsa_loopback.hpp"
 #include "symmcomm/error.hpp"
 
 namespace symmcomm::loopback {
@@ -45,7 +46,7 @@ struct GatherTensor {
 void run_gather(const std::vector<GatherTensor>& tensors, cudaStream_t stream) {
   std::size_t const n = tensors.front().send.size();
   for (std::size_t r = 0; r < n; ++r) {
-    lsa::Peers peers = lsa::Peers::loopback_of(static_cast<int>(r), static_cast<int>(n));
+    lsa::LoopbackPeers peers(static_cast<int>(r), static_cast<int>(n));
     std::vector<detail::GatherPart> parts;
     for (std::size_t t = 0; t < tensors.size(); ++t) {
       for (std::size_t q = 0; q < n; ++q) peers.base[t][q] = tensors[t].recv[q];
@@ -104,8 +105,9 @@ std::vector<std::size_t> shard_counts(const std::vector<Send>& send,
 // Virtual rank r's view of the N quantized tensors `views` (NVFP4 or FP8): slot 0 = data,
 // 1 = block scales (NVFP4; FP8 repeats the data, unused), 2 = the scale float.
 template <class View>
-lsa::Peers quantized_peers(const std::vector<View>& views, std::size_t r, const char* name) {
-  lsa::Peers peers = lsa::Peers::loopback_of(static_cast<int>(r), static_cast<int>(views.size()));
+lsa::LoopbackPeers quantized_peers(const std::vector<View>& views, std::size_t r,
+                                   const char* name) {
+  lsa::LoopbackPeers peers(static_cast<int>(r), static_cast<int>(views.size()));
   for (std::size_t q = 0; q < views.size(); ++q) {
     peers.base[0][q] = views[q].data;
     if constexpr (std::is_same_v<View, Nvfp4View>) {
@@ -150,7 +152,7 @@ void run_reduce(const std::vector<Send>& send, const std::vector<Span<Out>>& rec
   auto const displ = displacements(counts);
   std::size_t const total = send[0].count;
   for (std::size_t r = 0; r < n; ++r) {
-    lsa::Peers const peers = quantized_peers(send, r, "send");
+    lsa::LoopbackPeers const peers = quantized_peers(send, r, "send");
     lsa::ReduceArgs a = detail::reduce_args(send[0].dtype(), detail::QuantizedBases{}, displ[r],
                                             counts[r], total / n);
     a.out = recv[r].data;
@@ -183,7 +185,7 @@ void run_quantize_gather(const std::vector<Bf16Span>& input, const std::vector<c
   auto const displ = displacements(counts);
   std::size_t const total = recv[0].count;
   for (std::size_t r = 0; r < n; ++r) {
-    lsa::Peers const peers = quantized_peers(recv, r, "recv");
+    lsa::LoopbackPeers const peers = quantized_peers(recv, r, "recv");
     lsa::quantize_gather(
         peers,
         detail::quantize_gather_args(recv[0].dtype(), input[r].data, scale[r], counts[r], displ[r],

@@ -14,6 +14,7 @@
 #include "support/tensors.hpp"
 #include "symmcomm/collectives/device_counts.hpp"
 #include "symmcomm/error.hpp"
+#include "testing/src/lsa_loopback.hpp"
 
 namespace {
 
@@ -222,8 +223,8 @@ TEST(RaggedArgs, PlannedOnTheOneLaunchKernelWhereItRunsElseTheFallbackSayingWhat
 
 // Two loopback ranks whose slots all point into `words` (64 ints): host memory, for argument
 // checks that fail before any launch.
-detail::lsa::Peers two_virtual_ranks(std::int32_t* words) {
-  detail::lsa::Peers peers = detail::lsa::Peers::loopback_of(0, 2);
+detail::lsa::LoopbackPeers two_virtual_ranks(std::int32_t* words) {
+  detail::lsa::LoopbackPeers peers(0, 2);
   for (int slot = 0; slot < detail::lsa::kSlots; ++slot) {
     for (int r = 0; r < 2; ++r) peers.base[slot][r] = words + 16 * slot;
   }
@@ -232,10 +233,9 @@ detail::lsa::Peers two_virtual_ranks(std::int32_t* words) {
 
 TEST(RaggedArgs, OneLaunchKernelArgumentsAreCheckedBeforeAnyLaunch) {
   using detail::lsa::CountedGatherArgs;
-  using detail::lsa::Peers;
   using detail::lsa::SymRef;
   static std::int32_t words[64];
-  Peers const peers = two_virtual_ranks(words);
+  detail::lsa::LoopbackPeers const peers = two_virtual_ranks(words);
   CountedGatherArgs a;
   a.part[0] = CountedGatherArgs::Part{words, SymRef{0, 0}, 8, false};
   a.parts = 1;
@@ -275,10 +275,9 @@ TEST(RaggedArgs, OneLaunchKernelArgumentsAreCheckedBeforeAnyLaunch) {
 
 TEST(RaggedArgs, OneLaunchReduceScatterArgumentsAreCheckedBeforeAnyLaunch) {
   using detail::lsa::CountedReduceArgs;
-  using detail::lsa::Peers;
   using detail::lsa::SymRef;
   alignas(16) static std::int32_t words[64];
-  Peers const peers = two_virtual_ranks(words);
+  detail::lsa::LoopbackPeers const peers = two_virtual_ranks(words);
   CountedReduceArgs a;
   a.count = words;
   a.counts = SymRef{1, 0};

@@ -1,0 +1,43 @@
+// The LSA kernels over virtual ranks (lsa_loopback.hpp): the production launch bodies
+// (kernels/lsa_launchers.cuh, kernels/lsa_counted_reduce.cuh) instantiated for LoopbackPeers,
+// whose checks and policy (lsa_loopback_policy.cuh) the bodies find by argument-dependent lookup.
+
+#include "core/kernel_preload.hpp"
+#include "kernels/lsa_counted_reduce.cuh"
+#include "kernels/lsa_launchers.cuh"
+#include "lsa_loopback.hpp"
+#include "lsa_loopback_policy.cuh"
+
+namespace symmcomm::detail::lsa {
+namespace {
+
+// Loaded with the library's modules when a communicator is made (core/kernel_preload.hpp).
+[[maybe_unused]] const bool kModuleRegistered = register_kernel_module(
+    reinterpret_cast<const void*>(&gather_kernel<LoopbackPolicy>), "testing/src/lsa_loopback.cu");
+
+}  // namespace
+
+void gather(const LoopbackPeers& peers, const GatherArgs& args, cudaStream_t stream) {
+  launch_gather(peers, args, stream);
+}
+
+void reduce(const LoopbackPeers& peers, const ReduceArgs& args, cudaStream_t stream) {
+  launch_reduce(peers, args, stream);
+}
+
+void quantize_gather(const LoopbackPeers& peers, const QuantizeGatherArgs& args,
+                     cudaStream_t stream) {
+  launch_quantize_gather(peers, args, stream);
+}
+
+void counted_gather(const LoopbackPeers& peers, const CountedGatherArgs& args,
+                    cudaStream_t stream) {
+  launch_counted_gather(peers, args, stream);
+}
+
+void counted_reduce(const LoopbackPeers& peers, const CountedReduceArgs& args,
+                    cudaStream_t stream) {
+  launch_counted_reduce(peers, args, stream);
+}
+
+}  // namespace symmcomm::detail::lsa
