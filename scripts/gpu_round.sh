@@ -12,9 +12,10 @@
 #             multi-rank tier (2/4/8 ranks sharing the GPU, the counts-in-lines tests among
 #             them), then the single-GPU tier
 #   bench     the decode-size reduce-scatter sweep and floor (the push kernels' receive mappings
-#             side by side), then the device-count gather and combine at decode capacities
-#             beside the padded calls in CUDA graphs (counts in the lines = variant 4;
-#             ragged_ragged.md), 5 repetitions each
+#             side by side; SYMMCOMM_BENCH_LATENCY=0 leaves it out), then the device-count gather
+#             and combine at decode capacities (means SYMMCOMM_BENCH_GATHER_MEANS, default 4|8,
+#             and SYMMCOMM_BENCH_COMBINE_MEANS, default 2|4|8) beside the padded calls in CUDA
+#             graphs (counts in the lines = variant 4; ragged_ragged.md), 5 repetitions each
 #   moe       symmcomm-bench's moe-dp layer at 2/4/8 ranks (padded and device-count layers),
 #             then at decode capacities in CUDA graphs, 5 cycles, with counts in the lines
 #             (SYMMCOMM_LL_COUNTS=1)
@@ -89,10 +90,14 @@ case "$phase" in
     # The reduce-scatter sweep first (the push kernels' receive mappings side by side: variants
     # 6 and 7), then the device-count calls at decode capacities in graphs (what decode runs):
     # gather means 4 and 8, combine 2, 4, 8.
-    SYMMCOMM_LATENCY_OPS="Floor ReduceScatter" SYMMCOMM_LATENCY_BYTES="1024|4096|16384|65536" \
-      SYMMCOMM_LATENCY_LIMIT_S=80 SYMMCOMM_LATENCY_BACKTRACE=0 timeout 330 \
-      "$SYMMCOMM_ROOT"/scripts/gpu_latency.sh >"$work/latency-summary.txt" 2>&1
-    echo "== latency: exit $?"
+    if [ "${SYMMCOMM_BENCH_LATENCY:-1}" = 1 ]; then
+      SYMMCOMM_LATENCY_OPS="Floor ReduceScatter" SYMMCOMM_LATENCY_BYTES="1024|4096|16384|65536" \
+        SYMMCOMM_LATENCY_LIMIT_S=80 SYMMCOMM_LATENCY_BACKTRACE=0 timeout 330 \
+        "$SYMMCOMM_ROOT"/scripts/gpu_latency.sh >"$work/latency-summary.txt" 2>&1
+      echo "== latency: exit $?"
+    fi
+    gather_means="${SYMMCOMM_BENCH_GATHER_MEANS:-4|8}"
+    combine_means="${SYMMCOMM_BENCH_COMBINE_MEANS:-2|4|8}"
     # One process per rank count, each its own JSON, so that a part cut at the time limit keeps
     # the others; merged for the table.
     parts=3
@@ -100,7 +105,7 @@ case "$phase" in
       env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
         NCCL_P2P_LL_THRESHOLD=1073741824 timeout "$(( ($(left) - 15) / parts ))" \
         "$SYMMCOMM_ROOT"/build-nccl2/bench/symmcomm_micro_bench \
-        --benchmark_filter="BM_Ragged(Gather/ranks:$n/mean_tokens:(4|8)/.*graph:1|Combine/ranks:$n/mean_tokens:(2|4|8)/.*graph:1)" \
+        --benchmark_filter="BM_Ragged(Gather/ranks:$n/mean_tokens:($gather_means)/.*graph:1|Combine/ranks:$n/mean_tokens:($combine_means)/.*graph:1)" \
         --benchmark_repetitions=5 --benchmark_out="$work/ragged-n$n.json" \
         --benchmark_out_format=json >"$work/ragged-n$n.txt" 2>&1
       echo "== ragged gather and combine, $n ranks: exit $?"

@@ -264,13 +264,13 @@ Plan execute_device_count_gather(CommState& state, const CollectiveCall& call, c
   if (scale.send != nullptr) {
     planned.buffer(Slot::RecvScale, scale.name, scale.recv, n * sizeof(float));
   }
-  planned.device_counts();
+  // Counts in the scratch lines where the call fits that kernel, else the one-launch kernel.
+  lsa::LlCountedGatherArgs const ll = ll_counted_args(state, call, rows, scale);
+  planned.device_counts(ll.parts > 0);
   Plan const plan = planned.decide(stream);
   DeviceGuard guard(state.device);
   if (plan.path == Path::LsaKernel) {
-    // Counts in the scratch lines where the call fits that kernel, else the one-launch kernel.
-    lsa::LlCountedGatherArgs const ll = ll_counted_args(state, call, rows, scale);
-    if (ll.parts > 0) {
+    if (plan.counts_in_lines) {
       planned.before_enqueue(stream);
       lsa::ll_counted_gather(ll, state.caps.lsa_sm_share, stream);
     } else {
@@ -376,9 +376,13 @@ Plan execute_device_count_reduce_scatter(CommState& state, const CollectiveCall&
                       (nvfp4 && reinterpret_cast<std::uintptr_t>(call.send.data) % 8 == 0 &&
                        reinterpret_cast<std::uintptr_t>(call.recv.data) % 16 == 0);
   PlannedCall planned(state, Operation::ReduceScatter, options, operation);
+  bool const lines =
+      kernel && lsa::ll_counted_reduce_fits(
+                    lsa::ll_counts_on(state.scratch.window != nullptr, state.counts_in_lines),
+                    call.send.dtype, counts.capacity, call.row_elements);
   planned.per_rank(counts.capacity * total_row_bytes(rows), false)
       .lsa_kernel(kernel)
-      .device_counts();
+      .device_counts(lines);
   int index = 0;
   for (const RowPart& p : rows) {
     // Peers read the send rows only on the LSA path.
@@ -394,9 +398,7 @@ Plan execute_device_count_reduce_scatter(CommState& state, const CollectiveCall&
   Plan const plan = planned.decide(stream);
   DeviceGuard guard(state.device);
   if (plan.path == Path::LsaKernel) {
-    if (lsa::ll_counted_reduce_fits(
-            lsa::ll_counts_on(state.scratch.window != nullptr, state.counts_in_lines),
-            call.send.dtype, counts.capacity, call.row_elements)) {
+    if (plan.counts_in_lines) {
       enqueue_ll_counted_reduce(state, planned, call, stream);
     } else {
       enqueue_counted_reduce(state, planned, call, rows, stream);

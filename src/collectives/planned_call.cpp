@@ -198,8 +198,9 @@ PlannedCall& PlannedCall::part(Slot side, int index, const char* name, const voi
   return *this;
 }
 
-PlannedCall& PlannedCall::device_counts() {
+PlannedCall& PlannedCall::device_counts(bool counts_in_lines) {
   request_.device_counts = true;
+  request_.counts_in_lines = counts_in_lines;
   return *this;
 }
 

@@ -78,8 +78,9 @@ class PlannedCall {
   /// Part `index` of a gather's send (Slot::SendPart) or receive (Slot::RecvPart) side.
   PlannedCall& part(Slot side, int index, const char* name, const void* ptr, std::size_t bytes,
                     bool peer_accessed = true);
-  /// A gather whose counts are on the device (device_counts.hpp; the planner's device_counts).
-  PlannedCall& device_counts();
+  /// A call whose counts are on the device (device_counts.hpp; the planner's device_counts),
+  /// whose rows fit the counts-in-lines kernels or not (the planner's counts_in_lines).
+  PlannedCall& device_counts(bool counts_in_lines);
   /// A fused quantize + all-gather whose NCCL path gathers a quantized copy of `bytes`: in
   /// `staging` (planned as "Options::staging.send") when not null, else in the workspace.
   PlannedCall& quantize_first(const void* staging, std::size_t bytes);

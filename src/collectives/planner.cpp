@@ -68,8 +68,12 @@ void describe(std::ostream& os, PlanReason why, const Plan& p) {
             "at capacity)";
       break;
     case PlanReason::DeviceCountsInOneLaunch:
-      os << "the counts are on the device: symmcomm's LSA kernel exchanges them through the "
-            "window and moves only the rows that count, in one launch (NCCL's path would move "
+      os << "the counts are on the device: symmcomm's LSA kernel "
+         << (p.counts_in_lines ? "carries them in the scratch window's lines beside the rows "
+                                 "(no barrier before the rows)"
+                               : "exchanges them through the window behind a barrier (the "
+                                 "rows do not fit a scratch slot)")
+         << " and moves only the rows that count, in one launch (NCCL's path would move "
          << p.buffer_bytes << " bytes per rank at capacity, with one more pass on the device)";
       break;
     case PlanReason::NcclCannot:
@@ -83,7 +87,8 @@ void describe(std::ostream& os, PlanReason why, const Plan& p) {
 
 std::string Plan::reason() const {
   std::ostringstream os;
-  os << to_string(path) << (staged ? " (staged)" : "") << ": ";
+  os << to_string(path) << (staged ? " (staged)" : "")
+     << (counts_in_lines ? " (counts in the lines)" : "") << ": ";
   describe(os, why, *this);
   return os.str();
 }
@@ -203,11 +208,13 @@ Plan plan_collective(const PlanRequest& r) {
       if (Blocker const b = lsa_blocker(r)) refuse(r, b);
       Plan p = make(Path::LsaKernel, PlanReason::Forced);
       p.buffer_bytes = r.bytes_per_rank;
+      p.counts_in_lines = r.counts_in_lines;
       return p;
     }
     if (r.choice == PathChoice::Auto && !lsa_blocker(r)) {
       Plan p = make(Path::LsaKernel, PlanReason::DeviceCountsInOneLaunch);
       p.buffer_bytes = r.bytes_per_rank;
+      p.counts_in_lines = r.counts_in_lines;
       return p;
     }
     SYMMCOMM_EXPECTS(r.choice == PathChoice::Auto || r.choice == PathChoice::Fallback,

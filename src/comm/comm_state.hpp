@@ -93,7 +93,7 @@ struct CommState {
   /// Whether the scratch window is made: no rank set SYMMCOMM_LSA_LL=0 (agreed at creation).
   bool scratch_agreed = false;
   /// Device-count calls carry counts in the scratch lines where they fit (kernels/
-  /// lsa_ll_counted.hpp): every rank set SYMMCOMM_LL_COUNTS=1 (agreed at creation).
+  /// lsa_ll_counted.hpp): no rank set SYMMCOMM_LL_COUNTS=0 (agreed at creation).
   bool counts_in_lines = false;
   /// The scratch window and call counter of symmcomm's flag-in-data kernels, made with the
   /// device communicator (dev_comm.hpp); empty where there is none.

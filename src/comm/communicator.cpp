@@ -40,7 +40,7 @@ std::atomic<std::uint64_t> next_comm_id{1};
 struct GpuEntry {
   int sms = 0;
   int small_gather = 1;     // SYMMCOMM_LSA_LL is not 0 here
-  int counts_in_lines = 0;  // SYMMCOMM_LL_COUNTS is 1 here
+  int counts_in_lines = 1;  // SYMMCOMM_LL_COUNTS is not 0 here
   unsigned char uuid[16] = {};
 };
 
@@ -50,14 +50,14 @@ struct GpuEntry {
 // directly. Also agrees
 // whether the scratch window is made (state.scratch_agreed): only when
 // no rank turned it off, so that a variable set on some ranks only cannot split them; and
-// whether device-count calls carry counts in its lines (state.counts_in_lines): only when every
-// rank turned it on.
+// whether device-count calls carry counts in its lines (state.counts_in_lines): only when no
+// rank turned it off.
 void agree_gpu_share(CommState& state) {
   GpuEntry mine;
   const char* small = std::getenv("SYMMCOMM_LSA_LL");
   mine.small_gather = small != nullptr && std::strcmp(small, "0") == 0 ? 0 : 1;
   const char* lines = std::getenv("SYMMCOMM_LL_COUNTS");
-  mine.counts_in_lines = lines != nullptr && std::strcmp(lines, "1") == 0 ? 1 : 0;
+  mine.counts_in_lines = lines != nullptr && std::strcmp(lines, "0") == 0 ? 0 : 1;
   SYMMCOMM_CUDA_TRY(
       cudaDeviceGetAttribute(&mine.sms, cudaDevAttrMultiProcessorCount, state.device));
   cudaDeviceProp prop{};
@@ -103,8 +103,8 @@ void agree_gpu_share(CommState& state) {
   }
   if (mine.counts_in_lines != 0 && !state.counts_in_lines) {
     SYMMCOMM_LOG_WARN("communicator " << state.id << " (rank " << state.rank
-                                      << "): SYMMCOMM_LL_COUNTS=1 here but not on every rank: "
-                                         "device counts stay out of the scratch lines");
+                                      << "): SYMMCOMM_LL_COUNTS=0 on another rank: device counts "
+                                         "stay out of the scratch lines on every rank");
   }
   state.caps.ranks_per_gpu = most_sharing;
   state.caps.lsa_sm_share = std::max(1, fewest_sms / most_sharing);

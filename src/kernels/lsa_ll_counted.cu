@@ -361,10 +361,11 @@ __global__ void __launch_bounds__(kThreads)
 }
 #endif
 
-// Off until measured against the one-launch kernel: the benchmarks and the tests turn it on.
-std::atomic<bool>& ll_counts_setting() {
-  static std::atomic<bool> on{false};
-  return on;
+// The process switch (set_ll_counts): the ranks' agreement decides unless a test or benchmark
+// forces it.
+std::atomic<LlCounts>& ll_counts_switch() {
+  static std::atomic<LlCounts> setting{LlCounts::Agreed};
+  return setting;
 }
 
 // Loaded with the rest of this module when a communicator is made (core/kernel_preload.hpp).
@@ -384,11 +385,11 @@ void check_ll_counts(const LlCountsArgs& a, const char* what) {
 
 }  // namespace
 
-void set_ll_counts(bool on) noexcept {
-  ll_counts_setting().store(on, std::memory_order_relaxed);
+void set_ll_counts(LlCounts setting) noexcept {
+  ll_counts_switch().store(setting, std::memory_order_relaxed);
 }
-bool ll_counts_enabled() noexcept {
-  return ll_counts_setting().load(std::memory_order_relaxed);
+LlCounts ll_counts_setting() noexcept {
+  return ll_counts_switch().load(std::memory_order_relaxed);
 }
 
 void ll_counted_gather(const LlCountedGatherArgs& a, int sm_share, cudaStream_t stream) {

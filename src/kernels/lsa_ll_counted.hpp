@@ -37,8 +37,10 @@ struct LlCountsArgs {
 /// local `recv`. No barrier and no count exchange before the rows: the call counter and halves
 /// of the all-gather above, whose reuse argument holds since every rank reads every peer's count
 /// line in every call. Writes `counts` (raw), `offsets` (prefix of the clamped counts) and sets
-/// `overflow` as the one-launch kernel does. Linear parts only; production only. Off unless
-/// turned on (set_ll_counts): not yet measured against the one-launch kernel.
+/// `overflow` as the one-launch kernel does. Linear parts only; production only. Auto's choice
+/// for device counts wherever the rows fit a slot (ll_counted_fits): at decode capacities it
+/// took 0.46-0.68x the one-launch kernel's time (medians, in CUDA graphs, 2 and 8 ranks sharing
+/// an H100: bench/results/2026-12-05-h100x1-session23/call1-ragged.md).
 struct LlCountedGatherArgs : LlCountsArgs {
   struct Part {
     const void* src = nullptr;  ///< capacity rows of row_bytes, local
@@ -65,31 +67,38 @@ inline constexpr std::size_t ll_counted_lines(std::size_t capacity, std::size_t 
 }
 
 /// Counts in the lines (ll_counted_gather, ll_counted_reduce) for every communicator of this
-/// process, whatever it agreed at creation: off by default; the benchmarks and the tests turn it
-/// on. Process-wide, so the same on every rank of a communicator whose ranks share the process
-/// (ranks deciding differently would wait for each other for ever); across processes the
-/// switch is SYMMCOMM_LL_COUNTS=1, agreed at creation (CommState::counts_in_lines).
-void set_ll_counts(bool on) noexcept;
-bool ll_counts_enabled() noexcept;
+/// process, whatever its ranks agreed at creation: `Agreed` (the default) leaves the choice to
+/// the agreement (CommState::counts_in_lines: on unless some rank set SYMMCOMM_LL_COUNTS=0);
+/// `On` and `Off` override it (the benchmarks and tests compare the kernels with them).
+/// Process-wide, so the same on every rank of a communicator whose ranks share the process
+/// (ranks deciding differently would wait for each other for ever); across processes only the
+/// agreement decides.
+enum class LlCounts : std::uint8_t { Agreed, On, Off };
+void set_ll_counts(LlCounts setting) noexcept;
+LlCounts ll_counts_setting() noexcept;
 
-/// The process switch (set_ll_counts) set for one scope and restored to what it was after it,
-/// also when the scope is left by an exception or an early return (tests and benchmarks).
+/// The process switch (set_ll_counts) forced on or off for one scope and restored to what it
+/// was after it, also when the scope is left by an exception or an early return (tests and
+/// benchmarks).
 class ScopedLlCounts {
  public:
-  explicit ScopedLlCounts(bool on) noexcept : was_(ll_counts_enabled()) { set_ll_counts(on); }
+  explicit ScopedLlCounts(bool on) noexcept : was_(ll_counts_setting()) {
+    set_ll_counts(on ? LlCounts::On : LlCounts::Off);
+  }
   ~ScopedLlCounts() { set_ll_counts(was_); }
   ScopedLlCounts(const ScopedLlCounts&) = delete;
   ScopedLlCounts& operator=(const ScopedLlCounts&) = delete;
 
  private:
-  bool was_;
+  LlCounts was_;
 };
 
 /// Whether a communicator's device-count calls may carry counts in the lines: it has the
-/// scratch window (`scratch`), and its ranks agreed on it at creation (`agreed`) or the process
-/// switch is on.
+/// scratch window (`scratch`), and the process switch forces them on, or leaves the choice to
+/// the ranks' agreement at creation (`agreed`).
 inline bool ll_counts_on(bool scratch, bool agreed) {
-  return scratch && (agreed || ll_counts_enabled());
+  LlCounts const setting = ll_counts_setting();
+  return scratch && (setting == LlCounts::On || (setting == LlCounts::Agreed && agreed));
 }
 
 /// Whether a device-count gather of `capacity` rows of `row_lines` lines fits the kernel: counts
@@ -111,7 +120,8 @@ void ll_counted_gather(const LlCountedGatherArgs& args, int sm_share, cudaStream
 /// dequantized with each rank's scales, the pull kernel's arithmetic) and rounds once to bf16 in
 /// `out`, whose rows past its count up to capacity are written as 0. The call counter and
 /// halves of the all-gather above; writes `counts`, `offsets` and `overflow` as the one-launch
-/// kernel does. Production only; off unless turned on (set_ll_counts).
+/// kernel does. Production only; Auto's choice wherever the rows fit a slot
+/// (ll_counted_reduce_fits).
 struct LlCountedReduceArgs : LlCountsArgs {
   DataType type = DataType::Bf16;              ///< Bf16 or Nvfp4 rows
   const void* send = nullptr;                  ///< size x capacity rows of room, compact, local

@@ -273,13 +273,14 @@ void decide_paths(Facts& f) {
                                   "with counts on the device"
                                 : lsa.why};
   PathRow lines{"counts-in-the-lines",
-                "what small-message-gather and device-count-kernels need, and "
-                "SYMMCOMM_LL_COUNTS=1 on every rank",
-                small.available && env_is("SYMMCOMM_LL_COUNTS", "1"), ""};
-  lines.why = !small.available ? small.why
-              : !lines.available
-                  ? "off unless SYMMCOMM_LL_COUNTS=1 (every rank, agreed at creation)"
-                  : "device-count calls at decode capacities carry counts in the scratch lines";
+                "what small-message-gather and device-count-kernels need, and no rank with "
+                "SYMMCOMM_LL_COUNTS=0",
+                small.available && !env_is("SYMMCOMM_LL_COUNTS", "0"), ""};
+  lines.why =
+      !small.available ? small.why
+      : !lines.available
+          ? "off: SYMMCOMM_LL_COUNTS=0 here (the ranks agree at creation: off on every rank)"
+          : "device-count calls at decode capacities carry counts in the scratch lines";
   f.paths = {fallback, symmetric, lsa, small, counted, lines};
 }
 

@@ -35,6 +35,9 @@ inline void expect_device_count_plan(const Plan& plan, PathChoice path, bool lsa
                       : path == PathChoice::LsaKernel ? PlanReason::Forced
                                                       : PlanReason::DeviceCountsInOneLaunch)
       << plan.reason();
+  if (!lsa || detail::lsa::ll_counts_setting() == detail::lsa::LlCounts::Off) {
+    EXPECT_FALSE(plan.counts_in_lines) << plan.reason();
+  }
 }
 
 // Counts in the scratch lines (lsa::ll_counted_gather / ll_counted_reduce) for one scope.

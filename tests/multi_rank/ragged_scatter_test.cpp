@@ -90,6 +90,7 @@ void bf16_scatter_device_counts(PathChoice path, std::size_t row) {
     count.upload({c[static_cast<std::size_t>(me)]});
     recv.poison();
     counts.poison();
+    offsets.poison();
     Plan const plan = call();
     sync();
     expect_device_count_plan(plan, path, lsa);
@@ -106,6 +107,8 @@ void bf16_scatter_device_counts(PathChoice path, std::size_t row) {
     auto const c = round_counts(round == 6 ? 1 : round, n);
     count.upload({c[static_cast<std::size_t>(me)]});
     recv.poison();
+    counts.poison();
+    offsets.poison();
     SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, w.stream));
     sync();
     expect(c, "graph replay " + std::to_string(round));
@@ -114,6 +117,8 @@ void bf16_scatter_device_counts(PathChoice path, std::size_t row) {
   c[0] = static_cast<std::int32_t>(kCapacity) + 5;
   count.upload({c[static_cast<std::size_t>(me)]});
   recv.poison();
+  counts.poison();
+  offsets.poison();
   SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, w.stream));
   sync();
   expect(c, "count above capacity");
@@ -122,7 +127,10 @@ void bf16_scatter_device_counts(PathChoice path, std::size_t row) {
   SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
 }
 
+// Counts in the lines forced off for the process: the one-launch kernel's barrier and count
+// exchange (the counts-in-lines kernel: the test below).
 TEST(MultiRankRagged, Bf16ReduceScatterWithDeviceCountsOnEveryPathEagerAndFromOneGraph) {
+  CountsInLines const off(false);
   std::vector<PathChoice> paths{PathChoice::Fallback, PathChoice::Auto};
   if (lsa_can()) paths.push_back(PathChoice::LsaKernel);
   for (PathChoice path : paths) {

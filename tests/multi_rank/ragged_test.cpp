@@ -157,26 +157,30 @@ TEST(MultiRankRagged, Nvfp4DeviceCountsEagerAndReplayedFromOneGraph) {
   nvfp4_device_counts(PathChoice::Fallback);
 }
 
+// Auto's choice with counts in the lines forced off for the process: the one-launch kernel that
+// exchanges the counts behind a barrier (what rows past a scratch slot take).
 TEST(MultiRankRagged, Nvfp4DeviceCountsAutoTakesTheOneLaunchKernelWhereItRuns) {
+  CountsInLines const off(false);
   nvfp4_device_counts(PathChoice::Auto);
 }
 
 TEST(MultiRankRagged, Nvfp4DeviceCountsOnTheLsaKernelInOneLaunch) {
   if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
+  CountsInLines const off(false);
   nvfp4_device_counts(PathChoice::LsaKernel);
 }
 
-// SYMMCOMM_LL_COUNTS=1 on every rank turns counts in the lines on for the communicators made
-// then; set on one rank only, or on none, it is off on every rank (ranks deciding apart would
-// wait for each other's lines for ever).
+// Counts in the lines are on for the communicators made while no rank sets SYMMCOMM_LL_COUNTS=0;
+// set to 0 on one rank only, or on every rank, they are off on every rank (ranks deciding apart
+// would wait for each other's lines for ever).
 TEST(MultiRankRagged, CountsInTheLinesAreAgreedAtCreation) {
   if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
   World& w = world();
   const char* const before = std::getenv("SYMMCOMM_LL_COUNTS");
   std::string const saved = before != nullptr ? before : "";
-  auto const agreed_when = [&](bool set_here) {
-    if (set_here) {
-      setenv("SYMMCOMM_LL_COUNTS", "1", 1);
+  auto const agreed_when = [&](bool off_here) {
+    if (off_here) {
+      setenv("SYMMCOMM_LL_COUNTS", "0", 1);
     } else {
       unsetenv("SYMMCOMM_LL_COUNTS");
     }
@@ -188,9 +192,9 @@ TEST(MultiRankRagged, CountsInTheLinesAreAgreedAtCreation) {
     }
     return detail::state_of(made)->counts_in_lines;
   };
-  EXPECT_TRUE(agreed_when(true)) << "set on every rank; rank " << w.rank;
-  EXPECT_FALSE(agreed_when(w.rank == 0)) << "set on rank 0 only; rank " << w.rank;
-  EXPECT_FALSE(agreed_when(false)) << "set nowhere; rank " << w.rank;
+  EXPECT_TRUE(agreed_when(false)) << "set nowhere; rank " << w.rank;
+  EXPECT_FALSE(agreed_when(w.rank == 0)) << "0 on rank 0 only; rank " << w.rank;
+  EXPECT_FALSE(agreed_when(true)) << "0 on every rank; rank " << w.rank;
 }
 
 // The same calls with counts in the scratch lines (lsa::ll_counted_gather, switched on for the

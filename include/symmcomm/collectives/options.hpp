@@ -79,7 +79,10 @@ enum class PlanReason : std::uint8_t {
 struct Plan {
   Path path = Path::Fallback;                   ///< the path the call took
   PlanReason why = PlanReason::ForcedFallback;  ///< why (reason() gives the text)
-  bool staged = false;                ///< plain buffers were copied through Options::staging
+  bool staged = false;  ///< plain buffers were copied through Options::staging
+  /// Device counts on symmcomm's LSA kernel: carried in the scratch window's lines beside the
+  /// rows (no barrier before them), where the rows fit a scratch slot.
+  bool counts_in_lines = false;
   int buffer_index = -1;              ///< the buffer the reason is about, if any
   const char* buffer_name = nullptr;  ///< its name ("recv.block_scales", ...)
   Provenance provenance{};            ///< its provenance

@@ -188,7 +188,26 @@ TEST(RaggedArgs, PlannedOnTheOneLaunchKernelWhereItRunsElseTheFallbackSayingWhat
                                  "would move 5760 bytes per rank at capacity"),
             std::string::npos)
       << chosen.reason();
+  EXPECT_FALSE(chosen.counts_in_lines);
+  EXPECT_NE(chosen.reason().find("behind a barrier (the rows do not fit a scratch slot)"),
+            std::string::npos)
+      << chosen.reason();
+  // Rows that fit a scratch slot: the counts ride in the lines, and the reason says so; the
+  // fallback never carries them there.
+  r.counts_in_lines = true;
+  Plan const in_lines = plan_collective(r);
+  EXPECT_EQ(in_lines.path, Path::LsaKernel);
+  EXPECT_TRUE(in_lines.counts_in_lines);
+  EXPECT_EQ(in_lines.reason().rfind("lsa-kernel (counts in the lines): ", 0), 0u)
+      << in_lines.reason();
+  EXPECT_NE(in_lines.reason().find("in the scratch window's lines beside the rows"),
+            std::string::npos)
+      << in_lines.reason();
+  r.choice = PathChoice::LsaKernel;
+  EXPECT_TRUE(plan_collective(r).counts_in_lines) << "forced onto the LSA kernel";
   r.choice = PathChoice::Fallback;
+  EXPECT_FALSE(plan_collective(r).counts_in_lines);
+  r.counts_in_lines = false;
   EXPECT_EQ(plan_collective(r).path, Path::Fallback);
   // A counts array outside the communicator's windows is named when the kernel is forced, and
   // sends Auto to the fallback.

@@ -190,11 +190,12 @@ TEST(SmallReduceScatterArgs, BadArgumentsAreRefusedBeforeAnyLaunch) {
   refused(a, "send or out is null");
 }
 
-// The counts-in-lines gather (lsa::LlCountedGatherArgs): off by default, the slot's lines (the
-// count, the scale, capacity rows of every part, each part's row starting a line), and the
-// argument checks before any launch.
-TEST(CountedLinesArgs, OffByDefaultAndTakenWhereCapacityRowsFitASlot) {
-  EXPECT_FALSE(lsa::ll_counts_enabled()) << "on before it was measured";
+// The counts-in-lines gather (lsa::LlCountedGatherArgs): left to the ranks' agreement by
+// default, the slot's lines (the count, the scale, capacity rows of every part, each part's row
+// starting a line), and the argument checks before any launch.
+TEST(CountedLinesArgs, AgreedByDefaultAndTakenWhereCapacityRowsFitASlot) {
+  EXPECT_EQ(lsa::ll_counts_setting(), lsa::LlCounts::Agreed) << "the process switch forces it";
+  EXPECT_TRUE(lsa::ll_counts_on(true, true)) << "agreed at creation, not forced";
   lsa::LlCountedGatherArgs a;
   a.parts = 3;
   a.part[0].row_bytes = 3584;  // 7168 NVFP4 values
@@ -210,19 +211,24 @@ TEST(CountedLinesArgs, OffByDefaultAndTakenWhereCapacityRowsFitASlot) {
   EXPECT_FALSE(lsa::ll_counted_fits(true, 4, 0)) << "no rows";
 }
 
-// On for a communicator whose ranks agreed at creation (SYMMCOMM_LL_COUNTS=1 on every rank) or
-// while the process switch is on, and only with the scratch window.
-TEST(CountedLinesArgs, OnWhereAgreedOrSwitchedOnWithTheScratch) {
-  lsa::ScopedLlCounts const off(false);
-  EXPECT_FALSE(lsa::ll_counts_on(true, false)) << "neither agreed nor switched on";
-  EXPECT_TRUE(lsa::ll_counts_on(true, true)) << "agreed at creation";
+// On for a communicator whose ranks agreed at creation (no rank set SYMMCOMM_LL_COUNTS=0) unless
+// the process switch forces it off, on where the switch forces it on, and only with the scratch
+// window.
+TEST(CountedLinesArgs, OnWhereAgreedOrForcedOnWithTheScratch) {
+  EXPECT_FALSE(lsa::ll_counts_on(true, false)) << "not agreed, not forced";
   EXPECT_FALSE(lsa::ll_counts_on(false, true)) << "no scratch window";
   {
-    lsa::ScopedLlCounts const on(true);
-    EXPECT_TRUE(lsa::ll_counts_on(true, false)) << "switched on for the process";
-    EXPECT_FALSE(lsa::ll_counts_on(false, false)) << "no scratch window";
+    lsa::ScopedLlCounts const off(false);
+    EXPECT_FALSE(lsa::ll_counts_on(true, true)) << "forced off for the process";
+    {
+      lsa::ScopedLlCounts const on(true);
+      EXPECT_TRUE(lsa::ll_counts_on(true, false)) << "forced on for the process";
+      EXPECT_FALSE(lsa::ll_counts_on(false, false)) << "no scratch window";
+    }
+    EXPECT_EQ(lsa::ll_counts_setting(), lsa::LlCounts::Off) << "the inner scope restores off";
   }
-  EXPECT_FALSE(lsa::ll_counts_enabled()) << "the scoped switch restores the value it found";
+  EXPECT_EQ(lsa::ll_counts_setting(), lsa::LlCounts::Agreed)
+      << "the scoped switch restores the value it found";
 }
 
 TEST(CountedLinesArgs, BadArgumentsAreRefusedBeforeAnyLaunch) {
