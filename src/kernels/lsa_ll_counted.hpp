@@ -38,9 +38,8 @@ struct LlCountsArgs {
 /// of the all-gather above, whose reuse argument holds since every rank reads every peer's count
 /// line in every call. Writes `counts` (raw), `offsets` (prefix of the clamped counts) and sets
 /// `overflow` as the one-launch kernel does. Linear parts only; production only. Auto's choice
-/// for device counts wherever the rows fit a slot (ll_counted_fits): at decode capacities it
-/// took 0.46-0.68x the one-launch kernel's time (medians, in CUDA graphs, 2 and 8 ranks sharing
-/// an H100: bench/results/2026-12-05-h100x1-session23/call1-ragged.md).
+/// for device counts wherever the rows fit a slot (ll_counted_fits): faster than the one-launch
+/// kernel at every decode capacity measured (docs/design-notes.md has the figures).
 struct LlCountedGatherArgs : LlCountsArgs {
   struct Part {
     const void* src = nullptr;  ///< capacity rows of row_bytes, local
