@@ -16,6 +16,10 @@
 #             and combine at decode capacities (means SYMMCOMM_BENCH_GATHER_MEANS, default 4|8,
 #             and SYMMCOMM_BENCH_COMBINE_MEANS, default 2|4|8) beside the padded calls in CUDA
 #             graphs (counts in the lines = variant 4; ragged_ragged.md), 5 repetitions each
+#   counted   the counts-in-lines kernels checked, then timed: the 2.30.7 build, the device-count
+#             multi-rank tests at 2/4/8 ranks sharing the GPU, then the device-count gather and
+#             combine at decode capacities (means 1-8) in CUDA graphs beside the padded calls, 5
+#             repetitions (the bench phase's measurement without its latency sweep)
 #   moe       symmcomm-bench's moe-dp layer at 2/4/8 ranks (padded and device-count layers),
 #             then at decode capacities in CUDA graphs, 5 cycles, with counts in the lines
 #             (SYMMCOMM_LL_COUNTS=1)
@@ -57,7 +61,7 @@
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|moe|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|counted|moe|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -84,9 +88,16 @@ case "$phase" in
     mv "$work/skips-second.txt" "$work/skips-multi-rank-2.30.7.txt"
     SYMMCOMM_SUITE_TIMEOUT_S=$(( $(left) - 10 )) "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -L gpu -LE multi_rank
     ;;
-  bench)
+  bench|counted)
     export SYMMCOMM_SUITES=second
     SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
+    if [ "$phase" = counted ]; then
+      SYMMCOMM_SUITE_TIMEOUT_S=150 "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh \
+        -R 'multi_rank\.MultiRankRagged\.n'
+      export SYMMCOMM_BENCH_LATENCY=0 SYMMCOMM_BENCH_GATHER_MEANS="${SYMMCOMM_BENCH_GATHER_MEANS:-1|2|4|8}" \
+        SYMMCOMM_BENCH_COMBINE_MEANS="${SYMMCOMM_BENCH_COMBINE_MEANS:-1|2|4|8}" \
+        SYMMCOMM_BENCH_VARIANTS="${SYMMCOMM_BENCH_VARIANTS:-1|3|4|5}"
+    fi
     # The reduce-scatter sweep first (the push kernels' receive mappings side by side: variants
     # 6 and 7), then the device-count calls at decode capacities in graphs (what decode runs):
     # gather means 4 and 8, combine 2, 4, 8.
@@ -98,6 +109,7 @@ case "$phase" in
     fi
     gather_means="${SYMMCOMM_BENCH_GATHER_MEANS:-4|8}"
     combine_means="${SYMMCOMM_BENCH_COMBINE_MEANS:-2|4|8}"
+    variants="${SYMMCOMM_BENCH_VARIANTS:-[0-9]}"
     # One process per rank count, each its own JSON, so that a part cut at the time limit keeps
     # the others; merged for the table.
     parts=3
@@ -105,7 +117,7 @@ case "$phase" in
       env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
         NCCL_P2P_LL_THRESHOLD=1073741824 timeout "$(( ($(left) - 15) / parts ))" \
         "$SYMMCOMM_ROOT"/build-nccl2/bench/symmcomm_micro_bench \
-        --benchmark_filter="BM_Ragged(Gather/ranks:$n/mean_tokens:($gather_means)/.*graph:1|Combine/ranks:$n/mean_tokens:($combine_means)/.*graph:1)" \
+        --benchmark_filter="BM_Ragged(Gather/ranks:$n/mean_tokens:($gather_means)/variant:($variants)/graph:1|Combine/ranks:$n/mean_tokens:($combine_means)/variant:($variants)/.*graph:1)" \
         --benchmark_repetitions=5 --benchmark_out="$work/ragged-n$n.json" \
         --benchmark_out_format=json >"$work/ragged-n$n.txt" 2>&1
       echo "== ragged gather and combine, $n ranks: exit $?"

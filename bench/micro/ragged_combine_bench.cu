@@ -138,7 +138,7 @@ void BM_RaggedCombine(benchmark::State& state) {
 // capacity rows fit a scratch slot.
 void combine_args(benchmark::internal::Benchmark* b) {
   for (int n : {2, 4, 8}) {
-    for (std::int64_t mean : {2, 4, 8, 64}) {
+    for (std::int64_t mean : {1, 2, 4, 8, 64}) {
       for (int nvfp4 : {0, 1}) {
         DataType const type = nvfp4 != 0 ? DataType::Nvfp4 : DataType::Bf16;
         bool const fits = detail::lsa::ll_counted_reduce_lines(

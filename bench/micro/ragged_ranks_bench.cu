@@ -1,7 +1,7 @@
 // DP attention's ragged gather three ways, side by side over N real NCCL ranks sharing this
 // process's GPU (NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1; skipped otherwise, saying why):
 // NVFP4 rows of 7168 elements (a DeepSeek-class hidden size), per-rank token counts Zipf-like
-// around a mean (4, 8, 64, 256, 1024), capacity twice the mean.
+// around a mean (1, 2, 4, 8, 64, 256, 1024), capacity twice the mean.
 //
 // BM_RaggedGather, variant (third argument):
 //   0  counts on the device on NCCL's path (Options::path = Fallback: every rank's rows at
@@ -14,7 +14,7 @@
 //      the counted rows move;
 //   4  variant 3 with counts in the scratch lines (lsa::ll_counted_gather, switched on for the
 //      case): no barrier and no count exchange before the rows; only where capacity rows fit a
-//      slot (decode sizes: means 4 and 8 here);
+//      slot (decode sizes: means 1 to 8 here);
 //   5  padded to capacity on NCCL's all-gather (Options::path = Fallback: NCCL takes its
 //      symmetric kernel on the pool's windows), beside variant 1's Auto: the padded layer an
 //      engine gets from NCCL alone.
@@ -143,7 +143,7 @@ void BM_RaggedGather(benchmark::State& state) {
 // Args: ranks, mean tokens per rank, variant, graph.
 void ragged_args(benchmark::internal::Benchmark* b) {
   for (int n : {2, 4, 8}) {
-    for (std::int64_t mean : {4, 8, 64, 256, 1024}) {
+    for (std::int64_t mean : {1, 2, 4, 8, 64, 256, 1024}) {
       for (int variant : {0, 1, 2, 3, 4, 5}) {
         for (int graph : {0, 1}) {
           if (variant == 2 && graph == 1) continue;  // host counts: a graph per count pattern

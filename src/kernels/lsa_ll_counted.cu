@@ -130,8 +130,18 @@ __device__ __forceinline__ uint2 own_row_bytes(const LlCountedGatherArgs& a, int
   return read_raw(static_cast<const unsigned char*>(a.part[part].src) + row * bytes, bytes, offset);
 }
 
+// Items (lines of rows) one thread of the gather's copy loads at once before completing them:
+// one round trip for the batch instead of one per line.
+constexpr int kCountedCopyBatch = 4;
+
+// Lines of its own slot a thread of the gather loads before the count and the call's number are
+// known (rows below capacity lie in `src` whatever the count), so that the send does not wait for
+// the count first.
+constexpr int kCountedSendUnroll = 2;
+
 // Every rank's rows into their compact place: row g of the result is row g - first_row[q] of
-// rank q (this rank's from its send, the others' from `mine_half`). Ends early when aborted.
+// rank q (this rank's from its send, the others' from `mine_half`). A thread loads the lines of
+// kCountedCopyBatch items, then completes and writes them. Ends early when aborted.
 __device__ __forceinline__ void copy_counted_rows(const LlCountedGatherArgs& a, const RowLines& rl,
                                                   const char* mine_half,
                                                   const std::int32_t (&first_row)[kMaxRanks + 1],
@@ -139,21 +149,45 @@ __device__ __forceinline__ void copy_counted_rows(const LlCountedGatherArgs& a, 
   int const n = a.size;
   std::size_t const row_lines = rl.row_lines();
   std::size_t const items = static_cast<std::size_t>(first_row[n]) * row_lines;
-  for (std::size_t i = global_thread(); i < items; i += grid_threads()) {
-    std::size_t const g = i / row_lines, li = i % row_lines;
-    int q = 0;
-    while (q + 1 < n && g >= static_cast<std::size_t>(first_row[q + 1])) ++q;
-    std::size_t const j = g - static_cast<std::size_t>(first_row[q]);
-    std::size_t offset = 0;
-    int const k = part_at(a, rl, li, offset);
-    uint2 d;
-    if (q == a.rank) {
-      d = own_row_bytes(a, k, j, offset);
-    } else if (!wait_line(mine_half, q, 2 + j * row_lines + li, flag, a.abort_word, d)) {
-      return;  // aborted
+  std::size_t const stride = grid_threads();
+  for (std::size_t i0 = global_thread(); i0 < items; i0 += kCountedCopyBatch * stride) {
+    int from[kCountedCopyBatch];
+    std::size_t g[kCountedCopyBatch], li[kCountedCopyBatch];
+    uint4 v[kCountedCopyBatch];
+#pragma unroll
+    for (int b = 0; b < kCountedCopyBatch; ++b) {
+      std::size_t const i = i0 + b * stride;
+      from[b] = -1;
+      if (i >= items) continue;
+      g[b] = i / row_lines;
+      li[b] = i % row_lines;
+      int q = 0;
+      while (q + 1 < n && g[b] >= static_cast<std::size_t>(first_row[q + 1])) ++q;
+      from[b] = q;
+      if (q != a.rank) {
+        std::size_t const j = g[b] - static_cast<std::size_t>(first_row[q]);
+        v[b] = load_line(line_at(mine_half, q, 2 + j * row_lines + li[b]));
+      }
     }
-    write_bytes(LlSegment{nullptr, a.part[k].recv, a.part[k].row_bytes, 0}, static_cast<int>(g),
-                offset, d);
+#pragma unroll
+    for (int b = 0; b < kCountedCopyBatch; ++b) {
+      int const q = from[b];
+      if (q < 0) continue;
+      std::size_t const j = g[b] - static_cast<std::size_t>(first_row[q]);
+      std::size_t offset = 0;
+      int const k = part_at(a, rl, li[b], offset);
+      uint2 d;
+      if (q == a.rank) {
+        d = own_row_bytes(a, k, j, offset);
+      } else if (complete_line(line_at(mine_half, q, 2 + j * row_lines + li[b]), v[b], flag,
+                               a.abort_word)) {
+        d = make_uint2(v[b].x, v[b].z);
+      } else {
+        return;  // aborted
+      }
+      write_bytes(LlSegment{nullptr, a.part[k].recv, a.part[k].row_bytes, 0},
+                  static_cast<int>(g[b]), offset, d);
+    }
   }
 }
 
@@ -171,26 +205,45 @@ __global__ void __launch_bounds__(kThreads)
   std::size_t const row_lines = rl.row_lines();
   open_call(a.calls, a.scratch, n, sh.call, sh.slots);
   std::int32_t const mine_raw = *a.count;
+  // Send: line 0 the raw count, line 1 the scale, then the counted rows, part after part. The
+  // first lines' bytes are loaded with the count (rows below capacity, whatever the count).
+  std::size_t const stride = grid_threads();
+  std::size_t const first = global_thread();
+  std::size_t const cap_lines = 2 + a.capacity * row_lines;
+  auto const row_line = [&](std::size_t line) {
+    std::size_t offset = 0;
+    int const k = part_at(a, rl, (line - 2) % row_lines, offset);
+    return own_row_bytes(a, k, (line - 2) / row_lines, offset);
+  };
+  uint2 early[kCountedSendUnroll] = {};
+#pragma unroll
+  for (int u = 0; u < kCountedSendUnroll; ++u) {
+    std::size_t const line = first + u * stride;
+    if (line >= 2 && line < cap_lines) early[u] = row_line(line);
+  }
   std::int32_t const mine = clamp_count(mine_raw, static_cast<std::int32_t>(a.capacity));
   __syncthreads();
   std::uint32_t const c = sh.call;
   std::uint32_t const flag = call_flag(c);
   std::size_t const half = call_half(c, n);
-  // Send: line 0 the raw count, line 1 the scale, then the counted rows, part after part.
   std::size_t const lines = 2 + static_cast<std::size_t>(mine) * row_lines;
   std::size_t const at = half + static_cast<std::size_t>(me) * kLlSlotBytes;
-  for (std::size_t line = global_thread(); line < lines; line += grid_threads()) {
-    uint2 d;
-    if (line == 0) {
-      d = make_uint2(static_cast<unsigned>(mine_raw), 0u);
-    } else if (line == 1) {
-      d = make_uint2(a.scale_src != nullptr ? __float_as_uint(*a.scale_src) : 0u, 0u);
-    } else {
-      std::size_t offset = 0;
-      int const k = part_at(a, rl, (line - 2) % row_lines, offset);
-      d = own_row_bytes(a, k, (line - 2) / row_lines, offset);
+  auto const line_bytes = [&](std::size_t line) {
+    if (line == 0) return make_uint2(static_cast<unsigned>(mine_raw), 0u);
+    if (line == 1) {
+      return make_uint2(a.scale_src != nullptr ? __float_as_uint(*a.scale_src) : 0u, 0u);
     }
-    store_to_peers(sh.slots, me, n, at, line, d, flag);
+    return row_line(line);
+  };
+#pragma unroll
+  for (int u = 0; u < kCountedSendUnroll; ++u) {
+    std::size_t const line = first + u * stride;
+    if (line < lines) {
+      store_to_peers(sh.slots, me, n, at, line, line < 2 ? line_bytes(line) : early[u], flag);
+    }
+  }
+  for (std::size_t line = first + kCountedSendUnroll * stride; line < lines; line += stride) {
+    store_to_peers(sh.slots, me, n, at, line, line_bytes(line), flag);
   }
   // Counts: every rank's line 0, then their prefix.
   const char* const mine_half = sh.slots[me] + half;
@@ -263,37 +316,56 @@ __device__ __forceinline__ void push_peer_rows(const LlCountedReduceArgs& a,
   }
 }
 
+// Ranks whose lines a reducing thread loads at once before completing them in rank order: one
+// round trip for the batch instead of one per rank.
+constexpr int kCountedRankBatch = 4;
+
 // NVFP4: this rank's `rows` rows (from row `first` of its send) summed over every rank in rank
-// order, one block per thread; out's blocks past them 0. Ends early when aborted.
+// order, one block per thread (rank r's global scale in scales[r]); out's blocks past them 0.
+// Each batch of ranks' code and scale lines is loaded at once, then completed. Ends early when
+// aborted.
 __device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& a,
                                                      const CountedRows<true>& cr,
                                                      const char* mine_half, std::size_t rows,
-                                                     std::size_t first, std::uint32_t flag) {
+                                                     std::size_t first, const float* scales,
+                                                     std::uint32_t flag) {
   std::size_t const items = rows * cr.row / 16, all = a.capacity * cr.row / 16;
   const unsigned char* const own = static_cast<const unsigned char*>(a.send) + first * cr.row_bytes;
   const std::uint8_t* const own_scales = a.block_scales + first * cr.row_scales;
   for (std::size_t i = global_thread(); i < all; i += grid_threads()) {
     float acc[16] = {};
-    for (int r = 0; i < items && r < a.size; ++r) {
-      RawItem<true, 8> item;
-      float s;
-      uint2 d, sc, g;
-      if (r == a.rank) {
-        d = read_raw(own, items * kLlLineData, i * kLlLineData);
-        item.scales = own_scales[i];
-        s = *a.scale;
-      } else if (wait_line(mine_half, r, 2 + i, flag, a.abort_word, d) &&
-                 wait_line(mine_half, r, cr.scale_line + i / kLlLineData, flag, a.abort_word, sc) &&
-                 wait_line(mine_half, r, 1, flag, a.abort_word, g)) {
-        unsigned const word = (i % kLlLineData) < 4 ? sc.x : sc.y;
-        item.scales = static_cast<std::uint8_t>(word >> (8 * (i % 4)));
-        s = __uint_as_float(g.x);
-      } else {
-        return;  // aborted
+    for (int r0 = 0; i < items && r0 < a.size; r0 += kCountedRankBatch) {
+      uint4 v[kCountedRankBatch], w[kCountedRankBatch];
+#pragma unroll
+      for (int k = 0; k < kCountedRankBatch; ++k) {
+        int const r = r0 + k;
+        if (r < a.size && r != a.rank) {
+          v[k] = load_line(line_at(mine_half, r, 2 + i));
+          w[k] = load_line(line_at(mine_half, r, cr.scale_line + i / kLlLineData));
+        }
       }
-      item.w[0] = d.x;
-      item.w[1] = d.y;
-      accumulate<true, 8>(item, 16384.0f / s, Fp8Format::E4M3, acc);
+#pragma unroll
+      for (int k = 0; k < kCountedRankBatch; ++k) {
+        int const r = r0 + k;
+        if (r >= a.size) break;
+        RawItem<true, 8> item;
+        uint2 d;
+        if (r == a.rank) {
+          d = read_raw(own, items * kLlLineData, i * kLlLineData);
+          item.scales = own_scales[i];
+        } else if (complete_line(line_at(mine_half, r, 2 + i), v[k], flag, a.abort_word) &&
+                   complete_line(line_at(mine_half, r, cr.scale_line + i / kLlLineData), w[k], flag,
+                                 a.abort_word)) {
+          d = make_uint2(v[k].x, v[k].z);
+          unsigned const word = (i % kLlLineData) < 4 ? w[k].x : w[k].z;
+          item.scales = static_cast<std::uint8_t>(word >> (8 * (i % 4)));
+        } else {
+          return;  // aborted
+        }
+        item.w[0] = d.x;
+        item.w[1] = d.y;
+        accumulate<true, 8>(item, 16384.0f / scales[r], Fp8Format::E4M3, acc);
+      }
     }
     store_floats<16>(a.out, i * 16, acc);
   }
@@ -309,14 +381,27 @@ __device__ __forceinline__ void reduce_counted_bf16(const LlCountedReduceArgs& a
   const unsigned char* const own = static_cast<const unsigned char*>(a.send) + first * cr.row_bytes;
   for (std::size_t l = global_thread(); l < all_lines; l += grid_threads()) {
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    for (int r = 0; l < mine_lines && r < a.size; ++r) {
-      uint2 d;
-      if (r == a.rank) {
-        d = read_raw(own, mine_bytes, l * kLlLineData);
-      } else if (!wait_line(mine_half, r, 2 + l, flag, a.abort_word, d)) {
-        return;  // aborted
+    for (int r0 = 0; l < mine_lines && r0 < a.size; r0 += kCountedRankBatch) {
+      uint4 v[kCountedRankBatch];
+#pragma unroll
+      for (int k = 0; k < kCountedRankBatch; ++k) {
+        int const r = r0 + k;
+        if (r < a.size && r != a.rank) v[k] = load_line(line_at(mine_half, r, 2 + l));
       }
-      add_bf16x4(acc, d);
+#pragma unroll
+      for (int k = 0; k < kCountedRankBatch; ++k) {
+        int const r = r0 + k;
+        if (r >= a.size) break;
+        uint2 d;
+        if (r == a.rank) {
+          d = read_raw(own, mine_bytes, l * kLlLineData);
+        } else if (complete_line(line_at(mine_half, r, 2 + l), v[k], flag, a.abort_word)) {
+          d = make_uint2(v[k].x, v[k].z);
+        } else {
+          return;  // aborted
+        }
+        add_bf16x4(acc, d);
+      }
     }
     write_bytes(LlSegment{nullptr, a.out, all_bytes, 0}, 0, l * kLlLineData, round_bf16x4(acc));
   }
@@ -346,13 +431,30 @@ __global__ void __launch_bounds__(kThreads)
     store_to_peers(sh.slots, me, n, at, first, d, flag);
   }
   const char* const mine_half = sh.slots[me] + half;
-  bool const ok = read_counts(a, mine_half, mine_raw, flag, sh);
+  bool ok = read_counts(a, mine_half, mine_raw, flag, sh);
   if (ok) push_peer_rows(a, cr, sh.slots, at, sh.first_row, flag);
+  // NVFP4: every rank's global scale (line 1, sent with the count) once per CTA.
+  __shared__ float scales[kMaxRanks];
+  if constexpr (kNvfp4) {
+    // sh.aborted is 0 here wherever ok (read_counts); a wait cut by an abort sets it.
+    for (int q = static_cast<int>(threadIdx.x); ok && q < n; q += static_cast<int>(blockDim.x)) {
+      uint2 d;
+      if (q == me) {
+        scales[q] = *a.scale;
+      } else if (wait_line(mine_half, q, 1, flag, a.abort_word, d)) {
+        scales[q] = __uint_as_float(d.x);
+      } else {
+        sh.aborted = 1;
+      }
+    }
+    __syncthreads();
+    ok = ok && sh.aborted == 0;
+  }
   // This rank's rows summed over every rank in rank order; out's rows past them 0.
   auto const rows = static_cast<std::size_t>(ok ? sh.first_row[me + 1] - sh.first_row[me] : 0);
   auto const my_first = static_cast<std::size_t>(ok ? sh.first_row[me] : 0);
   if constexpr (kNvfp4) {
-    reduce_counted_nvfp4(a, cr, mine_half, rows, my_first, flag);
+    reduce_counted_nvfp4(a, cr, mine_half, rows, my_first, scales, flag);
   } else {
     reduce_counted_bf16(a, cr, mine_half, rows, my_first, flag);
   }
