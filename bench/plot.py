@@ -230,7 +230,8 @@ def plot_latency(prefix, path):
 
 
 RAGGED_VARIANTS = {0: "device counts, fallback", 1: "padded, Auto", 2: "host counts",
-                   3: "device counts, one launch", 4: "counts in the lines", 5: "padded, NCCL"}
+                   3: "device counts, one launch", 4: "counts in the lines", 5: "padded, NCCL",
+                   6: "in the lines, counts gathered"}
 _RAGGED = re.compile(r"BM_Ragged(Gather|Combine)/ranks:(\d+)/mean_tokens:(\d+)/variant:(\d)"
                      r"(?:/nvfp4:(\d))?/graph:(\d)")
 
@@ -264,13 +265,14 @@ def ragged_markdown(runs, context):
     variants = sorted({v for by_variant in runs.values() for v in by_variant})
     header = (["op", "in", "ranks", "mean tokens", "launch"] +
               [RAGGED_VARIANTS[v] for v in variants] +
-              ["one launch / better padded", "in the lines / better padded"])
+              ["one launch / better padded", "in the lines / better padded",
+               "gathered / better padded"])
     out = [f"# Device-count calls against the padded call: {context}", "",
            "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for (op, dtype, ranks, mean, graph), by_variant in sorted(runs.items()):
         cells = [f"{statistics.median(by_variant[v]):.2f} us" if v in by_variant else "-"
                  for v in variants]
-        cells += [_fmt_ratio(_ratio_padded(by_variant, v)) for v in (3, 4)]
+        cells += [_fmt_ratio(_ratio_padded(by_variant, v)) for v in (3, 4, 6)]
         out.append(f"| {op.lower()} | {dtype} | {ranks} | {mean} | "
                    f"{'graph' if graph else 'eager'} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"

@@ -96,7 +96,7 @@ case "$phase" in
         -R 'multi_rank\.MultiRankRagged\.n'
       export SYMMCOMM_BENCH_LATENCY=0 SYMMCOMM_BENCH_GATHER_MEANS="${SYMMCOMM_BENCH_GATHER_MEANS:-1|2|4|8}" \
         SYMMCOMM_BENCH_COMBINE_MEANS="${SYMMCOMM_BENCH_COMBINE_MEANS:-1|2|4|8}" \
-        SYMMCOMM_BENCH_VARIANTS="${SYMMCOMM_BENCH_VARIANTS:-1|3|4|5}"
+        SYMMCOMM_BENCH_VARIANTS="${SYMMCOMM_BENCH_VARIANTS:-1|3|4|5|6}"
     fi
     # The reduce-scatter sweep first (the push kernels' receive mappings side by side: variants
     # 6 and 7), then the device-count calls at decode capacities in graphs (what decode runs):

@@ -13,6 +13,8 @@
 //   4  variant 3 with counts in the scratch lines (lsa::ll_counted_reduce, switched on for the
 //      case): no barrier and no count exchange before the rows; only where capacity rows fit a
 //      slot;
+//   6  variant 4 with the counts gathered before the call (DeviceCounts::count null, as the
+//      dispatch's all_gatherv leaves them): the rows go out at once, no count exchange first;
 //   5  padded to capacity on NCCL's BF16 reduce-scatter (Options::path = Fallback; NCCL takes its
 //      symmetric kernel on the pool's windows): the BF16 baseline of the same element count for
 //      both inputs (NCCL has no NVFP4).
@@ -42,7 +44,14 @@ namespace {
 
 constexpr std::size_t kHidden = 7168;
 
-enum Variant { kDeviceCounts = 0, kPadded = 1, kOneLaunch = 3, kInLines = 4, kPaddedNccl = 5 };
+enum Variant {
+  kDeviceCounts = 0,
+  kPadded = 1,
+  kOneLaunch = 3,
+  kInLines = 4,
+  kPaddedNccl = 5,
+  kGathered = 6
+};
 
 // One case's tensors on every rank and its counts: `send` holds comm.size() x capacity rows
 // (compact for device counts, rank r's shard at r x capacity when padded), `recv` capacity rows.
@@ -69,7 +78,7 @@ CombineCase combine_case(RankWorld& w, RankBuffers& b, std::size_t mean, int var
   k.global = b.get(4, true);
   k.recv = b.get(k.cap_elems * 2, true);
   k.dc = std::make_unique<RankDeviceCounts>(b, w.size(), k.capacity,
-                                            variant == kOneLaunch || variant == kInLines);
+                                            variant == kOneLaunch || variant >= kInLines);
   on_every_rank(w.size(), [&](int r) {
     auto const i = static_cast<std::size_t>(r);
     cudaStream_t const s = w.ranks[i].stream;
@@ -99,7 +108,7 @@ Path combine_call(RankWorld& w, const CombineCase& k, int r) {
         .path;
   }
   options.path = k.variant == kDeviceCounts ? PathChoice::Fallback : PathChoice::LsaKernel;
-  DeviceCounts const dc = k.dc->of(r);
+  DeviceCounts const dc = k.dc->of(r, k.variant == kGathered);
   return (k.nvfp4 ? reduce_scatterv(me.comm, nv, out, kHidden, dc, me.stream, options)
                   : reduce_scatterv(me.comm, bf, out, kHidden, dc, me.stream, options))
       .path;
@@ -115,7 +124,7 @@ void BM_RaggedCombine(benchmark::State& state) {
   RankBuffers b(*w);
   CombineCase const k =
       combine_case(*w, b, static_cast<std::size_t>(state.range(1)), variant, nvfp4);
-  CountsInLines const lines(variant == kInLines);
+  CountsInLines const lines(variant == kInLines || variant == kGathered);
   std::atomic<int> taken{static_cast<int>(Path::Fallback)};
   auto const call = [&](int r) { taken.store(static_cast<int>(combine_call(*w, k, r))); };
   warm_up_ranks(*w, call);
@@ -124,6 +133,7 @@ void BM_RaggedCombine(benchmark::State& state) {
                            : variant == kPadded     ? "padded to capacity"
                            : variant == kOneLaunch  ? "device counts, one launch"
                            : variant == kInLines    ? "device counts in the lines"
+                           : variant == kGathered   ? "device counts in the lines, gathered before"
                                                     : "padded, NCCL's bf16 reduce-scatter";
   state.SetLabel(std::to_string(n) + " ranks, " + (k.nvfp4 ? "nvfp4 in, " : "bf16 in, ") + name +
                  ", " + to_string(static_cast<Path>(taken.load())) +
@@ -144,8 +154,8 @@ void combine_args(benchmark::internal::Benchmark* b) {
         bool const fits = detail::lsa::ll_counted_reduce_lines(
                               type, 2 * static_cast<std::size_t>(mean), kHidden) <=
                           detail::kLlMaxBytesPerRank / detail::kLlLineData;
-        for (int variant : {kDeviceCounts, kPadded, kOneLaunch, kInLines, kPaddedNccl}) {
-          if (variant == kInLines && !fits) continue;
+        for (int variant : {kDeviceCounts, kPadded, kOneLaunch, kInLines, kPaddedNccl, kGathered}) {
+          if ((variant == kInLines || variant == kGathered) && !fits) continue;
           if (variant == kPaddedNccl && nvfp4 != 0) continue;  // one BF16 baseline per row
           for (int graph : {0, 1}) b->Args({n, mean, variant, nvfp4, graph});
         }

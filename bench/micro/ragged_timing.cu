@@ -68,12 +68,13 @@ RankDeviceCounts::RankDeviceCounts(RankBuffers& b, int ranks, std::size_t capaci
 void RankDeviceCounts::upload(RankWorld& w, int r, const std::vector<std::int32_t>& counts) const {
   auto const i = static_cast<std::size_t>(r);
   support::upload_value_on(w.ranks[i].stream, count[i], counts[i]);
+  support::upload_on(w.ranks[i].stream, all_counts[i], counts);
   support::upload_value_on(w.ranks[i].stream, overflow[i], std::int32_t{0});
 }
 
-DeviceCounts RankDeviceCounts::of(int r) const {
+DeviceCounts RankDeviceCounts::of(int r, bool gathered) const {
   auto const i = static_cast<std::size_t>(r);
-  return DeviceCounts{reinterpret_cast<std::int32_t*>(count[i]), capacity,
+  return DeviceCounts{gathered ? nullptr : reinterpret_cast<std::int32_t*>(count[i]), capacity,
                       reinterpret_cast<std::int32_t*>(all_counts[i]),
                       reinterpret_cast<std::int32_t*>(offsets[i]),
                       reinterpret_cast<std::int32_t*>(overflow[i])};

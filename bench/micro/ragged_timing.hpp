@@ -40,9 +40,11 @@ struct RankDeviceCounts {
   std::vector<std::uint8_t*> count, all_counts, offsets, overflow;
   std::size_t capacity = 0;
   RankDeviceCounts(RankBuffers& b, int ranks, std::size_t capacity, bool counts_in_window);
-  /// Uploads rank r's count (counts[r]) and a clear overflow flag on its stream (not waited for).
+  /// Uploads rank r's count (counts[r]), every rank's count into its counts array (as a gather
+  /// before the call leaves it) and a clear overflow flag on its stream (not waited for).
   void upload(RankWorld& w, int r, const std::vector<std::int32_t>& counts) const;
-  DeviceCounts of(int r) const;
+  /// Rank r's counts; `gathered`: count null, the counts array already holding every rank's.
+  DeviceCounts of(int r, bool gathered = false) const;
 };
 
 /// symmcomm's counts-in-the-lines kernels (kernels/lsa_ll_counted.hpp) on or off for one case,

@@ -232,9 +232,11 @@ std::function<void()> uneven_dispatch(Communicator& comm, cudaStream_t s, Buffer
 }
 
 // The uneven combine: each rank's own rows reduce-scattered back (host counts on NCCL's path,
-// device counts on Auto's choice), from BF16 or NVFP4 partial outputs.
+// device counts on Auto's choice), from BF16 or NVFP4 partial outputs. Device counts reuse the
+// counts the dispatch gathered (count null), as an engine's combine does.
 std::function<void()> uneven_combine(const Config& c, Communicator& comm, cudaStream_t s,
-                                     Buffers& b, const UnevenShape& u, const DeviceCounts& dc) {
+                                     Buffers& b, const UnevenShape& u, DeviceCounts dc) {
+  dc.count = nullptr;
   auto const n = static_cast<std::size_t>(comm.size());
   std::size_t const mine = u.rows[static_cast<std::size_t>(comm.rank())];
   bool const host = u.how == Uneven::HostCounts;

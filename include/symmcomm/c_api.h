@@ -216,7 +216,9 @@ typedef struct {
  *  send has room for, and arrays of comm size int32 the call writes with every rank's count and
  *  their exclusive prefix; `overflow` is set to 1 when a count is outside 0..capacity. */
 typedef struct {
-  const int32_t* count; /**< this rank's row count (one int32, read when the call runs) */
+  const int32_t* count; /**< this rank's row count (one int32, read when the call runs);
+                             symmcomm_reduce_scatterv_device only: NULL when `counts` already
+                             holds every rank's count (gathered by the dispatch) */
   size_t capacity;      /**< rows every rank's send has room for */
   int32_t* counts;      /**< comm size int32: written with every rank's count */
   int32_t* offsets;     /**< comm size int32: written with the counts' exclusive prefix */

@@ -94,12 +94,19 @@ class WindowSlots {
   int used_ = 0;
 };
 
+// This rank's count: counts.count, or, for a reduce-scatter whose counts were gathered before
+// the call (count null), its entry of counts.counts (the paths that exchange counts send it
+// again, the same value).
+const std::int32_t* own_count(const DeviceCounts& counts, int rank) {
+  return counts.count != nullptr ? counts.count : counts.counts + rank;
+}
+
 // The count exchange's arguments of a one-launch call (lsa::CountedArgs): the caller's counts,
 // its counts array (`all`, in a window) at its slot, the grid fixed by capacity rows of
 // `row_bytes`.
-void fill_counted(lsa::CountedArgs& a, const DeviceCounts& counts, WindowSlots& slots,
+void fill_counted(lsa::CountedArgs& a, const DeviceCounts& counts, int rank, WindowSlots& slots,
                   const Provenance& all, std::size_t row_bytes) {
-  a.count = counts.count;
+  a.count = own_count(counts, rank);
   a.counts = slots.ref(all, "counts.counts");
   a.offsets = counts.offsets;
   a.overflow = counts.overflow;
@@ -157,8 +164,8 @@ void enqueue_counted_gather(const CommState& state, const PlannedCall& planned,
         rows[i].row_bytes, rows[i].swizzled};
   }
   a.parts = static_cast<int>(rows.size());
-  fill_counted(a, call.device_counts, slots, planned.provenance(Slot::RecvPart, counts_part),
-               total_row_bytes(rows));
+  fill_counted(a, call.device_counts, state.rank, slots,
+               planned.provenance(Slot::RecvPart, counts_part), total_row_bytes(rows));
   if (scale.send != nullptr) {
     a.scale_src = scale.send;
     a.scale_dst = slots.ref(planned.provenance(Slot::RecvScale), scale.name);
@@ -294,7 +301,7 @@ void enqueue_counted_reduce(const CommState& state, const PlannedCall& planned,
   lsa::Peers peers = lsa_peers(state);
   WindowSlots slots(peers, operation_name(call));
   lsa::CountedReduceArgs a;
-  fill_counted(a, call.device_counts, slots, planned.provenance(Slot::RecvPart, 0),
+  fill_counted(a, call.device_counts, state.rank, slots, planned.provenance(Slot::RecvPart, 0),
                total_row_bytes(rows));
   a.type = call.send.dtype;
   a.send = slots.ref(planned.provenance(Slot::SendPart, 0), rows[0].name);
@@ -342,7 +349,9 @@ void enqueue_padded_reduce(CommState& state, const PlannedCall& planned, const C
   auto* ws =
       static_cast<std::uint8_t*>(acquire_workspace(state, options, need > 0 ? need : 256, stream));
   planned.before_enqueue(stream);
-  SYMMCOMM_NCCL_TRY(ncclAllGather(counts.count, counts.counts, 1, ncclInt32, state.comm, stream));
+  // In place where the counts were gathered before the call (own_count).
+  SYMMCOMM_NCCL_TRY(ncclAllGather(own_count(counts, state.rank), counts.counts, 1, ncclInt32,
+                                  state.comm, stream));
   if (padded_bytes > 0) SYMMCOMM_CUDA_TRY(cudaMemsetAsync(ws, 0, padded_bytes, stream));
   compact::Args a = compact_args(counts, state.size, rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -382,7 +391,7 @@ Plan execute_device_count_reduce_scatter(CommState& state, const CollectiveCall&
                     call.send.dtype, counts.capacity, call.row_elements);
   planned.per_rank(counts.capacity * total_row_bytes(rows), false)
       .lsa_kernel(kernel)
-      .device_counts(lines);
+      .device_counts(lines, counts.count == nullptr);
   int index = 0;
   for (const RowPart& p : rows) {
     // Peers read the send rows only on the LSA path.

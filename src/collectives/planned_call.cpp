@@ -198,9 +198,10 @@ PlannedCall& PlannedCall::part(Slot side, int index, const char* name, const voi
   return *this;
 }
 
-PlannedCall& PlannedCall::device_counts(bool counts_in_lines) {
+PlannedCall& PlannedCall::device_counts(bool counts_in_lines, bool counts_gathered) {
   request_.device_counts = true;
   request_.counts_in_lines = counts_in_lines;
+  request_.counts_gathered = counts_gathered;
   return *this;
 }
 

@@ -80,7 +80,8 @@ class PlannedCall {
                     bool peer_accessed = true);
   /// A call whose counts are on the device (device_counts.hpp; the planner's device_counts),
   /// whose rows fit the counts-in-lines kernels or not (the planner's counts_in_lines).
-  PlannedCall& device_counts(bool counts_in_lines);
+  /// `counts_gathered`: a reduce-scatter whose counts were gathered before the call.
+  PlannedCall& device_counts(bool counts_in_lines, bool counts_gathered = false);
   /// A fused quantize + all-gather whose NCCL path gathers a quantized copy of `bytes`: in
   /// `staging` (planned as "Options::staging.send") when not null, else in the workspace.
   PlannedCall& quantize_first(const void* staging, std::size_t bytes);

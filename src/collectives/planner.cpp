@@ -69,10 +69,14 @@ void describe(std::ostream& os, PlanReason why, const Plan& p) {
       break;
     case PlanReason::DeviceCountsInOneLaunch:
       os << "the counts are on the device: symmcomm's LSA kernel "
-         << (p.counts_in_lines ? "carries them in the scratch window's lines beside the rows "
-                                 "(no barrier before the rows)"
-                               : "exchanges them through the window behind a barrier (the "
-                                 "rows do not fit a scratch slot)")
+         << (p.counts_gathered
+                 ? "takes every rank's count from counts.counts, gathered before the call, and "
+                   "sends the rows at once (no count exchange before them; each rank checks its "
+                   "peers' counts in the scratch window's lines)"
+             : p.counts_in_lines ? "carries them in the scratch window's lines beside the rows "
+                                   "(no barrier before the rows)"
+                                 : "exchanges them through the window behind a barrier (the "
+                                   "rows do not fit a scratch slot)")
          << " and moves only the rows that count, in one launch (NCCL's path would move "
          << p.buffer_bytes << " bytes per rank at capacity, with one more pass on the device)";
       break;
@@ -88,7 +92,10 @@ void describe(std::ostream& os, PlanReason why, const Plan& p) {
 std::string Plan::reason() const {
   std::ostringstream os;
   os << to_string(path) << (staged ? " (staged)" : "")
-     << (counts_in_lines ? " (counts in the lines)" : "") << ": ";
+     << (counts_gathered   ? " (counts in the lines, gathered before)"
+         : counts_in_lines ? " (counts in the lines)"
+                           : "")
+     << ": ";
   describe(os, why, *this);
   return os.str();
 }
@@ -209,12 +216,14 @@ Plan plan_collective(const PlanRequest& r) {
       Plan p = make(Path::LsaKernel, PlanReason::Forced);
       p.buffer_bytes = r.bytes_per_rank;
       p.counts_in_lines = r.counts_in_lines;
+      p.counts_gathered = r.counts_in_lines && r.counts_gathered;
       return p;
     }
     if (r.choice == PathChoice::Auto && !lsa_blocker(r)) {
       Plan p = make(Path::LsaKernel, PlanReason::DeviceCountsInOneLaunch);
       p.buffer_bytes = r.bytes_per_rank;
       p.counts_in_lines = r.counts_in_lines;
+      p.counts_gathered = r.counts_in_lines && r.counts_gathered;
       return p;
     }
     SYMMCOMM_EXPECTS(r.choice == PathChoice::Auto || r.choice == PathChoice::Fallback,

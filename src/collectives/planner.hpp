@@ -72,6 +72,10 @@ struct PlanRequest {
   /// switched on and within a scratch slot), which the LSA path then takes (Plan::
   /// counts_in_lines).
   bool counts_in_lines = false;
+  /// With counts_in_lines: a reduce-scatter whose counts were gathered before the call
+  /// (DeviceCounts::count null), so its rows go out without a count exchange (Plan::
+  /// counts_gathered).
+  bool counts_gathered = false;
 };
 
 /// @brief True when NCCL itself can run this reduction (a plain sum without per-rank scales).

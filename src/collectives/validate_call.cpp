@@ -105,9 +105,10 @@ void check_quantize_gather(const CollectiveCall& call, int ranks) {
 
 // ---- counts on the device ------------------------------------------------------------------
 
-void check_device_counts(const DeviceCounts& c, int ranks, const char* operation) {
-  SYMMCOMM_EXPECTS(c.count != nullptr, operation << ": counts.count is null (this rank's count, "
-                                                    "a device int32)");
+void check_device_counts(const DeviceCounts& c, int ranks, bool gather, const char* operation) {
+  // A reduce-scatter may take its counts gathered before the call (count null).
+  SYMMCOMM_EXPECTS(!gather || c.count != nullptr,
+                   operation << ": counts.count is null (this rank's count, a device int32)");
   SYMMCOMM_EXPECTS(c.counts != nullptr && c.offsets != nullptr,
                    operation << ": counts.counts and counts.offsets must be device arrays of "
                              << ranks << " int32 (they are written)");
@@ -178,7 +179,7 @@ void check_device_count_call(const CollectiveCall& call, int ranks) {
   SYMMCOMM_EXPECTS(!nvfp4 || call.row_elements % kNvfp4BlockSize == 0,
                    operation << ": row_elements " << call.row_elements << " is not a multiple of "
                              << kNvfp4BlockSize << " (NVFP4 rows are whole blocks)");
-  check_device_counts(call.device_counts, ranks, operation);
+  check_device_counts(call.device_counts, ranks, gather, operation);
   check_rows(call, ranks, operation);
   if (!gather) return;
   SYMMCOMM_EXPECTS(call.recv.scale_layout != ScaleLayout::Swizzled128x4 ||

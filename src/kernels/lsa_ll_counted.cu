@@ -139,56 +139,69 @@ constexpr int kCountedCopyBatch = 4;
 // the count first.
 constexpr int kCountedSendUnroll = 2;
 
-// Every rank's rows into their compact place: row g of the result is row g - first_row[q] of
-// rank q (this rank's from its send, the others' from `mine_half`). A thread loads the lines of
-// kCountedCopyBatch items, then completes and writes them. Ends early when aborted.
-__device__ __forceinline__ void copy_counted_rows(const LlCountedGatherArgs& a, const RowLines& rl,
-                                                  const char* mine_half,
-                                                  const std::int32_t (&first_row)[kMaxRanks + 1],
-                                                  std::uint32_t flag) {
-  int const n = a.size;
-  std::size_t const row_lines = rl.row_lines();
-  std::size_t const items = static_cast<std::size_t>(first_row[n]) * row_lines;
-  std::size_t const stride = grid_threads();
-  for (std::size_t i0 = global_thread(); i0 < items; i0 += kCountedCopyBatch * stride) {
-    int from[kCountedCopyBatch];
-    std::size_t g[kCountedCopyBatch], li[kCountedCopyBatch];
-    uint4 v[kCountedCopyBatch];
+// One item of the gather's copy: line `li` of row `j` of rank `q`'s slot (q < 0: none), and the
+// line as loaded.
+struct CopyItem {
+  int q;
+  std::size_t j, li;
+  uint4 v;
+};
+
+// Loads the batch of items from `i0` (stride `stride`) of the copy's space: every rank's
+// capacity rows, rank after rank, row_lines lines a row. Only rank q's counted rows
+// (first_row[q + 1] - first_row[q]) are loaded, except in the first batch, loaded before the
+// counts are known (`first_row` null): every row below capacity, a line past the count loaded and
+// never used.
+__device__ __forceinline__ void load_copy_batch(const LlCountedGatherArgs& a, std::size_t row_lines,
+                                                const char* mine_half,
+                                                const std::int32_t* first_row, std::size_t i0,
+                                                std::size_t stride,
+                                                CopyItem (&it)[kCountedCopyBatch]) {
+  std::size_t const items = static_cast<std::size_t>(a.size) * a.capacity * row_lines;
 #pragma unroll
-    for (int b = 0; b < kCountedCopyBatch; ++b) {
-      std::size_t const i = i0 + b * stride;
-      from[b] = -1;
-      if (i >= items) continue;
-      g[b] = i / row_lines;
-      li[b] = i % row_lines;
-      int q = 0;
-      while (q + 1 < n && g[b] >= static_cast<std::size_t>(first_row[q + 1])) ++q;
-      from[b] = q;
-      if (q != a.rank) {
-        std::size_t const j = g[b] - static_cast<std::size_t>(first_row[q]);
-        v[b] = load_line(line_at(mine_half, q, 2 + j * row_lines + li[b]));
-      }
+  for (int b = 0; b < kCountedCopyBatch; ++b) {
+    std::size_t const i = i0 + b * stride;
+    it[b].q = -1;
+    if (i >= items) continue;
+    std::size_t const row = i / row_lines;
+    auto const q = static_cast<int>(row / a.capacity);
+    std::size_t const j = row % a.capacity;
+    if (first_row != nullptr && j >= static_cast<std::size_t>(first_row[q + 1] - first_row[q])) {
+      continue;
     }
-#pragma unroll
-    for (int b = 0; b < kCountedCopyBatch; ++b) {
-      int const q = from[b];
-      if (q < 0) continue;
-      std::size_t const j = g[b] - static_cast<std::size_t>(first_row[q]);
-      std::size_t offset = 0;
-      int const k = part_at(a, rl, li[b], offset);
-      uint2 d;
-      if (q == a.rank) {
-        d = own_row_bytes(a, k, j, offset);
-      } else if (complete_line(line_at(mine_half, q, 2 + j * row_lines + li[b]), v[b], flag,
-                               a.abort_word)) {
-        d = make_uint2(v[b].x, v[b].z);
-      } else {
-        return;  // aborted
-      }
-      write_bytes(LlSegment{nullptr, a.part[k].recv, a.part[k].row_bytes, 0},
-                  static_cast<int>(g[b]), offset, d);
-    }
+    it[b] = CopyItem{q, j, i % row_lines, make_uint4(0u, 0u, 0u, 0u)};
+    if (q != a.rank) it[b].v = load_line(line_at(mine_half, q, 2 + j * row_lines + it[b].li));
   }
+}
+
+// Completes a loaded batch and writes its counted lines to their compact place: row j of rank q
+// is row first_row[q] + j of the result (this rank's from its send, the others' from
+// `mine_half`). False when aborted.
+__device__ __forceinline__ bool land_copy_batch(const LlCountedGatherArgs& a, const RowLines& rl,
+                                                const char* mine_half,
+                                                const std::int32_t (&first_row)[kMaxRanks + 1],
+                                                std::uint32_t flag,
+                                                CopyItem (&it)[kCountedCopyBatch]) {
+  std::size_t const row_lines = rl.row_lines();
+#pragma unroll
+  for (int b = 0; b < kCountedCopyBatch; ++b) {
+    int const q = it[b].q;
+    if (q < 0 || it[b].j >= static_cast<std::size_t>(first_row[q + 1] - first_row[q])) continue;
+    std::size_t offset = 0;
+    int const k = part_at(a, rl, it[b].li, offset);
+    uint2 d;
+    if (q == a.rank) {
+      d = own_row_bytes(a, k, it[b].j, offset);
+    } else if (complete_line(line_at(mine_half, q, 2 + it[b].j * row_lines + it[b].li), it[b].v,
+                             flag, a.abort_word)) {
+      d = make_uint2(it[b].v.x, it[b].v.z);
+    } else {
+      return false;
+    }
+    write_bytes(LlSegment{nullptr, a.part[k].recv, a.part[k].row_bytes, 0},
+                first_row[q] + static_cast<int>(it[b].j), offset, d);
+  }
+  return true;
 }
 
 // The counts-in-lines gather (LlCountedGatherArgs): send this rank's count, scale and counted
@@ -245,8 +258,12 @@ __global__ void __launch_bounds__(kThreads)
   for (std::size_t line = first + kCountedSendUnroll * stride; line < lines; line += stride) {
     store_to_peers(sh.slots, me, n, at, line, line_bytes(line), flag);
   }
-  // Counts: every rank's line 0, then their prefix.
+  // The copy's first batch is loaded before the counts are known, so that waiting for the
+  // counts and loading the rows overlap (one round trip, not two).
   const char* const mine_half = sh.slots[me] + half;
+  CopyItem it[kCountedCopyBatch];
+  load_copy_batch(a, row_lines, mine_half, nullptr, first, stride, it);
+  // Counts: every rank's line 0, then their prefix.
   if (read_counts(a, mine_half, mine_raw, flag, sh)) {
     // Scale floats: CTA 0, one thread per rank.
     if (blockIdx.x == 0 && a.scale_recv != nullptr) {
@@ -259,7 +276,13 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
     }
-    copy_counted_rows(a, rl, mine_half, sh.first_row, flag);
+    // Every rank's rows into their compact place, batch after batch.
+    std::size_t const items = static_cast<std::size_t>(n) * a.capacity * row_lines;
+    for (std::size_t i0 = first; land_copy_batch(a, rl, mine_half, sh.first_row, flag, it);) {
+      i0 += kCountedCopyBatch * stride;
+      if (i0 >= items) break;
+      load_copy_batch(a, row_lines, mine_half, sh.first_row, i0, stride, it);
+    }
   }
   advance_call(a.calls, c);
   programmatic_release(launch_flags);
@@ -316,6 +339,37 @@ __device__ __forceinline__ void push_peer_rows(const LlCountedReduceArgs& a,
   }
 }
 
+// Whether rank r's rows are left out of the sum (bit r of `skip`).
+__device__ __forceinline__ bool skipped(std::uint64_t skip, int r) {
+  return ((skip >> r) & 1u) != 0;
+}
+static_assert(kMaxRanks <= 64, "the reduce's skip mask has a bit per rank");
+
+// Counts gathered before the call (LlCountedReduceArgs::count null): every rank's raw count from
+// a.counts, their clamped prefix into sh.first_row; CTA 0 writes the offsets and the overflow
+// flag. Every thread of the CTA calls it.
+__device__ __forceinline__ void known_counts(const LlCountsArgs& a, CountedShared& sh) {
+  int const n = a.size;
+  auto const cap = static_cast<std::int32_t>(a.capacity);
+  if (threadIdx.x == 0) {
+    sh.aborted = 0;
+    std::int32_t sum = 0;
+    bool over = false;
+    for (int q = 0; q < n; ++q) {
+      std::int32_t const v = a.counts[q];
+      std::int32_t const clamped = clamp_count(v, cap);
+      over = over || clamped != v;
+      sh.raw[q] = v;
+      sh.first_row[q] = sum;
+      if (blockIdx.x == 0) a.offsets[q] = sum;
+      sum += clamped;
+    }
+    sh.first_row[n] = sum;
+    if (blockIdx.x == 0 && over) *a.overflow = 1;
+  }
+  __syncthreads();
+}
+
 // Ranks whose lines a reducing thread loads at once before completing them in rank order: one
 // round trip for the batch instead of one per rank.
 constexpr int kCountedRankBatch = 4;
@@ -328,7 +382,7 @@ __device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& 
                                                      const CountedRows<true>& cr,
                                                      const char* mine_half, std::size_t rows,
                                                      std::size_t first, const float* scales,
-                                                     std::uint32_t flag) {
+                                                     std::uint64_t skip, std::uint32_t flag) {
   std::size_t const items = rows * cr.row / 16, all = a.capacity * cr.row / 16;
   const unsigned char* const own = static_cast<const unsigned char*>(a.send) + first * cr.row_bytes;
   const std::uint8_t* const own_scales = a.block_scales + first * cr.row_scales;
@@ -339,7 +393,7 @@ __device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& 
 #pragma unroll
       for (int k = 0; k < kCountedRankBatch; ++k) {
         int const r = r0 + k;
-        if (r < a.size && r != a.rank) {
+        if (r < a.size && r != a.rank && !skipped(skip, r)) {
           v[k] = load_line(line_at(mine_half, r, 2 + i));
           w[k] = load_line(line_at(mine_half, r, cr.scale_line + i / kLlLineData));
         }
@@ -348,6 +402,7 @@ __device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& 
       for (int k = 0; k < kCountedRankBatch; ++k) {
         int const r = r0 + k;
         if (r >= a.size) break;
+        if (skipped(skip, r)) continue;
         RawItem<true, 8> item;
         uint2 d;
         if (r == a.rank) {
@@ -375,7 +430,8 @@ __device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& 
 __device__ __forceinline__ void reduce_counted_bf16(const LlCountedReduceArgs& a,
                                                     const CountedRows<false>& cr,
                                                     const char* mine_half, std::size_t rows,
-                                                    std::size_t first, std::uint32_t flag) {
+                                                    std::size_t first, std::uint64_t skip,
+                                                    std::uint32_t flag) {
   std::size_t const mine_bytes = rows * cr.row_bytes, all_bytes = a.capacity * cr.row_bytes;
   std::size_t const mine_lines = ll_lines(mine_bytes), all_lines = ll_lines(all_bytes);
   const unsigned char* const own = static_cast<const unsigned char*>(a.send) + first * cr.row_bytes;
@@ -386,12 +442,15 @@ __device__ __forceinline__ void reduce_counted_bf16(const LlCountedReduceArgs& a
 #pragma unroll
       for (int k = 0; k < kCountedRankBatch; ++k) {
         int const r = r0 + k;
-        if (r < a.size && r != a.rank) v[k] = load_line(line_at(mine_half, r, 2 + l));
+        if (r < a.size && r != a.rank && !skipped(skip, r)) {
+          v[k] = load_line(line_at(mine_half, r, 2 + l));
+        }
       }
 #pragma unroll
       for (int k = 0; k < kCountedRankBatch; ++k) {
         int const r = r0 + k;
         if (r >= a.size) break;
+        if (skipped(skip, r)) continue;
         uint2 d;
         if (r == a.rank) {
           d = read_raw(own, mine_bytes, l * kLlLineData);
@@ -413,30 +472,65 @@ __global__ void __launch_bounds__(kThreads)
                              const __grid_constant__ LlCountedReduceArgs a) {
   programmatic_wait(launch_flags);
   __shared__ CountedShared sh;
+  __shared__ float scales[kMaxRanks];
+  __shared__ unsigned long long skip;
   int const n = a.size;
   int const me = a.rank;
+  bool const gathered = a.count == nullptr;
   CountedRows<kNvfp4> const cr(a);
   open_call(a.calls, a.scratch, n, sh.call, sh.slots);
-  std::int32_t const mine_raw = *a.count;
+  std::int32_t const mine_raw = gathered ? a.counts[me] : *a.count;
+  if (threadIdx.x == 0) skip = 0;
   __syncthreads();
   std::uint32_t const c = sh.call;
   std::uint32_t const flag = call_flag(c);
   std::size_t const half = call_half(c, n);
   std::size_t const at = half + static_cast<std::size_t>(me) * kLlSlotBytes;
-  // Count and scale to every peer.
-  std::size_t const first = global_thread();
-  if (first < 2) {
-    uint2 const d = first == 0 ? make_uint2(static_cast<unsigned>(mine_raw), 0u)
-                               : make_uint2(kNvfp4 ? __float_as_uint(*a.scale) : 0u, 0u);
-    store_to_peers(sh.slots, me, n, at, first, d, flag);
-  }
   const char* const mine_half = sh.slots[me] + half;
-  bool ok = read_counts(a, mine_half, mine_raw, flag, sh);
-  if (ok) push_peer_rows(a, cr, sh.slots, at, sh.first_row, flag);
+  std::size_t const first = global_thread();
+  std::uint32_t const scale_bits = kNvfp4 ? __float_as_uint(*a.scale) : 0u;
+  bool ok = true;
+  if (gathered) {
+    // The counts are known: the rows go out at once. Line 0 of this rank's slot in peer p's
+    // scratch carries the count and the offset this rank took for p, which p checks against its
+    // own.
+    known_counts(a, sh);
+    if (first >= 1 && first < static_cast<std::size_t>(n)) {
+      int const p = rotated(me, static_cast<int>(first), n);
+      store_line(sh.slots[p] + at, make_uint4(static_cast<unsigned>(sh.raw[p]), flag,
+                                              static_cast<unsigned>(sh.first_row[p]), flag));
+      store_line(sh.slots[p] + at + kLlLineBytes, make_uint4(scale_bits, flag, 0u, flag));
+    }
+    push_peer_rows(a, cr, sh.slots, at, sh.first_row, flag);
+    // Every peer's count and offset for this rank: a peer that took others sets the overflow
+    // flag, and one that sent fewer rows than this rank sums is left out (its rows never come).
+    auto const rows = sh.first_row[me + 1] - sh.first_row[me];
+    for (int q = static_cast<int>(threadIdx.x); q < n; q += static_cast<int>(blockDim.x)) {
+      uint2 d;
+      if (q == me) continue;
+      if (!wait_line(mine_half, q, 0, flag, a.abort_word, d)) {
+        sh.aborted = 1;
+        continue;
+      }
+      auto const sent = static_cast<std::int32_t>(d.x);
+      bool const same = sent == mine_raw && static_cast<std::int32_t>(d.y) == sh.first_row[me];
+      if (!same && blockIdx.x == 0) *a.overflow = 1;
+      if (clamp_count(sent, static_cast<std::int32_t>(a.capacity)) < rows) {
+        atomicOr(&skip, 1ull << q);
+      }
+    }
+  } else {
+    // Count and scale to every peer, then every peer's count, then the rows.
+    if (first < 2) {
+      uint2 const d =
+          first == 0 ? make_uint2(static_cast<unsigned>(mine_raw), 0u) : make_uint2(scale_bits, 0u);
+      store_to_peers(sh.slots, me, n, at, first, d, flag);
+    }
+    ok = read_counts(a, mine_half, mine_raw, flag, sh);
+    if (ok) push_peer_rows(a, cr, sh.slots, at, sh.first_row, flag);
+  }
   // NVFP4: every rank's global scale (line 1, sent with the count) once per CTA.
-  __shared__ float scales[kMaxRanks];
   if constexpr (kNvfp4) {
-    // sh.aborted is 0 here wherever ok (read_counts); a wait cut by an abort sets it.
     for (int q = static_cast<int>(threadIdx.x); ok && q < n; q += static_cast<int>(blockDim.x)) {
       uint2 d;
       if (q == me) {
@@ -447,16 +541,16 @@ __global__ void __launch_bounds__(kThreads)
         sh.aborted = 1;
       }
     }
-    __syncthreads();
-    ok = ok && sh.aborted == 0;
   }
+  __syncthreads();
+  ok = ok && sh.aborted == 0;
   // This rank's rows summed over every rank in rank order; out's rows past them 0.
   auto const rows = static_cast<std::size_t>(ok ? sh.first_row[me + 1] - sh.first_row[me] : 0);
   auto const my_first = static_cast<std::size_t>(ok ? sh.first_row[me] : 0);
   if constexpr (kNvfp4) {
-    reduce_counted_nvfp4(a, cr, mine_half, rows, my_first, scales, flag);
+    reduce_counted_nvfp4(a, cr, mine_half, rows, my_first, scales, skip, flag);
   } else {
-    reduce_counted_bf16(a, cr, mine_half, rows, my_first, flag);
+    reduce_counted_bf16(a, cr, mine_half, rows, my_first, skip, flag);
   }
   advance_call(a.calls, c);
   programmatic_release(launch_flags);
@@ -474,15 +568,16 @@ std::atomic<LlCounts>& ll_counts_switch() {
 [[maybe_unused]] const bool kModuleRegistered = register_kernel_module(
     reinterpret_cast<const void*>(&ll_counted_gather_kernel), "kernels/lsa_ll_counted.cu");
 
-// The checks both launchers share: the ranks, the scratch, the count pointers.
-void check_ll_counts(const LlCountsArgs& a, const char* what) {
+// The checks both launchers share: the ranks, the scratch, the count pointers (`count` may be
+// null where `own_count` is false: a reduce-scatter whose counts were gathered before the call).
+void check_ll_counts(const LlCountsArgs& a, bool own_count, const char* what) {
   SYMMCOMM_EXPECTS(a.size >= 1 && a.size <= kMaxRanks && a.rank >= 0 && a.rank < a.size,
                    what << ": rank " << a.rank << " of " << a.size << " ranks");
   SYMMCOMM_EXPECTS(a.scratch != nullptr && a.calls != nullptr,
                    what << ": the communicator has no scratch window");
-  SYMMCOMM_EXPECTS(
-      a.count != nullptr && a.counts != nullptr && a.offsets != nullptr && a.overflow != nullptr,
-      what << ": count, counts, offsets and overflow must be device pointers");
+  SYMMCOMM_EXPECTS((a.count != nullptr || !own_count) && a.counts != nullptr &&
+                       a.offsets != nullptr && a.overflow != nullptr,
+                   what << ": count, counts, offsets and overflow must be device pointers");
 }
 
 }  // namespace
@@ -495,7 +590,7 @@ LlCounts ll_counts_setting() noexcept {
 }
 
 void ll_counted_gather(const LlCountedGatherArgs& a, int sm_share, cudaStream_t stream) {
-  check_ll_counts(a, "lsa ll counted gather");
+  check_ll_counts(a, true, "lsa ll counted gather");
   SYMMCOMM_EXPECTS(a.parts >= 1 && a.parts <= LlCountedGatherArgs::kMaxParts,
                    "lsa ll counted gather: " << a.parts << " parts, outside 1.."
                                              << LlCountedGatherArgs::kMaxParts);
@@ -530,7 +625,7 @@ void ll_counted_reduce(const LlCountedReduceArgs& a, int sm_share, cudaStream_t 
   bool const nvfp4 = a.type == DataType::Nvfp4;
   SYMMCOMM_EXPECTS(a.type == DataType::Bf16 || nvfp4,
                    "lsa ll counted reduce: rows of " << to_string(a.type) << " (bf16 or nvfp4)");
-  check_ll_counts(a, "lsa ll counted reduce");
+  check_ll_counts(a, false, "lsa ll counted reduce");
   SYMMCOMM_EXPECTS(a.send != nullptr && a.out != nullptr,
                    "lsa ll counted reduce: send or out is null");
   SYMMCOMM_EXPECTS(

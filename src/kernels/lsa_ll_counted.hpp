@@ -120,7 +120,11 @@ void ll_counted_gather(const LlCountedGatherArgs& args, int sm_share, cudaStream
 /// `out`, whose rows past its count up to capacity are written as 0. The call counter and
 /// halves of the all-gather above; writes `counts`, `offsets` and `overflow` as the one-launch
 /// kernel does. Production only; Auto's choice wherever the rows fit a slot
-/// (ll_counted_reduce_fits).
+/// (ll_counted_reduce_fits). With `count` null the counts were gathered before the call
+/// (`counts` holds every rank's raw count, read, not written): each rank pushes its peers' rows
+/// at once and writes in line 0 of its slot the count and offset it took for that peer; a
+/// receiver whose peer took others sets `overflow` and leaves out a peer that sent fewer rows
+/// than it sums (no wait for rows that never come).
 struct LlCountedReduceArgs : LlCountsArgs {
   DataType type = DataType::Bf16;              ///< Bf16 or Nvfp4 rows
   const void* send = nullptr;                  ///< size x capacity rows of room, compact, local

@@ -32,12 +32,15 @@ namespace {
 // eager rounds, one graph replayed with new counts (0 rows and capacity among them), a count
 // above capacity. Rows of `row` elements (vector items where row % 8 == 0, else element by
 // element). Values are multiples of 1/8 below 4 in magnitude: every partial sum of up to 8 ranks
-// is exact in bf16, so every path's result is the exact sum, bit for bit.
-void bf16_scatter_device_counts(PathChoice path, std::size_t row) {
+// is exact in bf16, so every path's result is the exact sum, bit for bit. `gathered`: the counts
+// gathered before each call (DeviceCounts::count null, the counts array uploaded with every
+// rank's count, as the dispatch's gather leaves it).
+void bf16_scatter_device_counts(PathChoice path, std::size_t row, bool gathered = false) {
   World& w = world();
   int const n = w.size, me = w.rank;
   auto const un = static_cast<std::size_t>(n);
-  SCOPED_TRACE(std::string(to_string(path)) + ", rows of " + std::to_string(row));
+  SCOPED_TRACE(std::string(to_string(path)) + ", rows of " + std::to_string(row) +
+               (gathered ? ", counts gathered before" : ""));
   Options options;
   options.path = path;
   bool const lsa = path == PathChoice::LsaKernel || (path == PathChoice::Auto && lsa_can());
@@ -54,7 +57,18 @@ void bf16_scatter_device_counts(PathChoice path, std::size_t row) {
   PoolArray<std::int32_t> count(1), counts(un), offsets(un), overflow(1);
   send.upload(to_bf16_bits(mine_values));
   overflow.upload({0});
-  DeviceCounts const dc{count.get(), kCapacity, counts.get(), offsets.get(), overflow.get()};
+  DeviceCounts const dc{gathered ? nullptr : count.get(), kCapacity, counts.get(), offsets.get(),
+                        overflow.get()};
+  // This round's counts: this rank's count, the counts array poisoned (the call writes it); or,
+  // gathered before, every rank's count in the counts array.
+  auto const set_counts = [&](const std::vector<std::int32_t>& c) {
+    if (gathered) {
+      counts.upload(c);
+    } else {
+      count.upload({c[static_cast<std::size_t>(me)]});
+      counts.poison();
+    }
+  };
   auto const call = [&] {
     return reduce_scatterv(w.comm, Bf16Span{reinterpret_cast<bf16*>(send.get()), full},
                            Bf16Span{reinterpret_cast<bf16*>(recv.get()), kCapacity * row}, row, dc,
@@ -87,9 +101,8 @@ void bf16_scatter_device_counts(PathChoice path, std::size_t row) {
   };
   for (int round = 0; round < 3; ++round) {
     auto const c = round_counts(round, n);
-    count.upload({c[static_cast<std::size_t>(me)]});
+    set_counts(c);
     recv.poison();
-    counts.poison();
     offsets.poison();
     Plan const plan = call();
     sync();
@@ -105,9 +118,8 @@ void bf16_scatter_device_counts(PathChoice path, std::size_t row) {
   SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
   for (int round = 3; round < 7; ++round) {
     auto const c = round_counts(round == 6 ? 1 : round, n);
-    count.upload({c[static_cast<std::size_t>(me)]});
+    set_counts(c);
     recv.poison();
-    counts.poison();
     offsets.poison();
     SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, w.stream));
     sync();
@@ -115,9 +127,8 @@ void bf16_scatter_device_counts(PathChoice path, std::size_t row) {
   }
   auto c = round_counts(0, n);
   c[0] = static_cast<std::int32_t>(kCapacity) + 5;
-  count.upload({c[static_cast<std::size_t>(me)]});
+  set_counts(c);
   recv.poison();
-  counts.poison();
   offsets.poison();
   SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, w.stream));
   sync();
@@ -153,6 +164,63 @@ TEST(MultiRankRagged, Bf16ReduceScatterWithCountsInTheLines) {
     bf16_scatter_device_counts(PathChoice::Auto, 36);
   }
   EXPECT_EQ(ll_kernel_calls() - before, 2u * 8u) << "calls that took the counts-in-lines kernel";
+}
+
+// Counts gathered before the call (DeviceCounts::count null: the dispatch's gather left every
+// rank's count in counts.counts) on every path: the same sums, eager and from one graph. The
+// counts-in-lines kernel then sends the rows without a count exchange, and its plan says so.
+TEST(MultiRankRagged, Bf16ReduceScatterWithCountsGatheredBefore) {
+  std::vector<PathChoice> paths{PathChoice::Fallback, PathChoice::Auto};
+  if (lsa_can()) paths.push_back(PathChoice::LsaKernel);
+  for (bool lines : {false, true}) {
+    CountsInLines const switched(lines);
+    for (PathChoice path : paths) bf16_scatter_device_counts(path, 256, true);
+  }
+}
+
+// Ranks that disagree on the gathered counts (rank 0 takes rank 1's count one lower, then one
+// higher) never hang the counts-in-lines kernel: every rank whose count or offset rank 0 took
+// differently sets the overflow flag, and rank 0's own sum is exact.
+TEST(MultiRankRagged, CountsGatheredBeforeThatDisagreeRaiseOverflowWithoutAHang) {
+  if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
+  const auto& state = detail::state_of(world().comm);
+  if (state->scratch.window == nullptr) GTEST_SKIP() << "no scratch window (SYMMCOMM_LSA_LL=0)";
+  World& w = world();
+  int const n = w.size, me = w.rank;
+  if (n < 2) GTEST_SKIP() << "one rank: no peer to disagree with";
+  auto const un = static_cast<std::size_t>(n);
+  std::size_t const row = 64, full = un * kCapacity * row;
+  CountsInLines const on(true);
+  std::vector<float> mine_values(full, 0.5f);
+  PoolArray<std::uint16_t> send(full), recv(kCapacity * row);
+  PoolArray<std::int32_t> counts(un), offsets(un), overflow(1);
+  send.upload(to_bf16_bits(mine_values));
+  DeviceCounts const dc{nullptr, kCapacity, counts.get(), offsets.get(), overflow.get()};
+  for (int delta : {-1, 1}) {
+    std::vector<std::int32_t> c;
+    for (int q = 0; q < n; ++q) c.push_back(2 + q % 3);
+    if (me == 0) c[1] += delta;
+    counts.upload(c);
+    overflow.upload({0});
+    recv.poison();
+    Plan const plan = reduce_scatterv(
+        w.comm, Bf16Span{reinterpret_cast<bf16*>(send.get()), full},
+        Bf16Span{reinterpret_cast<bf16*>(recv.get()), kCapacity * row}, row, dc, w.stream);
+    sync();
+    EXPECT_TRUE(plan.counts_gathered) << plan.reason();
+    EXPECT_EQ(plan.reason().rfind("lsa-kernel (counts in the lines, gathered before): ", 0), 0u)
+        << plan.reason();
+    std::string const at = "rank 0 took rank 1's count " + std::to_string(delta);
+    EXPECT_EQ(overflowed(w.comm, dc, w.stream), me != 0) << at;
+    if (me == 0) {
+      auto const got = recv.download();
+      std::size_t const rows = static_cast<std::size_t>(c[0]);
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        float const want = i < rows * row ? 0.5f * static_cast<float>(n) : 0.0f;
+        ASSERT_EQ(bf16_bits_to_float(got[i]), want) << at << ": element " << i;
+      }
+    }
+  }
 }
 
 // Reduce-scatter with shard sizes on the device: this rank's rows of the sum land at the top of

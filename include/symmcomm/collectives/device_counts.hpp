@@ -43,11 +43,14 @@ namespace symmcomm {
 
 /// @brief The device-side counts of a ragged gather (all device pointers).
 struct DeviceCounts {
-  const std::int32_t* count = nullptr;  ///< this rank's rows, read when the call runs
-  std::size_t capacity = 0;             ///< rows every rank's send has room for
-  std::int32_t* counts = nullptr;       ///< [comm.size()]: written with every rank's count
-  std::int32_t* offsets = nullptr;      ///< [comm.size()]: written with the exclusive prefix
-  std::int32_t* overflow = nullptr;     ///< set to 1 when a count is outside 0..capacity
+  /// This rank's rows, read when the call runs. reduce_scatterv only: null when `counts` already
+  /// holds every rank's count (the dispatch's all_gatherv on this communicator wrote it), which
+  /// the call then reads instead of exchanging counts first (see reduce_scatterv).
+  const std::int32_t* count = nullptr;
+  std::size_t capacity = 0;          ///< rows every rank's send has room for
+  std::int32_t* counts = nullptr;    ///< [comm.size()]: written with every rank's count
+  std::int32_t* offsets = nullptr;   ///< [comm.size()]: written with the exclusive prefix
+  std::int32_t* overflow = nullptr;  ///< set to 1 when a count is outside 0..capacity
 };
 
 /// @brief Another tensor gathered with the same row counts in the same call (vLLM gathers
@@ -105,6 +108,14 @@ Plan all_gatherv(const Communicator& comm, ConstNvfp4View send, Nvfp4View recv,
 /// `send.data` is 8-byte and `recv` 16-byte aligned. Otherwise the fallback: the compact rows are
 /// laid out at capacity in the workspace, then reduce-scattered by NCCL (BF16: NCCL's sums) or
 /// symmcomm's reduction. Both give NVFP4 the same bits (the same fp32 arithmetic in rank order).
+///
+/// Counts gathered before the call (`counts.count` null; `counts.counts` holds every rank's raw
+/// count, as the dispatch's all_gatherv left it, and is read, not written): the MoE combine
+/// reuses the dispatch's counts. Where the counts ride in the scratch lines
+/// (Plan::counts_in_lines), each rank then sends its peers' rows at once, with no count exchange
+/// before them (Plan::counts_gathered, the reason says so); every rank checks the count and offset
+/// each peer took for it, and one that differs (ranks passed different counts) sets `overflow`,
+/// never a hang. The other paths gather the counts again, in place.
 Plan reduce_scatterv(const Communicator& comm, ConstBf16Span send, Bf16Span recv,
                      std::size_t row_elements, const DeviceCounts& counts, cudaStream_t stream,
                      const Options& options = {});

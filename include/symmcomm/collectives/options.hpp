@@ -83,6 +83,9 @@ struct Plan {
   /// Device counts on symmcomm's LSA kernel: carried in the scratch window's lines beside the
   /// rows (no barrier before them), where the rows fit a scratch slot.
   bool counts_in_lines = false;
+  /// A reduce_scatterv in the lines whose counts were gathered before the call (counts.count
+  /// null, device_counts.hpp): the rows go out at once, without waiting for peers' counts.
+  bool counts_gathered = false;
   int buffer_index = -1;              ///< the buffer the reason is about, if any
   const char* buffer_name = nullptr;  ///< its name ("recv.block_scales", ...)
   Provenance provenance{};            ///< its provenance

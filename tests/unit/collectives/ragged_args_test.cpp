@@ -137,6 +137,13 @@ TEST(RaggedArgs, ReduceScatterShapesMirrorTheGather) {
               reduce_scatterv(none, Bf16Span{kBf16, 0}, Bf16Span{kBf16, 32}, 8, good(4), nullptr);
             }).find("comm is empty"),
             std::string::npos);
+  // Counts gathered before the call (count null) pass the argument checks of a reduce-scatter.
+  DeviceCounts gathered = good(4);
+  gathered.count = nullptr;
+  EXPECT_NE(logic_error_text([&] {
+              reduce_scatterv(none, Bf16Span{kBf16, 0}, Bf16Span{kBf16, 32}, 8, gathered, nullptr);
+            }).find("comm is empty"),
+            std::string::npos);
 }
 
 TEST(RaggedArgs, PlannedOnTheOneLaunchKernelWhereItRunsElseTheFallbackSayingWhatMoves) {
@@ -203,6 +210,20 @@ TEST(RaggedArgs, PlannedOnTheOneLaunchKernelWhereItRunsElseTheFallbackSayingWhat
   EXPECT_NE(in_lines.reason().find("in the scratch window's lines beside the rows"),
             std::string::npos)
       << in_lines.reason();
+  // A reduce-scatter whose counts were gathered before: the rows go out at once, and the reason
+  // says so; without the lines the flag means nothing.
+  r.counts_gathered = true;
+  Plan const gathered = plan_collective(r);
+  EXPECT_TRUE(gathered.counts_gathered);
+  EXPECT_EQ(gathered.reason().rfind("lsa-kernel (counts in the lines, gathered before): ", 0), 0u)
+      << gathered.reason();
+  EXPECT_NE(gathered.reason().find("sends the rows at once (no count exchange before them"),
+            std::string::npos)
+      << gathered.reason();
+  r.counts_in_lines = false;
+  EXPECT_FALSE(plan_collective(r).counts_gathered);
+  r.counts_in_lines = true;
+  r.counts_gathered = false;
   r.choice = PathChoice::LsaKernel;
   EXPECT_TRUE(plan_collective(r).counts_in_lines) << "forced onto the LSA kernel";
   r.choice = PathChoice::Fallback;
