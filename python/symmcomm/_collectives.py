@@ -136,18 +136,25 @@ def quantize_all_gather(comm, input, recv, scale=None, stream=None, path="auto",
 #: The device-side counts of a ragged gather (int32 CUDA tensors): `count` this rank's rows
 #: (1 element, read when the call runs), `counts` and `offsets` comm.size elements the call
 #: writes (every rank's count, their exclusive prefix), `overflow` 1 element set to 1 when a
-#: count is outside 0..capacity.
+#: count is outside 0..capacity. reduce_scatterv_device also takes `count` None: `counts`
+#: already holds every rank's count (the dispatch's all_gatherv_device wrote it), read, not
+#: written.
 DeviceCounts = collections.namedtuple("DeviceCounts", ["count", "counts", "offsets", "overflow"])
 
 _I32 = ("int32",)
 
 
-def _device_counts(counts, size, device, capacity):
+def _device_counts(counts, size, device, capacity, gathered_ok=False):
+    """symmcomm_device_counts_t of `counts`; `gathered_ok`: counts.count may be None (counts
+    gathered before the call, reduce_scatterv_device)."""
     if not isinstance(counts, DeviceCounts):
         _fail("counts must be a symmcomm.DeviceCounts(count, counts, offsets, overflow), got %s"
               % type(counts).__name__)
     ptrs = []
     for name, want in (("count", 1), ("counts", size), ("offsets", size), ("overflow", 1)):
+        if name == "count" and gathered_ok and counts.count is None:
+            ptrs.append(None)
+            continue
         p, k = _tensor(getattr(counts, name), "counts." + name, _I32, device)
         if k != want:
             _fail("counts.%s has %d elements; expected %d" % (name, k, want))
@@ -203,7 +210,10 @@ def reduce_scatterv_device(comm, send, recv, counts, row_elements, stream=None, 
     (torch.cuda.use_mem_pool(torch_mem_pool(pool))) take symmcomm's one-launch kernel (only this
     rank's rows are read from each peer; NVFP4 needs its data 8-byte and `recv` 16-byte
     aligned, as pool allocations are); otherwise the fallback. Returns the Plan (its reason says
-    which)."""
+    which). counts.count None: counts.counts already holds every rank's count (the dispatch's
+    all_gatherv_device left it there); the counts-in-lines kernel then sends the rows without a
+    count exchange first (the plan's reason says so), and a rank whose peers took other counts
+    for it raises counts.overflow."""
     rank, size, device, _ = comm.info()
     row = _int_arg(row_elements, "row_elements", 1)
     o = _path_arg(path)
@@ -216,7 +226,7 @@ def reduce_scatterv_device(comm, send, recv, counts, row_elements, stream=None, 
     a = _reduce_send(send, device)
     b = _plain(recv, "recv", _BF16, device)
     capacity = _capacity_rows(b, row)
-    dc = _device_counts(counts, size, device, capacity)
+    dc = _device_counts(counts, size, device, capacity, gathered_ok=True)
     return _call(_lib.symmcomm_reduce_scatterv_device, comm, ctypes.byref(a), ctypes.byref(b), row,
                  ctypes.byref(dc), stream=s, options=o)
 
