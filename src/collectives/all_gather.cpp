@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "collectives/device_view.hpp"
 #include "comm/dev_comm.hpp"
 #include "core/cuda_utils.hpp"
 #include "executors.hpp"
@@ -25,11 +26,7 @@ namespace {
 // this rank as a segment of lines, in order.
 lsa::LlGatherArgs ll_args(const CommState& state, const std::vector<GatherPart>& parts) {
   lsa::LlGatherArgs a;
-  a.rank = state.rank;
-  a.size = state.size;
-  a.scratch = state.scratch.window;
-  a.calls = state.scratch.calls;
-  a.abort_word = device_abort_word(state);
+  fill_ll_scratch(state, a);
   for (const GatherPart& p : parts) {
     std::size_t const bytes = p.bytes[static_cast<std::size_t>(state.rank)];
     a.segment[a.segments++] = lsa::LlSegment{p.send, p.recv, bytes, a.lines};
@@ -153,16 +150,14 @@ ReplayLaunch enqueue_lsa(const CommState& state, const PlannedCall& planned,
       return ll_launch<lsa::LlGatherArgs, lsa::ll_gather>(small).now(state, stream);
     }
   }
-  lsa::Peers peers = lsa_peers(state);
+  DeviceView view(planned);
   std::vector<std::size_t> base(parts.size());
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    const Provenance& recv = planned.provenance(Slot::RecvPart, static_cast<int>(i));
-    peers.window[i] = recv.window;
-    base[i] = recv.offset;
+    base[i] = view.bind(static_cast<int>(i), Slot::RecvPart, static_cast<int>(i));
   }
   lsa::GatherArgs const args = gather_args(parts, base, static_cast<std::size_t>(state.rank),
                                            static_cast<std::size_t>(state.size));
-  return peers_launch<lsa::GatherArgs, lsa::gather>(peers, args).now(state, stream);
+  return peers_launch<lsa::GatherArgs, lsa::gather>(view.peers(), args).now(state, stream);
 }
 
 }  // namespace

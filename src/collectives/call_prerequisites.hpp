@@ -4,6 +4,7 @@
 
 #include "comm/comm_state.hpp"
 #include "kernels/lsa.hpp"
+#include "kernels/lsa_ll.hpp"
 #include "symmcomm/comm/communicator.hpp"
 
 namespace symmcomm::detail {
@@ -22,7 +23,11 @@ void refuse_in_group(const char* operation, const char* why);
 /// PlannedCall's business).
 bool lsa_kernel_usable(const CommState& comm);
 
-/// The production peer policy of `comm` (windows left for the caller to fill in).
+/// The production peer policy of `comm` (windows left for the caller to fill in: DeviceView).
 lsa::Peers lsa_peers(const CommState& comm);
+
+/// What the scratch-line kernels take of `comm` (lsa_ll.hpp): its rank, ranks, scratch window,
+/// call counter and abort word; `args` (any scratch-line kernel's arguments) gets them.
+void fill_ll_scratch(const CommState& comm, lsa::LlScratchView& args);
 
 }  // namespace symmcomm::detail

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/device_view.hpp"
 #include "comm/dev_comm.hpp"
 #include "comm/wait_internal.hpp"
 #include "core/cuda_utils.hpp"
@@ -67,33 +68,6 @@ compact::Args compact_args(const DeviceCounts& counts, int ranks, std::size_t pa
   return a;
 }
 
-// The LSA kernels' slots: one per distinct window among the buffers a kernel addresses on peers
-// (at most kSlots), filled into `peers` as buffers are added.
-class WindowSlots {
- public:
-  WindowSlots(lsa::Peers& peers, const char* operation) : peers_(peers), operation_(operation) {}
-  lsa::SymRef ref(const Provenance& p, const char* name) {
-    return lsa::SymRef{slot(p, name), p.offset};
-  }
-  int slot(const Provenance& p, const char* name) {
-    for (int s = 0; s < used_; ++s) {
-      if (peers_.window[s] == p.window) return s;
-    }
-    SYMMCOMM_EXPECTS(used_ < lsa::kSlots,
-                     operation_ << ": " << name << " is in a " << used_ + 1
-                                << "th window; the LSA kernel reaches at most " << lsa::kSlots
-                                << " (allocate the buffers from one pool: its arena is one "
-                                   "window)");
-    peers_.window[used_] = p.window;
-    return used_++;
-  }
-
- private:
-  lsa::Peers& peers_;
-  const char* operation_;
-  int used_ = 0;
-};
-
 // This rank's count: counts.count, or, for a reduce-scatter whose counts were gathered before
 // the call (count null), its entry of counts.counts (the paths that exchange counts send it
 // again, the same value).
@@ -104,10 +78,10 @@ const std::int32_t* own_count(const DeviceCounts& counts, int rank) {
 // The count exchange's arguments of a one-launch call (lsa::CountedArgs): the caller's counts,
 // its counts array (`all`, in a window) at its slot, the grid fixed by capacity rows of
 // `row_bytes`.
-void fill_counted(lsa::CountedArgs& a, const DeviceCounts& counts, int rank, WindowSlots& slots,
-                  const Provenance& all, std::size_t row_bytes) {
+void fill_counted(lsa::CountedArgs& a, const DeviceCounts& counts, int rank, DeviceView& view,
+                  int counts_part, std::size_t row_bytes) {
   a.count = own_count(counts, rank);
-  a.counts = slots.ref(all, "counts.counts");
+  a.counts = view.ref(Slot::RecvPart, counts_part, "counts.counts");
   a.offsets = counts.offsets;
   a.overflow = counts.overflow;
   a.capacity = counts.capacity;
@@ -154,24 +128,21 @@ std::size_t total_row_bytes(const std::vector<RowPart>& rows) {
 void enqueue_counted_gather(const CommState& state, const PlannedCall& planned,
                             const CollectiveCall& call, const std::vector<RowPart>& rows,
                             const ScalePart& scale, int counts_part, cudaStream_t stream) {
-  lsa::Peers peers = lsa_peers(state);
-  WindowSlots slots(peers, operation_name(call));
+  DeviceView view(planned);
   lsa::CountedGatherArgs a;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     a.part[i] = lsa::CountedGatherArgs::Part{
-        rows[i].send,
-        slots.ref(planned.provenance(Slot::RecvPart, static_cast<int>(i)), rows[i].name),
+        rows[i].send, view.ref(Slot::RecvPart, static_cast<int>(i), rows[i].name),
         rows[i].row_bytes, rows[i].swizzled};
   }
   a.parts = static_cast<int>(rows.size());
-  fill_counted(a, call.device_counts, state.rank, slots,
-               planned.provenance(Slot::RecvPart, counts_part), total_row_bytes(rows));
+  fill_counted(a, call.device_counts, state.rank, view, counts_part, total_row_bytes(rows));
   if (scale.send != nullptr) {
     a.scale_src = scale.send;
-    a.scale_dst = slots.ref(planned.provenance(Slot::RecvScale), scale.name);
+    a.scale_dst = view.ref(Slot::RecvScale, scale.name);
   }
   planned.before_enqueue(stream);
-  lsa::counted_gather(peers, a, stream);
+  lsa::counted_gather(view.peers(), a, stream);
 }
 
 // The counts and scratch of a counts-in-lines call (lsa::LlCountsArgs).
@@ -181,11 +152,7 @@ void fill_ll_counts(lsa::LlCountsArgs& a, const CommState& state, const DeviceCo
   a.offsets = counts.offsets;
   a.overflow = counts.overflow;
   a.capacity = counts.capacity;
-  a.rank = state.rank;
-  a.size = state.size;
-  a.scratch = state.scratch.window;
-  a.calls = state.scratch.calls;
-  a.abort_word = device_abort_word(state);
+  fill_ll_scratch(state, a);
 }
 
 // The counts-in-lines arguments of a call (lsa::LlCountedGatherArgs), or parts = 0 where the call
@@ -298,21 +265,19 @@ namespace {
 void enqueue_counted_reduce(const CommState& state, const PlannedCall& planned,
                             const CollectiveCall& call, const std::vector<RowPart>& rows,
                             cudaStream_t stream) {
-  lsa::Peers peers = lsa_peers(state);
-  WindowSlots slots(peers, operation_name(call));
+  DeviceView view(planned);
   lsa::CountedReduceArgs a;
-  fill_counted(a, call.device_counts, state.rank, slots, planned.provenance(Slot::RecvPart, 0),
-               total_row_bytes(rows));
+  fill_counted(a, call.device_counts, state.rank, view, 0, total_row_bytes(rows));
   a.type = call.send.dtype;
-  a.send = slots.ref(planned.provenance(Slot::SendPart, 0), rows[0].name);
+  a.send = view.ref(Slot::SendPart, 0, rows[0].name);
   if (a.type == DataType::Nvfp4) {
-    a.block_scales = slots.ref(planned.provenance(Slot::SendPart, 1), rows[1].name);
-    a.scale = slots.ref(planned.provenance(Slot::SendScale), "send.global_scale");
+    a.block_scales = view.ref(Slot::SendPart, 1, rows[1].name);
+    a.scale = view.ref(Slot::SendScale, "send.global_scale");
   }
   a.row_elements = call.row_elements;
   a.out = static_cast<bf16*>(call.recv.data);
   planned.before_enqueue(stream);
-  lsa::counted_reduce(peers, a, stream);
+  lsa::counted_reduce(view.peers(), a, stream);
 }
 
 // Counts in the scratch lines (lsa::ll_counted_reduce: switched on, and the rows fit a slot).

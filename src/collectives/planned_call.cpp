@@ -133,6 +133,14 @@ lsa::Peers lsa_peers(const CommState& comm) {
                                    device_abort_word(comm));
 }
 
+void fill_ll_scratch(const CommState& comm, lsa::LlScratchView& args) {
+  args.rank = comm.rank;
+  args.size = comm.size;
+  args.scratch = comm.scratch.window;
+  args.calls = comm.scratch.calls;
+  args.abort_word = device_abort_word(comm);
+}
+
 void refuse_in_group(const char* operation, const char* why) {
   SYMMCOMM_EXPECTS(!Group::active(),
                    operation << " (" << why << ") cannot run inside a symmcomm::Group: NCCL "

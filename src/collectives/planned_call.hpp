@@ -96,6 +96,9 @@ class PlannedCall {
   /// was added there (a bug in symmcomm).
   const Provenance& provenance(Slot slot, int index = -1) const;
   const std::vector<PlannedBuffer>& buffers() const { return request_.buffers; }
+  /// The communicator and the operation's name (as in messages).
+  const CommState& state() const noexcept { return state_; }
+  const char* operation() const noexcept { return operation_; }
 
   /// Whether the call runs inside a symmcomm::Group: decided once, at construction, and the
   /// one place the Group decides anything (no LSA kernel and no staging there; refused paths

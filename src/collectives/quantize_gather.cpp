@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "collectives/device_view.hpp"
 #include "core/cuda_utils.hpp"
 #include "executors.hpp"
 #include "formats/codecs_internal.hpp"
@@ -90,22 +91,14 @@ void fused(CommState& state, const CollectiveCall& call, const PlannedCall& plan
     scale_from_amax(static_cast<const bf16*>(input.data), input.count, slot, recv.dtype, stream);
     scale = slot;
   }
-  lsa::Peers peers = lsa_peers(state);
-  const Provenance& data = planned.provenance(Slot::RecvData);
-  const Provenance& globals = planned.provenance(Slot::RecvScale);
+  DeviceView view(planned);
   QuantizedBases base;
-  peers.window[0] = data.window;
-  base.data = data.offset;
-  if (recv.dtype == DataType::Nvfp4) {
-    const Provenance& scales = planned.provenance(Slot::RecvBlockScales);
-    peers.window[1] = scales.window;
-    base.block_scales = scales.offset;
-  }
-  peers.window[2] = globals.window;
-  base.scale = globals.offset;
+  base.data = view.bind(0, Slot::RecvData);
+  if (recv.dtype == DataType::Nvfp4) base.block_scales = view.bind(1, Slot::RecvBlockScales);
+  base.scale = view.bind(2, Slot::RecvScale);
   planned.before_enqueue(stream);
   lsa::quantize_gather(
-      peers,
+      view.peers(),
       quantize_gather_args(recv.dtype, static_cast<const bf16*>(input.data), scale, input.count,
                            me * input.count, input.count, base, swizzle, me, n),
       stream);

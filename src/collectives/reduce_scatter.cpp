@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "collectives/device_view.hpp"
 #include "comm/dev_comm.hpp"
 #include "core/cuda_utils.hpp"
 #include "executors.hpp"
@@ -63,11 +64,7 @@ Plan native_reduce_scatter(CommState& state, const CollectiveCall& call, cudaStr
     a.send = call.send.data;
     a.out = call.recv.data;
     a.shard = call.recv.count;
-    a.rank = state.rank;
-    a.size = state.size;
-    a.scratch = state.scratch.window;
-    a.calls = state.scratch.calls;
-    a.abort_word = device_abort_word(state);
+    fill_ll_scratch(state, a);
     launched = ll_launch<lsa::LlReduceArgs, lsa::ll_reduce_scatter>(a).now(state, stream);
   } else if (plan.staged) {
     planned.refuse_in_group("staged path");
@@ -198,11 +195,7 @@ detail::ReplayLaunch push_reduce_scatter(const detail::CommState& state, const Q
   a.out = out;
   a.out_fp32 = out_fp32;
   a.shard = shard;
-  a.rank = state.rank;
-  a.size = state.size;
-  a.scratch = state.scratch.window;
-  a.calls = state.scratch.calls;
-  a.abort_word = detail::device_abort_word(state);
+  detail::fill_ll_scratch(state, a);
   return detail::ll_launch<detail::lsa::LlReduceArgs, detail::lsa::ll_reduce_scatter>(a).now(
       state, stream);
 }
@@ -245,26 +238,18 @@ detail::ReplayLaunch lsa_reduce_scatter(detail::CommState& state, const Quantize
     write_output(out, temp, push_into, stream);
     return requantizes(out.type) ? detail::ReplayLaunch{} : alone;
   }
-  detail::lsa::Peers peers = detail::lsa_peers(state);
-  const Provenance& data = call.provenance(Slot::SendData);
-  const Provenance& scale = call.provenance(Slot::SendScale);
+  detail::DeviceView view(call);
   detail::QuantizedBases base;
-  peers.window[0] = data.window;
-  base.data = data.offset;
-  if (in.nvfp4()) {
-    const Provenance& scales = call.provenance(Slot::SendBlockScales);
-    peers.window[1] = scales.window;
-    base.block_scales = scales.offset;
-  }
-  peers.window[2] = scale.window;
-  base.scale = scale.offset;
+  base.data = view.bind(0, Slot::SendData);
+  if (in.nvfp4()) base.block_scales = view.bind(1, Slot::SendBlockScales);
+  base.scale = view.bind(2, Slot::SendScale);
   detail::lsa::ReduceArgs a = detail::reduce_args(in.type, base, my_displacement, out.count,
                                                   in.count / static_cast<std::size_t>(state.size));
   auto reduce_into = [&](auto* dst) {
     a.out = dst;
     a.out_fp32 = std::is_same_v<std::remove_pointer_t<decltype(dst)>, float>;
-    alone = detail::peers_launch<detail::lsa::ReduceArgs, detail::lsa::reduce>(peers, a).now(
-        state, stream);
+    alone = detail::peers_launch<detail::lsa::ReduceArgs, detail::lsa::reduce>(view.peers(), a)
+                .now(state, stream);
   };
   write_output(out, temp, reduce_into, stream);
   return requantizes(out.type) ? detail::ReplayLaunch{} : alone;

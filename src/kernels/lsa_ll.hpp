@@ -51,6 +51,18 @@ static_assert(kLlMaxBytesPerRank == std::size_t{96} << 10, "a slot carries 96 Ki
 
 namespace symmcomm::detail::lsa {
 
+/// What every scratch-line kernel takes of its communicator (the collectives' device view fills
+/// it once: ll_scratch_view): this rank, the ranks, the scratch window and its call counter.
+struct LlScratchView {
+  int rank = 0, size = 1;
+  ncclWindow_t scratch = nullptr;  ///< scratch_window_bytes(size) bytes on every rank
+  std::uint32_t* calls = nullptr;  ///< this rank's call counter and CTA tally (2 words)
+  /// symmcomm's abort word (comm/dev_comm.hpp, device_abort_word), polled while waiting for a
+  /// peer's lines: after ncclCommAbort the kernel ends, its receive buffer incomplete. Null
+  /// (NCCL 2.28's device API has none): it waits as NCCL 2.28's LSA barriers do.
+  const std::uint32_t* abort_word = nullptr;
+};
+
 /// One byte range this rank sends: `bytes` from local `src`, landing at `recv` + rank x bytes
 /// on every rank (this rank's `recv` local; the same bytes on every rank).
 struct LlSegment {
@@ -61,17 +73,10 @@ struct LlSegment {
 };
 
 /// A small all-gather of up to kSlots segments through the scratch window.
-struct LlGatherArgs {
+struct LlGatherArgs : LlScratchView {
   LlSegment segment[kSlots];
   int segments = 0;
   std::size_t lines = 0;  ///< lines per rank: the segments' lines, in order
-  int rank = 0, size = 1;
-  ncclWindow_t scratch = nullptr;  ///< scratch_window_bytes(size) bytes on every rank
-  std::uint32_t* calls = nullptr;  ///< this rank's call counter and CTA tally (2 words)
-  /// symmcomm's abort word (comm/dev_comm.hpp, device_abort_word), polled while waiting for a
-  /// peer's lines: after ncclCommAbort the kernel ends, its receive buffer incomplete. Null
-  /// (NCCL 2.28's device API has none): it waits as NCCL 2.28's LSA barriers do.
-  const std::uint32_t* abort_word = nullptr;
 };
 
 /// Lines `bytes` take in a slot.
@@ -118,7 +123,7 @@ void ll_gather(const LlGatherArgs& args, int sm_share, cudaStream_t stream);
 /// scale codes, then one line with the sender's scale; the receiver dequantizes each rank's
 /// values with that rank's scales, in the arithmetic of the pull kernel (lsa_reduce.cuh), so
 /// both give the same bits.
-struct LlReduceArgs {
+struct LlReduceArgs : LlScratchView {
   DataType type = DataType::Bf16;              ///< send: Bf16, Nvfp4, Fp8E4M3 or Fp8E5M2
   const void* send = nullptr;                  ///< size x shard elements: bf16 values or codes
   const std::uint8_t* block_scales = nullptr;  ///< NVFP4: size x shard / 16 e4m3 codes
@@ -126,10 +131,6 @@ struct LlReduceArgs {
   void* out = nullptr;           ///< shard elements: bf16, or fp32 when out_fp32 (quantized in)
   bool out_fp32 = false;
   std::size_t shard = 0;  ///< elements per rank
-  int rank = 0, size = 1;
-  ncclWindow_t scratch = nullptr;
-  std::uint32_t* calls = nullptr;
-  const std::uint32_t* abort_word = nullptr;  ///< as LlGatherArgs::abort_word
 };
 
 /// Elements one line of quantized codes holds: an NVFP4 block (16) or 8 FP8 values.

@@ -16,16 +16,12 @@ namespace symmcomm::detail::lsa {
 /// What both kernels take beside their tensors: the caller's device counts (its count in,
 /// every rank's raw count, the offsets of the clamped counts and the overflow flag out, all
 /// local) and the communicator's scratch.
-struct LlCountsArgs {
+struct LlCountsArgs : LlScratchView {
   const std::int32_t* count = nullptr;
   std::int32_t* counts = nullptr;   ///< size raw counts, local
   std::int32_t* offsets = nullptr;  ///< size row offsets, local
   std::int32_t* overflow = nullptr;
   std::size_t capacity = 0;
-  int rank = 0, size = 1;
-  ncclWindow_t scratch = nullptr;
-  std::uint32_t* calls = nullptr;
-  const std::uint32_t* abort_word = nullptr;  ///< as LlGatherArgs::abort_word
 };
 
 /// An all-gather with this rank's row count on the device (device_counts.hpp) through the same
