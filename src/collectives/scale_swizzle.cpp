@@ -3,7 +3,6 @@
 #include "scale_swizzle.hpp"
 
 #include <cstdint>
-#include <string>
 
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
@@ -15,7 +14,8 @@ std::optional<SwizzledScales> swizzled_scales(const ConstNvfp4View& recv,
                                               const std::vector<std::size_t>& counts,
                                               const char* operation) {
   if (recv.scale_layout == ScaleLayout::Linear) return std::nullopt;
-  validate_gather_recv(recv, std::string(operation) + ": recv", 1);
+  // The view itself was checked with the call (validate_call: validate_gather_recv); the rows
+  // per rank are checked here, the one place that splits the counts into rows.
   std::size_t const row = recv.row_elements;
   SwizzledScales s;
   s.scale_cols = row / kNvfp4BlockSize;

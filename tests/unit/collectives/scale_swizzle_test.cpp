@@ -29,8 +29,11 @@ Nvfp4View swizzled(std::size_t row_elements, const std::vector<std::size_t>& cou
   return Nvfp4View{kAligned, scales, kGlobal, total}.with_swizzled_scales(row_elements);
 }
 
+// The refusal of a gather into `recv` with these counts: the view's own checks (validate_call
+// runs them for every gather), then the rows per rank (swizzled_scales).
 std::string error_of(const Nvfp4View& recv, const std::vector<std::size_t>& counts) {
   try {
+    validate_gather_recv(recv, "all_gatherv: recv", 1);
     detail::swizzled_scales(recv, counts, "all_gatherv");
   } catch (const LogicError& e) {
     return e.what();
