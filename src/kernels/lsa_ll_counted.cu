@@ -179,8 +179,7 @@ __device__ __forceinline__ void load_copy_batch(const LlCountedGatherArgs& a, st
 // `mine_half`). False when aborted.
 __device__ __forceinline__ bool land_copy_batch(const LlCountedGatherArgs& a, const RowLines& rl,
                                                 const char* mine_half,
-                                                const std::int32_t (&first_row)[kMaxRanks + 1],
-                                                std::uint32_t flag,
+                                                const std::int32_t* first_row, std::uint32_t flag,
                                                 CopyItem (&it)[kCountedCopyBatch]) {
   std::size_t const row_lines = rl.row_lines();
 #pragma unroll
@@ -202,6 +201,99 @@ __device__ __forceinline__ bool land_copy_batch(const LlCountedGatherArgs& a, co
                 first_row[q] + static_cast<int>(it[b].j), offset, d);
   }
   return true;
+}
+
+// Every rank's scale float (line 1 of its slot; this rank's own from scale_src) into
+// scale_recv, one thread per rank (none for BF16).
+__device__ __forceinline__ void land_scales(const LlCountedGatherArgs& a, const char* mine_half,
+                                            std::uint32_t flag) {
+  if (a.scale_recv == nullptr) return;
+  for (int q = static_cast<int>(threadIdx.x); q < a.size; q += static_cast<int>(blockDim.x)) {
+    uint2 d;
+    if (q == a.rank) {
+      a.scale_recv[q] = *a.scale_src;
+    } else if (wait_line(mine_half, q, 1, flag, a.abort_word, d)) {
+      a.scale_recv[q] = __uint_as_float(d.x);
+    }
+  }
+}
+
+// Lines of a slot (count, scale, rows at capacity) up to which the counted kernels send every
+// row below capacity, counted or not: at decode sizes the bytes cost less than a second round
+// trip, and a receiver can then wait for its rows and the counts at once (every line it waits
+// for comes).
+constexpr std::size_t kCountedSendAllLines = 16384;
+
+// The warp-level count exchange of the send-all gather needs a lane per rank.
+constexpr int kWarpRanks = 32;
+
+// Whether `v` holds this call's line.
+__device__ __forceinline__ bool fresh_line(const uint4& v, std::uint32_t flag) {
+  return v.y == flag && v.w == flag;
+}
+
+// Polls a loaded batch of copy items (every one below capacity: sent whatever the count) and
+// the count line `count_at` (null: none) together until each holds this call's line. False when
+// aborted.
+__device__ __forceinline__ bool poll_batch(const LlCountedGatherArgs& a, std::size_t row_lines,
+                                           const char* mine_half, CopyItem (&it)[kCountedCopyBatch],
+                                           const char* count_at, uint4& count_line,
+                                           std::uint32_t flag) {
+  for (unsigned polls = 1;; ++polls) {
+    bool all = true;
+    if (count_at != nullptr && !fresh_line(count_line, flag)) {
+      count_line = load_line(count_at);
+      all = false;
+    }
+#pragma unroll
+    for (int b = 0; b < kCountedCopyBatch; ++b) {
+      if (it[b].q < 0 || it[b].q == a.rank || fresh_line(it[b].v, flag)) continue;
+      it[b].v = load_line(line_at(mine_half, it[b].q, 2 + it[b].j * row_lines + it[b].li));
+      all = false;
+    }
+    if (all) return true;
+    if (polls % kAbortPolls == 0 && abort_raised(a.abort_word)) return false;
+  }
+}
+
+// The send-all gather's receive (every rank sent every row below capacity): each thread loads
+// its first batch of lines and lane r of its warp rank r's count line, polls them together, the
+// warp takes the prefix of the clamped counts (first_row: this warp's kWarpRanks + 1 entries in
+// shared memory), then every batch lands at its compact place. No CTA barrier: a warp waits for
+// its own lines only. False when aborted.
+__device__ __forceinline__ bool land_every_row(const LlCountedGatherArgs& a, const RowLines& rl,
+                                               const char* mine_half, std::int32_t mine_raw,
+                                               std::uint32_t flag, std::int32_t* first_row) {
+  int const n = a.size;
+  int const lane = static_cast<int>(threadIdx.x % 32);
+  std::size_t const row_lines = rl.row_lines();
+  std::size_t const stride = grid_threads();
+  std::size_t const items = static_cast<std::size_t>(n) * a.capacity * row_lines;
+  CopyItem it[kCountedCopyBatch];
+  load_copy_batch(a, row_lines, mine_half, nullptr, global_thread(), stride, it);
+  const char* const count_at = lane < n && lane != a.rank ? line_at(mine_half, lane, 0) : nullptr;
+  uint4 count_line = make_uint4(0u, 0u, 0u, 0u);
+  if (count_at != nullptr) count_line = load_line(count_at);
+  bool const polled = poll_batch(a, row_lines, mine_half, it, count_at, count_line, flag);
+  if (!__all_sync(0xffffffffu, polled)) return false;
+  auto const cap = static_cast<std::int32_t>(a.capacity);
+  std::int32_t const mine = lane == a.rank ? mine_raw : static_cast<std::int32_t>(count_line.x);
+  std::int32_t const count = lane < n ? clamp_count(mine, cap) : 0;
+  std::int32_t sum = count;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    std::int32_t const below = __shfl_up_sync(0xffffffffu, sum, o);
+    if (lane >= o) sum += below;
+  }
+  if (lane < n) first_row[lane] = sum - count;
+  if (lane == n - 1) first_row[n] = sum;
+  __syncwarp();
+  for (std::size_t i0 = global_thread();;) {
+    if (!land_copy_batch(a, rl, mine_half, first_row, flag, it)) return false;
+    i0 += kCountedCopyBatch * stride;
+    if (i0 >= items) return true;
+    load_copy_batch(a, row_lines, mine_half, first_row, i0, stride, it);
+  }
 }
 
 // The counts-in-lines gather (LlCountedGatherArgs): send this rank's count, scale and counted
@@ -239,7 +331,9 @@ __global__ void __launch_bounds__(kThreads)
   std::uint32_t const c = sh.call;
   std::uint32_t const flag = call_flag(c);
   std::size_t const half = call_half(c, n);
-  std::size_t const lines = 2 + static_cast<std::size_t>(mine) * row_lines;
+  // Every row below capacity at decode sizes (kCountedSendAllLines), else the counted ones.
+  bool const send_all = cap_lines <= kCountedSendAllLines && n <= kWarpRanks;
+  std::size_t const lines = send_all ? cap_lines : 2 + static_cast<std::size_t>(mine) * row_lines;
   std::size_t const at = half + static_cast<std::size_t>(me) * kLlSlotBytes;
   auto const line_bytes = [&](std::size_t line) {
     if (line == 0) return make_uint2(static_cast<unsigned>(mine_raw), 0u);
@@ -258,24 +352,26 @@ __global__ void __launch_bounds__(kThreads)
   for (std::size_t line = first + kCountedSendUnroll * stride; line < lines; line += stride) {
     store_to_peers(sh.slots, me, n, at, line, line_bytes(line), flag);
   }
-  // The copy's first batch is loaded before the counts are known, so that waiting for the
-  // counts and loading the rows overlap (one round trip, not two).
   const char* const mine_half = sh.slots[me] + half;
+  if (send_all) {
+    // Each warp waits for its rows and the counts at once; CTA 0 then writes the counts, the
+    // offsets, the overflow flag and the scale floats (every peer's count line read in every
+    // call, as the halves' reuse needs).
+    __shared__ std::int32_t warp_first_row[kThreads / 32][kWarpRanks + 1];
+    land_every_row(a, rl, mine_half, mine_raw, flag, warp_first_row[threadIdx.x / 32]);
+    if (blockIdx.x == 0 && read_counts(a, mine_half, mine_raw, flag, sh))
+      land_scales(a, mine_half, flag);
+    advance_call(a.calls, c);
+    programmatic_release(launch_flags);
+    return;
+  }
+  // The copy's first batch is loaded before the counts are known, so that waiting for the
+  // counts and loading the rows overlap.
   CopyItem it[kCountedCopyBatch];
   load_copy_batch(a, row_lines, mine_half, nullptr, first, stride, it);
   // Counts: every rank's line 0, then their prefix.
   if (read_counts(a, mine_half, mine_raw, flag, sh)) {
-    // Scale floats: CTA 0, one thread per rank.
-    if (blockIdx.x == 0 && a.scale_recv != nullptr) {
-      for (int q = static_cast<int>(threadIdx.x); q < n; q += static_cast<int>(blockDim.x)) {
-        uint2 d;
-        if (q == me) {
-          a.scale_recv[q] = *a.scale_src;
-        } else if (wait_line(mine_half, q, 1, flag, a.abort_word, d)) {
-          a.scale_recv[q] = __uint_as_float(d.x);
-        }
-      }
-    }
+    if (blockIdx.x == 0) land_scales(a, mine_half, flag);
     // Every rank's rows into their compact place, batch after batch.
     std::size_t const items = static_cast<std::size_t>(n) * a.capacity * row_lines;
     for (std::size_t i0 = first; land_copy_batch(a, rl, mine_half, sh.first_row, flag, it);) {
@@ -308,17 +404,20 @@ struct CountedRows {
 };
 
 // Each peer's rows of this rank's send (peer p's rows begin at first_row[p]), as lines into this
-// rank's slot (byte `at`) of p's scratch.
+// rank's slot (byte `at`) of p's scratch: its counted rows, or with `all_rows` capacity rows from
+// there (within the send's room: first_row[p] <= p x capacity), so that every line p may wait
+// for comes whatever the counts.
 template <bool kNvfp4>
 __device__ __forceinline__ void push_peer_rows(const LlCountedReduceArgs& a,
                                                const CountedRows<kNvfp4>& cr,
                                                char* const (&slots)[kMaxRanks], std::size_t at,
                                                const std::int32_t (&first_row)[kMaxRanks + 1],
-                                               std::uint32_t flag) {
+                                               bool all_rows, std::uint32_t flag) {
   const auto* send = static_cast<const unsigned char*>(a.send);
   for (int j = 1; j < a.size; ++j) {
     int const p = rotated(a.rank, j, a.size);
-    auto const rows = static_cast<std::size_t>(first_row[p + 1] - first_row[p]);
+    auto const rows =
+        all_rows ? a.capacity : static_cast<std::size_t>(first_row[p + 1] - first_row[p]);
     auto const from = static_cast<std::size_t>(first_row[p]);
     std::size_t const bytes = rows * cr.row_bytes, scale_bytes = rows * cr.row_scales;
     std::size_t const data_lines = ll_lines(bytes);
@@ -375,9 +474,9 @@ __device__ __forceinline__ void known_counts(const LlCountsArgs& a, CountedShare
 constexpr int kCountedRankBatch = 4;
 
 // NVFP4: this rank's `rows` rows (from row `first` of its send) summed over every rank in rank
-// order, one block per thread (rank r's global scale in scales[r]); out's blocks past them 0.
-// Each batch of ranks' code and scale lines is loaded at once, then completed. Ends early when
-// aborted.
+// order, one block per thread (rank r's global scale in scales[r], or, `scales` null, from line 1
+// of its slot, loaded with its rows); out's blocks past them 0. Each batch of ranks' code and
+// scale lines is loaded at once, then completed. Ends early when aborted.
 __device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& a,
                                                      const CountedRows<true>& cr,
                                                      const char* mine_half, std::size_t rows,
@@ -389,13 +488,14 @@ __device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& 
   for (std::size_t i = global_thread(); i < all; i += grid_threads()) {
     float acc[16] = {};
     for (int r0 = 0; i < items && r0 < a.size; r0 += kCountedRankBatch) {
-      uint4 v[kCountedRankBatch], w[kCountedRankBatch];
+      uint4 v[kCountedRankBatch], w[kCountedRankBatch], g[kCountedRankBatch];
 #pragma unroll
       for (int k = 0; k < kCountedRankBatch; ++k) {
         int const r = r0 + k;
         if (r < a.size && r != a.rank && !skipped(skip, r)) {
           v[k] = load_line(line_at(mine_half, r, 2 + i));
           w[k] = load_line(line_at(mine_half, r, cr.scale_line + i / kLlLineData));
+          if (scales == nullptr) g[k] = load_line(line_at(mine_half, r, 1));
         }
       }
 #pragma unroll
@@ -405,21 +505,26 @@ __device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& 
         if (skipped(skip, r)) continue;
         RawItem<true, 8> item;
         uint2 d;
+        float global = 0.0f;
         if (r == a.rank) {
           d = read_raw(own, items * kLlLineData, i * kLlLineData);
           item.scales = own_scales[i];
+          global = scales != nullptr ? scales[r] : *a.scale;
         } else if (complete_line(line_at(mine_half, r, 2 + i), v[k], flag, a.abort_word) &&
                    complete_line(line_at(mine_half, r, cr.scale_line + i / kLlLineData), w[k], flag,
-                                 a.abort_word)) {
+                                 a.abort_word) &&
+                   (scales != nullptr ||
+                    complete_line(line_at(mine_half, r, 1), g[k], flag, a.abort_word))) {
           d = make_uint2(v[k].x, v[k].z);
           unsigned const word = (i % kLlLineData) < 4 ? w[k].x : w[k].z;
           item.scales = static_cast<std::uint8_t>(word >> (8 * (i % 4)));
+          global = scales != nullptr ? scales[r] : __uint_as_float(g[k].x);
         } else {
           return;  // aborted
         }
         item.w[0] = d.x;
         item.w[1] = d.y;
-        accumulate<true, 8>(item, 16384.0f / scales[r], Fp8Format::E4M3, acc);
+        accumulate<true, 8>(item, 16384.0f / global, Fp8Format::E4M3, acc);
       }
     }
     store_floats<16>(a.out, i * 16, acc);
@@ -466,6 +571,21 @@ __device__ __forceinline__ void reduce_counted_bf16(const LlCountedReduceArgs& a
   }
 }
 
+// Counts gathered before the call: waits for line 0 of peer q's slot (the count and offset q took
+// for this rank, `sent` its count) and sets the overflow flag (from CTA 0) where they differ from
+// this rank's own. False when aborted.
+__device__ __forceinline__ bool check_peer_count(const LlCountedReduceArgs& a,
+                                                 const char* mine_half, int q,
+                                                 std::int32_t mine_raw, std::int32_t my_first,
+                                                 std::uint32_t flag, std::int32_t& sent) {
+  uint2 d;
+  if (!wait_line(mine_half, q, 0, flag, a.abort_word, d)) return false;
+  sent = static_cast<std::int32_t>(d.x);
+  bool const same = sent == mine_raw && static_cast<std::int32_t>(d.y) == my_first;
+  if (!same && blockIdx.x == 0) *a.overflow = 1;
+  return true;
+}
+
 template <bool kNvfp4>
 __global__ void __launch_bounds__(kThreads)
     ll_counted_reduce_kernel(const LlLaunch launch_flags,
@@ -501,21 +621,38 @@ __global__ void __launch_bounds__(kThreads)
                                               static_cast<unsigned>(sh.first_row[p]), flag));
       store_line(sh.slots[p] + at + kLlLineBytes, make_uint4(scale_bits, flag, 0u, flag));
     }
-    push_peer_rows(a, cr, sh.slots, at, sh.first_row, flag);
-    // Every peer's count and offset for this rank: a peer that took others sets the overflow
-    // flag, and one that sent fewer rows than this rank sums is left out (its rows never come).
+    // At decode sizes every peer gets capacity rows, so that every line a rank waits for comes
+    // whatever the counts: it then sums its rows at once and checks its peers' counts after.
+    std::size_t const slot_lines = kNvfp4 ? cr.scale_line + ll_lines(a.capacity * cr.row_scales)
+                                          : 2 + ll_lines(a.capacity * cr.row_bytes);
+    bool const all_rows = slot_lines <= kCountedSendAllLines;
+    push_peer_rows(a, cr, sh.slots, at, sh.first_row, all_rows, flag);
     auto const rows = sh.first_row[me + 1] - sh.first_row[me];
-    for (int q = static_cast<int>(threadIdx.x); q < n; q += static_cast<int>(blockDim.x)) {
-      uint2 d;
-      if (q == me) continue;
-      if (!wait_line(mine_half, q, 0, flag, a.abort_word, d)) {
-        sh.aborted = 1;
-        continue;
+    if (all_rows) {
+      auto const mine = static_cast<std::size_t>(rows);
+      auto const my_first = static_cast<std::size_t>(sh.first_row[me]);
+      if constexpr (kNvfp4) {
+        reduce_counted_nvfp4(a, cr, mine_half, mine, my_first, nullptr, 0, flag);
+      } else {
+        reduce_counted_bf16(a, cr, mine_half, mine, my_first, 0, flag);
       }
-      auto const sent = static_cast<std::int32_t>(d.x);
-      bool const same = sent == mine_raw && static_cast<std::int32_t>(d.y) == sh.first_row[me];
-      if (!same && blockIdx.x == 0) *a.overflow = 1;
-      if (clamp_count(sent, static_cast<std::int32_t>(a.capacity)) < rows) {
+      std::int32_t sent = 0;
+      for (int q = static_cast<int>(threadIdx.x); blockIdx.x == 0 && q < n;
+           q += static_cast<int>(blockDim.x)) {
+        if (q != me) check_peer_count(a, mine_half, q, mine_raw, sh.first_row[me], flag, sent);
+      }
+      advance_call(a.calls, c);
+      programmatic_release(launch_flags);
+      return;
+    }
+    // Every peer's count and offset for this rank first: one that sent fewer rows than this
+    // rank sums is left out (its rows never come).
+    for (int q = static_cast<int>(threadIdx.x); q < n; q += static_cast<int>(blockDim.x)) {
+      std::int32_t sent = 0;
+      if (q == me) continue;
+      if (!check_peer_count(a, mine_half, q, mine_raw, sh.first_row[me], flag, sent)) {
+        sh.aborted = 1;
+      } else if (clamp_count(sent, static_cast<std::int32_t>(a.capacity)) < rows) {
         atomicOr(&skip, 1ull << q);
       }
     }
@@ -527,7 +664,7 @@ __global__ void __launch_bounds__(kThreads)
       store_to_peers(sh.slots, me, n, at, first, d, flag);
     }
     ok = read_counts(a, mine_half, mine_raw, flag, sh);
-    if (ok) push_peer_rows(a, cr, sh.slots, at, sh.first_row, flag);
+    if (ok) push_peer_rows(a, cr, sh.slots, at, sh.first_row, false, flag);
   }
   // NVFP4: every rank's global scale (line 1, sent with the count) once per CTA.
   if constexpr (kNvfp4) {
