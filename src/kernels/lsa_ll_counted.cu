@@ -296,6 +296,28 @@ __device__ __forceinline__ bool land_every_row(const LlCountedGatherArgs& a, con
   }
 }
 
+// The gather's receive past decode sizes (only counted rows sent): the first batch is loaded
+// before the counts are known, so that waiting for the counts and loading the rows overlap; then
+// every rank's count line and their prefix (CTA-wide), then every rank's rows into their compact
+// place, batch after batch. Every thread of the CTA calls it.
+__device__ __forceinline__ void land_counted_rows(const LlCountedGatherArgs& a, const RowLines& rl,
+                                                  const char* mine_half, std::int32_t mine_raw,
+                                                  std::uint32_t flag, CountedShared& sh) {
+  std::size_t const row_lines = rl.row_lines();
+  std::size_t const stride = grid_threads();
+  CopyItem it[kCountedCopyBatch];
+  load_copy_batch(a, row_lines, mine_half, nullptr, global_thread(), stride, it);
+  if (!read_counts(a, mine_half, mine_raw, flag, sh)) return;
+  if (blockIdx.x == 0) land_scales(a, mine_half, flag);
+  std::size_t const items = static_cast<std::size_t>(a.size) * a.capacity * row_lines;
+  for (std::size_t i0 = global_thread();
+       land_copy_batch(a, rl, mine_half, sh.first_row, flag, it);) {
+    i0 += kCountedCopyBatch * stride;
+    if (i0 >= items) return;
+    load_copy_batch(a, row_lines, mine_half, sh.first_row, i0, stride, it);
+  }
+}
+
 // The counts-in-lines gather (LlCountedGatherArgs): send this rank's count, scale and counted
 // rows to every peer's scratch, read every peer's count, then copy every rank's rows to their
 // compact place.
@@ -365,21 +387,7 @@ __global__ void __launch_bounds__(kThreads)
     programmatic_release(launch_flags);
     return;
   }
-  // The copy's first batch is loaded before the counts are known, so that waiting for the
-  // counts and loading the rows overlap.
-  CopyItem it[kCountedCopyBatch];
-  load_copy_batch(a, row_lines, mine_half, nullptr, first, stride, it);
-  // Counts: every rank's line 0, then their prefix.
-  if (read_counts(a, mine_half, mine_raw, flag, sh)) {
-    if (blockIdx.x == 0) land_scales(a, mine_half, flag);
-    // Every rank's rows into their compact place, batch after batch.
-    std::size_t const items = static_cast<std::size_t>(n) * a.capacity * row_lines;
-    for (std::size_t i0 = first; land_copy_batch(a, rl, mine_half, sh.first_row, flag, it);) {
-      i0 += kCountedCopyBatch * stride;
-      if (i0 >= items) break;
-      load_copy_batch(a, row_lines, mine_half, sh.first_row, i0, stride, it);
-    }
-  }
+  land_counted_rows(a, rl, mine_half, mine_raw, flag, sh);
   advance_call(a.calls, c);
   programmatic_release(launch_flags);
 }
@@ -586,6 +594,60 @@ __device__ __forceinline__ bool check_peer_count(const LlCountedReduceArgs& a,
   return true;
 }
 
+// Counts gathered before the call (count null): the rows go out at once. Line 0 of this rank's
+// slot in peer p's scratch carries the count and the offset this rank took for p, which p checks
+// against its own. At decode sizes every peer gets capacity rows, so that every line a rank waits
+// for comes whatever the counts: it then sums its rows at once and checks its peers' counts
+// after, and this returns true. Otherwise it checks its peers' counts first, marks in `skip`
+// those that sent fewer rows than it sums (their rows never come) and returns false: the caller
+// sums. Every thread of the CTA calls it.
+template <bool kNvfp4>
+__device__ __forceinline__ bool reduce_gathered(const LlCountedReduceArgs& a,
+                                                const CountedRows<kNvfp4>& cr, CountedShared& sh,
+                                                std::size_t at, const char* mine_half,
+                                                std::int32_t mine_raw, std::uint32_t scale_bits,
+                                                std::uint32_t flag, unsigned long long& skip) {
+  int const n = a.size;
+  int const me = a.rank;
+  std::size_t const first = global_thread();
+  known_counts(a, sh);
+  if (first >= 1 && first < static_cast<std::size_t>(n)) {
+    int const p = rotated(me, static_cast<int>(first), n);
+    store_line(sh.slots[p] + at, make_uint4(static_cast<unsigned>(sh.raw[p]), flag,
+                                            static_cast<unsigned>(sh.first_row[p]), flag));
+    store_line(sh.slots[p] + at + kLlLineBytes, make_uint4(scale_bits, flag, 0u, flag));
+  }
+  std::size_t const slot_lines = kNvfp4 ? cr.scale_line + ll_lines(a.capacity * cr.row_scales)
+                                        : 2 + ll_lines(a.capacity * cr.row_bytes);
+  bool const all_rows = slot_lines <= kCountedSendAllLines;
+  push_peer_rows(a, cr, sh.slots, at, sh.first_row, all_rows, flag);
+  std::int32_t const rows = sh.first_row[me + 1] - sh.first_row[me];
+  std::int32_t sent = 0;
+  if (all_rows) {
+    auto const mine = static_cast<std::size_t>(rows);
+    auto const my_first = static_cast<std::size_t>(sh.first_row[me]);
+    if constexpr (kNvfp4) {
+      reduce_counted_nvfp4(a, cr, mine_half, mine, my_first, nullptr, 0, flag);
+    } else {
+      reduce_counted_bf16(a, cr, mine_half, mine, my_first, 0, flag);
+    }
+    for (int q = static_cast<int>(threadIdx.x); blockIdx.x == 0 && q < n;
+         q += static_cast<int>(blockDim.x)) {
+      if (q != me) check_peer_count(a, mine_half, q, mine_raw, sh.first_row[me], flag, sent);
+    }
+    return true;
+  }
+  for (int q = static_cast<int>(threadIdx.x); q < n; q += static_cast<int>(blockDim.x)) {
+    if (q == me) continue;
+    if (!check_peer_count(a, mine_half, q, mine_raw, sh.first_row[me], flag, sent)) {
+      sh.aborted = 1;
+    } else if (clamp_count(sent, static_cast<std::int32_t>(a.capacity)) < rows) {
+      atomicOr(&skip, 1ull << q);
+    }
+  }
+  return false;
+}
+
 template <bool kNvfp4>
 __global__ void __launch_bounds__(kThreads)
     ll_counted_reduce_kernel(const LlLaunch launch_flags,
@@ -611,50 +673,10 @@ __global__ void __launch_bounds__(kThreads)
   std::uint32_t const scale_bits = kNvfp4 ? __float_as_uint(*a.scale) : 0u;
   bool ok = true;
   if (gathered) {
-    // The counts are known: the rows go out at once. Line 0 of this rank's slot in peer p's
-    // scratch carries the count and the offset this rank took for p, which p checks against its
-    // own.
-    known_counts(a, sh);
-    if (first >= 1 && first < static_cast<std::size_t>(n)) {
-      int const p = rotated(me, static_cast<int>(first), n);
-      store_line(sh.slots[p] + at, make_uint4(static_cast<unsigned>(sh.raw[p]), flag,
-                                              static_cast<unsigned>(sh.first_row[p]), flag));
-      store_line(sh.slots[p] + at + kLlLineBytes, make_uint4(scale_bits, flag, 0u, flag));
-    }
-    // At decode sizes every peer gets capacity rows, so that every line a rank waits for comes
-    // whatever the counts: it then sums its rows at once and checks its peers' counts after.
-    std::size_t const slot_lines = kNvfp4 ? cr.scale_line + ll_lines(a.capacity * cr.row_scales)
-                                          : 2 + ll_lines(a.capacity * cr.row_bytes);
-    bool const all_rows = slot_lines <= kCountedSendAllLines;
-    push_peer_rows(a, cr, sh.slots, at, sh.first_row, all_rows, flag);
-    auto const rows = sh.first_row[me + 1] - sh.first_row[me];
-    if (all_rows) {
-      auto const mine = static_cast<std::size_t>(rows);
-      auto const my_first = static_cast<std::size_t>(sh.first_row[me]);
-      if constexpr (kNvfp4) {
-        reduce_counted_nvfp4(a, cr, mine_half, mine, my_first, nullptr, 0, flag);
-      } else {
-        reduce_counted_bf16(a, cr, mine_half, mine, my_first, 0, flag);
-      }
-      std::int32_t sent = 0;
-      for (int q = static_cast<int>(threadIdx.x); blockIdx.x == 0 && q < n;
-           q += static_cast<int>(blockDim.x)) {
-        if (q != me) check_peer_count(a, mine_half, q, mine_raw, sh.first_row[me], flag, sent);
-      }
+    if (reduce_gathered(a, cr, sh, at, mine_half, mine_raw, scale_bits, flag, skip)) {
       advance_call(a.calls, c);
       programmatic_release(launch_flags);
       return;
-    }
-    // Every peer's count and offset for this rank first: one that sent fewer rows than this
-    // rank sums is left out (its rows never come).
-    for (int q = static_cast<int>(threadIdx.x); q < n; q += static_cast<int>(blockDim.x)) {
-      std::int32_t sent = 0;
-      if (q == me) continue;
-      if (!check_peer_count(a, mine_half, q, mine_raw, sh.first_row[me], flag, sent)) {
-        sh.aborted = 1;
-      } else if (clamp_count(sent, static_cast<std::int32_t>(a.capacity)) < rows) {
-        atomicOr(&skip, 1ull << q);
-      }
     }
   } else {
     // Count and scale to every peer, then every peer's count, then the rows.
