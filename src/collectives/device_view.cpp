@@ -15,12 +15,12 @@ lsa::SymRef DeviceView::ref(Slot slot, int index, const char* name) {
   for (int s = 0; s < used_; ++s) {
     if (peers_.window[s] == p.window) return lsa::SymRef{s, p.offset};
   }
-  SYMMCOMM_EXPECTS(used_ < lsa::kSlots,
-                   planned_.operation() << ": " << name << " is in a " << used_ + 1
-                                        << "th window; the LSA kernel reaches at most "
-                                        << lsa::kSlots
-                                        << " (allocate the buffers from one pool: its arena is "
-                                           "one window)");
+  SYMMCOMM_EXPECTS(used_ < lsa::kSlots, planned_.operation()
+                                            << ": " << name << " is in a " << used_ + 1
+                                            << "th window; the LSA kernel reaches at most "
+                                            << lsa::kSlots
+                                            << " (allocate the buffers from one pool: its arena is "
+                                               "one window)");
   peers_.window[used_] = p.window;
   return lsa::SymRef{used_++, p.offset};
 }
