@@ -218,13 +218,9 @@ __device__ __forceinline__ void land_scales(const LlCountedGatherArgs& a, const 
   }
 }
 
-// Lines of a slot (count, scale, rows at capacity) up to which the counted kernels send every
-// row below capacity, counted or not: at decode sizes the bytes cost less than a second round
-// trip, and a receiver can then wait for its rows and the counts at once (every line it waits
-// for comes).
-constexpr std::size_t kCountedSendAllLines = 16384;
-
-// The warp-level count exchange of the send-all gather needs a lane per rank.
+// The warp-level count exchange of the send-all gather needs a lane per rank. Sending every row
+// below capacity costs little here (a call fits one slot: at most 96 KiB a rank) and lets a
+// receiver wait for its rows and the counts at once: every line it waits for comes.
 constexpr int kWarpRanks = 32;
 
 // Whether `v` holds this call's line.
@@ -353,8 +349,8 @@ __global__ void __launch_bounds__(kThreads)
   std::uint32_t const c = sh.call;
   std::uint32_t const flag = call_flag(c);
   std::size_t const half = call_half(c, n);
-  // Every row below capacity at decode sizes (kCountedSendAllLines), else the counted ones.
-  bool const send_all = cap_lines <= kCountedSendAllLines && n <= kWarpRanks;
+  // Every row below capacity (kWarpRanks ranks at most), else the counted ones.
+  bool const send_all = n <= kWarpRanks;
   std::size_t const lines = send_all ? cap_lines : 2 + static_cast<std::size_t>(mine) * row_lines;
   std::size_t const at = half + static_cast<std::size_t>(me) * kLlSlotBytes;
   auto const line_bytes = [&](std::size_t line) {
@@ -446,12 +442,6 @@ __device__ __forceinline__ void push_peer_rows(const LlCountedReduceArgs& a,
   }
 }
 
-// Whether rank r's rows are left out of the sum (bit r of `skip`).
-__device__ __forceinline__ bool skipped(std::uint64_t skip, int r) {
-  return ((skip >> r) & 1u) != 0;
-}
-static_assert(kMaxRanks <= 64, "the reduce's skip mask has a bit per rank");
-
 // Counts gathered before the call (LlCountedReduceArgs::count null): every rank's raw count from
 // a.counts, their clamped prefix into sh.first_row; CTA 0 writes the offsets and the overflow
 // flag. Every thread of the CTA calls it.
@@ -489,7 +479,7 @@ __device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& 
                                                      const CountedRows<true>& cr,
                                                      const char* mine_half, std::size_t rows,
                                                      std::size_t first, const float* scales,
-                                                     std::uint64_t skip, std::uint32_t flag) {
+                                                     std::uint32_t flag) {
   std::size_t const items = rows * cr.row / 16, all = a.capacity * cr.row / 16;
   const unsigned char* const own = static_cast<const unsigned char*>(a.send) + first * cr.row_bytes;
   const std::uint8_t* const own_scales = a.block_scales + first * cr.row_scales;
@@ -500,7 +490,7 @@ __device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& 
 #pragma unroll
       for (int k = 0; k < kCountedRankBatch; ++k) {
         int const r = r0 + k;
-        if (r < a.size && r != a.rank && !skipped(skip, r)) {
+        if (r < a.size && r != a.rank) {
           v[k] = load_line(line_at(mine_half, r, 2 + i));
           w[k] = load_line(line_at(mine_half, r, cr.scale_line + i / kLlLineData));
           if (scales == nullptr) g[k] = load_line(line_at(mine_half, r, 1));
@@ -510,7 +500,6 @@ __device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& 
       for (int k = 0; k < kCountedRankBatch; ++k) {
         int const r = r0 + k;
         if (r >= a.size) break;
-        if (skipped(skip, r)) continue;
         RawItem<true, 8> item;
         uint2 d;
         float global = 0.0f;
@@ -543,8 +532,7 @@ __device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& 
 __device__ __forceinline__ void reduce_counted_bf16(const LlCountedReduceArgs& a,
                                                     const CountedRows<false>& cr,
                                                     const char* mine_half, std::size_t rows,
-                                                    std::size_t first, std::uint64_t skip,
-                                                    std::uint32_t flag) {
+                                                    std::size_t first, std::uint32_t flag) {
   std::size_t const mine_bytes = rows * cr.row_bytes, all_bytes = a.capacity * cr.row_bytes;
   std::size_t const mine_lines = ll_lines(mine_bytes), all_lines = ll_lines(all_bytes);
   const unsigned char* const own = static_cast<const unsigned char*>(a.send) + first * cr.row_bytes;
@@ -555,15 +543,12 @@ __device__ __forceinline__ void reduce_counted_bf16(const LlCountedReduceArgs& a
 #pragma unroll
       for (int k = 0; k < kCountedRankBatch; ++k) {
         int const r = r0 + k;
-        if (r < a.size && r != a.rank && !skipped(skip, r)) {
-          v[k] = load_line(line_at(mine_half, r, 2 + l));
-        }
+        if (r < a.size && r != a.rank) v[k] = load_line(line_at(mine_half, r, 2 + l));
       }
 #pragma unroll
       for (int k = 0; k < kCountedRankBatch; ++k) {
         int const r = r0 + k;
         if (r >= a.size) break;
-        if (skipped(skip, r)) continue;
         uint2 d;
         if (r == a.rank) {
           d = read_raw(own, mine_bytes, l * kLlLineData);
@@ -594,19 +579,18 @@ __device__ __forceinline__ bool check_peer_count(const LlCountedReduceArgs& a,
   return true;
 }
 
-// Counts gathered before the call (count null): the rows go out at once. Line 0 of this rank's
-// slot in peer p's scratch carries the count and the offset this rank took for p, which p checks
-// against its own. At decode sizes every peer gets capacity rows, so that every line a rank waits
-// for comes whatever the counts: it then sums its rows at once and checks its peers' counts
-// after, and this returns true. Otherwise it checks its peers' counts first, marks in `skip`
-// those that sent fewer rows than it sums (their rows never come) and returns false: the caller
-// sums. Every thread of the CTA calls it.
+// Counts gathered before the call (count null): the rows go out at once, capacity rows to every
+// peer (a call here fits one slot: at most 96 KiB a rank), so that every line a rank waits for
+// comes whatever the counts; each rank sums its rows at once, the NVFP4 global scales loaded with
+// them. Line 0 of this rank's slot in peer p's scratch carries the count and the offset this
+// rank took for p, which p checks after its sum (CTA 0; every peer's line 0 read in every call,
+// as the halves' reuse needs). Every thread of the CTA calls it.
 template <bool kNvfp4>
-__device__ __forceinline__ bool reduce_gathered(const LlCountedReduceArgs& a,
+__device__ __forceinline__ void reduce_gathered(const LlCountedReduceArgs& a,
                                                 const CountedRows<kNvfp4>& cr, CountedShared& sh,
                                                 std::size_t at, const char* mine_half,
                                                 std::int32_t mine_raw, std::uint32_t scale_bits,
-                                                std::uint32_t flag, unsigned long long& skip) {
+                                                std::uint32_t flag) {
   int const n = a.size;
   int const me = a.rank;
   std::size_t const first = global_thread();
@@ -617,35 +601,19 @@ __device__ __forceinline__ bool reduce_gathered(const LlCountedReduceArgs& a,
                                             static_cast<unsigned>(sh.first_row[p]), flag));
     store_line(sh.slots[p] + at + kLlLineBytes, make_uint4(scale_bits, flag, 0u, flag));
   }
-  std::size_t const slot_lines = kNvfp4 ? cr.scale_line + ll_lines(a.capacity * cr.row_scales)
-                                        : 2 + ll_lines(a.capacity * cr.row_bytes);
-  bool const all_rows = slot_lines <= kCountedSendAllLines;
-  push_peer_rows(a, cr, sh.slots, at, sh.first_row, all_rows, flag);
-  std::int32_t const rows = sh.first_row[me + 1] - sh.first_row[me];
+  push_peer_rows(a, cr, sh.slots, at, sh.first_row, true, flag);
+  auto const rows = static_cast<std::size_t>(sh.first_row[me + 1] - sh.first_row[me]);
+  auto const my_first = static_cast<std::size_t>(sh.first_row[me]);
+  if constexpr (kNvfp4) {
+    reduce_counted_nvfp4(a, cr, mine_half, rows, my_first, nullptr, flag);
+  } else {
+    reduce_counted_bf16(a, cr, mine_half, rows, my_first, flag);
+  }
   std::int32_t sent = 0;
-  if (all_rows) {
-    auto const mine = static_cast<std::size_t>(rows);
-    auto const my_first = static_cast<std::size_t>(sh.first_row[me]);
-    if constexpr (kNvfp4) {
-      reduce_counted_nvfp4(a, cr, mine_half, mine, my_first, nullptr, 0, flag);
-    } else {
-      reduce_counted_bf16(a, cr, mine_half, mine, my_first, 0, flag);
-    }
-    for (int q = static_cast<int>(threadIdx.x); blockIdx.x == 0 && q < n;
-         q += static_cast<int>(blockDim.x)) {
-      if (q != me) check_peer_count(a, mine_half, q, mine_raw, sh.first_row[me], flag, sent);
-    }
-    return true;
+  for (int q = static_cast<int>(threadIdx.x); blockIdx.x == 0 && q < n;
+       q += static_cast<int>(blockDim.x)) {
+    if (q != me) check_peer_count(a, mine_half, q, mine_raw, sh.first_row[me], flag, sent);
   }
-  for (int q = static_cast<int>(threadIdx.x); q < n; q += static_cast<int>(blockDim.x)) {
-    if (q == me) continue;
-    if (!check_peer_count(a, mine_half, q, mine_raw, sh.first_row[me], flag, sent)) {
-      sh.aborted = 1;
-    } else if (clamp_count(sent, static_cast<std::int32_t>(a.capacity)) < rows) {
-      atomicOr(&skip, 1ull << q);
-    }
-  }
-  return false;
 }
 
 template <bool kNvfp4>
@@ -655,14 +623,12 @@ __global__ void __launch_bounds__(kThreads)
   programmatic_wait(launch_flags);
   __shared__ CountedShared sh;
   __shared__ float scales[kMaxRanks];
-  __shared__ unsigned long long skip;
   int const n = a.size;
   int const me = a.rank;
   bool const gathered = a.count == nullptr;
   CountedRows<kNvfp4> const cr(a);
   open_call(a.calls, a.scratch, n, sh.call, sh.slots);
   std::int32_t const mine_raw = gathered ? a.counts[me] : *a.count;
-  if (threadIdx.x == 0) skip = 0;
   __syncthreads();
   std::uint32_t const c = sh.call;
   std::uint32_t const flag = call_flag(c);
@@ -671,23 +637,20 @@ __global__ void __launch_bounds__(kThreads)
   const char* const mine_half = sh.slots[me] + half;
   std::size_t const first = global_thread();
   std::uint32_t const scale_bits = kNvfp4 ? __float_as_uint(*a.scale) : 0u;
-  bool ok = true;
   if (gathered) {
-    if (reduce_gathered(a, cr, sh, at, mine_half, mine_raw, scale_bits, flag, skip)) {
-      advance_call(a.calls, c);
-      programmatic_release(launch_flags);
-      return;
-    }
-  } else {
-    // Count and scale to every peer, then every peer's count, then the rows.
-    if (first < 2) {
-      uint2 const d =
-          first == 0 ? make_uint2(static_cast<unsigned>(mine_raw), 0u) : make_uint2(scale_bits, 0u);
-      store_to_peers(sh.slots, me, n, at, first, d, flag);
-    }
-    ok = read_counts(a, mine_half, mine_raw, flag, sh);
-    if (ok) push_peer_rows(a, cr, sh.slots, at, sh.first_row, false, flag);
+    reduce_gathered(a, cr, sh, at, mine_half, mine_raw, scale_bits, flag);
+    advance_call(a.calls, c);
+    programmatic_release(launch_flags);
+    return;
   }
+  // Count and scale to every peer, then every peer's count, then the rows.
+  if (first < 2) {
+    uint2 const d =
+        first == 0 ? make_uint2(static_cast<unsigned>(mine_raw), 0u) : make_uint2(scale_bits, 0u);
+    store_to_peers(sh.slots, me, n, at, first, d, flag);
+  }
+  bool ok = read_counts(a, mine_half, mine_raw, flag, sh);
+  if (ok) push_peer_rows(a, cr, sh.slots, at, sh.first_row, false, flag);
   // NVFP4: every rank's global scale (line 1, sent with the count) once per CTA.
   if constexpr (kNvfp4) {
     for (int q = static_cast<int>(threadIdx.x); ok && q < n; q += static_cast<int>(blockDim.x)) {
@@ -707,9 +670,9 @@ __global__ void __launch_bounds__(kThreads)
   auto const rows = static_cast<std::size_t>(ok ? sh.first_row[me + 1] - sh.first_row[me] : 0);
   auto const my_first = static_cast<std::size_t>(ok ? sh.first_row[me] : 0);
   if constexpr (kNvfp4) {
-    reduce_counted_nvfp4(a, cr, mine_half, rows, my_first, scales, skip, flag);
+    reduce_counted_nvfp4(a, cr, mine_half, rows, my_first, scales, flag);
   } else {
-    reduce_counted_bf16(a, cr, mine_half, rows, my_first, skip, flag);
+    reduce_counted_bf16(a, cr, mine_half, rows, my_first, flag);
   }
   advance_call(a.calls, c);
   programmatic_release(launch_flags);

@@ -26,11 +26,13 @@ struct LlCountsArgs : LlScratchView {
 
 /// An all-gather with this rank's row count on the device (device_counts.hpp) through the same
 /// scratch, counts in the lines: each rank writes its raw count (line 0), its scale float (line
-/// 1) and its first count rows of every part (each row at a fixed place of its slot, part after
-/// part, each part's row starting a line) into its slot of every peer's scratch; each rank reads
-/// every peer's count line, takes the prefix of the counts clamped to 0..capacity, and copies
-/// every rank's rows from its scratch (its own from `src`) to their compact place in each part's
-/// local `recv`. No barrier and no count exchange before the rows: the call counter and halves
+/// 1) and its rows of every part (each row at a fixed place of its slot, part after part, each
+/// part's row starting a line; every row below capacity up to 32 ranks, so that a receiver can
+/// wait for its rows and the counts at once, each warp taking the prefix itself; its first
+/// count rows beyond) into its slot of every peer's scratch; each rank reads every peer's count
+/// line, takes the prefix of the counts clamped to 0..capacity, and copies every rank's rows from
+/// its scratch (its own from `src`) to their compact place in each part's local `recv`. No
+/// barrier and no count exchange before the rows: the call counter and halves
 /// of the all-gather above, whose reuse argument holds since every rank reads every peer's count
 /// line in every call. Writes `counts` (raw), `offsets` (prefix of the clamped counts) and sets
 /// `overflow` as the one-launch kernel does. Linear parts only; production only. Auto's choice
@@ -117,10 +119,10 @@ void ll_counted_gather(const LlCountedGatherArgs& args, int sm_share, cudaStream
 /// halves of the all-gather above; writes `counts`, `offsets` and `overflow` as the one-launch
 /// kernel does. Production only; Auto's choice wherever the rows fit a slot
 /// (ll_counted_reduce_fits). With `count` null the counts were gathered before the call
-/// (`counts` holds every rank's raw count, read, not written): each rank pushes its peers' rows
-/// at once and writes in line 0 of its slot the count and offset it took for that peer; a
-/// receiver whose peer took others sets `overflow` and leaves out a peer that sent fewer rows
-/// than it sums (no wait for rows that never come).
+/// (`counts` holds every rank's raw count, read, not written): each rank pushes capacity rows to
+/// every peer at once (so every line a receiver waits for comes, whatever the counts) and writes
+/// in line 0 of its slot the count and offset it took for that peer; a receiver sums at once and
+/// then sets `overflow` where a peer took others.
 struct LlCountedReduceArgs : LlCountsArgs {
   DataType type = DataType::Bf16;              ///< Bf16 or Nvfp4 rows
   const void* send = nullptr;                  ///< size x capacity rows of room, compact, local
