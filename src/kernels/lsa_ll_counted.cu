@@ -38,6 +38,32 @@ struct CountedShared {
   int aborted;
 };
 
+// Thread 0 takes the prefix of every rank's raw count (sh.raw) clamped to 0..a.capacity into
+// sh.first_row (n + 1 entries) and, in CTA 0, writes the offsets, the raw counts too when
+// `write_counts`, and the overflow flag; then the CTA waits for it. Every thread calls it.
+__device__ __forceinline__ void take_prefix(const LlCountsArgs& a, CountedShared& sh,
+                                            bool write_counts) {
+  if (threadIdx.x == 0) {
+    auto const cap = static_cast<std::int32_t>(a.capacity);
+    std::int32_t sum = 0;
+    bool over = false;
+    for (int q = 0; q < a.size; ++q) {
+      std::int32_t const v = sh.raw[q];
+      std::int32_t const clamped = clamp_count(v, cap);
+      over = over || clamped != v;
+      sh.first_row[q] = sum;
+      if (blockIdx.x == 0) {
+        if (write_counts) a.counts[q] = v;
+        a.offsets[q] = sum;
+      }
+      sum += clamped;
+    }
+    sh.first_row[a.size] = sum;
+    if (blockIdx.x == 0 && over) *a.overflow = 1;
+  }
+  __syncthreads();
+}
+
 // Where every rank's rows are, from every rank's count line (line 0 of its slot in `mine_half`;
 // this rank's own count is `mine_raw`): one thread per rank in every CTA waits for its line, then
 // thread 0 takes the prefix of the counts clamped to 0..a.capacity into sh.first_row and, in
@@ -47,7 +73,6 @@ __device__ __forceinline__ bool read_counts(const LlCountsArgs& a, const char* m
                                             std::int32_t mine_raw, std::uint32_t flag,
                                             CountedShared& sh) {
   int const me = a.rank, n = a.size;
-  auto const cap = static_cast<std::int32_t>(a.capacity);
   if (threadIdx.x == 0) sh.aborted = 0;
   __syncthreads();
   for (int q = static_cast<int>(threadIdx.x); q < n; q += static_cast<int>(blockDim.x)) {
@@ -64,24 +89,7 @@ __device__ __forceinline__ bool read_counts(const LlCountsArgs& a, const char* m
     sh.raw[q] = v;
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    std::int32_t sum = 0;
-    bool over = false;
-    for (int q = 0; q < n; ++q) {
-      std::int32_t const v = sh.raw[q];
-      std::int32_t const clamped = clamp_count(v, cap);
-      over = over || clamped != v;
-      sh.first_row[q] = sum;
-      if (blockIdx.x == 0) {
-        a.counts[q] = v;
-        a.offsets[q] = sum;
-      }
-      sum += clamped;
-    }
-    sh.first_row[n] = sum;
-    if (blockIdx.x == 0 && over) *a.overflow = 1;
-  }
-  __syncthreads();
+  take_prefix(a, sh, true);
   return sh.aborted == 0;
 }
 
@@ -446,25 +454,12 @@ __device__ __forceinline__ void push_peer_rows(const LlCountedReduceArgs& a,
 // a.counts, their clamped prefix into sh.first_row; CTA 0 writes the offsets and the overflow
 // flag. Every thread of the CTA calls it.
 __device__ __forceinline__ void known_counts(const LlCountsArgs& a, CountedShared& sh) {
-  int const n = a.size;
-  auto const cap = static_cast<std::int32_t>(a.capacity);
-  if (threadIdx.x == 0) {
-    sh.aborted = 0;
-    std::int32_t sum = 0;
-    bool over = false;
-    for (int q = 0; q < n; ++q) {
-      std::int32_t const v = a.counts[q];
-      std::int32_t const clamped = clamp_count(v, cap);
-      over = over || clamped != v;
-      sh.raw[q] = v;
-      sh.first_row[q] = sum;
-      if (blockIdx.x == 0) a.offsets[q] = sum;
-      sum += clamped;
-    }
-    sh.first_row[n] = sum;
-    if (blockIdx.x == 0 && over) *a.overflow = 1;
+  if (threadIdx.x == 0) sh.aborted = 0;
+  for (int q = static_cast<int>(threadIdx.x); q < a.size; q += static_cast<int>(blockDim.x)) {
+    sh.raw[q] = a.counts[q];
   }
   __syncthreads();
+  take_prefix(a, sh, false);
 }
 
 // Ranks whose lines a reducing thread loads at once before completing them in rank order: one
