@@ -1,13 +1,12 @@
-// symmcomm's device-count gather and reduce-scatter with counts in the scratch lines
-// (lsa_ll_counted.hpp; the line protocol: lsa_ll_lines.cuh).
+// symmcomm's device-count gather with counts in the scratch lines, the process switch of both
+// counts-in-lines kernels and their shared launcher checks (lsa_ll_counted.hpp; the
+// reduce-scatter: lsa_ll_counted_reduce.cu; the line protocol: lsa_ll_lines.cuh).
 
 #include <atomic>
 
 #include "core/kernel_preload.hpp"
 #include "lsa_launch.cuh"
-#include "lsa_ll_counted.hpp"
-#include "lsa_ll_lines.cuh"
-#include "lsa_reduce.cuh"
+#include "lsa_ll_counted.cuh"
 
 namespace symmcomm::detail::lsa {
 namespace {
@@ -20,87 +19,6 @@ __device__ __forceinline__ int part_of_line(
   int k = 0;
   while (k + 1 < parts && li >= part_line[k + 1]) ++k;
   return k;
-}
-
-// A rank's count clamped to 0..cap.
-__device__ __forceinline__ std::int32_t clamp_count(std::int32_t v, std::int32_t cap) {
-  return v < 0 ? 0 : (v > cap ? cap : v);
-}
-
-// What a CTA of a counted kernel shares: the call's number, every rank's scratch (first half),
-// every rank's raw count and the prefix of the clamped counts (n + 1 entries), and whether a
-// wait was cut by an abort.
-struct CountedShared {
-  std::uint32_t call;
-  char* slots[kMaxRanks];
-  std::int32_t raw[kMaxRanks];
-  std::int32_t first_row[kMaxRanks + 1];
-  int aborted;
-};
-
-// Thread 0 takes the prefix of every rank's raw count (sh.raw) clamped to 0..a.capacity into
-// sh.first_row (n + 1 entries) and, in CTA 0, writes the offsets, the raw counts too when
-// `write_counts`, and the overflow flag; then the CTA waits for it. Every thread calls it.
-__device__ __forceinline__ void take_prefix(const LlCountsArgs& a, CountedShared& sh,
-                                            bool write_counts) {
-  if (threadIdx.x == 0) {
-    auto const cap = static_cast<std::int32_t>(a.capacity);
-    std::int32_t sum = 0;
-    bool over = false;
-    for (int q = 0; q < a.size; ++q) {
-      std::int32_t const v = sh.raw[q];
-      std::int32_t const clamped = clamp_count(v, cap);
-      over = over || clamped != v;
-      sh.first_row[q] = sum;
-      if (blockIdx.x == 0) {
-        if (write_counts) a.counts[q] = v;
-        a.offsets[q] = sum;
-      }
-      sum += clamped;
-    }
-    sh.first_row[a.size] = sum;
-    if (blockIdx.x == 0 && over) *a.overflow = 1;
-  }
-  __syncthreads();
-}
-
-// Where every rank's rows are, from every rank's count line (line 0 of its slot in `mine_half`;
-// this rank's own count is `mine_raw`): one thread per rank in every CTA waits for its line, then
-// thread 0 takes the prefix of the counts clamped to 0..a.capacity into sh.first_row and, in
-// CTA 0, writes the raw counts, the offsets and the overflow flag of `a`. Returns false when the
-// communicator was aborted while a thread waited. Every thread of the CTA calls it.
-__device__ __forceinline__ bool read_counts(const LlCountsArgs& a, const char* mine_half,
-                                            std::int32_t mine_raw, std::uint32_t flag,
-                                            CountedShared& sh) {
-  int const me = a.rank, n = a.size;
-  if (threadIdx.x == 0) sh.aborted = 0;
-  __syncthreads();
-  for (int q = static_cast<int>(threadIdx.x); q < n; q += static_cast<int>(blockDim.x)) {
-    std::int32_t v = mine_raw;
-    uint2 d;
-    if (q != me) {
-      if (wait_line(mine_half, q, 0, flag, a.abort_word, d)) {
-        v = static_cast<std::int32_t>(d.x);
-      } else {
-        sh.aborted = 1;
-        v = 0;
-      }
-    }
-    sh.raw[q] = v;
-  }
-  __syncthreads();
-  take_prefix(a, sh, true);
-  return sh.aborted == 0;
-}
-
-// Stores `d` as line `line` of this rank's slot (byte `at` of each scratch) in every peer's
-// scratch.
-__device__ __forceinline__ void store_to_peers(char* const (&slots)[kMaxRanks], int me, int n,
-                                               std::size_t at, std::size_t line, uint2 d,
-                                               std::uint32_t flag) {
-  uint4 const packet = make_uint4(d.x, flag, d.y, flag);
-  for (int j = 1; j < n; ++j)
-    store_line(slots[rotated(me, j, n)] + at + line * kLlLineBytes, packet);
 }
 
 // ---- the gather --------------------------------------------------------------------------------
@@ -395,283 +313,6 @@ __global__ void __launch_bounds__(kThreads)
   advance_call(a.calls, c);
   programmatic_release(launch_flags);
 }
-
-// ---- the reduce-scatter ----------------------------------------------------------------------
-
-// The counts-in-lines reduce-scatter (LlCountedReduceArgs). A slot holds the sender's count
-// (line 0), its global scale (line 1, NVFP4), then the receiver's rows of the sender's send as one
-// byte range from line 2 (BF16 values; NVFP4 codes, their block scales from line
-// 2 + capacity x row_elements / 16).
-template <bool kNvfp4>
-struct CountedRows {
-  std::size_t row;         // elements per row
-  std::size_t row_bytes;   // bytes of one row: BF16 values, or NVFP4 codes
-  std::size_t row_scales;  // NVFP4 block scale codes of one row
-  std::size_t scale_line;  // NVFP4: a slot's first block-scale line
-  __device__ explicit CountedRows(const LlCountedReduceArgs& a)
-      : row(a.row_elements),
-        row_bytes(kNvfp4 ? row / 2 : row * 2),
-        row_scales(kNvfp4 ? row / 16 : 0),
-        scale_line(2 + a.capacity * row_scales) {}
-};
-
-// Each peer's rows of this rank's send (peer p's rows begin at first_row[p]), as lines into this
-// rank's slot (byte `at`) of p's scratch: its counted rows, or with `all_rows` capacity rows from
-// there (within the send's room: first_row[p] <= p x capacity), so that every line p may wait
-// for comes whatever the counts.
-template <bool kNvfp4>
-__device__ __forceinline__ void push_peer_rows(const LlCountedReduceArgs& a,
-                                               const CountedRows<kNvfp4>& cr,
-                                               char* const (&slots)[kMaxRanks], std::size_t at,
-                                               const std::int32_t (&first_row)[kMaxRanks + 1],
-                                               bool all_rows, std::uint32_t flag) {
-  const auto* send = static_cast<const unsigned char*>(a.send);
-  for (int j = 1; j < a.size; ++j) {
-    int const p = rotated(a.rank, j, a.size);
-    auto const rows =
-        all_rows ? a.capacity : static_cast<std::size_t>(first_row[p + 1] - first_row[p]);
-    auto const from = static_cast<std::size_t>(first_row[p]);
-    std::size_t const bytes = rows * cr.row_bytes, scale_bytes = rows * cr.row_scales;
-    std::size_t const data_lines = ll_lines(bytes);
-    std::size_t const lines = data_lines + (kNvfp4 ? ll_lines(scale_bytes) : 0);
-    for (std::size_t l = global_thread(); l < lines; l += grid_threads()) {
-      uint2 d;
-      std::size_t line;
-      if (l < data_lines) {
-        d = read_raw(send + from * cr.row_bytes, bytes, l * kLlLineData);
-        line = 2 + l;
-      } else {
-        std::size_t const k = l - data_lines;
-        d = read_raw(a.block_scales + from * cr.row_scales, scale_bytes, k * kLlLineData);
-        line = cr.scale_line + k;
-      }
-      store_line(slots[p] + at + line * kLlLineBytes, make_uint4(d.x, flag, d.y, flag));
-    }
-  }
-}
-
-// Counts gathered before the call (LlCountedReduceArgs::count null): every rank's raw count from
-// a.counts, their clamped prefix into sh.first_row; CTA 0 writes the offsets and the overflow
-// flag. Every thread of the CTA calls it.
-__device__ __forceinline__ void known_counts(const LlCountsArgs& a, CountedShared& sh) {
-  if (threadIdx.x == 0) sh.aborted = 0;
-  for (int q = static_cast<int>(threadIdx.x); q < a.size; q += static_cast<int>(blockDim.x)) {
-    sh.raw[q] = a.counts[q];
-  }
-  __syncthreads();
-  take_prefix(a, sh, false);
-}
-
-// Ranks whose lines a reducing thread loads at once before completing them in rank order: one
-// round trip for the batch instead of one per rank.
-constexpr int kCountedRankBatch = 4;
-
-// NVFP4: this rank's `rows` rows (from row `first` of its send) summed over every rank in rank
-// order, one block per thread (rank r's global scale in scales[r], or, `scales` null, from line 1
-// of its slot, loaded with its rows); out's blocks past them 0. Each batch of ranks' code and
-// scale lines is loaded at once, then completed. Ends early when aborted.
-__device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& a,
-                                                     const CountedRows<true>& cr,
-                                                     const char* mine_half, std::size_t rows,
-                                                     std::size_t first, const float* scales,
-                                                     std::uint32_t flag) {
-  std::size_t const items = rows * cr.row / 16, all = a.capacity * cr.row / 16;
-  const unsigned char* const own = static_cast<const unsigned char*>(a.send) + first * cr.row_bytes;
-  const std::uint8_t* const own_scales = a.block_scales + first * cr.row_scales;
-  for (std::size_t i = global_thread(); i < all; i += grid_threads()) {
-    float acc[16] = {};
-    for (int r0 = 0; i < items && r0 < a.size; r0 += kCountedRankBatch) {
-      uint4 v[kCountedRankBatch], w[kCountedRankBatch], g[kCountedRankBatch];
-#pragma unroll
-      for (int k = 0; k < kCountedRankBatch; ++k) {
-        int const r = r0 + k;
-        if (r < a.size && r != a.rank) {
-          v[k] = load_line(line_at(mine_half, r, 2 + i));
-          w[k] = load_line(line_at(mine_half, r, cr.scale_line + i / kLlLineData));
-          if (scales == nullptr) g[k] = load_line(line_at(mine_half, r, 1));
-        }
-      }
-#pragma unroll
-      for (int k = 0; k < kCountedRankBatch; ++k) {
-        int const r = r0 + k;
-        if (r >= a.size) break;
-        RawItem<true, 8> item;
-        uint2 d;
-        float global = 0.0f;
-        if (r == a.rank) {
-          d = read_raw(own, items * kLlLineData, i * kLlLineData);
-          item.scales = own_scales[i];
-          global = scales != nullptr ? scales[r] : *a.scale;
-        } else if (complete_line(line_at(mine_half, r, 2 + i), v[k], flag, a.abort_word) &&
-                   complete_line(line_at(mine_half, r, cr.scale_line + i / kLlLineData), w[k], flag,
-                                 a.abort_word) &&
-                   (scales != nullptr ||
-                    complete_line(line_at(mine_half, r, 1), g[k], flag, a.abort_word))) {
-          d = make_uint2(v[k].x, v[k].z);
-          unsigned const word = (i % kLlLineData) < 4 ? w[k].x : w[k].z;
-          item.scales = static_cast<std::uint8_t>(word >> (8 * (i % 4)));
-          global = scales != nullptr ? scales[r] : __uint_as_float(g[k].x);
-        } else {
-          return;  // aborted
-        }
-        item.w[0] = d.x;
-        item.w[1] = d.y;
-        accumulate<true, 8>(item, 16384.0f / global, Fp8Format::E4M3, acc);
-      }
-    }
-    store_floats<16>(a.out, i * 16, acc);
-  }
-}
-
-// BF16: the same, one line (4 values) per thread.
-__device__ __forceinline__ void reduce_counted_bf16(const LlCountedReduceArgs& a,
-                                                    const CountedRows<false>& cr,
-                                                    const char* mine_half, std::size_t rows,
-                                                    std::size_t first, std::uint32_t flag) {
-  std::size_t const mine_bytes = rows * cr.row_bytes, all_bytes = a.capacity * cr.row_bytes;
-  std::size_t const mine_lines = ll_lines(mine_bytes), all_lines = ll_lines(all_bytes);
-  const unsigned char* const own = static_cast<const unsigned char*>(a.send) + first * cr.row_bytes;
-  for (std::size_t l = global_thread(); l < all_lines; l += grid_threads()) {
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    for (int r0 = 0; l < mine_lines && r0 < a.size; r0 += kCountedRankBatch) {
-      uint4 v[kCountedRankBatch];
-#pragma unroll
-      for (int k = 0; k < kCountedRankBatch; ++k) {
-        int const r = r0 + k;
-        if (r < a.size && r != a.rank) v[k] = load_line(line_at(mine_half, r, 2 + l));
-      }
-#pragma unroll
-      for (int k = 0; k < kCountedRankBatch; ++k) {
-        int const r = r0 + k;
-        if (r >= a.size) break;
-        uint2 d;
-        if (r == a.rank) {
-          d = read_raw(own, mine_bytes, l * kLlLineData);
-        } else if (complete_line(line_at(mine_half, r, 2 + l), v[k], flag, a.abort_word)) {
-          d = make_uint2(v[k].x, v[k].z);
-        } else {
-          return;  // aborted
-        }
-        add_bf16x4(acc, d);
-      }
-    }
-    write_bytes(LlSegment{nullptr, a.out, all_bytes, 0}, 0, l * kLlLineData, round_bf16x4(acc));
-  }
-}
-
-// Counts gathered before the call: waits for line 0 of peer q's slot (the count and offset q took
-// for this rank, `sent` its count) and sets the overflow flag (from CTA 0) where they differ from
-// this rank's own. False when aborted.
-__device__ __forceinline__ bool check_peer_count(const LlCountedReduceArgs& a,
-                                                 const char* mine_half, int q,
-                                                 std::int32_t mine_raw, std::int32_t my_first,
-                                                 std::uint32_t flag, std::int32_t& sent) {
-  uint2 d;
-  if (!wait_line(mine_half, q, 0, flag, a.abort_word, d)) return false;
-  sent = static_cast<std::int32_t>(d.x);
-  bool const same = sent == mine_raw && static_cast<std::int32_t>(d.y) == my_first;
-  if (!same && blockIdx.x == 0) *a.overflow = 1;
-  return true;
-}
-
-// Counts gathered before the call (count null): the rows go out at once, capacity rows to every
-// peer (a call here fits one slot: at most 96 KiB a rank), so that every line a rank waits for
-// comes whatever the counts; each rank sums its rows at once, the NVFP4 global scales loaded with
-// them. Line 0 of this rank's slot in peer p's scratch carries the count and the offset this
-// rank took for p, which p checks after its sum (CTA 0; every peer's line 0 read in every call,
-// as the halves' reuse needs). Every thread of the CTA calls it.
-template <bool kNvfp4>
-__device__ __forceinline__ void reduce_gathered(const LlCountedReduceArgs& a,
-                                                const CountedRows<kNvfp4>& cr, CountedShared& sh,
-                                                std::size_t at, const char* mine_half,
-                                                std::int32_t mine_raw, std::uint32_t scale_bits,
-                                                std::uint32_t flag) {
-  int const n = a.size;
-  int const me = a.rank;
-  std::size_t const first = global_thread();
-  known_counts(a, sh);
-  if (first >= 1 && first < static_cast<std::size_t>(n)) {
-    int const p = rotated(me, static_cast<int>(first), n);
-    store_line(sh.slots[p] + at, make_uint4(static_cast<unsigned>(sh.raw[p]), flag,
-                                            static_cast<unsigned>(sh.first_row[p]), flag));
-    store_line(sh.slots[p] + at + kLlLineBytes, make_uint4(scale_bits, flag, 0u, flag));
-  }
-  push_peer_rows(a, cr, sh.slots, at, sh.first_row, true, flag);
-  auto const rows = static_cast<std::size_t>(sh.first_row[me + 1] - sh.first_row[me]);
-  auto const my_first = static_cast<std::size_t>(sh.first_row[me]);
-  if constexpr (kNvfp4) {
-    reduce_counted_nvfp4(a, cr, mine_half, rows, my_first, nullptr, flag);
-  } else {
-    reduce_counted_bf16(a, cr, mine_half, rows, my_first, flag);
-  }
-  std::int32_t sent = 0;
-  for (int q = static_cast<int>(threadIdx.x); blockIdx.x == 0 && q < n;
-       q += static_cast<int>(blockDim.x)) {
-    if (q != me) check_peer_count(a, mine_half, q, mine_raw, sh.first_row[me], flag, sent);
-  }
-}
-
-template <bool kNvfp4>
-__global__ void __launch_bounds__(kThreads)
-    ll_counted_reduce_kernel(const LlLaunch launch_flags,
-                             const __grid_constant__ LlCountedReduceArgs a) {
-  programmatic_wait(launch_flags);
-  __shared__ CountedShared sh;
-  __shared__ float scales[kMaxRanks];
-  int const n = a.size;
-  int const me = a.rank;
-  bool const gathered = a.count == nullptr;
-  CountedRows<kNvfp4> const cr(a);
-  open_call(a.calls, a.scratch, n, sh.call, sh.slots);
-  std::int32_t const mine_raw = gathered ? a.counts[me] : *a.count;
-  __syncthreads();
-  std::uint32_t const c = sh.call;
-  std::uint32_t const flag = call_flag(c);
-  std::size_t const half = call_half(c, n);
-  std::size_t const at = half + static_cast<std::size_t>(me) * kLlSlotBytes;
-  const char* const mine_half = sh.slots[me] + half;
-  std::size_t const first = global_thread();
-  std::uint32_t const scale_bits = kNvfp4 ? __float_as_uint(*a.scale) : 0u;
-  if (gathered) {
-    reduce_gathered(a, cr, sh, at, mine_half, mine_raw, scale_bits, flag);
-    advance_call(a.calls, c);
-    programmatic_release(launch_flags);
-    return;
-  }
-  // Count and scale to every peer, then every peer's count, then the rows.
-  if (first < 2) {
-    uint2 const d =
-        first == 0 ? make_uint2(static_cast<unsigned>(mine_raw), 0u) : make_uint2(scale_bits, 0u);
-    store_to_peers(sh.slots, me, n, at, first, d, flag);
-  }
-  bool ok = read_counts(a, mine_half, mine_raw, flag, sh);
-  if (ok) push_peer_rows(a, cr, sh.slots, at, sh.first_row, false, flag);
-  // NVFP4: every rank's global scale (line 1, sent with the count) once per CTA.
-  if constexpr (kNvfp4) {
-    for (int q = static_cast<int>(threadIdx.x); ok && q < n; q += static_cast<int>(blockDim.x)) {
-      uint2 d;
-      if (q == me) {
-        scales[q] = *a.scale;
-      } else if (wait_line(mine_half, q, 1, flag, a.abort_word, d)) {
-        scales[q] = __uint_as_float(d.x);
-      } else {
-        sh.aborted = 1;
-      }
-    }
-  }
-  __syncthreads();
-  ok = ok && sh.aborted == 0;
-  // This rank's rows summed over every rank in rank order; out's rows past them 0.
-  auto const rows = static_cast<std::size_t>(ok ? sh.first_row[me + 1] - sh.first_row[me] : 0);
-  auto const my_first = static_cast<std::size_t>(ok ? sh.first_row[me] : 0);
-  if constexpr (kNvfp4) {
-    reduce_counted_nvfp4(a, cr, mine_half, rows, my_first, scales, flag);
-  } else {
-    reduce_counted_bf16(a, cr, mine_half, rows, my_first, flag);
-  }
-  advance_call(a.calls, c);
-  programmatic_release(launch_flags);
-}
 #endif
 
 // The process switch (set_ll_counts): the ranks' agreement decides unless a test or benchmark
@@ -685,8 +326,8 @@ std::atomic<LlCounts>& ll_counts_switch() {
 [[maybe_unused]] const bool kModuleRegistered = register_kernel_module(
     reinterpret_cast<const void*>(&ll_counted_gather_kernel), "kernels/lsa_ll_counted.cu");
 
-// The checks both launchers share: the ranks, the scratch, the count pointers (`count` may be
-// null where `own_count` is false: a reduce-scatter whose counts were gathered before the call).
+}  // namespace
+
 void check_ll_counts(const LlCountsArgs& a, bool own_count, const char* what) {
   SYMMCOMM_EXPECTS(a.size >= 1 && a.size <= kMaxRanks && a.rank >= 0 && a.rank < a.size,
                    what << ": rank " << a.rank << " of " << a.size << " ranks");
@@ -696,8 +337,6 @@ void check_ll_counts(const LlCountsArgs& a, bool own_count, const char* what) {
                        a.offsets != nullptr && a.overflow != nullptr,
                    what << ": count, counts, offsets and overflow must be device pointers");
 }
-
-}  // namespace
 
 void set_ll_counts(LlCounts setting) noexcept {
   ll_counts_switch().store(setting, std::memory_order_relaxed);
@@ -735,39 +374,6 @@ void ll_counted_gather(const LlCountedGatherArgs& a, int sm_share, cudaStream_t 
   (void)sm_share;
   (void)stream;
   SYMMCOMM_FAIL("lsa ll counted gather: this build has no NCCL device API (NCCL < 2.28 headers)");
-#endif
-}
-
-void ll_counted_reduce(const LlCountedReduceArgs& a, int sm_share, cudaStream_t stream) {
-  bool const nvfp4 = a.type == DataType::Nvfp4;
-  SYMMCOMM_EXPECTS(a.type == DataType::Bf16 || nvfp4,
-                   "lsa ll counted reduce: rows of " << to_string(a.type) << " (bf16 or nvfp4)");
-  check_ll_counts(a, false, "lsa ll counted reduce");
-  SYMMCOMM_EXPECTS(a.send != nullptr && a.out != nullptr,
-                   "lsa ll counted reduce: send or out is null");
-  SYMMCOMM_EXPECTS(
-      a.row_elements > 0 && (!nvfp4 || a.row_elements % 16 == 0),
-      "lsa ll counted reduce: row_elements " << a.row_elements << " of " << to_string(a.type));
-  SYMMCOMM_EXPECTS(!nvfp4 || (a.block_scales != nullptr && a.scale != nullptr),
-                   "lsa ll counted reduce: nvfp4 without its scales");
-  SYMMCOMM_EXPECTS(!nvfp4 || reinterpret_cast<std::uintptr_t>(a.out) % 16 == 0,
-                   "lsa ll counted reduce: out is not 16-byte aligned");
-  std::size_t const lines = ll_counted_reduce_lines(a.type, a.capacity, a.row_elements);
-  SYMMCOMM_EXPECTS(a.capacity <= static_cast<std::size_t>(INT32_MAX) &&
-                       lines <= kLlMaxBytesPerRank / kLlLineData,
-                   "lsa ll counted reduce: capacity " << a.capacity << " rows need " << lines
-                                                      << " lines, past a slot of "
-                                                      << kLlMaxBytesPerRank / kLlLineData);
-#if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
-  unsigned const grid = grid_for_units(lines, kLlGridCap);
-  LlLaunch flags;
-  flags.programmatic = programmatic_launch();
-  auto const go = [&](auto kernel) { launch_resident(kernel, sm_share, grid, stream, flags, a); };
-  nvfp4 ? go(ll_counted_reduce_kernel<true>) : go(ll_counted_reduce_kernel<false>);
-#else
-  (void)sm_share;
-  (void)stream;
-  SYMMCOMM_FAIL("lsa ll counted reduce: this build has no NCCL device API (NCCL < 2.28 headers)");
 #endif
 }
 

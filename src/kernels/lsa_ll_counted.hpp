@@ -1,7 +1,8 @@
 #pragma once
 // Private: symmcomm's device-count gather and reduce-scatter with counts in the scratch lines
-// (lsa_ll_counted.cu): the small all-gather's scratch window, call counter and halves
-// (lsa_ll.hpp) instead of the one-launch kernels' barriers and count exchange (lsa.hpp).
+// (lsa_ll_counted.cu, lsa_ll_counted_reduce.cu): the small all-gather's scratch window, call
+// counter and halves (lsa_ll.hpp) instead of the one-launch kernels' barriers and count exchange
+// (lsa.hpp).
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
