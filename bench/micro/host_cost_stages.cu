@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "collectives/executors.hpp"
+#include "collectives/scratch.hpp"
 #include "collectives/validate_call.hpp"
 #include "comm/dev_comm.hpp"
 #include "kernels/lsa_ll.hpp"
@@ -80,8 +81,8 @@ detail::lsa::LlGatherArgs ll_args_of(const CommState& state,
   detail::lsa::LlGatherArgs a;
   a.rank = state.rank;
   a.size = state.size;
-  a.scratch = state.scratch.window;
-  a.calls = state.scratch.calls;
+  a.scratch = detail::scratch_of(state).window.window;
+  a.calls = detail::scratch_of(state).window.calls;
   a.abort_word = detail::device_abort_word(state);
   for (const detail::GatherPart& p : parts) {
     a.segment[a.segments++] = detail::lsa::LlSegment{p.send, p.recv, p.bytes[0], a.lines};

@@ -15,6 +15,7 @@
 #include "kernels/lsa_ll.hpp"
 #include "replay.hpp"
 #include "scale_swizzle.hpp"
+#include "scratch.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/formats/codecs.hpp"
@@ -146,7 +147,7 @@ ReplayLaunch enqueue_lsa(const CommState& state, const PlannedCall& planned,
     lsa::LlGatherArgs const small = ll_args(state, parts);
     std::size_t send_total = 0;
     for (const GatherPart& p : parts) send_total += p.bytes[static_cast<std::size_t>(state.rank)];
-    if (lsa::ll_fits(state.scratch.window != nullptr, send_total, small.lines)) {
+    if (lsa::ll_fits(scratch_of(state).has_window(), send_total, small.lines)) {
       return ll_launch<lsa::LlGatherArgs, lsa::ll_gather>(small).now(state, stream);
     }
   }

@@ -19,6 +19,7 @@
 #include "kernels/compact.hpp"
 #include "kernels/lsa.hpp"
 #include "kernels/lsa_ll_counted.hpp"
+#include "scratch.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/comm/wait.hpp"
 #include "symmcomm/error.hpp"
@@ -168,7 +169,7 @@ lsa::LlCountedGatherArgs ll_counted_args(const CommState& state, const Collectiv
   a.parts = static_cast<int>(rows.size());
   const DeviceCounts& counts = call.device_counts;
   if (!lsa::ll_counted_fits(
-          lsa::ll_counts_on(state.scratch.window != nullptr, state.counts_in_lines),
+          lsa::ll_counts_on(scratch_of(state).has_window(), scratch_of(state).counts_in_lines),
           counts.capacity, lsa::ll_row_lines(a))) {
     return lsa::LlCountedGatherArgs{};
   }
@@ -351,9 +352,9 @@ Plan execute_device_count_reduce_scatter(CommState& state, const CollectiveCall&
                        reinterpret_cast<std::uintptr_t>(call.recv.data) % 16 == 0);
   PlannedCall planned(state, Operation::ReduceScatter, options, operation);
   bool const lines =
-      kernel && lsa::ll_counted_reduce_fits(
-                    lsa::ll_counts_on(state.scratch.window != nullptr, state.counts_in_lines),
-                    call.send.dtype, counts.capacity, call.row_elements);
+      kernel && lsa::ll_counted_reduce_fits(lsa::ll_counts_on(scratch_of(state).has_window(),
+                                                              scratch_of(state).counts_in_lines),
+                                            call.send.dtype, counts.capacity, call.row_elements);
   planned.per_rank(counts.capacity * total_row_bytes(rows), false)
       .lsa_kernel(kernel)
       .device_counts(lines, counts.count == nullptr);

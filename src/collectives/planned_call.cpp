@@ -136,8 +136,8 @@ lsa::Peers lsa_peers(const CommState& comm) {
 void fill_ll_scratch(const CommState& comm, lsa::LlScratchView& args) {
   args.rank = comm.rank;
   args.size = comm.size;
-  args.scratch = comm.scratch.window;
-  args.calls = comm.scratch.calls;
+  args.scratch = scratch_of(comm).window.window;
+  args.calls = scratch_of(comm).window.calls;
   args.abort_word = device_abort_word(comm);
 }
 

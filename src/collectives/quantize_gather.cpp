@@ -85,12 +85,11 @@ void fused(CommState& state, const CollectiveCall& call, const PlannedCall& plan
   auto const n = static_cast<std::size_t>(state.size);
   auto const me = static_cast<std::size_t>(state.rank);
   DeviceGuard guard(state.device);
-  const float* scale = call.quantize_scale;
-  if (scale == nullptr) {
-    auto* slot = static_cast<float*>(acquire_workspace(state, options, 256, stream));
-    scale_from_amax(static_cast<const bf16*>(input.data), input.count, slot, recv.dtype, stream);
-    scale = slot;
-  }
+  // No scale given: the launcher computes it into a workspace slot after its checks.
+  float* const slot = call.quantize_scale == nullptr
+                          ? static_cast<float*>(acquire_workspace(state, options, 256, stream))
+                          : nullptr;
+  const float* const scale = slot != nullptr ? slot : call.quantize_scale;
   DeviceView view(planned);
   QuantizedBases base;
   base.data = view.bind(0, Slot::RecvData);
@@ -101,7 +100,7 @@ void fused(CommState& state, const CollectiveCall& call, const PlannedCall& plan
       view.peers(),
       quantize_gather_args(recv.dtype, static_cast<const bf16*>(input.data), scale, input.count,
                            me * input.count, input.count, base, swizzle, me, n),
-      stream);
+      stream, slot);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "core/cuda_utils.hpp"
 #include "executors.hpp"
 #include "kernels/lsa_ll.hpp"
+#include "scratch.hpp"
 #include "symmcomm/collectives/local_reduce.hpp"
 #include "symmcomm/comm/group.hpp"
 #include "symmcomm/error.hpp"
@@ -47,7 +48,7 @@ Plan native_reduce_scatter(CommState& state, const CollectiveCall& call, cudaStr
   // symmcomm's push-model kernel for small BF16 sums (kernels/lsa_ll.hpp); Auto takes it up to
   // thresholds::kLsaReduceScatterMaxBytesPerRank, where it was measured faster than NCCL.
   bool const push = equal && type == DataType::Bf16 &&
-                    lsa::ll_reduce_fits(state.scratch.window != nullptr, type, call.recv.count);
+                    lsa::ll_reduce_fits(scratch_of(state).has_window(), type, call.recv.count);
   PlannedCall planned(state, Operation::ReduceScatter, options, operation);
   planned.types(type, type)
       .per_rank(recv_bytes, equal)
@@ -205,7 +206,7 @@ detail::ReplayLaunch push_reduce_scatter(const detail::CommState& state, const Q
 bool push_fits(const detail::CommState& state, const QuantizedInput& in, std::size_t shard,
                bool equal_shards) {
   return equal_shards &&
-         detail::lsa::ll_reduce_fits(state.scratch.window != nullptr, in.type, shard);
+         detail::lsa::ll_reduce_fits(scratch_of(state).has_window(), in.type, shard);
 }
 
 // Returns the launch where the call was that one launch alone (a BF16 or FP32 output the

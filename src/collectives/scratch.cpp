@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <exception>
-#include <mutex>
 
 #include "core/cuda_utils.hpp"
 #include "symmcomm/error.hpp"
@@ -23,12 +22,6 @@ CollectiveScratch::~CollectiveScratch() {
   } catch (const std::exception& e) {
     SYMMCOMM_LOG_WARN("freeing a communicator's collective scratch: " << e.what());
   }
-}
-
-CollectiveScratch& scratch_of(CommState& state) {
-  std::lock_guard lock(state.mutex);
-  if (!state.collectives) state.collectives = std::make_shared<CollectiveScratch>(state.device);
-  return *static_cast<CollectiveScratch*>(state.collectives.get());
 }
 
 void* acquire_workspace(CommState& comm, const Options& options, std::size_t bytes,

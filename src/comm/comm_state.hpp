@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "comm/abort_word.hpp"
+#include "comm/layer_state.hpp"
 #include "symmcomm/comm/communicator.hpp"
 
 namespace symmcomm::detail {
@@ -35,14 +36,6 @@ class SymmetryParticipant {
 struct DevCommHolder;
 struct DevCommDeleter {
   void operator()(DevCommHolder* holder) const noexcept;
-};
-/// A symmetric scratch window every rank of a communicator holds (comm/lsa_limits.hpp sizes it,
-/// the kernels that use it lay it out) and this rank's call counter beside it (2 words, device
-/// memory, zeroed at creation).
-struct ScratchWindow {
-  void* base = nullptr;  ///< ncclMemAlloc'd, scratch_window_bytes(size) bytes
-  ncclWindow_t window = nullptr;
-  std::uint32_t* calls = nullptr;
 };
 struct LaunchOrder;
 struct LaunchOrderDeleter {
@@ -86,18 +79,11 @@ struct CommState {
   std::shared_ptr<std::atomic<int>> live_graphs = std::make_shared<std::atomic<int>>(0);
   unsigned long long last_noted_capture = 0;  ///< under `mutex`
 
-  /// What the layers above keep per communicator (the collectives' scratch,
-  /// collectives/scratch.hpp), opaque here: made by its owner on first use, released by the
-  /// teardown before the communicator (left allocated where live graphs may still use it).
-  std::shared_ptr<void> collectives;
-  /// Whether the scratch window is made: no rank set SYMMCOMM_LSA_LL=0 (agreed at creation).
-  bool scratch_agreed = false;
-  /// Device-count calls carry counts in the scratch lines where they fit (kernels/
-  /// lsa_ll_counted.hpp): no rank set SYMMCOMM_LL_COUNTS=0 (agreed at creation).
-  bool counts_in_lines = false;
-  /// The scratch window and call counter of symmcomm's flag-in-data kernels, made with the
-  /// device communicator (dev_comm.hpp); empty where there is none.
-  detail::ScratchWindow scratch;
+  /// What the layers above keep per communicator (comm/layer_state.hpp; the collectives'
+  /// scratch window, workspace and switches), made with the state and never replaced, so callers
+  /// read it without a lock; released by the teardown in the communicator's order (left
+  /// allocated where live graphs may still use it).
+  std::shared_ptr<detail::LayerState> layers;
 
   // Live windows (registration sequence -> bytes) and pools, for the symmetry verifier.
   mutable std::mutex mutex;

@@ -39,25 +39,18 @@ std::atomic<std::uint64_t> next_comm_id{1};
 // One rank's GPU as the others see it.
 struct GpuEntry {
   int sms = 0;
-  int small_gather = 1;     // SYMMCOMM_LSA_LL is not 0 here
-  int counts_in_lines = 1;  // SYMMCOMM_LL_COUNTS is not 0 here
+  std::uint32_t layer_switches = 0;  // the layers above's switches on here (layer_state.hpp)
   unsigned char uuid[16] = {};
 };
 
 // Agrees caps.ranks_per_gpu, caps.lsa_sm_share and caps.lsa_gpu_sms over the communicator
 // (collective: one small all-gather on a private stream). The LSA kernels' grids follow from
 // them, so they must be the same on every rank; no rank-local device property may enter a grid
-// directly. Also agrees
-// whether the scratch window is made (state.scratch_agreed): only when
-// no rank turned it off, so that a variable set on some ranks only cannot split them; and
-// whether device-count calls carry counts in its lines (state.counts_in_lines): only when no
-// rank turned it off.
-void agree_gpu_share(CommState& state) {
+// directly. Returns the layers' switch bits set on every rank (layer_switches), which the
+// same all-gather carries.
+std::uint32_t agree_gpu_share(CommState& state) {
   GpuEntry mine;
-  const char* small = std::getenv("SYMMCOMM_LSA_LL");
-  mine.small_gather = small != nullptr && std::strcmp(small, "0") == 0 ? 0 : 1;
-  const char* lines = std::getenv("SYMMCOMM_LL_COUNTS");
-  mine.counts_in_lines = lines != nullptr && std::strcmp(lines, "0") == 0 ? 0 : 1;
+  mine.layer_switches = layer_switches();
   SYMMCOMM_CUDA_TRY(
       cudaDeviceGetAttribute(&mine.sms, cudaDevAttrMultiProcessorCount, state.device));
   cudaDeviceProp prop{};
@@ -89,11 +82,9 @@ void agree_gpu_share(CommState& state) {
   SYMMCOMM_CUDA_LOG_ON_ERROR(cudaStreamDestroy(stream));
   int fewest_sms = all[0].sms;
   int most_sharing = 1;
-  state.scratch_agreed = true;
-  state.counts_in_lines = true;
+  std::uint32_t agreed = ~std::uint32_t{0};
   for (const GpuEntry& e : all) {
-    state.scratch_agreed = state.scratch_agreed && e.small_gather != 0;
-    state.counts_in_lines = state.counts_in_lines && e.counts_in_lines != 0;
+    agreed &= e.layer_switches;
     fewest_sms = std::min(fewest_sms, e.sms);
     int sharing = 0;
     for (const GpuEntry& other : all) {
@@ -101,14 +92,10 @@ void agree_gpu_share(CommState& state) {
     }
     most_sharing = std::max(most_sharing, sharing);
   }
-  if (mine.counts_in_lines != 0 && !state.counts_in_lines) {
-    SYMMCOMM_LOG_WARN("communicator " << state.id << " (rank " << state.rank
-                                      << "): SYMMCOMM_LL_COUNTS=0 on another rank: device counts "
-                                         "stay out of the scratch lines on every rank");
-  }
   state.caps.ranks_per_gpu = most_sharing;
   state.caps.lsa_sm_share = std::max(1, fewest_sms / most_sharing);
   state.caps.lsa_gpu_sms = std::max(1, fewest_sms);
+  return agreed;
 }
 
 void probe(CommState& state) {
@@ -136,7 +123,7 @@ void probe(CommState& state) {
   }
   // The GPUs' SMs first: the device communicator reserves LSA barriers for the largest grid,
   // which scales with them (every rank makes both calls, in this order).
-  agree_gpu_share(state);
+  std::uint32_t const agreed = agree_gpu_share(state);
   state.caps.symmetric_memory = create_dev_comm(state, reason);
   state.caps.reason = reason;
   state.caps.reason_text = intern(state.caps.reason);
@@ -148,16 +135,15 @@ void probe(CommState& state) {
     SYMMCOMM_LOG_INFO("communicator " << state.id << " (rank " << state.rank << "/" << state.size
                                       << "): no symmetric memory support: " << reason);
   } else {
-    create_scratch_window(state);
     SYMMCOMM_LOG_INFO("communicator "
                       << state.id << " (rank " << state.rank << "/" << state.size
                       << "): symmetric memory, LSA team of " << state.caps.lsa_team_size << ", "
                       << state.caps.ranks_per_gpu << " rank(s) per GPU, " << state.caps.lsa_sm_share
-                      << " SMs per rank"
-                      << (state.scratch.window == nullptr ? ", no scratch window"
-                          : state.counts_in_lines         ? ", scratch window, counts in its lines"
-                                                          : ", scratch window"));
+                      << " SMs per rank");
   }
+  // Every rank reaches this, whether or not the device communicator was made here: the layers'
+  // collective steps (their windows) happen in the same order everywhere.
+  state.layers->on_probed(state, agreed);
 }
 }  // namespace
 
@@ -179,6 +165,7 @@ CommState::CommState(ncclComm_t c, bool own) : comm(c), owned(own) {
   caps.runtime_version = nccl_runtime_version();
   caps.reason = "capabilities not probed (wrapped with Probe::No)";
   caps.reason_text = intern(caps.reason);
+  layers = make_layer_state(device);
 }
 
 CommState::~CommState() {
@@ -205,32 +192,32 @@ CommState::~CommState() {
                         << ". Destroy the graphs first (e.g. `del graph` for a "
                            "torch.cuda.CUDAGraph), then release the communicator");
       forget_dev_comm(*this);
-      // Deliberately leaked with the rest: a replay would still use the collectives' scratch.
-      static_cast<void>(new std::shared_ptr<void>(std::move(collectives)));
+      // Deliberately leaked with the rest: a replay would still use the layers' windows.
+      static_cast<void>(new std::shared_ptr<LayerState>(std::move(layers)));
       return;
     }
-    collectives.reset();
     if (aborted_now) {
       forget_dev_comm(*this);  // ncclCommAbort freed NCCL's side already
-      release_scratch_window(*this, false);
+      layers->release_windows(*this, false);
     } else if (detached.load(std::memory_order_acquire)) {
       // The engine's communicator may be destroyed already: no NCCL call on it (NCCL frees the
       // device communicator with its communicator).
       forget_dev_comm(*this);
-      release_scratch_window(*this, false);
-    } else if (scratch.base != nullptr && !wait_last_use(*this, "communicator teardown")) {
-      // A kernel may still write peers' scratch or read this rank's: keep the memory (leaked).
+      layers->release_windows(*this, false);
+    } else if (layers->holds_peer_memory() && !wait_last_use(*this, "communicator teardown")) {
+      // A kernel may still write peers' windows or read this rank's: keep them (leaked).
       dev_comm.reset();
       if (owned) SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommDestroy(comm));
     } else {
-      // An owned communicator's destroy releases the scratch window with the others it holds
+      // An owned communicator's destroy releases the layers' windows with the others it holds
       // (no collective deregistration, which ranks torn down one after another from one thread
-      // would wait on); a borrowed one lives on and gets the window back now.
-      if (!owned) release_scratch_window(*this, true);
+      // would wait on); a borrowed one lives on and gets the windows back now.
+      if (!owned) layers->release_windows(*this, true);
       dev_comm.reset();
       if (owned) SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommDestroy(comm));
-      release_scratch_window(*this, false);
+      layers->release_windows(*this, false);
     }
+    layers.reset();  // what needs no NCCL call (workspaces), after the windows
   } catch (const std::exception& e) {
     SYMMCOMM_LOG_WARN("tearing down communicator " << id << ": " << e.what());
   }

@@ -13,6 +13,7 @@
 
 #include "core/cuda_utils.hpp"
 #include "dev_comm.hpp"
+#include "lsa_limits.hpp"
 #include "symmcomm/error.hpp"
 #include "symmcomm/limits.hpp"
 #include "symmcomm/logging.hpp"
@@ -44,11 +45,6 @@ ncclDevCommRequirements initial_requirements() {
   return requirements;
 }
 
-std::string nccl_failure(ncclComm_t comm, const char* call, ncclResult_t r) {
-  const char* last = ncclGetLastError(comm);
-  return std::string(call) + " failed (" + ncclGetErrorString(r) + ")" +
-         (last != nullptr && *last != '\0' ? std::string(": ") + last : std::string());
-}
 }  // namespace
 
 bool create_dev_comm(CommState& state, std::string& reason) {
@@ -76,57 +72,6 @@ bool create_dev_comm(CommState& state, std::string& reason) {
   return true;
 }
 
-void create_scratch_window(CommState& state) {
-  if (!state.scratch_agreed) return;  // a rank set SYMMCOMM_LSA_LL=0 (communicator.cpp)
-  if (state.caps.lsa_team_size != state.size || state.size > kMaxKernelRanks) return;
-  std::size_t const bytes = scratch_window_bytes(state.size);
-  void* ptr = nullptr;
-  ncclResult_t r = ncclMemAlloc(&ptr, bytes);
-  if (r != ncclSuccess) {
-    // Every rank calls the registration below: one that cannot would leave the others waiting.
-    SYMMCOMM_FAIL("communicator " << state.id << ": ncclMemAlloc of " << bytes
-                                  << " bytes for the scratch window failed ("
-                                  << ncclGetErrorString(r)
-                                  << "); SYMMCOMM_LSA_LL=0 goes without it");
-  }
-  std::uint32_t* calls = nullptr;
-  cudaStream_t stream = nullptr;
-  try {
-    // Zeroed before any peer can write into it (a zero flag never matches a call's).
-    SYMMCOMM_CUDA_TRY(cudaMalloc(&calls, 2 * sizeof(std::uint32_t)));
-    SYMMCOMM_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    SYMMCOMM_CUDA_TRY(cudaMemsetAsync(ptr, 0, bytes, stream));
-    SYMMCOMM_CUDA_TRY(cudaMemsetAsync(calls, 0, 2 * sizeof(std::uint32_t), stream));
-    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
-    SYMMCOMM_CUDA_TRY(cudaStreamDestroy(stream));
-    stream = nullptr;
-    ncclWindow_t window = nullptr;
-    r = ncclCommWindowRegister(state.comm, ptr, bytes, &window, NCCL_WIN_COLL_SYMMETRIC);
-    if (r == ncclInProgress) r = wait_nonblocking(state, "ncclCommWindowRegister (scratch)");
-    if (r != ncclSuccess) {
-      SYMMCOMM_FAIL("communicator " << state.id << ": "
-                                    << nccl_failure(state.comm, "ncclCommWindowRegister", r)
-                                    << " for the scratch window");
-    }
-    state.scratch = ScratchWindow{ptr, window, calls};
-  } catch (...) {
-    if (stream != nullptr) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaStreamDestroy(stream));
-    if (calls != nullptr) SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(calls));
-    SYMMCOMM_NCCL_LOG_ON_ERROR(ncclMemFree(ptr));
-    throw;
-  }
-}
-
-void release_scratch_window(CommState& state, bool deregister) noexcept {
-  if (state.scratch.base == nullptr) return;
-  if (deregister && state.scratch.window != nullptr) {
-    SYMMCOMM_NCCL_LOG_ON_ERROR(ncclCommWindowDeregister(state.comm, state.scratch.window));
-  }
-  SYMMCOMM_NCCL_LOG_ON_ERROR(ncclMemFree(state.scratch.base));
-  SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(state.scratch.calls));
-  state.scratch = ScratchWindow{};
-}
-
 void DevCommDeleter::operator()(DevCommHolder* holder) const noexcept {
   if (holder == nullptr) return;
   SYMMCOMM_NCCL_LOG_ON_ERROR(ncclDevCommDestroy(holder->comm, &holder->dev));
@@ -148,8 +93,6 @@ bool create_dev_comm(CommState&, std::string& reason) {
       "symmetric support cannot be probed";
   return false;
 }
-void create_scratch_window(CommState&) {}
-void release_scratch_window(CommState&, bool) noexcept {}
 void DevCommDeleter::operator()(DevCommHolder* holder) const noexcept {
   delete holder;
 }
@@ -160,6 +103,12 @@ void forget_dev_comm(CommState& state) noexcept {
   delete state.dev_comm.release();
 }
 #endif
+
+std::string nccl_failure(ncclComm_t comm, const char* call, ncclResult_t r) {
+  const char* last = ncclGetLastError(comm);
+  return std::string(call) + " failed (" + ncclGetErrorString(r) + ")" +
+         (last != nullptr && *last != '\0' ? std::string(": ") + last : std::string());
+}
 
 const std::uint32_t* device_abort_word(const CommState& state) noexcept {
   return state.abort_word.device;

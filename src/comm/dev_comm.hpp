@@ -5,7 +5,6 @@
 #include <string>
 
 #include "comm/comm_state.hpp"
-#include "comm/lsa_limits.hpp"
 #include "symmcomm/comm/communicator.hpp"
 
 namespace symmcomm::detail {
@@ -13,16 +12,8 @@ namespace symmcomm::detail {
 /// Creates the device communicator (collective). On failure returns false with NCCL's reason.
 bool create_dev_comm(CommState& state, std::string& reason);
 
-/// Makes the communicator's scratch window (CommState::scratch; collective, after
-/// create_dev_comm succeeded on every rank), for the kernels that meet their peers through
-/// flags in the data (kernels/lsa_ll.hpp). Throws where ncclMemAlloc or the registration fails;
-/// where the LSA team does not span the ranks it makes none, and those kernels are not used.
-/// SYMMCOMM_LSA_LL=0 on any rank skips it on every rank (agreed beforehand).
-void create_scratch_window(CommState& state);
-
-/// Frees it: `deregister` first (a borrowed communicator that lives on), else the memory only
-/// (after ncclCommDestroy released the window, or when NCCL's side is gone).
-void release_scratch_window(CommState& state, bool deregister) noexcept;
+/// "`call` failed (NCCL's error string): NCCL's last error" for a failed NCCL call on `comm`.
+std::string nccl_failure(ncclComm_t comm, const char* call, ncclResult_t r);
 
 /// Drops the device communicator without NCCL calls (after ncclCommAbort freed it).
 void forget_dev_comm(CommState& state) noexcept;

@@ -48,8 +48,9 @@ void reduce(const Peers& peers, const ReduceArgs& args, cudaStream_t stream) {
   launch_reduce(peers, args, stream);
 }
 
-void quantize_gather(const Peers& peers, const QuantizeGatherArgs& args, cudaStream_t stream) {
-  launch_quantize_gather(peers, args, stream);
+void quantize_gather(const Peers& peers, const QuantizeGatherArgs& args, cudaStream_t stream,
+                     float* scale_into) {
+  launch_quantize_gather(peers, args, stream, scale_into);
 }
 
 void counted_gather(const Peers& peers, const CountedGatherArgs& args, cudaStream_t stream) {

@@ -205,7 +205,11 @@ struct CountedReduceArgs : CountedArgs {
 /// Launch one kernel for the calling rank described by `peers`.
 void gather(const Peers& peers, const GatherArgs& args, cudaStream_t stream);
 void reduce(const Peers& peers, const ReduceArgs& args, cudaStream_t stream);
-void quantize_gather(const Peers& peers, const QuantizeGatherArgs& args, cudaStream_t stream);
+/// `scale_into` null: args.scale is given. Else args.scale is `scale_into`, a device float the
+/// launcher fills from the input's amax (scale_from_amax) once every check of the arguments has
+/// passed, on `stream` before the kernel: nothing launches for a call that is refused.
+void quantize_gather(const Peers& peers, const QuantizeGatherArgs& args, cudaStream_t stream,
+                     float* scale_into = nullptr);
 void counted_gather(const Peers& peers, const CountedGatherArgs& args, cudaStream_t stream);
 void counted_reduce(const Peers& peers, const CountedReduceArgs& args, cudaStream_t stream);
 /// Local shards of a quantized tensor, one per rank (device pointers): what the fallback's local

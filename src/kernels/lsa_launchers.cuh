@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "formats/codecs_internal.hpp"
 #include "formats/device_codecs.cuh"
 #include "formats/quantize_block.cuh"
 #include "lsa.hpp"
@@ -290,15 +291,18 @@ void launch_reduce(const Desc& peers, const ReduceArgs& a, cudaStream_t stream) 
   });
 }
 
+// scale_into: see lsa.hpp (quantize_gather).
 template <class Desc>
-void launch_quantize_gather(const Desc& peers, const QuantizeGatherArgs& a, cudaStream_t stream) {
+void launch_quantize_gather(const Desc& peers, const QuantizeGatherArgs& a, cudaStream_t stream,
+                            float* scale_into = nullptr) {
   SYMMCOMM_EXPECTS(a.count % 16 == 0,
                    "lsa quantize_gather: count " << a.count << " is not a multiple of 16");
   SYMMCOMM_EXPECTS(a.src != nullptr || a.count == 0, "lsa quantize_gather: input is null");
   SYMMCOMM_EXPECTS(reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0,
                    "lsa quantize_gather: input " << static_cast<const void*>(a.src)
                                                  << " is not 16-byte aligned");
-  SYMMCOMM_EXPECTS(a.scale != nullptr, "lsa quantize_gather: scale is null");
+  SYMMCOMM_EXPECTS(a.scale != nullptr && (scale_into == nullptr || a.scale == scale_into),
+                   "lsa quantize_gather: scale is null or not the slot it is computed into");
   check_ref(peers, a.data, "recv.data");
   check_ref(peers, a.scale_dst, "recv scale");
   if (a.nvfp4()) check_ref(peers, a.block_scales, "recv.block_scales");
@@ -312,6 +316,7 @@ void launch_quantize_gather(const Desc& peers, const QuantizeGatherArgs& a, cuda
                                          a.zero_from <= a.zero_to),
                    "lsa quantize_gather: " << a.count << " elements are not whole rows of "
                                            << a.scale_cols << " NVFP4 blocks");
+  if (scale_into != nullptr) scale_from_amax(a.src, a.count, scale_into, a.type, stream);
   unsigned const grid = grid_for_units(a.grid_count / 16, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
     using P = std::decay_t<decltype(p)>;

@@ -36,14 +36,22 @@
 
 namespace symmcomm::detail {
 
+/// The scratch window the collectives make with a communicator (collectives/scratch.hpp) for
+/// the kernels that meet their peers through flags in the data: two halves used by alternate
+/// calls, each holding one slot of kLlSlotBytes per source rank.
+inline constexpr std::size_t kLlSlotBytes = std::size_t{192} << 10;
+/// Bytes of the scratch window of a communicator of `ranks` ranks, on every rank.
+inline constexpr std::size_t scratch_window_bytes(int ranks) {
+  return 2 * static_cast<std::size_t>(ranks) * kLlSlotBytes;
+}
+
 /// The line format: bytes of one line (8 data bytes and two 4-byte flags) and the data bytes it
-/// carries. A source rank's slot of the communicator's scratch window (comm/lsa_limits.hpp,
-/// kScratchSlotBytes) holds kLlMaxBytesPerRank of data as lines: the most bytes one rank sends
-/// per call (all segments, each rounded up to whole lines) - the sizes where the barriers
-/// dominate; larger calls take the barrier kernels, whose stores carry no flags.
+/// carries. A source rank's slot of the scratch window holds kLlMaxBytesPerRank of data as
+/// lines: the most bytes one rank sends per call (all segments, each rounded up to whole lines)
+/// - the sizes where the barriers dominate; larger calls take the barrier kernels, whose stores
+/// carry no flags.
 inline constexpr std::size_t kLlLineBytes = 16;
 inline constexpr std::size_t kLlLineData = 8;
-inline constexpr std::size_t kLlSlotBytes = kScratchSlotBytes;
 inline constexpr std::size_t kLlMaxBytesPerRank = kLlSlotBytes / kLlLineBytes * kLlLineData;
 static_assert(kLlMaxBytesPerRank == std::size_t{96} << 10, "a slot carries 96 KiB of data");
 

@@ -66,7 +66,7 @@ inline constexpr std::size_t ll_counted_lines(std::size_t capacity, std::size_t 
 
 /// Counts in the lines (ll_counted_gather, ll_counted_reduce) for every communicator of this
 /// process, whatever its ranks agreed at creation: `Agreed` (the default) leaves the choice to
-/// the agreement (CommState::counts_in_lines: on unless some rank set SYMMCOMM_LL_COUNTS=0);
+/// the agreement (CollectiveScratch::counts_in_lines: on unless some rank set SYMMCOMM_LL_COUNTS=0);
 /// `On` and `Off` override it (the benchmarks and tests compare the kernels with them).
 /// Process-wide, so the same on every rank of a communicator whose ranks share the process
 /// (ranks deciding differently would wait for each other for ever); across processes only the
