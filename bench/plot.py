@@ -17,9 +17,9 @@ symmetric and ours / barrier kernel (after / before, same run); with BM_LatencyL
 runs, a second table splitting the smallest all-gather's time into the LSA kernels' two barriers
 and the rest, beside NCCL's symmetric call of the same bytes).
 
-       bench/plot.py --ragged OUT_PREFIX MICRO.json
-Reads BM_RaggedGather / BM_RaggedCombine results (with --benchmark_repetitions) and writes
-OUT_PREFIX_ragged.md: per case each variant's median time, and the device-count calls (one
+       bench/plot.py --device-counts OUT_PREFIX MICRO.json
+Reads BM_DeviceCountsGather / BM_DeviceCountsCombine results (with --benchmark_repetitions) and writes
+OUT_PREFIX_device_counts.md: per case each variant's median time, and the device-count calls (one
 launch; counts in the lines) against the better of the two padded calls (Auto; NCCL's call),
 paired repetition by repetition: median (min-max).
 """
@@ -229,21 +229,21 @@ def plot_latency(prefix, path):
     print(f"wrote {prefix}_decode_latency.png")
 
 
-RAGGED_VARIANTS = {0: "device counts, fallback", 1: "padded, Auto", 2: "host counts",
+DEVICE_COUNTS_VARIANTS = {0: "device counts, fallback", 1: "padded, Auto", 2: "host counts",
                    3: "device counts, one launch", 4: "counts in the lines", 5: "padded, NCCL",
                    6: "in the lines, counts gathered"}
-_RAGGED = re.compile(r"BM_Ragged(Gather|Combine)/ranks:(\d+)/mean_tokens:(\d+)/variant:(\d)"
+_DEVICE_COUNTS = re.compile(r"BM_DeviceCounts(Gather|Combine)/ranks:(\d+)/mean_tokens:(\d+)/variant:(\d)"
                      r"(?:/nvfp4:(\d))?/graph:(\d)")
 
 
-def ragged_runs(doc):
+def device_counts_runs(doc):
     """{(op, input, ranks, mean, graph): {variant: [real_time per repetition, us]}}. The
     combine's NCCL baseline (variant 5, BF16) also stands beside its NVFP4 rows."""
     runs = {}
     for b in doc["benchmarks"]:
         if b.get("run_type") == "aggregate" or b.get("error_occurred"):
             continue
-        m = _RAGGED.match(b["name"])
+        m = _DEVICE_COUNTS.match(b["name"])
         if not m:
             continue
         op, ranks, mean, variant, nvfp4, graph = m.groups()
@@ -261,10 +261,10 @@ def _ratio_padded(by_variant, ours):
     return _ratio_best_of(by_variant, ours, (1, 5))
 
 
-def ragged_markdown(runs, context):
+def device_counts_markdown(runs, context):
     variants = sorted({v for by_variant in runs.values() for v in by_variant})
     header = (["op", "in", "ranks", "mean tokens", "launch"] +
-              [RAGGED_VARIANTS[v] for v in variants] +
+              [DEVICE_COUNTS_VARIANTS[v] for v in variants] +
               ["one launch / better padded", "in the lines / better padded",
                "gathered / better padded"])
     out = [f"# Device-count calls against the padded call: {context}", "",
@@ -278,11 +278,11 @@ def ragged_markdown(runs, context):
     return "\n".join(out) + "\n"
 
 
-def write_ragged(prefix, path):
+def write_device_counts(prefix, path):
     doc, context = _load_micro(path)
-    with open(f"{prefix}_ragged.md", "w") as f:
-        f.write(ragged_markdown(ragged_runs(doc), context))
-    print(f"wrote {prefix}_ragged.md")
+    with open(f"{prefix}_device_counts.md", "w") as f:
+        f.write(device_counts_markdown(device_counts_runs(doc), context))
+    print(f"wrote {prefix}_device_counts.md")
 
 
 def load(paths):
@@ -301,8 +301,8 @@ def main():
     if len(sys.argv) >= 4 and sys.argv[1] == "--latency":
         plot_latency(sys.argv[2], sys.argv[3])
         return
-    if len(sys.argv) >= 4 and sys.argv[1] == "--ragged":
-        write_ragged(sys.argv[2], sys.argv[3])
+    if len(sys.argv) >= 4 and sys.argv[1] == "--device-counts":
+        write_device_counts(sys.argv[2], sys.argv[3])
         return
     if len(sys.argv) < 3:
         sys.exit(__doc__)

@@ -5,8 +5,8 @@
 # micro benchmark and two test binaries (second line); a next call on the warm machine can use
 # them: scripts/gpu_latency.sh. Logs in ${OUT:-./gpu-out}.
 # Usage: [SYMMCOMM_PYTHON=/path/python3] [SYMMCOMM_SKIP="quantize probe ..."] scripts/gpu_python.sh
-# (steps: pytest (NCCL 2.30.7) pytest228 tests ragged pdl quantize examples overhead probe
-# ragged_bench moe_dp)
+# (steps: pytest (NCCL 2.30.7) pytest228 tests device_counts_tests pdl quantize examples overhead probe
+# device_counts_bench moe_dp)
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
@@ -62,7 +62,7 @@ if want pytest228; then
 fi
 # The newest GPU code's tests (one-launch quantize; device-count gathers, swizzled scales
 # included, at 2 and 8 ranks sharing the GPU).
-new_tests='Sizes/Nvfp4Kernels.*:CodecKernels.OneLaunch*:Collectives.Graphs*:LsaLoopbackCounted.*:VirtualRanks/LsaLoopback.*'
+new_tests='Sizes/Nvfp4Kernels.*:CodecKernels.OneLaunch*:Collectives.Graphs*:LsaLoopbackDeviceCounts.*:VirtualRanks/LsaLoopback.*'
 want tests && for line in nccl-2.30.7 nccl-2.28.3; do
   if [ $line = nccl-2.30.7 ]; then bin=build-nccl2; e=("$l2"); else bin=build-dev; e=(); fi
   env "${e[@]}" timeout 120 "$SYMMCOMM_ROOT/$bin/tests/symmcomm_gpu_tests" --gtest_filter="$new_tests" \
@@ -75,19 +75,19 @@ want tests && for line in nccl-2.30.7 nccl-2.28.3; do
   echo "== bounded host wait ($line): exit $?"
   grep -E "PASSED|FAILED|Failure|SKIPPED" "$out/gpu-tests-wait-$line.txt" | head -4
 done
-want ragged && for n in 2 8; do
+want device_counts_tests && for n in 2 8; do
   env "$l2" NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_P2P_LL_THRESHOLD=1073741824 SYMMCOMM_EXPECT_SYMMETRIC=1 \
     timeout 120 mpiexec --allow-run-as-root --oversubscribe --bind-to none -n "$n" \
-    "$SYMMCOMM_ROOT/build-nccl2/tests/symmcomm_multi_rank_tests" --gtest_filter='MultiRankRagged.*' \
-    >"$out/ragged-n$n.txt" 2>&1
-  echo "== MultiRankRagged at $n ranks: exit $?"; grep -E "PASSED|FAILED" "$out/ragged-n$n.txt" | head -6
+    "$SYMMCOMM_ROOT/build-nccl2/tests/symmcomm_multi_rank_tests" --gtest_filter='MultiRankDeviceCounts.*' \
+    >"$out/device-counts-n$n.txt" 2>&1
+  echo "== MultiRankDeviceCounts at $n ranks: exit $?"; grep -E "PASSED|FAILED" "$out/device-counts-n$n.txt" | head -6
 done
 # The production LSA kernels launched with programmatic dependent launch (opt-in), 4 ranks.
 if want pdl; then
   env "$l2" NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_P2P_LL_THRESHOLD=1073741824 \
     SYMMCOMM_EXPECT_SYMMETRIC=1 SYMMCOMM_LSA_PDL=1 timeout 150 mpiexec --allow-run-as-root \
     --oversubscribe --bind-to none -n 4 "$SYMMCOMM_ROOT/build-nccl2/tests/symmcomm_multi_rank_tests" \
-    --gtest_filter='MultiRankAllGather.*:MultiRankReduceScatter.*:MultiRankQuantizeGather.*:MultiRankRagged.*:MultiRankStreamOrder.*' \
+    --gtest_filter='MultiRankAllGather.*:MultiRankReduceScatter.*:MultiRankQuantizeGather.*:MultiRankDeviceCounts.*:MultiRankStreamOrder.*' \
     >"$out/pdl-n4.txt" 2>&1
   echo "== LSA kernels with PDL at 4 ranks: exit $?"; grep -E "PASSED|FAILED" "$out/pdl-n4.txt" | head -6
 fi
@@ -123,16 +123,16 @@ if want probe; then
 fi
 # Device-count gather benchmark, threaded ranks sharing the GPU; an overrun gets every
 # thread's backtrace (cuda-gdb) beside its output.
-if want ragged_bench; then
-  f="$out/ragged_gather"
+if want device_counts_bench; then
+  f="$out/device_counts_gather"
   env "$l2" NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_P2P_LL_THRESHOLD=1073741824 \
-    "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm_micro_bench" --benchmark_filter=BM_RaggedGather \
+    "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm_micro_bench" --benchmark_filter=BM_DeviceCountsGather \
     --benchmark_out="$f.json" --benchmark_out_format=json >"$f.txt" 2>"$f.err" &
   pid=$!
-  symmcomm_watch "$pid" "${SYMMCOMM_RAGGED_LIMIT_S:-90}" "$f.bt" ||
-    echo "== ragged gather bench: overran; backtraces in $f.bt"
+  symmcomm_watch "$pid" "${SYMMCOMM_DEVICE_COUNTS_LIMIT_S:-90}" "$f.bt" ||
+    echo "== device-count gather bench: overran; backtraces in $f.bt"
   wait "$pid"
-  echo "== ragged gather bench: exit $?, $(grep -c manual_time "$f.txt") cases"
+  echo "== device-count gather bench: exit $?, $(grep -c manual_time "$f.txt") cases"
   grep manual_time "$f.txt" | cut -c1-200
 fi
 # symmcomm-bench's moe-dp scenario with ranks of one process sharing the GPU (--ranks-per-gpu:

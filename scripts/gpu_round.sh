@@ -15,8 +15,8 @@
 #             side by side; SYMMCOMM_BENCH_LATENCY=0 leaves it out), then the device-count gather
 #             and combine at decode capacities (means SYMMCOMM_BENCH_GATHER_MEANS, default 4|8,
 #             and SYMMCOMM_BENCH_COMBINE_MEANS, default 2|4|8) beside the padded calls in CUDA
-#             graphs (counts in the lines = variant 4; ragged_ragged.md), 5 repetitions each
-#   counted   the counts-in-lines kernels checked, then timed: the 2.30.7 build, the device-count
+#             graphs (counts in the lines = variant 4; device_counts.md), 5 repetitions each
+#   lines     the counts-in-lines kernels checked, then timed: the 2.30.7 build, the device-count
 #             multi-rank tests at 2/4/8 ranks sharing the GPU, then the device-count gather and
 #             combine at decode capacities (means 1-8) in CUDA graphs beside the padded calls, 5
 #             repetitions (the bench phase's measurement without its latency sweep)
@@ -61,7 +61,7 @@
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|counted|moe|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|lines|moe|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -77,7 +77,7 @@ case "$phase" in
     export SYMMCOMM_SUITES=second
     SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
     SYMMCOMM_SUITE_TIMEOUT_S=$(( ($(left) - 20) / 2 )) "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh \
-      -R 'multi_rank\.MultiRank(SmallGather|SmallReduceScatter|ReduceScatter|Ragged)\.n|^LsaLoopback'
+      -R 'multi_rank\.MultiRank(SmallGather|SmallReduceScatter|ReduceScatter|DeviceCounts)\.n|^LsaLoopback'
     timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_host_cost.sh
     ;;
   tests230)
@@ -88,12 +88,12 @@ case "$phase" in
     mv "$work/skips-second.txt" "$work/skips-multi-rank-2.30.7.txt"
     SYMMCOMM_SUITE_TIMEOUT_S=$(( $(left) - 10 )) "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -L gpu -LE multi_rank
     ;;
-  bench|counted)
+  bench|lines)
     export SYMMCOMM_SUITES=second
     SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
-    if [ "$phase" = counted ]; then
+    if [ "$phase" = lines ]; then
       SYMMCOMM_SUITE_TIMEOUT_S=150 "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh \
-        -R 'multi_rank\.MultiRankRagged\.n'
+        -R 'multi_rank\.MultiRankDeviceCounts\.n'
       export SYMMCOMM_BENCH_LATENCY=0 SYMMCOMM_BENCH_GATHER_MEANS="${SYMMCOMM_BENCH_GATHER_MEANS:-1|2|4|8}" \
         SYMMCOMM_BENCH_COMBINE_MEANS="${SYMMCOMM_BENCH_COMBINE_MEANS:-1|2|4|8}" \
         SYMMCOMM_BENCH_VARIANTS="${SYMMCOMM_BENCH_VARIANTS:-1|3|4|5|6}"
@@ -117,15 +117,15 @@ case "$phase" in
       env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
         NCCL_P2P_LL_THRESHOLD=1073741824 timeout "$(( ($(left) - 15) / parts ))" \
         "$SYMMCOMM_ROOT"/build-nccl2/bench/symmcomm_micro_bench \
-        --benchmark_filter="BM_Ragged(Gather/ranks:$n/mean_tokens:($gather_means)/variant:($variants)/graph:1|Combine/ranks:$n/mean_tokens:($combine_means)/variant:($variants)/.*graph:1)" \
-        --benchmark_repetitions=5 --benchmark_out="$work/ragged-n$n.json" \
-        --benchmark_out_format=json >"$work/ragged-n$n.txt" 2>&1
-      echo "== ragged gather and combine, $n ranks: exit $?"
+        --benchmark_filter="BM_DeviceCounts(Gather/ranks:$n/mean_tokens:($gather_means)/variant:($variants)/graph:1|Combine/ranks:$n/mean_tokens:($combine_means)/variant:($variants)/.*graph:1)" \
+        --benchmark_repetitions=5 --benchmark_out="$work/device-counts-n$n.json" \
+        --benchmark_out_format=json >"$work/device-counts-n$n.txt" 2>&1
+      echo "== device-count gather and combine, $n ranks: exit $?"
       parts=$((parts - 1))
     done
-    python3 "$SYMMCOMM_ROOT"/scripts/merge_benchmark_json.py "$work/ragged.json" "$work"/ragged-n*.json
-    python3 "$SYMMCOMM_ROOT"/bench/plot.py --ragged "$work/ragged" "$work/ragged.json" &&
-      cat "$work/ragged_ragged.md"
+    python3 "$SYMMCOMM_ROOT"/scripts/merge_benchmark_json.py "$work/device_counts.json" "$work"/device-counts-n*.json
+    python3 "$SYMMCOMM_ROOT"/bench/plot.py --device-counts "$work/device_counts" "$work/device_counts.json" &&
+      cat "$work/device_counts.md"
     ;;
   moe)
     export SYMMCOMM_SUITES=second
@@ -147,7 +147,7 @@ case "$phase" in
     SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
     export LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
       NCCL_P2P_LL_THRESHOLD=1073741824
-    cases="BM_RaggedCombine/ranks:4/mean_tokens:2/variant:0/nvfp4:1/graph:1"
+    cases="BM_DeviceCountsCombine/ranks:4/mean_tokens:2/variant:0/nvfp4:1/graph:1"
     cases+=" BM_LatencyReduceScatter/ranks:8/bytes:65536/variant:3/graph:0"
     for case in ${SYMMCOMM_HANG_CASES:-$cases}; do
       name="$(echo "$case" | tr -c 'A-Za-z0-9\n' '_')"
@@ -173,7 +173,7 @@ case "$phase" in
     timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_host_cost.sh
     ;;
   segv228)
-    SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest pytest228 tests ragged pdl quantize examples overhead probe ragged_bench moe_dp" \
+    SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest pytest228 tests device_counts_tests pdl quantize examples overhead probe device_counts_bench moe_dp" \
       timeout "$(( $(left) - 200 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     py="$(symmcomm_torch_python)"
     # Beside the debugger's tries: the C ABI library and the torch operators built with ASan
@@ -219,23 +219,23 @@ case "$phase" in
     fi
     ;;
   torch)
-    SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest228 tests ragged pdl quantize probe ragged_bench moe_dp" \
+    SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest228 tests device_counts_tests pdl quantize probe device_counts_bench moe_dp" \
       timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     ;;
   python)
-    SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest228 tests ragged pdl quantize overhead probe ragged_bench moe_dp ${SYMMCOMM_PY_SKIP:-}" \
+    SYMMCOMM_PY_LIBRARY_ONLY=1 SYMMCOMM_SKIP="pytest228 tests device_counts_tests pdl quantize overhead probe device_counts_bench moe_dp ${SYMMCOMM_PY_SKIP:-}" \
       timeout "$(( $(left) - ${SYMMCOMM_HUNT_S:-280} ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     "$SYMMCOMM_ROOT"/scripts/gpu_crash_hunt.sh "$(( $(left) - 10 ))"
     ;;
   suites)
     export SYMMCOMM_PY_LIBRARY_ONLY=1
-    SYMMCOMM_SKIP="pytest tests ragged pdl quantize examples overhead probe ragged_bench moe_dp" \
+    SYMMCOMM_SKIP="pytest tests device_counts_tests pdl quantize examples overhead probe device_counts_bench moe_dp" \
       timeout "$(( $(left) / 2 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     for l in build-dev build-nccl2; do
       SYMMCOMM_RUNTIME_COPIES_TYPES=1 python3 "$SYMMCOMM_ROOT/scripts/check_runtime_copies.py" \
         "$SYMMCOMM_ROOT/$l/src/libsymmcomm_torch.so" | cut -c1-250
     done
-    SYMMCOMM_SKIP="pytest228 tests ragged pdl quantize overhead probe ragged_bench moe_dp" \
+    SYMMCOMM_SKIP="pytest228 tests device_counts_tests pdl quantize overhead probe device_counts_bench moe_dp" \
       timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     ;;
   sanitize)
@@ -260,7 +260,7 @@ case "$phase" in
       memcheck "memcheck-long-${t//\*/}.log" "$t" "$(( ($(left) - 130) / 4 ))"
     done
     ranks="$SYMMCOMM_ROOT/build-nccl2/tests/symmcomm_multi_rank_tests"
-    production='MultiRankSmallGather.ChangingSizes*:MultiRankSmallReduceScatter.*Shards*:MultiRankRagged.*'
+    production='MultiRankSmallGather.ChangingSizes*:MultiRankSmallReduceScatter.*Shards*:MultiRankDeviceCounts.*'
     tool=(compute-sanitizer --tool initcheck --error-exitcode 99)
     plain=("$ranks" --gtest_filter="$production")
     for who in both rank0 rank1; do
@@ -313,7 +313,7 @@ case "$phase" in
     # left. The 2.28.3 tree configured for this GPU alone before gpu_python.sh reuses it.
     export SYMMCOMM_SUITES=system
     SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
-    SYMMCOMM_SKIP="pytest tests ragged pdl quantize examples overhead probe ragged_bench moe_dp" \
+    SYMMCOMM_SKIP="pytest tests device_counts_tests pdl quantize examples overhead probe device_counts_bench moe_dp" \
       timeout "$(( $(left) - 150 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     SYMMCOMM_LIBRARY="$SYMMCOMM_ROOT/build-dev/src/libsymmcomm_c.so" PYTHONPATH="$SYMMCOMM_ROOT/python" \
       timeout 30 python3 -m symmcomm.info >"$work/python-info-2.28.3.txt" 2>&1

@@ -49,7 +49,7 @@ ranks_build="${SYMMCOMM_SANITIZE_RANKS_BUILD:-}"
 if [ -n "$ranks_build" ]; then
   second="${SYMMCOMM_SECOND_NCCL:-$SYMMCOMM_ROOT/.nccl-2.30.7}"
   symmcomm_repair_nccl_links "$second"
-  production='MultiRankSmallGather.ChangingSizes*:MultiRankSmallReduceScatter.*Shards*:MultiRankRagged.*'
+  production='MultiRankSmallGather.ChangingSizes*:MultiRankSmallReduceScatter.*Shards*:MultiRankDeviceCounts.*'
   for tool in memcheck racecheck synccheck initcheck; do
     log="$out/sanitize_ranks_$tool.log"
     extra=()

@@ -211,8 +211,8 @@ typedef struct {
     }                                                                                      \
   }
 
-/** The device-side counts of a ragged gather (symmcomm::DeviceCounts, device_counts.hpp; all device
- *  pointers): this rank's row count (int32, read when the call runs), the rows every rank's
+/** The device-side counts of a device-count gather (symmcomm::DeviceCounts, device_counts.hpp; all
+ * device pointers): this rank's row count (int32, read when the call runs), the rows every rank's
  *  send has room for, and arrays of comm size int32 the call writes with every rank's count and
  *  their exclusive prefix; `overflow` is set to 1 when a count is outside 0..capacity. */
 typedef struct {
@@ -397,7 +397,7 @@ symmcomm_status_t symmcomm_reduce_scatterv_device(
     symmcomm_comm_t comm, const symmcomm_tensor_t* send, const symmcomm_tensor_t* recv,
     size_t row_elements, const symmcomm_device_counts_t* counts, const symmcomm_options_t* options,
     symmcomm_stream_t stream, symmcomm_plan_t* plan);
-/** Whether a ragged gather saw a count outside 0..capacity since counts->overflow was last
+/** Whether a device-count gather saw a count outside 0..capacity since counts->overflow was last
  *  cleared (a bounded host wait for `stream`); clears it when clear != 0. */
 symmcomm_status_t symmcomm_device_counts_overflowed(symmcomm_comm_t comm,
                                                     const symmcomm_device_counts_t* counts,

@@ -133,7 +133,7 @@ def quantize_all_gather(comm, input, recv, scale=None, stream=None, path="auto",
                  ctypes.byref(b), stream=st, options=o)
 
 
-#: The device-side counts of a ragged gather (int32 CUDA tensors): `count` this rank's rows
+#: The device-side counts of a device-count gather (int32 CUDA tensors): `count` this rank's rows
 #: (1 element, read when the call runs), `counts` and `offsets` comm.size elements the call
 #: writes (every rank's count, their exclusive prefix), `overflow` 1 element set to 1 when a
 #: count is outside 0..capacity. reduce_scatterv_device also takes `count` None: `counts`
@@ -232,7 +232,7 @@ def reduce_scatterv_device(comm, send, recv, counts, row_elements, stream=None, 
 
 
 def device_counts_overflowed(comm, counts, stream=None, clear=True):
-    """Whether a ragged gather saw a count outside 0..capacity since counts.overflow was last
+    """Whether a device-count gather saw a count outside 0..capacity since counts.overflow was last
     cleared (a bounded host wait for `stream`); clears it when `clear`."""
     rank, size, device, _ = comm.info()
     dc = _device_counts(counts, size, device, 0)

@@ -50,8 +50,8 @@ def both(cpp, py, name, *args):
     return a
 
 
-def check_operators(cpp, py, world, rank, salt, ragged=True):
-    """Every family of operator at `world` ranks (without `ragged`, only those whose tensors
+def check_operators(cpp, py, world, rank, salt, device_counts=True):
+    """Every family of operator at `world` ranks (without `device_counts`, only those whose tensors
     have the same sizes on every rank: a pool's allocations must follow the same sequence on
     every rank to lie at the same offsets); returns what was checked."""
     mine = ints(rank, ROWS, salt)
@@ -62,7 +62,7 @@ def check_operators(cpp, py, world, rank, salt, ragged=True):
     shard = total[rank * ROWS:(rank + 1) * ROWS]
     same(both(cpp, py, "reduce_scatter", full[rank], GROUP), shard, "reduce_scatter")
     checked = ["all_gather", "reduce_scatter"]
-    if ragged:
+    if device_counts:
         check_host_counts(cpp, py, world, rank, salt, every)
         checked += ["all_gatherv", "reduce_scatterv"]
     check_nvfp4(cpp, py, rank, mine, full)
@@ -131,7 +131,7 @@ def main():
     pool = symmcomm.Pool(comm, initial_bytes=64 << 20, allow_growth=False)
     mempool = symmcomm.torch_mem_pool(pool)
     with torch.cuda.use_mem_pool(mempool):
-        check_operators(cpp, py, world, rank, 2, ragged=False)
+        check_operators(cpp, py, world, rank, 2, device_counts=False)
     del mempool  # the checks' tensors are gone with them
     torch.cuda.synchronize()
     torch.cuda.empty_cache()

@@ -89,7 +89,7 @@ def check_collectives(comm, world, rank, label, salt):
     n = 16 * 512
     xs = [inputs(r, n, salt) for r in range(world)]
 
-    # bf16 all-gather and all-gatherv (ragged: rank r sends 16 * (r + 2) elements).
+    # bf16 all-gather and all-gatherv (uneven: rank r sends 16 * (r + 2) elements).
     out = torch.empty(world * n, dtype=torch.bfloat16, device="cuda")
     paths["all_gather bf16"] = symmcomm.all_gather(comm, xs[rank], out).path
     expect_equal(out, torch.cat(xs), label + " all_gather bf16")
@@ -167,7 +167,7 @@ def check_collectives(comm, world, rank, label, salt):
             raise AssertionError("%s reduce_scatter %s re-quantized: relative error %g"
                                  % (label, name, rel))
 
-    # reduce_scatterv, ragged shards (rank r keeps counts[r] elements of the sum), from bf16 and
+    # reduce_scatterv, uneven shards (rank r keeps counts[r] elements of the sum), from bf16 and
     # from NVFP4 (C ABI 4's symmcomm_reduce_scatterv).
     rcounts = [16 * (r + 1) for r in range(world)]
     total = sum(rcounts)

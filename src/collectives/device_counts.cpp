@@ -18,7 +18,7 @@
 #include "executors.hpp"
 #include "kernels/compact.hpp"
 #include "kernels/lsa.hpp"
-#include "kernels/lsa_ll_counted.hpp"
+#include "kernels/lsa_ll_device_counts.hpp"
 #include "scratch.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/comm/wait.hpp"
@@ -76,11 +76,11 @@ const std::int32_t* own_count(const DeviceCounts& counts, int rank) {
   return counts.count != nullptr ? counts.count : counts.counts + rank;
 }
 
-// The count exchange's arguments of a one-launch call (lsa::CountedArgs): the caller's counts,
+// The count exchange's arguments of a one-launch call (lsa::DeviceCountsArgs): the caller's counts,
 // its counts array (`all`, in a window) at its slot, the grid fixed by capacity rows of
 // `row_bytes`.
-void fill_counted(lsa::CountedArgs& a, const DeviceCounts& counts, int rank, DeviceView& view,
-                  int counts_part, std::size_t row_bytes) {
+void fill_device_counts(lsa::DeviceCountsArgs& a, const DeviceCounts& counts, int rank,
+                        DeviceView& view, int counts_part, std::size_t row_bytes) {
   a.count = own_count(counts, rank);
   a.counts = view.ref(Slot::RecvPart, counts_part, "counts.counts");
   a.offsets = counts.offsets;
@@ -126,24 +126,24 @@ std::size_t total_row_bytes(const std::vector<RowPart>& rows) {
 }
 
 // One launch: counts through the window, one barrier, then only the rows that count.
-void enqueue_counted_gather(const CommState& state, const PlannedCall& planned,
-                            const CollectiveCall& call, const std::vector<RowPart>& rows,
-                            const ScalePart& scale, int counts_part, cudaStream_t stream) {
+void enqueue_device_counts_gather(const CommState& state, const PlannedCall& planned,
+                                  const CollectiveCall& call, const std::vector<RowPart>& rows,
+                                  const ScalePart& scale, int counts_part, cudaStream_t stream) {
   DeviceView view(planned);
-  lsa::CountedGatherArgs a;
+  lsa::DeviceCountsGatherArgs a;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    a.part[i] = lsa::CountedGatherArgs::Part{
+    a.part[i] = lsa::DeviceCountsGatherArgs::Part{
         rows[i].send, view.ref(Slot::RecvPart, static_cast<int>(i), rows[i].name),
         rows[i].row_bytes, rows[i].swizzled};
   }
   a.parts = static_cast<int>(rows.size());
-  fill_counted(a, call.device_counts, state.rank, view, counts_part, total_row_bytes(rows));
+  fill_device_counts(a, call.device_counts, state.rank, view, counts_part, total_row_bytes(rows));
   if (scale.send != nullptr) {
     a.scale_src = scale.send;
     a.scale_dst = view.ref(Slot::RecvScale, scale.name);
   }
   planned.before_enqueue(stream);
-  lsa::counted_gather(view.peers(), a, stream);
+  lsa::device_counts_gather(view.peers(), a, stream);
 }
 
 // The counts and scratch of a counts-in-lines call (lsa::LlCountsArgs).
@@ -156,22 +156,24 @@ void fill_ll_counts(lsa::LlCountsArgs& a, const CommState& state, const DeviceCo
   fill_ll_scratch(state, a);
 }
 
-// The counts-in-lines arguments of a call (lsa::LlCountedGatherArgs), or parts = 0 where the call
-// does not fit that kernel (a swizzled part, too many parts, rows past a slot, switched off).
-lsa::LlCountedGatherArgs ll_counted_args(const CommState& state, const CollectiveCall& call,
-                                         const std::vector<RowPart>& rows, const ScalePart& scale) {
-  lsa::LlCountedGatherArgs a;
-  if (rows.size() > static_cast<std::size_t>(lsa::LlCountedGatherArgs::kMaxParts)) return a;
+// The counts-in-lines arguments of a call (lsa::LlDeviceCountsGatherArgs), or parts = 0 where the
+// call does not fit that kernel (a swizzled part, too many parts, rows past a slot, switched off).
+lsa::LlDeviceCountsGatherArgs ll_device_counts_args(const CommState& state,
+                                                    const CollectiveCall& call,
+                                                    const std::vector<RowPart>& rows,
+                                                    const ScalePart& scale) {
+  lsa::LlDeviceCountsGatherArgs a;
+  if (rows.size() > static_cast<std::size_t>(lsa::LlDeviceCountsGatherArgs::kMaxParts)) return a;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].swizzled) return lsa::LlCountedGatherArgs{};
-    a.part[i] = lsa::LlCountedGatherArgs::Part{rows[i].send, rows[i].recv, rows[i].row_bytes};
+    if (rows[i].swizzled) return lsa::LlDeviceCountsGatherArgs{};
+    a.part[i] = lsa::LlDeviceCountsGatherArgs::Part{rows[i].send, rows[i].recv, rows[i].row_bytes};
   }
   a.parts = static_cast<int>(rows.size());
   const DeviceCounts& counts = call.device_counts;
-  if (!lsa::ll_counted_fits(
+  if (!lsa::ll_device_counts_fits(
           lsa::ll_counts_on(scratch_of(state).has_window(), scratch_of(state).counts_in_lines),
           counts.capacity, lsa::ll_row_lines(a))) {
-    return lsa::LlCountedGatherArgs{};
+    return lsa::LlDeviceCountsGatherArgs{};
   }
   a.scale_src = scale.send;
   a.scale_recv = scale.recv;
@@ -225,7 +227,7 @@ Plan execute_device_count_gather(CommState& state, const CollectiveCall& call, c
   // The LSA kernel addresses on peers every receive part, the counts array and the scale floats,
   // in at most kSlots distinct windows (checked once their provenance is known).
   planned.per_rank(counts.capacity * total_row_bytes(rows), false)
-      .lsa_kernel(rows.size() <= lsa::CountedGatherArgs::kMaxParts);
+      .lsa_kernel(rows.size() <= lsa::DeviceCountsGatherArgs::kMaxParts);
   int index = 0;
   for (const RowPart& p : rows) {
     planned.part(Slot::SendPart, index, p.name, p.send, counts.capacity * p.row_bytes, false);
@@ -240,16 +242,16 @@ Plan execute_device_count_gather(CommState& state, const CollectiveCall& call, c
     planned.buffer(Slot::RecvScale, scale.name, scale.recv, n * sizeof(float));
   }
   // Counts in the scratch lines where the call fits that kernel, else the one-launch kernel.
-  lsa::LlCountedGatherArgs const ll = ll_counted_args(state, call, rows, scale);
+  lsa::LlDeviceCountsGatherArgs const ll = ll_device_counts_args(state, call, rows, scale);
   planned.device_counts(ll.parts > 0);
   Plan const plan = planned.decide(stream);
   DeviceGuard guard(state.device);
   if (plan.path == Path::LsaKernel) {
     if (plan.counts_in_lines) {
       planned.before_enqueue(stream);
-      lsa::ll_counted_gather(ll, state.caps.lsa_sm_share, stream);
+      lsa::ll_device_counts_gather(ll, state.caps.lsa_sm_share, stream);
     } else {
-      enqueue_counted_gather(state, planned, call, rows, scale, counts_part, stream);
+      enqueue_device_counts_gather(state, planned, call, rows, scale, counts_part, stream);
     }
   } else {
     enqueue_padded_gather(state, planned, call, rows, scale, stream, options);
@@ -260,15 +262,15 @@ Plan execute_device_count_gather(CommState& state, const CollectiveCall& call, c
 
 namespace {
 
-// One launch (lsa::counted_reduce): counts through the window, one barrier, then each rank
+// One launch (lsa::device_counts_reduce): counts through the window, one barrier, then each rank
 // reads only its rows from every peer's send parts (BF16 values, or NVFP4 codes and block
 // scales with every rank's global scale).
-void enqueue_counted_reduce(const CommState& state, const PlannedCall& planned,
-                            const CollectiveCall& call, const std::vector<RowPart>& rows,
-                            cudaStream_t stream) {
+void enqueue_device_counts_reduce(const CommState& state, const PlannedCall& planned,
+                                  const CollectiveCall& call, const std::vector<RowPart>& rows,
+                                  cudaStream_t stream) {
   DeviceView view(planned);
-  lsa::CountedReduceArgs a;
-  fill_counted(a, call.device_counts, state.rank, view, 0, total_row_bytes(rows));
+  lsa::DeviceCountsReduceArgs a;
+  fill_device_counts(a, call.device_counts, state.rank, view, 0, total_row_bytes(rows));
   a.type = call.send.dtype;
   a.send = view.ref(Slot::SendPart, 0, rows[0].name);
   if (a.type == DataType::Nvfp4) {
@@ -278,13 +280,13 @@ void enqueue_counted_reduce(const CommState& state, const PlannedCall& planned,
   a.row_elements = call.row_elements;
   a.out = static_cast<bf16*>(call.recv.data);
   planned.before_enqueue(stream);
-  lsa::counted_reduce(view.peers(), a, stream);
+  lsa::device_counts_reduce(view.peers(), a, stream);
 }
 
-// Counts in the scratch lines (lsa::ll_counted_reduce: switched on, and the rows fit a slot).
-void enqueue_ll_counted_reduce(const CommState& state, const PlannedCall& planned,
-                               const CollectiveCall& call, cudaStream_t stream) {
-  lsa::LlCountedReduceArgs a;
+// Counts in the scratch lines (lsa::ll_device_counts_reduce: switched on, and the rows fit a slot).
+void enqueue_ll_device_counts_reduce(const CommState& state, const PlannedCall& planned,
+                                     const CollectiveCall& call, cudaStream_t stream) {
+  lsa::LlDeviceCountsReduceArgs a;
   a.type = call.send.dtype;
   a.send = call.send.data;
   a.block_scales = static_cast<const std::uint8_t*>(call.send.block_scales);
@@ -293,7 +295,7 @@ void enqueue_ll_counted_reduce(const CommState& state, const PlannedCall& planne
   a.row_elements = call.row_elements;
   fill_ll_counts(a, state, call.device_counts);
   planned.before_enqueue(stream);
-  lsa::ll_counted_reduce(a, state.caps.lsa_sm_share, stream);
+  lsa::ll_device_counts_reduce(a, state.caps.lsa_sm_share, stream);
 }
 
 // The compact rows laid out at capacity in the workspace (zeroed first), then reduce-scattered
@@ -351,10 +353,10 @@ Plan execute_device_count_reduce_scatter(CommState& state, const CollectiveCall&
                       (nvfp4 && reinterpret_cast<std::uintptr_t>(call.send.data) % 8 == 0 &&
                        reinterpret_cast<std::uintptr_t>(call.recv.data) % 16 == 0);
   PlannedCall planned(state, Operation::ReduceScatter, options, operation);
-  bool const lines =
-      kernel && lsa::ll_counted_reduce_fits(lsa::ll_counts_on(scratch_of(state).has_window(),
-                                                              scratch_of(state).counts_in_lines),
-                                            call.send.dtype, counts.capacity, call.row_elements);
+  bool const lines = kernel && lsa::ll_device_counts_reduce_fits(
+                                   lsa::ll_counts_on(scratch_of(state).has_window(),
+                                                     scratch_of(state).counts_in_lines),
+                                   call.send.dtype, counts.capacity, call.row_elements);
   planned.per_rank(counts.capacity * total_row_bytes(rows), false)
       .lsa_kernel(kernel)
       .device_counts(lines, counts.count == nullptr);
@@ -374,9 +376,9 @@ Plan execute_device_count_reduce_scatter(CommState& state, const CollectiveCall&
   DeviceGuard guard(state.device);
   if (plan.path == Path::LsaKernel) {
     if (plan.counts_in_lines) {
-      enqueue_ll_counted_reduce(state, planned, call, stream);
+      enqueue_ll_device_counts_reduce(state, planned, call, stream);
     } else {
-      enqueue_counted_reduce(state, planned, call, rows, stream);
+      enqueue_device_counts_reduce(state, planned, call, rows, stream);
     }
   } else {
     enqueue_padded_reduce(state, planned, call, rows, stream, options);

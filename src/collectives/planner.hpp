@@ -68,9 +68,9 @@ struct PlanRequest {
   /// symmcomm's one-launch LSA kernel where it can run (Auto's choice), else the fallback
   /// (every rank's rows at capacity through NCCL, with one more pass on the device).
   bool device_counts = false;
-  /// With device_counts: the rows fit the counts-in-lines kernels (kernels/lsa_ll_counted.hpp:
-  /// switched on and within a scratch slot), which the LSA path then takes (Plan::
-  /// counts_in_lines).
+  /// With device_counts: the rows fit the counts-in-lines kernels
+  /// (kernels/lsa_ll_device_counts.hpp: switched on and within a scratch slot), which the LSA path
+  /// then takes (Plan:: counts_in_lines).
   bool counts_in_lines = false;
   /// With counts_in_lines: a reduce-scatter whose counts were gathered before the call
   /// (DeviceCounts::count null), so its rows go out without a count exchange (Plan::

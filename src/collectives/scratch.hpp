@@ -63,7 +63,7 @@ class CollectiveScratch final : public LayerState {
   /// communicator spanning the ranks, SYMMCOMM_LSA_LL=0 on some rank, Probe::No).
   ScratchWindow window;
   /// Device-count calls carry counts in the scratch lines where they fit (kernels/
-  /// lsa_ll_counted.hpp): no rank set SYMMCOMM_LL_COUNTS=0 (agreed at creation).
+  /// lsa_ll_device_counts.hpp): no rank set SYMMCOMM_LL_COUNTS=0 (agreed at creation).
   bool counts_in_lines = false;
   /// Grown outside graph capture, at least doubling. An outgrown workspace is kept until the
   /// communicator goes (`retired`): freeing it would synchronise the device, and earlier calls

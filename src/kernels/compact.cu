@@ -1,4 +1,4 @@
-// The ragged gather's compaction (compact.hpp).
+// The device-count gather's compaction (compact.hpp).
 
 #include "compact.hpp"
 

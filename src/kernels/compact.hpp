@@ -1,10 +1,10 @@
 #pragma once
-// Private: the compaction of a ragged gather with counts on the device (collectives/device_counts.cpp).
-// Every rank's rows arrive at capacity (rank q's row r at q * capacity + r of each part's
-// source); the kernel reads the gathered counts, clamps them to 0..capacity (raising the
-// overflow flag for any outside), writes the exclusive prefix, and moves each rank's first
-// count rows to their compact place (rank q's row r at offset[q] + r of each part's
-// destination). One launch; graph-capturable (counts are read when it runs).
+// Private: the compaction of a device-count gather with counts on the device
+// (collectives/device_counts.cpp). Every rank's rows arrive at capacity (rank q's row r at q *
+// capacity + r of each part's source); the kernel reads the gathered counts, clamps them to
+// 0..capacity (raising the overflow flag for any outside), writes the exclusive prefix, and moves
+// each rank's first count rows to their compact place (rank q's row r at offset[q] + r of each
+// part's destination). One launch; graph-capturable (counts are read when it runs).
 
 #include <cuda_runtime_api.h>
 

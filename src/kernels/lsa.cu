@@ -53,8 +53,9 @@ void quantize_gather(const Peers& peers, const QuantizeGatherArgs& args, cudaStr
   launch_quantize_gather(peers, args, stream, scale_into);
 }
 
-void counted_gather(const Peers& peers, const CountedGatherArgs& args, cudaStream_t stream) {
-  launch_counted_gather(peers, args, stream);
+void device_counts_gather(const Peers& peers, const DeviceCountsGatherArgs& args,
+                          cudaStream_t stream) {
+  launch_device_counts_gather(peers, args, stream);
 }
 
 void reduce_shards(const ShardTable& shards, DataType type, std::size_t count, void* out,

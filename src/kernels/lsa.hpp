@@ -34,7 +34,7 @@ namespace symmcomm::detail::lsa {
 inline constexpr int kSlots = 4;
 /// Ranks a production launch supports (shared-memory tables of peer pointers).
 inline constexpr int kMaxRanks = kMaxKernelRanks;
-/// Most CTAs per SM of the GPU the gather, quantize-gather, FP8 reduce and counted kernels
+/// Most CTAs per SM of the GPU the gather, quantize-gather, FP8 reduce and device-count kernels
 /// launch; the NVFP4 reduce launches kNvfp4ReduceCtasPerSm. Each CTA needs its own LSA barrier:
 /// the device communicator reserves kLsaBarriersPerSm per SM (comm/lsa_limits.hpp). The SM
 /// count is the fewest of any rank's GPU, agreed at creation (Peers::gpu_sms), so grids are the
@@ -147,7 +147,7 @@ struct QuantizeGatherArgs {
 /// peer at its rank's index, a second barrier makes them all visible, then each rank computes
 /// the prefix of the counts clamped to 0..capacity (writing `offsets` and, when one was outside,
 /// `overflow` = 1, both local). Counts equal the fallback's (NCCL's gather + compaction).
-struct CountedArgs {
+struct DeviceCountsArgs {
   const std::int32_t* count = nullptr;
   SymRef counts{};
   std::int32_t* offsets = nullptr;
@@ -160,11 +160,11 @@ struct CountedArgs {
 };
 
 /// An all-gather with this rank's row count on the device (device_counts.hpp), in one launch: after
-/// the count exchange (CountedArgs) each rank pushes its first count rows of every part to the
+/// the count exchange (DeviceCountsArgs) each rank pushes its first count rows of every part to the
 /// compact place of every peer - swizzled NVFP4 block scales at their 128 x 4 places, the last
 /// rank zeroing rows from the total to the matrix's padded end - and its scale float to float
 /// `rank` of `scale_dst`.
-struct CountedGatherArgs : CountedArgs {
+struct DeviceCountsGatherArgs : DeviceCountsArgs {
   /// One tensor moved by rows: capacity rows of `row_bytes` at local `src`, the first count
   /// of them landing at `dst` + offset x row_bytes (swizzled: into the matrix at `dst`, whose
   /// rows are row_bytes scales each).
@@ -184,22 +184,22 @@ struct CountedGatherArgs : CountedArgs {
 };
 
 /// A reduce-scatter with this rank's shard size on the device (device_counts.hpp), in one
-/// launch: after the count exchange (CountedArgs) this rank sums its count rows from every peer's
-/// compact `send` (rows from offset[rank] on, `row_elements` each) in fp32, in rank order, rounds
-/// once to bf16, writes them to local `out` and zeroes out's rows past its count up to
+/// launch: after the count exchange (DeviceCountsArgs) this rank sums its count rows from every
+/// peer's compact `send` (rows from offset[rank] on, `row_elements` each) in fp32, in rank order,
+/// rounds once to bf16, writes them to local `out` and zeroes out's rows past its count up to
 /// `capacity`; a closing barrier keeps peers' send buffers in use until every rank has read them.
 /// BF16 rows are read with 16-byte loads where every peer's rows and `out` allow (`vector`),
 /// else element by element. NVFP4 rows (`type`): packed codes in `send`, their e4m3 block scales
 /// (row_elements / 16 a row, compact like the codes) in `block_scales` and each rank's global
 /// scale at `scale`, dequantized with the pull kernel's arithmetic (lsa_reduce.cuh); `send` must
 /// be 8-byte and `out` 16-byte aligned there.
-struct CountedReduceArgs : CountedArgs {
+struct DeviceCountsReduceArgs : DeviceCountsArgs {
   DataType type = DataType::Bf16;  ///< the rows: Bf16 or Nvfp4
   SymRef send{};                   ///< comm.size() x capacity rows of room, compact
   SymRef block_scales{}, scale{};  ///< NVFP4 only
   std::size_t row_elements = 0;    ///< elements per row (NVFP4: a multiple of 16)
   bf16* out = nullptr;             ///< capacity rows, local
-  bool vector = false;             ///< 16-byte loads and stores (set by counted_reduce)
+  bool vector = false;             ///< 16-byte loads and stores (set by device_counts_reduce)
 };
 
 /// Launch one kernel for the calling rank described by `peers`.
@@ -210,8 +210,10 @@ void reduce(const Peers& peers, const ReduceArgs& args, cudaStream_t stream);
 /// passed, on `stream` before the kernel: nothing launches for a call that is refused.
 void quantize_gather(const Peers& peers, const QuantizeGatherArgs& args, cudaStream_t stream,
                      float* scale_into = nullptr);
-void counted_gather(const Peers& peers, const CountedGatherArgs& args, cudaStream_t stream);
-void counted_reduce(const Peers& peers, const CountedReduceArgs& args, cudaStream_t stream);
+void device_counts_gather(const Peers& peers, const DeviceCountsGatherArgs& args,
+                          cudaStream_t stream);
+void device_counts_reduce(const Peers& peers, const DeviceCountsReduceArgs& args,
+                          cudaStream_t stream);
 /// Local shards of a quantized tensor, one per rank (device pointers): what the fallback's local
 /// reduction sums. The public QuantizedShards itself (one type from the API to the kernels).
 using ShardTable = symmcomm::QuantizedShards;

@@ -1,6 +1,6 @@
 #pragma once
-// Private: the count exchange the device-count LSA kernels share (counted_gather in lsa.cu,
-// counted_reduce in lsa_counted_reduce.cu; lsa.hpp describes both).
+// Private: the count exchange the device-count LSA kernels share (device_counts_gather in lsa.cu,
+// device_counts_reduce in lsa_device_counts_reduce.cu; lsa.hpp describes both).
 
 #include <cstddef>
 #include <cstdint>
@@ -16,7 +16,7 @@ namespace symmcomm::detail::lsa {
 // phase 1 ends the kernel there (returns false, dependents released); phase 2 skips it (the
 // counts are in). Returns whether the kernel goes on.
 template <class P>
-__device__ __forceinline__ bool exchange_counts(const P& peers, const CountedArgs& a) {
+__device__ __forceinline__ bool exchange_counts(const P& peers, const DeviceCountsArgs& a) {
   if (a.phase == 2) return true;
   int const n = peers.size();
   int const me = peers.rank();
@@ -42,7 +42,7 @@ struct CountPrefix {
 // writes the prefix to local `a.offsets` and sets local `a.overflow` to 1 when a count was
 // outside.
 template <class P>
-__device__ __forceinline__ void count_prefix(const P& peers, const CountedArgs& a,
+__device__ __forceinline__ void count_prefix(const P& peers, const DeviceCountsArgs& a,
                                              CountPrefix& out) {
   if (threadIdx.x != 0) return;
   int const n = peers.size();

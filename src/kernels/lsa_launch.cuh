@@ -82,10 +82,10 @@ inline void check_ref(const Peers& peers, SymRef ref, const char* name) {
   SYMMCOMM_EXPECTS(peers.window[ref.slot] != nullptr, "lsa kernel: " << name << " has no window");
 }
 
-// The count exchange's arguments (CountedArgs) of the device-count kernel `what` names, for
+// The count exchange's arguments (DeviceCountsArgs) of the device-count kernel `what` names, for
 // either peer description.
 template <class Desc>
-void check_counted(const Desc& peers, const CountedArgs& a, const char* what) {
+void check_device_counts(const Desc& peers, const DeviceCountsArgs& a, const char* what) {
   SYMMCOMM_EXPECTS(a.count != nullptr && a.offsets != nullptr && a.overflow != nullptr,
                    what << ": count, offsets and overflow must be device pointers");
   SYMMCOMM_EXPECTS(a.phase >= 0 && a.phase <= 2, what << ": phase " << a.phase << " outside 0..2");

@@ -113,8 +113,8 @@ __device__ __forceinline__ int segment_width(const P& peers, const GatherSegment
 
 template <class P>
 __global__ void __launch_bounds__(kThreads)
-    counted_gather_kernel(const __grid_constant__ P peers,
-                          const __grid_constant__ CountedGatherArgs a) {
+    device_counts_gather_kernel(const __grid_constant__ P peers,
+                                const __grid_constant__ DeviceCountsGatherArgs a) {
   programmatic_wait(peers);
   __shared__ char* dst[kMaxRanks];
   __shared__ CountPrefix prefix;
@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   std::int32_t const first = prefix.first, mine = prefix.mine, total = prefix.total;
   for (int i = 0; i < a.parts; ++i) {
-    const CountedGatherArgs::Part& part = a.part[i];
+    const DeviceCountsGatherArgs::Part& part = a.part[i];
     GatherSegment seg;
     seg.src = part.src;
     seg.bytes = static_cast<std::size_t>(mine) * part.row_bytes;
@@ -326,29 +326,30 @@ void launch_quantize_gather(const Desc& peers, const QuantizeGatherArgs& a, cuda
 }
 
 template <class Desc>
-void launch_counted_gather(const Desc& peers, const CountedGatherArgs& a, cudaStream_t stream) {
-  SYMMCOMM_EXPECTS(
-      a.parts >= 1 && a.parts <= CountedGatherArgs::kMaxParts,
-      "lsa counted gather: " << a.parts << " parts, outside 1.." << CountedGatherArgs::kMaxParts);
-  check_counted(peers, a, "lsa counted gather");
+void launch_device_counts_gather(const Desc& peers, const DeviceCountsGatherArgs& a,
+                                 cudaStream_t stream) {
+  SYMMCOMM_EXPECTS(a.parts >= 1 && a.parts <= DeviceCountsGatherArgs::kMaxParts,
+                   "lsa device-count gather: " << a.parts << " parts, outside 1.."
+                                               << DeviceCountsGatherArgs::kMaxParts);
+  check_device_counts(peers, a, "lsa device-count gather");
   for (int i = 0; i < a.parts; ++i) {
-    const CountedGatherArgs::Part& part = a.part[i];
-    check_ref(peers, part.dst, "counted gather part");
+    const DeviceCountsGatherArgs::Part& part = a.part[i];
+    check_ref(peers, part.dst, "device-count gather part");
     SYMMCOMM_EXPECTS(part.row_bytes > 0 && (a.capacity == 0 || part.src != nullptr),
-                     "lsa counted gather: part " << i << " has no rows or no source");
+                     "lsa device-count gather: part " << i << " has no rows or no source");
     SYMMCOMM_EXPECTS(!part.swizzled || address_bits(peers, part.dst) % 4 == 0,
-                     "lsa counted gather: swizzled scales at offset " << part.dst.offset
-                                                                      << " are not 4-byte aligned");
+                     "lsa device-count gather: swizzled scales at offset "
+                         << part.dst.offset << " are not 4-byte aligned");
   }
   if (a.scale_src != nullptr) {
     check_ref(peers, a.scale_dst, "recv scale");
     SYMMCOMM_EXPECTS(address_bits(peers, a.scale_dst) % 4 == 0,
-                     "lsa counted gather: recv scale at offset " << a.scale_dst.offset
-                                                                 << " is not 4-byte aligned");
+                     "lsa device-count gather: recv scale at offset " << a.scale_dst.offset
+                                                                      << " is not 4-byte aligned");
   }
   unsigned const grid = grid_for_units(a.grid_bytes / 64, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
-    auto* kernel = counted_gather_kernel<std::decay_t<decltype(p)>>;
+    auto* kernel = device_counts_gather_kernel<std::decay_t<decltype(p)>>;
     launch_resident(kernel, peers.sm_share, grid, stream, p, a);
   });
 }

@@ -1,9 +1,9 @@
 #pragma once
 // Private: the line protocol symmcomm's scratch-window kernels share (lsa_ll.cu: the small
-// all-gather and the push reduce-scatter; lsa_ll_counted.cu and lsa_ll_counted_reduce.cu: the
-// device-count calls with counts in the lines). A 16-byte line carries 8 data bytes and the call's
-// flag twice; lsa_ll.hpp says why no barrier is needed and how the two halves of the scratch are
-// reused.
+// all-gather and the push reduce-scatter; lsa_ll_device_counts.cu and
+// lsa_ll_device_counts_reduce.cu: the device-count calls with counts in the lines). A 16-byte line
+// carries 8 data bytes and the call's flag twice; lsa_ll.hpp says why no barrier is needed and how
+// the two halves of the scratch are reused.
 
 #include <cuda_bf16.h>
 

@@ -410,10 +410,10 @@ using DeviceCountCall = symmcomm_status_t (*)(symmcomm_comm_t, const symmcomm_te
 
 /// Runs `fn` from `send` into `recv` in rows of `row` elements, `capacity` rows per rank, with
 /// the count tensors checked as symmcomm.DeviceCounts checks them.
-void run_counted(DeviceCountCall fn, const Communicator& c, const symmcomm_tensor_t& send,
-                 const symmcomm_tensor_t& recv, size_t row, size_t capacity,
-                 const at::Tensor& count, const at::Tensor& counts, const at::Tensor& offsets,
-                 const at::Tensor& overflow) {
+void run_device_counts(DeviceCountCall fn, const Communicator& c, const symmcomm_tensor_t& send,
+                       const symmcomm_tensor_t& recv, size_t row, size_t capacity,
+                       const at::Tensor& count, const at::Tensor& counts, const at::Tensor& offsets,
+                       const at::Tensor& overflow) {
   auto const dc = device_counts(count, counts, offsets, overflow, c.size, c.device, capacity);
   check(fn(c.comm, &send, &recv, row, &dc, nullptr, stream_of(c), nullptr));
 }
@@ -428,8 +428,8 @@ at::Tensor all_gatherv_device(const at::Tensor& x, const at::Tensor& count,
   PlainInput const send(x, "send", c->device);
   auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16Only, c->device);
-  run_counted(symmcomm_all_gatherv_device, *c, a, b, row, a.count / row, count, counts, offsets,
-              overflow);
+  run_device_counts(symmcomm_all_gatherv_device, *c, a, b, row, a.count / row, count, counts,
+                    offsets, overflow);
   return out;
 }
 
@@ -459,8 +459,8 @@ Tensors3 all_gatherv_device_nvfp4(const at::Tensor& data, const at::Tensor& bloc
   auto const b = nvfp4(std::get<0>(out), std::get<1>(out), std::get<2>(out), "recv", c->device,
                        c->size, swizzled_rows);
   auto const row_size = static_cast<size_t>(row);
-  run_counted(symmcomm_all_gatherv_device, *c, a, b, row_size, a.count / row_size, count, counts,
-              offsets, overflow);
+  run_device_counts(symmcomm_all_gatherv_device, *c, a, b, row_size, a.count / row_size, count,
+                    counts, offsets, overflow);
   return out;
 }
 
@@ -474,8 +474,8 @@ at::Tensor reduce_scatterv_device(const at::Tensor& x, const at::Tensor& count,
   PlainInput const send(x, "send", c->device);
   auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16Only, c->device);
-  run_counted(symmcomm_reduce_scatterv_device, *c, a, b, row, b.count / row, count, counts, offsets,
-              overflow);
+  run_device_counts(symmcomm_reduce_scatterv_device, *c, a, b, row, b.count / row, count, counts,
+                    offsets, overflow);
   return out;
 }
 
@@ -490,8 +490,8 @@ at::Tensor reduce_scatterv_device_nvfp4(const at::Tensor& data, const at::Tensor
   Nvfp4Input const send(data, block_scales, global_scale, "send", c->device);
   auto const& a = send.ref;
   auto const b = plain(out, "recv", kBf16Only, c->device);
-  run_counted(symmcomm_reduce_scatterv_device, *c, a, b, row, b.count / row, count, counts, offsets,
-              overflow);
+  run_device_counts(symmcomm_reduce_scatterv_device, *c, a, b, row, b.count / row, count, counts,
+                    offsets, overflow);
   return out;
 }
 

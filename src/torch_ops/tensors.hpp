@@ -83,7 +83,7 @@ symmcomm_tensor_t nvfp4(const at::Tensor& data, const at::Tensor& block_scales,
 /// An FP8 tensor of `scales_expected` scales at least (its format from the data's dtype).
 symmcomm_tensor_t fp8(const at::Tensor& data, const at::Tensor& scale, const char* name, int device,
                       int64_t scales_expected);
-/// The device counts of a ragged call, checked as symmcomm.DeviceCounts is: int32 tensors of
+/// The device counts of a device-count call, checked as symmcomm.DeviceCounts is: int32 tensors of
 /// 1 (count, overflow) and `size` (counts, offsets) elements.
 symmcomm_device_counts_t device_counts(const at::Tensor& count, const at::Tensor& counts,
                                        const at::Tensor& offsets, const at::Tensor& overflow,

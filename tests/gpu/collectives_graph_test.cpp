@@ -91,7 +91,7 @@ bool eventually(F done) {
   return done();
 }
 
-TEST(Collectives, GraphsThatCapturedACommunicatorAreCountedAndItsReleaseDoesNotHang) {
+TEST(Collectives, GraphsThatCapturedACommunicatorAreTrackedAndItsReleaseDoesNotHang) {
   SYMMCOMM_REQUIRE_GPU();
   // An owned communicator of its own: the second half leaks it on purpose.
   auto comms = create_local_communicators({0});

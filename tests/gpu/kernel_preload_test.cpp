@@ -44,7 +44,8 @@ TEST(KernelPreload, EveryKernelOfTheLibraryIsLoadedOnceACommunicatorExists) {
         << m.where << ": " << m.functions - m.loaded << " kernels not loaded";
   }
   // The modules this program's collectives use (a static symmcomm links only the objects a
-  // program reaches: no ragged call here, so no kernels/compact.cu - nor a launch of its kernel).
+  // program reaches: no device-count call here, so no kernels/compact.cu - nor a launch of its
+  // kernel).
   for (const char* m : {"formats/codecs.cu", "kernels/lsa.cu", "kernels/lsa_ll.cu"}) {
     EXPECT_EQ(modules.count(m), 1u) << m << " registered no kernel";
   }

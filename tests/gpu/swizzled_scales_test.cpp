@@ -1,6 +1,6 @@
 // NVFP4 block scales written in the swizzled 128x4 layout NVFP4 GEMMs read
 // (Nvfp4View::scale_layout): the device swizzle pass, the LSA kernels over 2/3/4/8 virtual ranks
-// with ragged rows (gather and fused quantize + gather), and one-rank collectives on the paths
+// with uneven rows (gather and fused quantize + gather), and one-rank collectives on the paths
 // their buffers take. References: scale_layout.hpp's host conversion of the linear scales.
 // Outputs are poisoned twice and guarded (support/guarded.hpp).
 
@@ -34,7 +34,7 @@ using namespace symmcomm::test;
 
 // The device swizzle against the host conversion written from the documented layout, on
 // row counts that do not fill whole tiles and scale-column counts that do not fill a tile row.
-TEST(SwizzledScales, DeviceSwizzleMatchesTheHostLayoutForRaggedShapes) {
+TEST(SwizzledScales, DeviceSwizzleMatchesTheHostLayoutForUnevenShapes) {
   SYMMCOMM_REQUIRE_GPU();
   std::mt19937 rng(7);
   for (auto const& [rows, cols] : std::vector<std::pair<std::size_t, std::size_t>>{
@@ -72,7 +72,7 @@ class SwizzledScalesLoopback : public ::testing::TestWithParam<int> {
 // tile row - land where the documented layout (scale_layout.hpp's host conversion of the
 // concatenated linear scales) puts them, padding zeroed, nothing past the buffer written; data
 // and global scales as with linear scales.
-TEST_P(SwizzledScalesLoopback, Nvfp4AllGatherForRaggedRows) {
+TEST_P(SwizzledScalesLoopback, Nvfp4AllGatherForUnevenRows) {
   int const n = ranks();
   for (std::size_t const scale_cols : {std::size_t{7}, std::size_t{448}}) {
     std::size_t const row = scale_cols * 16;
@@ -128,10 +128,10 @@ TEST_P(SwizzledScalesLoopback, Nvfp4AllGatherForRaggedRows) {
   }
 }
 
-// The fused quantize + all-gather writing swizzled block scales: ragged rows per rank, 7 scale
+// The fused quantize + all-gather writing swizzled block scales: uneven rows per rank, 7 scale
 // columns (a partial tile row); data as the host quantizes it, scales where the documented
 // layout of the host's linear scales puts them, padding zeroed, guards intact.
-TEST_P(SwizzledScalesLoopback, FusedQuantizeAllGatherForRaggedRows) {
+TEST_P(SwizzledScalesLoopback, FusedQuantizeAllGatherForUnevenRows) {
   int const n = ranks();
   std::size_t const cols = 7, row = cols * 16;
   std::vector<std::unique_ptr<DeviceArray<std::uint16_t>>> in;

@@ -183,16 +183,16 @@ TEST(MultiRankAllGather, VariableCountsNvfp4) {
 }
 
 // Swizzled block scales (Nvfp4View::scale_layout) on every path: all_gather (equal rows) and
-// all_gatherv (a different, tile-ragged number of rows per rank), with 7 scale columns (a
+// all_gatherv (a different, tile-uneven number of rows per rank), with 7 scale columns (a
 // partial tile row); the scales against the documented layout of the concatenated linear
 // scales, padding zeroed; data and global scales as gathered bytes.
-TEST(MultiRankAllGather, SwizzledScalesOnEveryPathForEqualAndRaggedRows) {
+TEST(MultiRankAllGather, SwizzledScalesOnEveryPathForEqualAndUnevenRows) {
   World& w = world();
   std::size_t const cols = 7, row = cols * kNvfp4BlockSize;
-  for (bool const ragged : {false, true}) {
+  for (bool const uneven : {false, true}) {
     std::vector<std::size_t> counts;
     for (int r = 0; r < w.size; ++r) {
-      counts.push_back(row * (ragged ? static_cast<std::size_t>(37 * r + 5) : std::size_t{150}));
+      counts.push_back(row * (uneven ? static_cast<std::size_t>(37 * r + 5) : std::size_t{150}));
     }
     std::vector<std::vector<std::size_t>> bytes(2);
     std::size_t total = 0, most = 0;
@@ -216,7 +216,7 @@ TEST(MultiRankAllGather, SwizzledScalesOnEveryPathForEqualAndRaggedRows) {
     }
     std::vector<std::uint8_t> want(swizzled_scale_bytes(rows, cols));
     swizzle_scales_host(linear.data(), rows, cols, want.data());
-    bool const nccl_can = caps().symmetric_memory && !ragged;
+    bool const nccl_can = caps().symmetric_memory && !uneven;
     for (PathChoice choice : paths_to_try(nccl_can, lsa_can())) {
       parts.poison();
       swizzled.poison();
@@ -226,10 +226,10 @@ TEST(MultiRankAllGather, SwizzledScalesOnEveryPathForEqualAndRaggedRows) {
       Nvfp4View const recv =
           Nvfp4View{parts.r(0), swizzled.get(), reinterpret_cast<float*>(parts.r(1)), total}
               .with_swizzled_scales(row);
-      Plan const plan = ragged ? all_gatherv(w.comm, send, recv, counts, w.stream, o)
+      Plan const plan = uneven ? all_gatherv(w.comm, send, recv, counts, w.stream, o)
                                : all_gather(w.comm, send, recv, w.stream, o);
       sync();
-      std::string const at = std::string(ragged ? "all_gatherv" : "all_gather") + " swizzled (" +
+      std::string const at = std::string(uneven ? "all_gatherv" : "all_gather") + " swizzled (" +
                              to_string(choice) + " -> " + to_string(plan.path) + ")";
       expect_path(choice, plan.path, at);
       parts.expect_gathered(at);

@@ -1,6 +1,6 @@
 #pragma once
 /// @file device_counts.hpp
-/// @brief All-gathers whose per-rank counts are on the device: DP attention's ragged token
+/// @brief All-gathers whose per-rank counts are on the device: DP attention's uneven token
 /// counts without padding and without host synchronisation, so one captured CUDA graph serves
 /// every step whatever each rank's count.
 ///
@@ -41,7 +41,7 @@
 
 namespace symmcomm {
 
-/// @brief The device-side counts of a ragged gather (all device pointers).
+/// @brief The device-side counts of a device-count gather (all device pointers).
 struct DeviceCounts {
   /// This rank's rows, read when the call runs. reduce_scatterv only: null when `counts` already
   /// holds every rank's count (the dispatch's all_gatherv on this communicator wrote it), which

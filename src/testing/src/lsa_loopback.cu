@@ -1,9 +1,9 @@
 // The LSA kernels over virtual ranks (lsa_loopback.hpp): the production launch bodies
-// (kernels/lsa_launchers.cuh, kernels/lsa_counted_reduce.cuh) instantiated for LoopbackPeers,
+// (kernels/lsa_launchers.cuh, kernels/lsa_device_counts_reduce.cuh) instantiated for LoopbackPeers,
 // whose checks and policy (lsa_loopback_policy.cuh) the bodies find by argument-dependent lookup.
 
 #include "core/kernel_preload.hpp"
-#include "kernels/lsa_counted_reduce.cuh"
+#include "kernels/lsa_device_counts_reduce.cuh"
 #include "kernels/lsa_launchers.cuh"
 #include "lsa_loopback.hpp"
 #include "lsa_loopback_policy.cuh"
@@ -30,14 +30,14 @@ void quantize_gather(const LoopbackPeers& peers, const QuantizeGatherArgs& args,
   launch_quantize_gather(peers, args, stream);
 }
 
-void counted_gather(const LoopbackPeers& peers, const CountedGatherArgs& args,
-                    cudaStream_t stream) {
-  launch_counted_gather(peers, args, stream);
+void device_counts_gather(const LoopbackPeers& peers, const DeviceCountsGatherArgs& args,
+                          cudaStream_t stream) {
+  launch_device_counts_gather(peers, args, stream);
 }
 
-void counted_reduce(const LoopbackPeers& peers, const CountedReduceArgs& args,
-                    cudaStream_t stream) {
-  launch_counted_reduce(peers, args, stream);
+void device_counts_reduce(const LoopbackPeers& peers, const DeviceCountsReduceArgs& args,
+                          cudaStream_t stream) {
+  launch_device_counts_reduce(peers, args, stream);
 }
 
 }  // namespace symmcomm::detail::lsa

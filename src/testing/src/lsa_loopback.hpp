@@ -35,7 +35,9 @@ void gather(const LoopbackPeers& peers, const GatherArgs& args, cudaStream_t str
 void reduce(const LoopbackPeers& peers, const ReduceArgs& args, cudaStream_t stream);
 void quantize_gather(const LoopbackPeers& peers, const QuantizeGatherArgs& args,
                      cudaStream_t stream);
-void counted_gather(const LoopbackPeers& peers, const CountedGatherArgs& args, cudaStream_t stream);
-void counted_reduce(const LoopbackPeers& peers, const CountedReduceArgs& args, cudaStream_t stream);
+void device_counts_gather(const LoopbackPeers& peers, const DeviceCountsGatherArgs& args,
+                          cudaStream_t stream);
+void device_counts_reduce(const LoopbackPeers& peers, const DeviceCountsReduceArgs& args,
+                          cudaStream_t stream);
 
 }  // namespace symmcomm::detail::lsa

@@ -250,7 +250,7 @@ TEST(BenchCli, FooterSaysWrongValuesAndAverageBusBandwidth) {
 }
 
 // nccl-tests' two column groups: out-of-place, then in-place where the call has one.
-TEST(BenchCli, InPlaceColumnsWhereMeaningfulAndCountedInTheFooter) {
+TEST(BenchCli, InPlaceColumnsWhereMeaningfulAndTalliedInTheFooter) {
   Result r;
   r.op = "allgather";
   r.dtype = "bf16";

@@ -87,7 +87,7 @@ TEST(CApi, NullArgumentsAreInvalidArguments) {
   EXPECT_EQ(symmcomm_quantize_all_gather(nullptr, nullptr, nullptr, &q, nullptr, nullptr, &plan),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(last_error_has("input is NULL"));
-  // Ragged gathers with counts on the device: the counts struct and the output are named.
+  // device-count gathers with counts on the device: the counts struct and the output are named.
   std::int32_t* dev = reinterpret_cast<std::int32_t*>(std::uintptr_t{1} << 20);
   symmcomm_device_counts_t const dc{dev, 1, dev + 16, dev + 32, dev + 48};
   EXPECT_EQ(symmcomm_all_gatherv_device(nullptr, &bf, &bf, 16, nullptr, nullptr, nullptr, &plan),

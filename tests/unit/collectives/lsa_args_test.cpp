@@ -47,20 +47,20 @@ TEST(LsaArgs, RankSizesAnswerTheSameInlineAndOnTheHeap) {
     detail::RankSizes const even(n, 48);
     ASSERT_EQ(even.size(), n);
     for (std::size_t r = 0; r < n; ++r) EXPECT_EQ(even[r], 48u) << n << " ranks, rank " << r;
-    std::vector<std::size_t> ragged(n);
-    for (std::size_t r = 0; r < n; ++r) ragged[r] = 16 * r + 1;
-    detail::RankSizes from_vector(ragged);
+    std::vector<std::size_t> uneven(n);
+    for (std::size_t r = 0; r < n; ++r) uneven[r] = 16 * r + 1;
+    detail::RankSizes from_vector(uneven);
     detail::RankSizes const copy = from_vector;
     from_vector[0] = 7;  // the copy keeps its own sizes
-    EXPECT_EQ(std::vector<std::size_t>(copy.begin(), copy.end()), ragged) << n << " ranks";
+    EXPECT_EQ(std::vector<std::size_t>(copy.begin(), copy.end()), uneven) << n << " ranks";
     EXPECT_EQ(from_vector[0], 7u);
     char src = 0;
     auto const a = detail::gather_args({detail::GatherPart{"send", &src, "recv", nullptr, copy}},
                                        {0}, n - 1, n);
     std::size_t before = 0;
-    for (std::size_t r = 0; r + 1 < n; ++r) before += ragged[r];
+    for (std::size_t r = 0; r + 1 < n; ++r) before += uneven[r];
     EXPECT_EQ(a.segment[0].dst.offset, before) << n << " ranks";
-    EXPECT_EQ(a.segment[0].bytes, ragged[n - 1]);
+    EXPECT_EQ(a.segment[0].bytes, uneven[n - 1]);
   }
 }
 

@@ -1,5 +1,5 @@
 // The swizzled block-scale layout of NVFP4 receive views, resolved on the host (no GPU): rows
-// per rank, first rows, bytes and padding of ragged gathers, and every bad layout named.
+// per rank, first rows, bytes and padding of device-count gathers, and every bad layout named.
 
 #include "collectives/scale_swizzle.hpp"
 
@@ -47,7 +47,7 @@ TEST(ScaleSwizzle, LinearNeedsNothing) {
   EXPECT_EQ(linear.scale_bytes(), 3u);
 }
 
-TEST(ScaleSwizzle, RaggedRowsGetTheirFirstRowsAndThePaddedSize) {
+TEST(ScaleSwizzle, UnevenRowsGetTheirFirstRowsAndThePaddedSize) {
   // Rows of 7 scale columns (112 elements); ranks with 5, 0, 130 rows.
   std::vector<std::size_t> const counts{5 * 112, 0, 130 * 112};
   auto const s = detail::swizzled_scales(swizzled(112, counts), counts, "x");

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "kernels/lsa_ll.hpp"
-#include "kernels/lsa_ll_counted.hpp"
+#include "kernels/lsa_ll_device_counts.hpp"
 #include "symmcomm/error.hpp"
 
 namespace {
@@ -190,31 +190,31 @@ TEST(SmallReduceScatterArgs, BadArgumentsAreRefusedBeforeAnyLaunch) {
   refused(a, "send or out is null");
 }
 
-// The counts-in-lines gather (lsa::LlCountedGatherArgs): left to the ranks' agreement by
+// The counts-in-lines gather (lsa::LlDeviceCountsGatherArgs): left to the ranks' agreement by
 // default, the slot's lines (the count, the scale, capacity rows of every part, each part's row
 // starting a line), and the argument checks before any launch.
-TEST(CountedLinesArgs, AgreedByDefaultAndTakenWhereCapacityRowsFitASlot) {
+TEST(DeviceCountsLinesArgs, AgreedByDefaultAndTakenWhereCapacityRowsFitASlot) {
   EXPECT_EQ(lsa::ll_counts_setting(), lsa::LlCounts::Agreed) << "the process switch forces it";
   EXPECT_TRUE(lsa::ll_counts_on(true, true)) << "agreed at creation, not forced";
-  lsa::LlCountedGatherArgs a;
+  lsa::LlDeviceCountsGatherArgs a;
   a.parts = 3;
   a.part[0].row_bytes = 3584;  // 7168 NVFP4 values
   a.part[1].row_bytes = 448;   // their block scales
   a.part[2].row_bytes = 33;    // 33 bytes: 5 lines
   EXPECT_EQ(lsa::ll_row_lines(a), 448u + 56u + 5u);
-  EXPECT_EQ(lsa::ll_counted_lines(4, 509), 2u + 4u * 509u);
+  EXPECT_EQ(lsa::ll_device_counts_lines(4, 509), 2u + 4u * 509u);
   std::size_t const slot = kLlMaxBytesPerRank / kLlLineData;
   std::size_t const most = (slot - 2) / 509;
-  EXPECT_TRUE(lsa::ll_counted_fits(true, most, 509));
-  EXPECT_FALSE(lsa::ll_counted_fits(true, most + 1, 509)) << "past a slot";
-  EXPECT_FALSE(lsa::ll_counted_fits(false, 4, 509)) << "counts in the lines off";
-  EXPECT_FALSE(lsa::ll_counted_fits(true, 4, 0)) << "no rows";
+  EXPECT_TRUE(lsa::ll_device_counts_fits(true, most, 509));
+  EXPECT_FALSE(lsa::ll_device_counts_fits(true, most + 1, 509)) << "past a slot";
+  EXPECT_FALSE(lsa::ll_device_counts_fits(false, 4, 509)) << "counts in the lines off";
+  EXPECT_FALSE(lsa::ll_device_counts_fits(true, 4, 0)) << "no rows";
 }
 
 // On for a communicator whose ranks agreed at creation (no rank set SYMMCOMM_LL_COUNTS=0) unless
 // the process switch forces it off, on where the switch forces it on, and only with the scratch
 // window.
-TEST(CountedLinesArgs, OnWhereAgreedOrForcedOnWithTheScratch) {
+TEST(DeviceCountsLinesArgs, OnWhereAgreedOrForcedOnWithTheScratch) {
   EXPECT_FALSE(lsa::ll_counts_on(true, false)) << "not agreed, not forced";
   EXPECT_FALSE(lsa::ll_counts_on(false, true)) << "no scratch window";
   {
@@ -231,14 +231,14 @@ TEST(CountedLinesArgs, OnWhereAgreedOrForcedOnWithTheScratch) {
       << "the scoped switch restores the value it found";
 }
 
-TEST(CountedLinesArgs, BadArgumentsAreRefusedBeforeAnyLaunch) {
+TEST(DeviceCountsLinesArgs, BadArgumentsAreRefusedBeforeAnyLaunch) {
   static std::uint8_t src[64], recv[128];
   static std::int32_t words[8];
   static float scale[2];
   auto const good = [] {
-    lsa::LlCountedGatherArgs a;
+    lsa::LlDeviceCountsGatherArgs a;
     a.parts = 1;
-    a.part[0] = lsa::LlCountedGatherArgs::Part{src, recv, 16};
+    a.part[0] = lsa::LlDeviceCountsGatherArgs::Part{src, recv, 16};
     a.count = words;
     a.counts = words + 2;
     a.offsets = words + 4;
@@ -250,15 +250,15 @@ TEST(CountedLinesArgs, BadArgumentsAreRefusedBeforeAnyLaunch) {
     a.calls = reinterpret_cast<std::uint32_t*>(words);
     return a;
   };
-  auto const refused = [](const lsa::LlCountedGatherArgs& a, const std::string& words_) {
+  auto const refused = [](const lsa::LlDeviceCountsGatherArgs& a, const std::string& words_) {
     try {
-      lsa::ll_counted_gather(a, 0, nullptr);
+      lsa::ll_device_counts_gather(a, 0, nullptr);
       ADD_FAILURE() << "accepted; expected an error naming " << words_;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(words_), std::string::npos) << e.what();
     }
   };
-  lsa::LlCountedGatherArgs a = good();
+  lsa::LlDeviceCountsGatherArgs a = good();
   a.size = 0;
   refused(a, "rank 0 of 0 ranks");
   a = good();
@@ -281,22 +281,22 @@ TEST(CountedLinesArgs, BadArgumentsAreRefusedBeforeAnyLaunch) {
   refused(a, "do not fit a slot");
 }
 
-// The counts-in-lines reduce-scatter (lsa::LlCountedReduceArgs): the slot's lines (the count,
+// The counts-in-lines reduce-scatter (lsa::LlDeviceCountsReduceArgs): the slot's lines (the count,
 // the scale, then the values, or the codes and their block scales) and the argument checks.
-TEST(CountedLinesArgs, ReduceScatterLinesAndBadArguments) {
-  EXPECT_EQ(lsa::ll_counted_reduce_lines(DataType::Bf16, 3, 5), 2u + 4u);  // 30 bytes
-  EXPECT_EQ(lsa::ll_counted_reduce_lines(DataType::Nvfp4, 3, 32), 2u + 6u + 1u);
-  EXPECT_TRUE(lsa::ll_counted_reduce_fits(true, DataType::Nvfp4, 24, 7168));
-  EXPECT_FALSE(lsa::ll_counted_reduce_fits(true, DataType::Nvfp4, 25, 7168)) << "past a slot";
-  EXPECT_FALSE(lsa::ll_counted_reduce_fits(true, DataType::Nvfp4, 4, 24)) << "half a block";
-  EXPECT_FALSE(lsa::ll_counted_reduce_fits(true, DataType::Fp32, 4, 16)) << "fp32 rows";
-  EXPECT_TRUE(lsa::ll_counted_reduce_fits(true, DataType::Bf16, 6, 7168));
-  EXPECT_FALSE(lsa::ll_counted_reduce_fits(true, DataType::Bf16, 7, 7168));
-  EXPECT_FALSE(lsa::ll_counted_reduce_fits(false, DataType::Bf16, 6, 7168)) << "off";
+TEST(DeviceCountsLinesArgs, ReduceScatterLinesAndBadArguments) {
+  EXPECT_EQ(lsa::ll_device_counts_reduce_lines(DataType::Bf16, 3, 5), 2u + 4u);  // 30 bytes
+  EXPECT_EQ(lsa::ll_device_counts_reduce_lines(DataType::Nvfp4, 3, 32), 2u + 6u + 1u);
+  EXPECT_TRUE(lsa::ll_device_counts_reduce_fits(true, DataType::Nvfp4, 24, 7168));
+  EXPECT_FALSE(lsa::ll_device_counts_reduce_fits(true, DataType::Nvfp4, 25, 7168)) << "past a slot";
+  EXPECT_FALSE(lsa::ll_device_counts_reduce_fits(true, DataType::Nvfp4, 4, 24)) << "half a block";
+  EXPECT_FALSE(lsa::ll_device_counts_reduce_fits(true, DataType::Fp32, 4, 16)) << "fp32 rows";
+  EXPECT_TRUE(lsa::ll_device_counts_reduce_fits(true, DataType::Bf16, 6, 7168));
+  EXPECT_FALSE(lsa::ll_device_counts_reduce_fits(true, DataType::Bf16, 7, 7168));
+  EXPECT_FALSE(lsa::ll_device_counts_reduce_fits(false, DataType::Bf16, 6, 7168)) << "off";
   alignas(16) static std::uint16_t send[64], out[64];
   static std::int32_t words[8];
   auto const good = [] {
-    lsa::LlCountedReduceArgs a;
+    lsa::LlDeviceCountsReduceArgs a;
     a.send = send;
     a.out = reinterpret_cast<bf16*>(out);
     a.row_elements = 16;
@@ -310,15 +310,15 @@ TEST(CountedLinesArgs, ReduceScatterLinesAndBadArguments) {
     a.calls = reinterpret_cast<std::uint32_t*>(words);
     return a;
   };
-  auto const refused = [](const lsa::LlCountedReduceArgs& a, const std::string& text) {
+  auto const refused = [](const lsa::LlDeviceCountsReduceArgs& a, const std::string& text) {
     try {
-      lsa::ll_counted_reduce(a, 0, nullptr);
+      lsa::ll_device_counts_reduce(a, 0, nullptr);
       ADD_FAILURE() << "accepted; expected an error naming " << text;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
     }
   };
-  lsa::LlCountedReduceArgs a = good();
+  lsa::LlDeviceCountsReduceArgs a = good();
   a.type = DataType::Fp8E4M3;
   refused(a, "rows of fp8e4m3 (bf16 or nvfp4)");
   a = good();

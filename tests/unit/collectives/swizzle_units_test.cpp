@@ -1,6 +1,6 @@
 // The work units the LSA kernels write swizzled block scales in (kernels/scale_swizzle.hpp),
-// simulated on the CPU for every rank of ragged gathers: the gather segments' chunk writes and
-// the fused kernel's byte writes plus its padding pass each cover every byte of the padded
+// simulated on the CPU for every rank of device-count gathers: the gather segments' chunk writes
+// and the fused kernel's byte writes plus its padding pass each cover every byte of the padded
 // scale matrix exactly once, and the result equals the documented layout of the concatenated
 // linear scales (scale_layout.hpp's host conversion).
 

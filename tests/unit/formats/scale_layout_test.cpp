@@ -49,7 +49,7 @@ TEST(ScaleLayout, KnownOffsets) {
   EXPECT_EQ(swizzled_scale_bytes(7 * 128, 7168 / 16), 7u * 128 * 448);
 }
 
-TEST(ScaleLayout, MatchesTheMemoryOrderReferenceForRaggedShapes) {
+TEST(ScaleLayout, MatchesTheMemoryOrderReferenceForUnevenShapes) {
   // Token counts that are not multiples of 128 (DP attention), widths with and without padding.
   for (std::size_t rows : {1u, 31u, 77u, 128u, 129u, 300u}) {
     for (std::size_t cols : {1u, 3u, 4u, 7u, 448u}) {
@@ -74,7 +74,7 @@ TEST(ScaleLayout, OffsetsAreABijectionOntoThePaddedTiles) {
 }
 
 // swizzled_scale_position (the public inverse of the layout) inverts swizzled_scale_offset on
-// every byte of ragged layouts, and names padding bytes as positions outside the matrix.
+// every byte of uneven layouts, and names padding bytes as positions outside the matrix.
 TEST(ScaleLayout, PositionInvertsOffsetOnEveryByte) {
   for (auto const& [rows, cols] : std::vector<std::pair<std::size_t, std::size_t>>{
            {1, 1}, {127, 3}, {128, 4}, {129, 448}, {300, 7}}) {

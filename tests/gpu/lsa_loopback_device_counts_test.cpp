@@ -1,6 +1,6 @@
-// The one-launch device-count gather and BF16 reduce-scatter (lsa::counted_gather,
-// lsa::counted_reduce: device_counts.hpp's LSA path) through the loopback peer policy: virtual
-// ranks on one GPU against the host, with and without PDL.
+// The one-launch device-count gather and BF16 reduce-scatter (lsa::device_counts_gather,
+// lsa::device_counts_reduce: device_counts.hpp's LSA path) through the loopback peer policy:
+// virtual ranks on one GPU against the host, with and without PDL.
 
 #include <gtest/gtest.h>
 
@@ -77,12 +77,12 @@ struct CountArrays {
   }
 };
 
-// The one-launch device-count gather (lsa::counted_gather) over virtual ranks: every rank's
+// The one-launch device-count gather (lsa::device_counts_gather) over virtual ranks: every rank's
 // count launched first (phase 1), then every rank's rows (phase 2), as loopback runs them. One
 // NVFP4-shaped call (data rows, block-scale rows linear or swizzled, one float per rank) checked
 // against the host: the counts array as written, the prefix, the overflow flag, the compact rows,
 // the swizzled matrix with its padding rows and columns 0, and the floats.
-void counted_gather_matches_the_host(int n, bool swizzled, bool pdl) {
+void device_counts_gather_matches_the_host(int n, bool swizzled, bool pdl) {
   SCOPED_TRACE(std::to_string(n) + " ranks" + (swizzled ? ", swizzled" : "") +
                (pdl ? ", PDL" : ""));
   bool const previous = detail::lsa::programmatic_launch();
@@ -130,7 +130,7 @@ void counted_gather_matches_the_host(int n, bool swizzled, bool pdl) {
         peers.base[2][q] = arrays.counts[q]->get();
         peers.base[3][q] = recv_global[q]->get();
       }
-      detail::lsa::CountedGatherArgs a;
+      detail::lsa::DeviceCountsGatherArgs a;
       a.part[0] = {send_data[i]->get(), detail::lsa::SymRef{0, 0}, data_bytes, false};
       a.part[1] = {send_scales[i]->get(), detail::lsa::SymRef{1, 0}, cols, swizzled};
       a.parts = 2;
@@ -143,7 +143,7 @@ void counted_gather_matches_the_host(int n, bool swizzled, bool pdl) {
       a.scale_dst = detail::lsa::SymRef{3, 0};
       a.phase = phase;
       a.grid_bytes = capacity * (data_bytes + cols);
-      detail::lsa::counted_gather(peers, a, nullptr);
+      detail::lsa::device_counts_gather(peers, a, nullptr);
     }
   }
   SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
@@ -179,21 +179,21 @@ void counted_gather_matches_the_host(int n, bool swizzled, bool pdl) {
   }
 }
 
-TEST(LsaLoopbackCounted, DeviceCountGatherInOneLaunchMatchesTheHost) {
+TEST(LsaLoopbackDeviceCounts, DeviceCountGatherInOneLaunchMatchesTheHost) {
   SYMMCOMM_REQUIRE_GPU();
   for (int n : {2, 3, 4, 8}) {
     for (bool swizzled : {false, true}) {
-      for (bool pdl : {false, true}) counted_gather_matches_the_host(n, swizzled, pdl);
+      for (bool pdl : {false, true}) device_counts_gather_matches_the_host(n, swizzled, pdl);
     }
   }
 }
 
-// The one-launch BF16 device-count reduce-scatter (lsa::counted_reduce) over virtual ranks:
+// The one-launch BF16 device-count reduce-scatter (lsa::device_counts_reduce) over virtual ranks:
 // counts first (phase 1), then sums (phase 2). Against the host: the counts array, the prefix,
 // the overflow flag, this rank's rows summed in fp32 in rank order and rounded once (bit for
 // bit), and out's rows past the count 0. `row` elements per row: a multiple of 8 takes 16-byte
 // items, another row size the element path.
-void counted_reduce_matches_the_host(int n, std::size_t row, bool pdl) {
+void device_counts_reduce_matches_the_host(int n, std::size_t row, bool pdl) {
   SCOPED_TRACE(std::to_string(n) + " ranks, rows of " + std::to_string(row) + (pdl ? ", PDL" : ""));
   bool const previous = detail::lsa::programmatic_launch();
   detail::lsa::set_programmatic_launch(pdl);
@@ -221,7 +221,7 @@ void counted_reduce_matches_the_host(int n, std::size_t row, bool pdl) {
         peers.base[0][q] = arrays.counts[q]->get();
         peers.base[1][q] = send[q]->get();
       }
-      detail::lsa::CountedReduceArgs a;
+      detail::lsa::DeviceCountsReduceArgs a;
       a.count = arrays.count[i]->get();
       a.counts = detail::lsa::SymRef{0, 0};
       a.offsets = arrays.offsets[i]->get();
@@ -232,7 +232,7 @@ void counted_reduce_matches_the_host(int n, std::size_t row, bool pdl) {
       a.out = reinterpret_cast<bf16*>(out[i]->get());
       a.phase = phase;
       a.grid_bytes = capacity * row * sizeof(bf16);
-      detail::lsa::counted_reduce(peers, a, nullptr);
+      detail::lsa::device_counts_reduce(peers, a, nullptr);
     }
   }
   SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
@@ -251,11 +251,11 @@ void counted_reduce_matches_the_host(int n, std::size_t row, bool pdl) {
   }
 }
 
-TEST(LsaLoopbackCounted, DeviceCountBf16ReduceScatterInOneLaunchMatchesTheHost) {
+TEST(LsaLoopbackDeviceCounts, DeviceCountBf16ReduceScatterInOneLaunchMatchesTheHost) {
   SYMMCOMM_REQUIRE_GPU();
   for (int n : {3, 4, 8}) {
     for (std::size_t row : {std::size_t{64}, std::size_t{12}}) {
-      for (bool pdl : {false, true}) counted_reduce_matches_the_host(n, row, pdl);
+      for (bool pdl : {false, true}) device_counts_reduce_matches_the_host(n, row, pdl);
     }
   }
 }
@@ -264,7 +264,7 @@ TEST(LsaLoopbackCounted, DeviceCountBf16ReduceScatterInOneLaunchMatchesTheHost) 
 // rank's rows dequantized with each rank's block and global scales, summed in fp32 in rank order,
 // rounded once; against the host's fp32 rank-order sum (within the device's fused multiply-adds
 // and one bf16 rounding), out's rows past the count 0.
-void counted_nvfp4_reduce_matches_the_host(int n, std::size_t row) {
+void device_counts_nvfp4_reduce_matches_the_host(int n, std::size_t row) {
   SCOPED_TRACE(std::to_string(n) + " ranks, nvfp4 rows of " + std::to_string(row));
   std::size_t const capacity = 7;
   auto const un = static_cast<std::size_t>(n);
@@ -297,7 +297,7 @@ void counted_nvfp4_reduce_matches_the_host(int n, std::size_t row) {
         peers.base[2][q] = scales[q]->get();
         peers.base[3][q] = global[q]->get();
       }
-      detail::lsa::CountedReduceArgs a;
+      detail::lsa::DeviceCountsReduceArgs a;
       a.type = DataType::Nvfp4;
       a.count = arrays.count[i]->get();
       a.counts = detail::lsa::SymRef{0, 0};
@@ -311,7 +311,7 @@ void counted_nvfp4_reduce_matches_the_host(int n, std::size_t row) {
       a.out = reinterpret_cast<bf16*>(out[i]->get());
       a.phase = phase;
       a.grid_bytes = capacity * (row / 2 + row / 16);
-      detail::lsa::counted_reduce(peers, a, nullptr);
+      detail::lsa::device_counts_reduce(peers, a, nullptr);
     }
   }
   SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
@@ -336,11 +336,11 @@ void counted_nvfp4_reduce_matches_the_host(int n, std::size_t row) {
   }
 }
 
-TEST(LsaLoopbackCounted, DeviceCountNvfp4ReduceScatterInOneLaunchMatchesTheHost) {
+TEST(LsaLoopbackDeviceCounts, DeviceCountNvfp4ReduceScatterInOneLaunchMatchesTheHost) {
   SYMMCOMM_REQUIRE_GPU();
   for (int n : {3, 4, 8}) {
     for (std::size_t row : {std::size_t{64}, std::size_t{16}}) {
-      counted_nvfp4_reduce_matches_the_host(n, row);
+      device_counts_nvfp4_reduce_matches_the_host(n, row);
     }
   }
 }

@@ -1,9 +1,9 @@
-// DP attention's ragged gather three ways, side by side over N real NCCL ranks sharing this
+// DP attention's device-count gather three ways, side by side over N real NCCL ranks sharing this
 // process's GPU (NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1; skipped otherwise, saying why):
 // NVFP4 rows of 7168 elements (a DeepSeek-class hidden size), per-rank token counts Zipf-like
 // around a mean (1, 2, 4, 8, 64, 256, 1024), capacity twice the mean.
 //
-// BM_RaggedGather, variant (third argument):
+// BM_DeviceCountsGather, variant (third argument):
 //   0  counts on the device on NCCL's path (Options::path = Fallback: every rank's rows at
 //      capacity through NCCL, then compaction; symmcomm/collectives/device_counts.hpp);
 //   1  padded to capacity: all_gather of capacity rows per rank (what engines do to keep one
@@ -12,7 +12,8 @@
 //   3  counts on the device through symmcomm's one-launch LSA kernel (Options::path =
 //      LsaKernel, Auto's choice where it runs; the counts arrays in the pool's windows): only
 //      the counted rows move;
-//   4  variant 3 with counts in the scratch lines (lsa::ll_counted_gather, switched on for the
+//   4  variant 3 with counts in the scratch lines (lsa::ll_device_counts_gather, switched on for
+//   the
 //      case): no barrier and no count exchange before the rows; only where capacity rows fit a
 //      slot (decode sizes: means 1 to 8 here);
 //   5  padded to capacity on NCCL's all-gather (Options::path = Fallback: NCCL takes its
@@ -33,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "micro/ragged_timing.hpp"
+#include "micro/device_counts_timing.hpp"
 #include "micro/rank_world.hpp"
 #include "support/ordered_copy.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
@@ -46,7 +47,7 @@ namespace {
 constexpr std::size_t kHidden = 7168;
 
 // One case's tensors on every rank (NVFP4 rows of kHidden at capacity) and its counts.
-struct RaggedCase {
+struct DeviceCountsCase {
   int variant = 0;  // 0 device counts, 1 padded, 2 host counts, 3 one launch, 4 counts in lines,
                     // 5 padded on NCCL's call
   std::size_t capacity = 0, cap_elems = 0, rows = 0;
@@ -56,9 +57,9 @@ struct RaggedCase {
   std::unique_ptr<RankDeviceCounts> dc;  // written by peers' kernels for variants 3 and 4
 };
 
-RaggedCase ragged_case(RankWorld& w, RankBuffers& b, std::size_t mean, int variant) {
+DeviceCountsCase device_counts_case(RankWorld& w, RankBuffers& b, std::size_t mean, int variant) {
   auto const n = static_cast<std::size_t>(w.size());
-  RaggedCase k;
+  DeviceCountsCase k;
   k.variant = variant;
   k.capacity = 2 * mean;
   k.counts = zipf_counts(w.size(), mean, k.capacity);
@@ -84,7 +85,7 @@ RaggedCase ragged_case(RankWorld& w, RankBuffers& b, std::size_t mean, int varia
 }
 
 // Rank r's call of the case's variant; the path it took.
-Path ragged_call(RankWorld& w, const RaggedCase& k, int r) {
+Path device_counts_call(RankWorld& w, const DeviceCountsCase& k, int r) {
   auto const i = static_cast<std::size_t>(r);
   auto const n = static_cast<std::size_t>(w.size());
   Rank& me = w.ranks[i];
@@ -113,19 +114,20 @@ Path ragged_call(RankWorld& w, const RaggedCase& k, int r) {
       .path;
 }
 
-void BM_RaggedGather(benchmark::State& state) {
+void BM_DeviceCountsGather(benchmark::State& state) {
   RankWorld* const w = world_or_skip(state);
   if (w == nullptr) return;
   auto const n = static_cast<std::size_t>(w->size());
   int const variant = static_cast<int>(state.range(2));
   bool const graph = state.range(3) != 0;
   RankBuffers b(*w);
-  RaggedCase const k = ragged_case(*w, b, static_cast<std::size_t>(state.range(1)), variant);
+  DeviceCountsCase const k =
+      device_counts_case(*w, b, static_cast<std::size_t>(state.range(1)), variant);
   CountsInLines const lines(variant == 4);  // variant 4: the counts-in-lines kernel
   std::atomic<int> taken{static_cast<int>(Path::Fallback)};
-  auto const call = [&](int r) { taken.store(static_cast<int>(ragged_call(*w, k, r))); };
+  auto const call = [&](int r) { taken.store(static_cast<int>(device_counts_call(*w, k, r))); };
   warm_up_ranks(*w, call);
-  time_ragged(state, *w, call, graph);
+  time_device_counts(state, *w, call, graph);
   static const char* const kNames[] = {"device counts",
                                        "padded to capacity",
                                        "host counts",
@@ -141,7 +143,7 @@ void BM_RaggedGather(benchmark::State& state) {
 }
 
 // Args: ranks, mean tokens per rank, variant, graph.
-void ragged_args(benchmark::internal::Benchmark* b) {
+void device_counts_args(benchmark::internal::Benchmark* b) {
   for (int n : {2, 4, 8}) {
     for (std::int64_t mean : {1, 2, 4, 8, 64, 256, 1024}) {
       for (int variant : {0, 1, 2, 3, 4, 5}) {
@@ -159,7 +161,7 @@ void ragged_args(benchmark::internal::Benchmark* b) {
       ->Unit(benchmark::kMicrosecond);
 }
 
-BENCHMARK(BM_RaggedGather)->Apply(ragged_args);
+BENCHMARK(BM_DeviceCountsGather)->Apply(device_counts_args);
 
 }  // namespace
 }  // namespace symmcomm::bench

@@ -1,16 +1,17 @@
-// The MoE combine after DP attention's ragged dispatch, side by side over N real NCCL ranks
+// The MoE combine after DP attention's uneven dispatch, side by side over N real NCCL ranks
 // sharing this process's GPU (NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1; skipped otherwise,
 // saying why): each rank sums its own rows of every rank's expert output, rows of 7168 elements,
 // per-rank token counts Zipf-like around a mean, capacity twice the mean.
 //
-// BM_RaggedCombine, variant (third argument):
+// BM_DeviceCountsCombine, variant (third argument):
 //   0  counts on the device on symmcomm's fallback (reduce_scatterv with DeviceCounts,
 //      Options::path = Fallback: the shards laid out at capacity, NCCL's reduce-scatter);
 //   1  padded to capacity: reduce_scatter of capacity rows per rank, Auto's path (what engines
 //      do to keep one graph);
 //   3  counts on the device through symmcomm's one-launch LSA kernel (Options::path = LsaKernel:
 //      the send and counts arrays in the pool's windows): only the counted rows are read;
-//   4  variant 3 with counts in the scratch lines (lsa::ll_counted_reduce, switched on for the
+//   4  variant 3 with counts in the scratch lines (lsa::ll_device_counts_reduce, switched on for
+//   the
 //      case): no barrier and no count exchange before the rows; only where capacity rows fit a
 //      slot;
 //   6  variant 4 with the counts gathered before the call (DeviceCounts::count null, as the
@@ -31,8 +32,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/lsa_ll_counted.hpp"
-#include "micro/ragged_timing.hpp"
+#include "kernels/lsa_ll_device_counts.hpp"
+#include "micro/device_counts_timing.hpp"
 #include "micro/rank_world.hpp"
 #include "support/ordered_copy.hpp"
 #include "symmcomm/collectives/device_counts.hpp"
@@ -114,7 +115,7 @@ Path combine_call(RankWorld& w, const CombineCase& k, int r) {
       .path;
 }
 
-void BM_RaggedCombine(benchmark::State& state) {
+void BM_DeviceCountsCombine(benchmark::State& state) {
   RankWorld* const w = world_or_skip(state);
   if (w == nullptr) return;
   auto const n = static_cast<std::size_t>(w->size());
@@ -128,7 +129,7 @@ void BM_RaggedCombine(benchmark::State& state) {
   std::atomic<int> taken{static_cast<int>(Path::Fallback)};
   auto const call = [&](int r) { taken.store(static_cast<int>(combine_call(*w, k, r))); };
   warm_up_ranks(*w, call);
-  time_ragged(state, *w, call, graph);
+  time_device_counts(state, *w, call, graph);
   const char* const name = variant == kDeviceCounts ? "device counts"
                            : variant == kPadded     ? "padded to capacity"
                            : variant == kOneLaunch  ? "device counts, one launch"
@@ -151,7 +152,7 @@ void combine_args(benchmark::internal::Benchmark* b) {
     for (std::int64_t mean : {1, 2, 4, 8, 64}) {
       for (int nvfp4 : {0, 1}) {
         DataType const type = nvfp4 != 0 ? DataType::Nvfp4 : DataType::Bf16;
-        bool const fits = detail::lsa::ll_counted_reduce_lines(
+        bool const fits = detail::lsa::ll_device_counts_reduce_lines(
                               type, 2 * static_cast<std::size_t>(mean), kHidden) <=
                           detail::kLlMaxBytesPerRank / detail::kLlLineData;
         for (int variant : {kDeviceCounts, kPadded, kOneLaunch, kInLines, kPaddedNccl, kGathered}) {
@@ -168,7 +169,7 @@ void combine_args(benchmark::internal::Benchmark* b) {
       ->Unit(benchmark::kMicrosecond);
 }
 
-BENCHMARK(BM_RaggedCombine)->Apply(combine_args);
+BENCHMARK(BM_DeviceCountsCombine)->Apply(combine_args);
 
 }  // namespace
 }  // namespace symmcomm::bench

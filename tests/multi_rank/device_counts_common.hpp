@@ -1,7 +1,7 @@
 #pragma once
-// What the multi-rank device-count tests share (ragged_test.cpp: gathers,
-// ragged_scatter_test.cpp: reduce-scatters): the capacity, each rank's count per round and the
-// plan a call must report.
+// What the multi-rank device-count tests share (device_counts_test.cpp: gathers,
+// device_counts_scatter_test.cpp: reduce-scatters): the capacity, each rank's count per round and
+// the plan a call must report.
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/lsa_ll_counted.hpp"
+#include "kernels/lsa_ll_device_counts.hpp"
 #include "symmcomm/collectives/options.hpp"
 
 namespace symmcomm::test {
@@ -40,7 +40,8 @@ inline void expect_device_count_plan(const Plan& plan, PathChoice path, bool lsa
   }
 }
 
-// Counts in the scratch lines (lsa::ll_counted_gather / ll_counted_reduce) for one scope.
+// Counts in the scratch lines (lsa::ll_device_counts_gather / ll_device_counts_reduce) for one
+// scope.
 using CountsInLines = detail::lsa::ScopedLlCounts;
 
 }  // namespace symmcomm::test

@@ -1,6 +1,6 @@
-// The ragged benchmarks' shared parts (ragged_timing.hpp).
+// The device-count benchmarks' shared parts (device_counts_timing.hpp).
 
-#include "micro/ragged_timing.hpp"
+#include "micro/device_counts_timing.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -27,27 +27,27 @@ std::vector<std::int32_t> zipf_counts(int ranks, std::size_t mean, std::size_t c
   return c;
 }
 
-void time_ragged(benchmark::State& state, RankWorld& w, const std::function<void(int)>& call,
-                 bool graph) {
+void time_device_counts(benchmark::State& state, RankWorld& w, const std::function<void(int)>& call,
+                        bool graph) {
   if (!graph) {
     time_gated(
         state, w,
         [&] {
           on_every_rank(w.size(), [&](int r) {
-            for (int k = 0; k < kRaggedCalls; ++k) call(r);
+            for (int k = 0; k < kDeviceCountsCalls; ++k) call(r);
           });
         },
-        kRaggedCalls);
+        kDeviceCountsCalls);
     return;
   }
   std::vector<cudaGraph_t> graphs(static_cast<std::size_t>(w.size()));
   on_every_rank(w.size(), [&](int r) {
     Rank& me = w.ranks[static_cast<std::size_t>(r)];
     SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(me.stream, cudaStreamCaptureModeThreadLocal));
-    for (int k = 0; k < kRaggedCalls; ++k) call(r);
+    for (int k = 0; k < kDeviceCountsCalls; ++k) call(r);
     SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(me.stream, &graphs[static_cast<std::size_t>(r)]));
   });
-  time_graphs_gated(state, w, graphs, kRaggedCalls);
+  time_graphs_gated(state, w, graphs, kDeviceCountsCalls);
 }
 
 void warm_up_ranks(RankWorld& w, const std::function<void(int)>& call) {

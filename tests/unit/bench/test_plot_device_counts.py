@@ -1,4 +1,4 @@
-"""bench/plot.py --ragged's arithmetic: which runs are read, the combine's BF16 NCCL baseline
+"""bench/plot.py --device-counts's arithmetic: which runs are read, the combine's BF16 NCCL baseline
 beside its NVFP4 rows, and the device-count calls against the better padded call, paired
 repetition by repetition."""
 import os
@@ -14,8 +14,8 @@ def run(name, time, **extra):
                 time_unit="us", **extra)
 
 
-COMBINE = "BM_RaggedCombine/ranks:4/mean_tokens:4"
-GATHER = "BM_RaggedGather/ranks:2/mean_tokens:8"
+COMBINE = "BM_DeviceCountsCombine/ranks:4/mean_tokens:4"
+GATHER = "BM_DeviceCountsGather/ranks:2/mean_tokens:8"
 DOC = {"benchmarks": [
     run(COMBINE + "/variant:1/nvfp4:1/graph:1", 10.0),
     run(COMBINE + "/variant:1/nvfp4:1/graph:1", 12.0),
@@ -31,9 +31,9 @@ DOC = {"benchmarks": [
 ]}
 
 
-class RaggedTable(unittest.TestCase):
+class DeviceCountsTable(unittest.TestCase):
     def test_runs_are_grouped_and_the_bf16_baseline_stands_beside_nvfp4(self):
-        runs = plot.ragged_runs(DOC)
+        runs = plot.device_counts_runs(DOC)
         self.assertEqual(runs[("Combine", "nvfp4", 4, 4, 1)],
                          {1: [10.0, 12.0], 5: [9.0, 13.0], 4: [6.0, 8.0]})
         self.assertEqual(runs[("Combine", "bf16", 4, 4, 1)], {5: [9.0, 13.0]})
@@ -41,7 +41,7 @@ class RaggedTable(unittest.TestCase):
         self.assertEqual(len(runs), 3)
 
     def test_device_counts_are_paired_with_the_better_padded_call(self):
-        by_variant = plot.ragged_runs(DOC)[("Combine", "nvfp4", 4, 4, 1)]
+        by_variant = plot.device_counts_runs(DOC)[("Combine", "nvfp4", 4, 4, 1)]
         # 6 / min(10, 9) and 8 / min(12, 13): both 2/3.
         median, low, high = plot._ratio_padded(by_variant, 4)
         self.assertAlmostEqual(median, 2.0 / 3.0)
@@ -50,7 +50,7 @@ class RaggedTable(unittest.TestCase):
         self.assertIsNone(plot._ratio_padded(by_variant, 3))  # no one-launch run
 
     def test_markdown_has_a_row_per_case(self):
-        text = plot.ragged_markdown(plot.ragged_runs(DOC), "H200")
+        text = plot.device_counts_markdown(plot.device_counts_runs(DOC), "H200")
         self.assertIn("| gather | nvfp4 | 2 | 8 | eager | 10.00 us | 5.00 us | - | - | "
                       "0.50 (0.50-0.50) | - | - |", text)
         self.assertIn("| combine | nvfp4 | 4 | 4 | graph | 11.00 us | - | 7.00 us | 11.00 us | - | "

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "comm/comm_state.hpp"
-#include "kernels/lsa_ll_counted.hpp"
+#include "kernels/lsa_ll_device_counts.hpp"
 #include "multi_rank/checks.hpp"
-#include "multi_rank/ragged_common.hpp"
+#include "multi_rank/device_counts_common.hpp"
 #include "multi_rank/world.hpp"
 #include "support/gpu_test.hpp"
 #include "support/reference.hpp"
@@ -31,7 +31,7 @@ namespace {
 
 constexpr std::size_t kRow = 256;  // elements per row: 128 data bytes, 16 block-scale bytes
 
-struct Ragged {
+struct Uneven {
   int n = world().size, me = world().rank;
   PoolArray<std::uint8_t> data{kCapacity * kRow / 2}, scales{kCapacity * kRow / 16};
   PoolArray<float> global{1};
@@ -41,7 +41,7 @@ struct Ragged {
   PoolArray<std::int32_t> count{1}, counts{static_cast<std::size_t>(n)},
       offsets{static_cast<std::size_t>(n)}, overflow{1};
 
-  Ragged() {
+  Uneven() {
     data.upload(content(me, 0, data.count()));
     scales.upload(content(me, 1, scales.count()));
     global.upload({1.5f + static_cast<float>(me)});
@@ -107,7 +107,7 @@ struct Ragged {
 // count above capacity.
 void nvfp4_device_counts(PathChoice path) {
   World& w = world();
-  Ragged t;
+  Uneven t;
   Options options;
   options.path = path;
   // Auto takes the one-launch kernel wherever an LSA team spans the ranks.
@@ -153,18 +153,18 @@ void nvfp4_device_counts(PathChoice path) {
   SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
 }
 
-TEST(MultiRankRagged, Nvfp4DeviceCountsEagerAndReplayedFromOneGraph) {
+TEST(MultiRankDeviceCounts, Nvfp4DeviceCountsEagerAndReplayedFromOneGraph) {
   nvfp4_device_counts(PathChoice::Fallback);
 }
 
 // Auto's choice with counts in the lines forced off for the process: the one-launch kernel that
 // exchanges the counts behind a barrier (what rows past a scratch slot take).
-TEST(MultiRankRagged, Nvfp4DeviceCountsAutoTakesTheOneLaunchKernelWhereItRuns) {
+TEST(MultiRankDeviceCounts, Nvfp4DeviceCountsAutoTakesTheOneLaunchKernelWhereItRuns) {
   CountsInLines const off(false);
   nvfp4_device_counts(PathChoice::Auto);
 }
 
-TEST(MultiRankRagged, Nvfp4DeviceCountsOnTheLsaKernelInOneLaunch) {
+TEST(MultiRankDeviceCounts, Nvfp4DeviceCountsOnTheLsaKernelInOneLaunch) {
   if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
   CountsInLines const off(false);
   nvfp4_device_counts(PathChoice::LsaKernel);
@@ -173,7 +173,7 @@ TEST(MultiRankRagged, Nvfp4DeviceCountsOnTheLsaKernelInOneLaunch) {
 // Counts in the lines are on for the communicators made while no rank sets SYMMCOMM_LL_COUNTS=0;
 // set to 0 on one rank only, or on every rank, they are off on every rank (ranks deciding apart
 // would wait for each other's lines for ever).
-TEST(MultiRankRagged, CountsInTheLinesAreAgreedAtCreation) {
+TEST(MultiRankDeviceCounts, CountsInTheLinesAreAgreedAtCreation) {
   if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
   World& w = world();
   const char* const before = std::getenv("SYMMCOMM_LL_COUNTS");
@@ -197,10 +197,10 @@ TEST(MultiRankRagged, CountsInTheLinesAreAgreedAtCreation) {
   EXPECT_FALSE(agreed_when(true)) << "0 on every rank; rank " << w.rank;
 }
 
-// The same calls with counts in the scratch lines (lsa::ll_counted_gather, switched on for the
-// test): every check above holds, and the device call counter says the kernel ran (one call per
+// The same calls with counts in the scratch lines (lsa::ll_device_counts_gather, switched on for
+// the test): every check above holds, and the device call counter says the kernel ran (one call per
 // eager round and graph replay).
-TEST(MultiRankRagged, Nvfp4DeviceCountsWithCountsInTheLines) {
+TEST(MultiRankDeviceCounts, Nvfp4DeviceCountsWithCountsInTheLines) {
   if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
   const auto& state = detail::state_of(world().comm);
   if (state->scratch.window == nullptr) GTEST_SKIP() << "no scratch window (SYMMCOMM_LSA_LL=0)";
@@ -217,9 +217,9 @@ TEST(MultiRankRagged, Nvfp4DeviceCountsWithCountsInTheLines) {
 // Block scales gathered straight into the 128 x 4 layout NVFP4 GEMMs read: the compact rows'
 // scales at their swizzled places, every byte from the total count to the padded end 0 (the
 // buffer is poisoned first), eager and from one graph replayed with new counts.
-TEST(MultiRankRagged, Nvfp4DeviceCountsIntoSwizzledScales) {
+TEST(MultiRankDeviceCounts, Nvfp4DeviceCountsIntoSwizzledScales) {
   World& w = world();
-  Ragged t;
+  Uneven t;
   std::size_t const rows = static_cast<std::size_t>(t.n) * kCapacity, cols = kRow / 16;
   PoolArray<std::uint8_t> swizzled{swizzled_scale_bytes(rows, cols)};
   Nvfp4View const recv =
@@ -231,7 +231,7 @@ TEST(MultiRankRagged, Nvfp4DeviceCountsIntoSwizzledScales) {
     for (int q = 0; q < t.n; ++q) {
       auto const c = static_cast<std::size_t>(
           std::min<std::int32_t>(std::max(wanted[static_cast<std::size_t>(q)], 0), kCapacity));
-      auto const s = Ragged::content(q, 1, kCapacity * cols);
+      auto const s = Uneven::content(q, 1, kCapacity * cols);
       std::copy(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(c * cols),
                 linear.begin() + static_cast<std::ptrdiff_t>(at_row * cols));
       at_row += c;
@@ -267,7 +267,7 @@ TEST(MultiRankRagged, Nvfp4DeviceCountsIntoSwizzledScales) {
   SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
 }
 
-TEST(MultiRankRagged, Bf16DeviceCountsAndArgumentErrors) {
+TEST(MultiRankDeviceCounts, Bf16DeviceCountsAndArgumentErrors) {
   World& w = world();
   int const n = w.size, me = w.rank;
   std::size_t const row = 24, cap = 9;

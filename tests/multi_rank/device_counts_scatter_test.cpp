@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "comm/comm_state.hpp"
-#include "kernels/lsa_ll_counted.hpp"
+#include "kernels/lsa_ll_device_counts.hpp"
 #include "multi_rank/checks.hpp"
-#include "multi_rank/ragged_common.hpp"
+#include "multi_rank/device_counts_common.hpp"
 #include "multi_rank/world.hpp"
 #include "support/gpu_test.hpp"
 #include "support/reference.hpp"
@@ -140,7 +140,7 @@ void bf16_scatter_device_counts(PathChoice path, std::size_t row, bool gathered 
 
 // Counts in the lines forced off for the process: the one-launch kernel's barrier and count
 // exchange (the counts-in-lines kernel: the test below).
-TEST(MultiRankRagged, Bf16ReduceScatterWithDeviceCountsOnEveryPathEagerAndFromOneGraph) {
+TEST(MultiRankDeviceCounts, Bf16ReduceScatterWithDeviceCountsOnEveryPathEagerAndFromOneGraph) {
   CountsInLines const off(false);
   std::vector<PathChoice> paths{PathChoice::Fallback, PathChoice::Auto};
   if (lsa_can()) paths.push_back(PathChoice::LsaKernel);
@@ -150,10 +150,10 @@ TEST(MultiRankRagged, Bf16ReduceScatterWithDeviceCountsOnEveryPathEagerAndFromOn
   }
 }
 
-// The same calls with counts in the scratch lines (lsa::ll_counted_reduce, switched on for the
-// test): every check above holds, and the device call counter says the kernel ran (3 eager
+// The same calls with counts in the scratch lines (lsa::ll_device_counts_reduce, switched on for
+// the test): every check above holds, and the device call counter says the kernel ran (3 eager
 // rounds, 4 replays and the replay above capacity per run).
-TEST(MultiRankRagged, Bf16ReduceScatterWithCountsInTheLines) {
+TEST(MultiRankDeviceCounts, Bf16ReduceScatterWithCountsInTheLines) {
   if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
   const auto& state = detail::state_of(world().comm);
   if (state->scratch.window == nullptr) GTEST_SKIP() << "no scratch window (SYMMCOMM_LSA_LL=0)";
@@ -169,7 +169,7 @@ TEST(MultiRankRagged, Bf16ReduceScatterWithCountsInTheLines) {
 // Counts gathered before the call (DeviceCounts::count null: the dispatch's gather left every
 // rank's count in counts.counts) on every path: the same sums, eager and from one graph. The
 // counts-in-lines kernel then sends the rows without a count exchange, and its plan says so.
-TEST(MultiRankRagged, Bf16ReduceScatterWithCountsGatheredBefore) {
+TEST(MultiRankDeviceCounts, Bf16ReduceScatterWithCountsGatheredBefore) {
   std::vector<PathChoice> paths{PathChoice::Fallback, PathChoice::Auto};
   if (lsa_can()) paths.push_back(PathChoice::LsaKernel);
   for (bool lines : {false, true}) {
@@ -181,7 +181,7 @@ TEST(MultiRankRagged, Bf16ReduceScatterWithCountsGatheredBefore) {
 // Ranks that disagree on the gathered counts (rank 0 takes rank 1's count one lower, then one
 // higher) never hang the counts-in-lines kernel: every rank whose count or offset rank 0 took
 // differently sets the overflow flag, and rank 0's own sum is exact.
-TEST(MultiRankRagged, CountsGatheredBeforeThatDisagreeRaiseOverflowWithoutAHang) {
+TEST(MultiRankDeviceCounts, CountsGatheredBeforeThatDisagreeRaiseOverflowWithoutAHang) {
   if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
   const auto& state = detail::state_of(world().comm);
   if (state->scratch.window == nullptr) GTEST_SKIP() << "no scratch window (SYMMCOMM_LSA_LL=0)";
@@ -225,7 +225,7 @@ TEST(MultiRankRagged, CountsGatheredBeforeThatDisagreeRaiseOverflowWithoutAHang)
 
 // Reduce-scatter with shard sizes on the device: this rank's rows of the sum land at the top of
 // recv, the rest of recv is 0; equal to the host-count reduce_scatterv of the same compact send.
-TEST(MultiRankRagged, ReduceScatterWithDeviceCountsMatchesHostCounts) {
+TEST(MultiRankDeviceCounts, ReduceScatterWithDeviceCountsMatchesHostCounts) {
   World& w = world();
   int const n = w.size, me = w.rank;
   std::size_t const row = 256, cap = 12;

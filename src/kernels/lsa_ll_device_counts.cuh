@@ -1,9 +1,9 @@
 #pragma once
-// Private: what symmcomm's counts-in-lines kernels share (the gather, lsa_ll_counted.cu; the
-// reduce-scatter, lsa_ll_counted_reduce.cu): a CTA's shared view of the call and the counts,
+// Private: what symmcomm's counts-in-lines kernels share (the gather, lsa_ll_device_counts.cu; the
+// reduce-scatter, lsa_ll_device_counts_reduce.cu): a CTA's shared view of the call and the counts,
 // the counts' prefix, and the reading and writing of count lines.
 
-#include "lsa_ll_counted.hpp"
+#include "lsa_ll_device_counts.hpp"
 #include "lsa_ll_lines.cuh"
 
 namespace symmcomm::detail::lsa {
@@ -18,10 +18,10 @@ __device__ __forceinline__ std::int32_t clamp_count(std::int32_t v, std::int32_t
   return v < 0 ? 0 : (v > cap ? cap : v);
 }
 
-// What a CTA of a counted kernel shares: the call's number, every rank's scratch (first half),
+// What a CTA of a device-count kernel shares: the call's number, every rank's scratch (first half),
 // every rank's raw count and the prefix of the clamped counts (n + 1 entries), and whether a
 // wait was cut by an abort.
-struct CountedShared {
+struct DeviceCountsShared {
   std::uint32_t call;
   char* slots[kMaxRanks];
   std::int32_t raw[kMaxRanks];
@@ -32,7 +32,7 @@ struct CountedShared {
 // Thread 0 takes the prefix of every rank's raw count (sh.raw) clamped to 0..a.capacity into
 // sh.first_row (n + 1 entries) and, in CTA 0, writes the offsets, the raw counts too when
 // `write_counts`, and the overflow flag; then the CTA waits for it. Every thread calls it.
-__device__ __forceinline__ void take_prefix(const LlCountsArgs& a, CountedShared& sh,
+__device__ __forceinline__ void take_prefix(const LlCountsArgs& a, DeviceCountsShared& sh,
                                             bool write_counts) {
   if (threadIdx.x == 0) {
     auto const cap = static_cast<std::int32_t>(a.capacity);
@@ -62,7 +62,7 @@ __device__ __forceinline__ void take_prefix(const LlCountsArgs& a, CountedShared
 // communicator was aborted while a thread waited. Every thread of the CTA calls it.
 __device__ __forceinline__ bool read_counts(const LlCountsArgs& a, const char* mine_half,
                                             std::int32_t mine_raw, std::uint32_t flag,
-                                            CountedShared& sh) {
+                                            DeviceCountsShared& sh) {
   int const me = a.rank, n = a.size;
   if (threadIdx.x == 0) sh.aborted = 0;
   __syncthreads();

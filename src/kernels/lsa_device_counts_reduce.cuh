@@ -1,8 +1,8 @@
 #pragma once
 // Private: symmcomm's one-launch BF16 and NVFP4 -> BF16 reduce-scatter with this rank's shard
-// size on the device (lsa.hpp, CountedReduceArgs) and its launch body, a template over the peer
-// description as in lsa_launchers.cuh (production: lsa_counted_reduce.cu; loopback: the testing
-// library).
+// size on the device (lsa.hpp, DeviceCountsReduceArgs) and its launch body, a template over the
+// peer description as in lsa_launchers.cuh (production: lsa_device_counts_reduce.cu; loopback: the
+// testing library).
 
 #include <cuda_bf16.h>
 
@@ -33,7 +33,7 @@ __device__ __forceinline__ void add_bf16x8(float (&acc)[8], const uint4& v) {
 // summed in rank order with the pull kernel's accumulate(), so the two kernels agree bit for
 // bit; out's rows past this rank's count are written as 0.
 template <class P>
-__device__ __forceinline__ void reduce_nvfp4_rows(const P& peers, const CountedReduceArgs& a,
+__device__ __forceinline__ void reduce_nvfp4_rows(const P& peers, const DeviceCountsReduceArgs& a,
                                                   const CountPrefix& prefix) {
   __shared__ const std::uint8_t* codes[kMaxRanks];
   __shared__ const std::uint8_t* scales[kMaxRanks];
@@ -64,8 +64,8 @@ __device__ __forceinline__ void reduce_nvfp4_rows(const P& peers, const CountedR
 
 template <class P>
 __global__ void __launch_bounds__(kThreads)
-    counted_reduce_kernel(const __grid_constant__ P peers,
-                          const __grid_constant__ CountedReduceArgs a) {
+    device_counts_reduce_kernel(const __grid_constant__ P peers,
+                                const __grid_constant__ DeviceCountsReduceArgs a) {
   programmatic_wait(peers);
   __shared__ const char* src[kMaxRanks];
   __shared__ CountPrefix prefix;
@@ -125,30 +125,32 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <class Desc>
-void launch_counted_reduce(const Desc& peers, const CountedReduceArgs& args, cudaStream_t stream) {
-  check_counted(peers, args, "lsa counted reduce");
-  SYMMCOMM_EXPECTS(args.row_elements > 0, "lsa counted reduce: row_elements is 0");
-  SYMMCOMM_EXPECTS(args.out != nullptr || args.capacity == 0, "lsa counted reduce: out is null");
+void launch_device_counts_reduce(const Desc& peers, const DeviceCountsReduceArgs& args,
+                                 cudaStream_t stream) {
+  check_device_counts(peers, args, "lsa device-count reduce");
+  SYMMCOMM_EXPECTS(args.row_elements > 0, "lsa device-count reduce: row_elements is 0");
+  SYMMCOMM_EXPECTS(args.out != nullptr || args.capacity == 0,
+                   "lsa device-count reduce: out is null");
   check_ref(peers, args.send, "send.data");
   std::uintptr_t const send_bits = address_bits(peers, args.send);
-  CountedReduceArgs a = args;
+  DeviceCountsReduceArgs a = args;
   if (a.type == DataType::Nvfp4) {
     SYMMCOMM_EXPECTS(a.row_elements % kNvfp4BlockSize == 0,
-                     "lsa counted reduce: row_elements " << a.row_elements
-                                                         << " is not whole NVFP4 blocks of 16");
+                     "lsa device-count reduce: row_elements "
+                         << a.row_elements << " is not whole NVFP4 blocks of 16");
     check_ref(peers, a.block_scales, "send.block_scales");
     check_ref(peers, a.scale, "send.global_scale");
-    SYMMCOMM_EXPECTS(send_bits % 8 == 0, "lsa counted reduce: send.data at offset "
+    SYMMCOMM_EXPECTS(send_bits % 8 == 0, "lsa device-count reduce: send.data at offset "
                                              << a.send.offset << " is not 8-byte aligned");
     SYMMCOMM_EXPECTS(address_bits(peers, a.scale) % 4 == 0,
-                     "lsa counted reduce: send.global_scale at offset "
+                     "lsa device-count reduce: send.global_scale at offset "
                          << a.scale.offset << " is not 4-byte aligned");
     SYMMCOMM_EXPECTS(reinterpret_cast<std::uintptr_t>(a.out) % 16 == 0,
-                     "lsa counted reduce: out is not 16-byte aligned");
+                     "lsa device-count reduce: out is not 16-byte aligned");
   } else {
-    SYMMCOMM_EXPECTS(a.type == DataType::Bf16,
-                     "lsa counted reduce: rows of " << to_string(a.type) << " (bf16 or nvfp4)");
-    SYMMCOMM_EXPECTS(send_bits % sizeof(bf16) == 0, "lsa counted reduce: send.data at offset "
+    SYMMCOMM_EXPECTS(a.type == DataType::Bf16, "lsa device-count reduce: rows of "
+                                                   << to_string(a.type) << " (bf16 or nvfp4)");
+    SYMMCOMM_EXPECTS(send_bits % sizeof(bf16) == 0, "lsa device-count reduce: send.data at offset "
                                                         << a.send.offset
                                                         << " is not 2-byte aligned");
     // Every row offset is a multiple of 8 elements (16 bytes) when rows are: 16-byte items then.
@@ -157,7 +159,7 @@ void launch_counted_reduce(const Desc& peers, const CountedReduceArgs& args, cud
   }
   unsigned const grid = grid_for_units(a.grid_bytes / 16, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
-    auto* kernel = counted_reduce_kernel<std::decay_t<decltype(p)>>;
+    auto* kernel = device_counts_reduce_kernel<std::decay_t<decltype(p)>>;
     launch_resident(kernel, peers.sm_share, grid, stream, p, a);
   });
 }

@@ -1,9 +1,10 @@
-// symmcomm's device-count reduce-scatter with counts in the scratch lines (lsa_ll_counted.hpp;
-// what it shares with the gather: lsa_ll_counted.cuh; the line protocol: lsa_ll_lines.cuh).
+// symmcomm's device-count reduce-scatter with counts in the scratch lines
+// (lsa_ll_device_counts.hpp; what it shares with the gather: lsa_ll_device_counts.cuh; the line
+// protocol: lsa_ll_lines.cuh).
 
 #include "core/kernel_preload.hpp"
 #include "lsa_launch.cuh"
-#include "lsa_ll_counted.cuh"
+#include "lsa_ll_device_counts.cuh"
 #include "lsa_reduce.cuh"
 
 namespace symmcomm::detail::lsa {
@@ -12,17 +13,17 @@ namespace {
 #if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
 // ---- the reduce-scatter ----------------------------------------------------------------------
 
-// The counts-in-lines reduce-scatter (LlCountedReduceArgs). A slot holds the sender's count
+// The counts-in-lines reduce-scatter (LlDeviceCountsReduceArgs). A slot holds the sender's count
 // (line 0), its global scale (line 1, NVFP4), then the receiver's rows of the sender's send as one
 // byte range from line 2 (BF16 values; NVFP4 codes, their block scales from line
 // 2 + capacity x row_elements / 16).
 template <bool kNvfp4>
-struct CountedRows {
+struct DeviceCountsRows {
   std::size_t row;         // elements per row
   std::size_t row_bytes;   // bytes of one row: BF16 values, or NVFP4 codes
   std::size_t row_scales;  // NVFP4 block scale codes of one row
   std::size_t scale_line;  // NVFP4: a slot's first block-scale line
-  __device__ explicit CountedRows(const LlCountedReduceArgs& a)
+  __device__ explicit DeviceCountsRows(const LlDeviceCountsReduceArgs& a)
       : row(a.row_elements),
         row_bytes(kNvfp4 ? row / 2 : row * 2),
         row_scales(kNvfp4 ? row / 16 : 0),
@@ -34,8 +35,8 @@ struct CountedRows {
 // there (within the send's room: first_row[p] <= p x capacity), so that every line p may wait
 // for comes whatever the counts.
 template <bool kNvfp4>
-__device__ __forceinline__ void push_peer_rows(const LlCountedReduceArgs& a,
-                                               const CountedRows<kNvfp4>& cr,
+__device__ __forceinline__ void push_peer_rows(const LlDeviceCountsReduceArgs& a,
+                                               const DeviceCountsRows<kNvfp4>& cr,
                                                char* const (&slots)[kMaxRanks], std::size_t at,
                                                const std::int32_t (&first_row)[kMaxRanks + 1],
                                                bool all_rows, std::uint32_t flag) {
@@ -64,10 +65,10 @@ __device__ __forceinline__ void push_peer_rows(const LlCountedReduceArgs& a,
   }
 }
 
-// Counts gathered before the call (LlCountedReduceArgs::count null): every rank's raw count from
-// a.counts, their clamped prefix into sh.first_row; CTA 0 writes the offsets and the overflow
+// Counts gathered before the call (LlDeviceCountsReduceArgs::count null): every rank's raw count
+// from a.counts, their clamped prefix into sh.first_row; CTA 0 writes the offsets and the overflow
 // flag. Every thread of the CTA calls it.
-__device__ __forceinline__ void known_counts(const LlCountsArgs& a, CountedShared& sh) {
+__device__ __forceinline__ void known_counts(const LlCountsArgs& a, DeviceCountsShared& sh) {
   if (threadIdx.x == 0) sh.aborted = 0;
   for (int q = static_cast<int>(threadIdx.x); q < a.size; q += static_cast<int>(blockDim.x)) {
     sh.raw[q] = a.counts[q];
@@ -78,26 +79,26 @@ __device__ __forceinline__ void known_counts(const LlCountsArgs& a, CountedShare
 
 // Ranks whose lines a reducing thread loads at once before completing them in rank order: one
 // round trip for the batch instead of one per rank.
-constexpr int kCountedRankBatch = 4;
+constexpr int kDeviceCountsRankBatch = 4;
 
 // NVFP4: this rank's `rows` rows (from row `first` of its send) summed over every rank in rank
 // order, one block per thread (rank r's global scale in scales[r], or, `scales` null, from line 1
 // of its slot, loaded with its rows); out's blocks past them 0. Each batch of ranks' code and
 // scale lines is loaded at once, then completed. Ends early when aborted.
-__device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& a,
-                                                     const CountedRows<true>& cr,
-                                                     const char* mine_half, std::size_t rows,
-                                                     std::size_t first, const float* scales,
-                                                     std::uint32_t flag) {
+__device__ __forceinline__ void reduce_device_counts_nvfp4(const LlDeviceCountsReduceArgs& a,
+                                                           const DeviceCountsRows<true>& cr,
+                                                           const char* mine_half, std::size_t rows,
+                                                           std::size_t first, const float* scales,
+                                                           std::uint32_t flag) {
   std::size_t const items = rows * cr.row / 16, all = a.capacity * cr.row / 16;
   const unsigned char* const own = static_cast<const unsigned char*>(a.send) + first * cr.row_bytes;
   const std::uint8_t* const own_scales = a.block_scales + first * cr.row_scales;
   for (std::size_t i = global_thread(); i < all; i += grid_threads()) {
     float acc[16] = {};
-    for (int r0 = 0; i < items && r0 < a.size; r0 += kCountedRankBatch) {
-      uint4 v[kCountedRankBatch], w[kCountedRankBatch], g[kCountedRankBatch];
+    for (int r0 = 0; i < items && r0 < a.size; r0 += kDeviceCountsRankBatch) {
+      uint4 v[kDeviceCountsRankBatch], w[kDeviceCountsRankBatch], g[kDeviceCountsRankBatch];
 #pragma unroll
-      for (int k = 0; k < kCountedRankBatch; ++k) {
+      for (int k = 0; k < kDeviceCountsRankBatch; ++k) {
         int const r = r0 + k;
         if (r < a.size && r != a.rank) {
           v[k] = load_line(line_at(mine_half, r, 2 + i));
@@ -106,7 +107,7 @@ __device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& 
         }
       }
 #pragma unroll
-      for (int k = 0; k < kCountedRankBatch; ++k) {
+      for (int k = 0; k < kDeviceCountsRankBatch; ++k) {
         int const r = r0 + k;
         if (r >= a.size) break;
         RawItem<true, 8> item;
@@ -138,24 +139,24 @@ __device__ __forceinline__ void reduce_counted_nvfp4(const LlCountedReduceArgs& 
 }
 
 // BF16: the same, one line (4 values) per thread.
-__device__ __forceinline__ void reduce_counted_bf16(const LlCountedReduceArgs& a,
-                                                    const CountedRows<false>& cr,
-                                                    const char* mine_half, std::size_t rows,
-                                                    std::size_t first, std::uint32_t flag) {
+__device__ __forceinline__ void reduce_device_counts_bf16(const LlDeviceCountsReduceArgs& a,
+                                                          const DeviceCountsRows<false>& cr,
+                                                          const char* mine_half, std::size_t rows,
+                                                          std::size_t first, std::uint32_t flag) {
   std::size_t const mine_bytes = rows * cr.row_bytes, all_bytes = a.capacity * cr.row_bytes;
   std::size_t const mine_lines = ll_lines(mine_bytes), all_lines = ll_lines(all_bytes);
   const unsigned char* const own = static_cast<const unsigned char*>(a.send) + first * cr.row_bytes;
   for (std::size_t l = global_thread(); l < all_lines; l += grid_threads()) {
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    for (int r0 = 0; l < mine_lines && r0 < a.size; r0 += kCountedRankBatch) {
-      uint4 v[kCountedRankBatch];
+    for (int r0 = 0; l < mine_lines && r0 < a.size; r0 += kDeviceCountsRankBatch) {
+      uint4 v[kDeviceCountsRankBatch];
 #pragma unroll
-      for (int k = 0; k < kCountedRankBatch; ++k) {
+      for (int k = 0; k < kDeviceCountsRankBatch; ++k) {
         int const r = r0 + k;
         if (r < a.size && r != a.rank) v[k] = load_line(line_at(mine_half, r, 2 + l));
       }
 #pragma unroll
-      for (int k = 0; k < kCountedRankBatch; ++k) {
+      for (int k = 0; k < kDeviceCountsRankBatch; ++k) {
         int const r = r0 + k;
         if (r >= a.size) break;
         uint2 d;
@@ -176,7 +177,7 @@ __device__ __forceinline__ void reduce_counted_bf16(const LlCountedReduceArgs& a
 // Counts gathered before the call: waits for line 0 of peer q's slot (the count and offset q took
 // for this rank, `sent` its count) and sets the overflow flag (from CTA 0) where they differ from
 // this rank's own. False when aborted.
-__device__ __forceinline__ bool check_peer_count(const LlCountedReduceArgs& a,
+__device__ __forceinline__ bool check_peer_count(const LlDeviceCountsReduceArgs& a,
                                                  const char* mine_half, int q,
                                                  std::int32_t mine_raw, std::int32_t my_first,
                                                  std::uint32_t flag, std::int32_t& sent) {
@@ -195,11 +196,11 @@ __device__ __forceinline__ bool check_peer_count(const LlCountedReduceArgs& a,
 // rank took for p, which p checks after its sum (CTA 0; every peer's line 0 read in every call,
 // as the halves' reuse needs). Every thread of the CTA calls it.
 template <bool kNvfp4>
-__device__ __forceinline__ void reduce_gathered(const LlCountedReduceArgs& a,
-                                                const CountedRows<kNvfp4>& cr, CountedShared& sh,
-                                                std::size_t at, const char* mine_half,
-                                                std::int32_t mine_raw, std::uint32_t scale_bits,
-                                                std::uint32_t flag) {
+__device__ __forceinline__ void reduce_gathered(const LlDeviceCountsReduceArgs& a,
+                                                const DeviceCountsRows<kNvfp4>& cr,
+                                                DeviceCountsShared& sh, std::size_t at,
+                                                const char* mine_half, std::int32_t mine_raw,
+                                                std::uint32_t scale_bits, std::uint32_t flag) {
   int const n = a.size;
   int const me = a.rank;
   std::size_t const first = global_thread();
@@ -214,9 +215,9 @@ __device__ __forceinline__ void reduce_gathered(const LlCountedReduceArgs& a,
   auto const rows = static_cast<std::size_t>(sh.first_row[me + 1] - sh.first_row[me]);
   auto const my_first = static_cast<std::size_t>(sh.first_row[me]);
   if constexpr (kNvfp4) {
-    reduce_counted_nvfp4(a, cr, mine_half, rows, my_first, nullptr, flag);
+    reduce_device_counts_nvfp4(a, cr, mine_half, rows, my_first, nullptr, flag);
   } else {
-    reduce_counted_bf16(a, cr, mine_half, rows, my_first, flag);
+    reduce_device_counts_bf16(a, cr, mine_half, rows, my_first, flag);
   }
   std::int32_t sent = 0;
   for (int q = static_cast<int>(threadIdx.x); blockIdx.x == 0 && q < n;
@@ -227,15 +228,15 @@ __device__ __forceinline__ void reduce_gathered(const LlCountedReduceArgs& a,
 
 template <bool kNvfp4>
 __global__ void __launch_bounds__(kThreads)
-    ll_counted_reduce_kernel(const LlLaunch launch_flags,
-                             const __grid_constant__ LlCountedReduceArgs a) {
+    ll_device_counts_reduce_kernel(const LlLaunch launch_flags,
+                                   const __grid_constant__ LlDeviceCountsReduceArgs a) {
   programmatic_wait(launch_flags);
-  __shared__ CountedShared sh;
+  __shared__ DeviceCountsShared sh;
   __shared__ float scales[kMaxRanks];
   int const n = a.size;
   int const me = a.rank;
   bool const gathered = a.count == nullptr;
-  CountedRows<kNvfp4> const cr(a);
+  DeviceCountsRows<kNvfp4> const cr(a);
   open_call(a.calls, a.scratch, n, sh.call, sh.slots);
   std::int32_t const mine_raw = gathered ? a.counts[me] : *a.count;
   __syncthreads();
@@ -279,9 +280,9 @@ __global__ void __launch_bounds__(kThreads)
   auto const rows = static_cast<std::size_t>(ok ? sh.first_row[me + 1] - sh.first_row[me] : 0);
   auto const my_first = static_cast<std::size_t>(ok ? sh.first_row[me] : 0);
   if constexpr (kNvfp4) {
-    reduce_counted_nvfp4(a, cr, mine_half, rows, my_first, scales, flag);
+    reduce_device_counts_nvfp4(a, cr, mine_half, rows, my_first, scales, flag);
   } else {
-    reduce_counted_bf16(a, cr, mine_half, rows, my_first, flag);
+    reduce_device_counts_bf16(a, cr, mine_half, rows, my_first, flag);
   }
   advance_call(a.calls, c);
   programmatic_release(launch_flags);
@@ -289,42 +290,44 @@ __global__ void __launch_bounds__(kThreads)
 
 // Loaded with the rest of this module when a communicator is made (core/kernel_preload.hpp).
 [[maybe_unused]] const bool kModuleRegistered =
-    register_kernel_module(reinterpret_cast<const void*>(&ll_counted_reduce_kernel<false>),
-                           "kernels/lsa_ll_counted_reduce.cu");
+    register_kernel_module(reinterpret_cast<const void*>(&ll_device_counts_reduce_kernel<false>),
+                           "kernels/lsa_ll_device_counts_reduce.cu");
 #endif
 
 }  // namespace
 
-void ll_counted_reduce(const LlCountedReduceArgs& a, int sm_share, cudaStream_t stream) {
+void ll_device_counts_reduce(const LlDeviceCountsReduceArgs& a, int sm_share, cudaStream_t stream) {
   bool const nvfp4 = a.type == DataType::Nvfp4;
-  SYMMCOMM_EXPECTS(a.type == DataType::Bf16 || nvfp4,
-                   "lsa ll counted reduce: rows of " << to_string(a.type) << " (bf16 or nvfp4)");
-  check_ll_counts(a, false, "lsa ll counted reduce");
+  SYMMCOMM_EXPECTS(a.type == DataType::Bf16 || nvfp4, "lsa ll device-count reduce: rows of "
+                                                          << to_string(a.type)
+                                                          << " (bf16 or nvfp4)");
+  check_ll_counts(a, false, "lsa ll device-count reduce");
   SYMMCOMM_EXPECTS(a.send != nullptr && a.out != nullptr,
-                   "lsa ll counted reduce: send or out is null");
+                   "lsa ll device-count reduce: send or out is null");
   SYMMCOMM_EXPECTS(
       a.row_elements > 0 && (!nvfp4 || a.row_elements % 16 == 0),
-      "lsa ll counted reduce: row_elements " << a.row_elements << " of " << to_string(a.type));
+      "lsa ll device-count reduce: row_elements " << a.row_elements << " of " << to_string(a.type));
   SYMMCOMM_EXPECTS(!nvfp4 || (a.block_scales != nullptr && a.scale != nullptr),
-                   "lsa ll counted reduce: nvfp4 without its scales");
+                   "lsa ll device-count reduce: nvfp4 without its scales");
   SYMMCOMM_EXPECTS(!nvfp4 || reinterpret_cast<std::uintptr_t>(a.out) % 16 == 0,
-                   "lsa ll counted reduce: out is not 16-byte aligned");
-  std::size_t const lines = ll_counted_reduce_lines(a.type, a.capacity, a.row_elements);
+                   "lsa ll device-count reduce: out is not 16-byte aligned");
+  std::size_t const lines = ll_device_counts_reduce_lines(a.type, a.capacity, a.row_elements);
   SYMMCOMM_EXPECTS(a.capacity <= static_cast<std::size_t>(INT32_MAX) &&
                        lines <= kLlMaxBytesPerRank / kLlLineData,
-                   "lsa ll counted reduce: capacity " << a.capacity << " rows need " << lines
-                                                      << " lines, past a slot of "
-                                                      << kLlMaxBytesPerRank / kLlLineData);
+                   "lsa ll device-count reduce: capacity " << a.capacity << " rows need " << lines
+                                                           << " lines, past a slot of "
+                                                           << kLlMaxBytesPerRank / kLlLineData);
 #if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
   unsigned const grid = grid_for_units(lines, kLlGridCap);
   LlLaunch flags;
   flags.programmatic = programmatic_launch();
   auto const go = [&](auto kernel) { launch_resident(kernel, sm_share, grid, stream, flags, a); };
-  nvfp4 ? go(ll_counted_reduce_kernel<true>) : go(ll_counted_reduce_kernel<false>);
+  nvfp4 ? go(ll_device_counts_reduce_kernel<true>) : go(ll_device_counts_reduce_kernel<false>);
 #else
   (void)sm_share;
   (void)stream;
-  SYMMCOMM_FAIL("lsa ll counted reduce: this build has no NCCL device API (NCCL < 2.28 headers)");
+  SYMMCOMM_FAIL(
+      "lsa ll device-count reduce: this build has no NCCL device API (NCCL < 2.28 headers)");
 #endif
 }
 

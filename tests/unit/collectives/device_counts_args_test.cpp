@@ -29,7 +29,7 @@ DeviceCounts good(std::size_t capacity) {
   return DeviceCounts{kDev, capacity, kDev + 16, kDev + 32, kDev + 48};
 }
 
-TEST(RaggedArgs, DeviceCountsAreNamed) {
+TEST(DeviceCountsCallArgs, DeviceCountsAreNamed) {
   Communicator const none;
   Bf16Span const send{kBf16, 4 * 8}, recv{kBf16, 64};
   DeviceCounts c = good(4);
@@ -90,7 +90,7 @@ TEST(RaggedArgs, DeviceCountsAreNamed) {
             std::string::npos);
 }
 
-TEST(RaggedArgs, SwizzledScalesInTheGathersRecvAreLaidOutByRows) {
+TEST(DeviceCountsCallArgs, SwizzledScalesInTheGathersRecvAreLaidOutByRows) {
   Communicator const none;
   auto* bytes = reinterpret_cast<std::uint8_t*>(kDev);
   auto* f = reinterpret_cast<float*>(kDev);
@@ -116,7 +116,7 @@ TEST(RaggedArgs, SwizzledScalesInTheGathersRecvAreLaidOutByRows) {
             std::string::npos);
 }
 
-TEST(RaggedArgs, ReduceScatterShapesMirrorTheGather) {
+TEST(DeviceCountsCallArgs, ReduceScatterShapesMirrorTheGather) {
   Communicator const none;
   // The full compact tensor is the send (comm.size() x capacity rows of room), the shard recv.
   EXPECT_NE(logic_error_text([&] {
@@ -146,7 +146,7 @@ TEST(RaggedArgs, ReduceScatterShapesMirrorTheGather) {
             std::string::npos);
 }
 
-TEST(RaggedArgs, PlannedOnTheOneLaunchKernelWhereItRunsElseTheFallbackSayingWhatMoves) {
+TEST(DeviceCountsCallArgs, PlannedOnTheOneLaunchKernelWhereItRunsElseTheFallbackSayingWhatMoves) {
   Capabilities c;
   c.probed = true;
   c.symmetric_memory = true;
@@ -271,23 +271,23 @@ detail::lsa::LoopbackPeers two_virtual_ranks(std::int32_t* words) {
   return peers;
 }
 
-TEST(RaggedArgs, OneLaunchKernelArgumentsAreCheckedBeforeAnyLaunch) {
-  using detail::lsa::CountedGatherArgs;
+TEST(DeviceCountsCallArgs, OneLaunchKernelArgumentsAreCheckedBeforeAnyLaunch) {
+  using detail::lsa::DeviceCountsGatherArgs;
   using detail::lsa::SymRef;
   static std::int32_t words[64];
   detail::lsa::LoopbackPeers const peers = two_virtual_ranks(words);
-  CountedGatherArgs a;
-  a.part[0] = CountedGatherArgs::Part{words, SymRef{0, 0}, 8, false};
+  DeviceCountsGatherArgs a;
+  a.part[0] = DeviceCountsGatherArgs::Part{words, SymRef{0, 0}, 8, false};
   a.parts = 1;
   a.count = words;
   a.counts = SymRef{1, 0};
   a.offsets = words;
   a.overflow = words;
   a.capacity = 4;
-  auto const text = [&](const CountedGatherArgs& bad) {
-    return logic_error_text([&] { detail::lsa::counted_gather(peers, bad, nullptr); });
+  auto const text = [&](const DeviceCountsGatherArgs& bad) {
+    return logic_error_text([&] { detail::lsa::device_counts_gather(peers, bad, nullptr); });
   };
-  CountedGatherArgs b = a;
+  DeviceCountsGatherArgs b = a;
   b.parts = 0;
   EXPECT_NE(text(b).find("0 parts, outside 1..6"), std::string::npos) << text(b);
   b = a;
@@ -313,12 +313,12 @@ TEST(RaggedArgs, OneLaunchKernelArgumentsAreCheckedBeforeAnyLaunch) {
   EXPECT_NE(text(b).find("counts.counts slot 7 outside 0..3"), std::string::npos) << text(b);
 }
 
-TEST(RaggedArgs, OneLaunchReduceScatterArgumentsAreCheckedBeforeAnyLaunch) {
-  using detail::lsa::CountedReduceArgs;
+TEST(DeviceCountsCallArgs, OneLaunchReduceScatterArgumentsAreCheckedBeforeAnyLaunch) {
+  using detail::lsa::DeviceCountsReduceArgs;
   using detail::lsa::SymRef;
   alignas(16) static std::int32_t words[64];
   detail::lsa::LoopbackPeers const peers = two_virtual_ranks(words);
-  CountedReduceArgs a;
+  DeviceCountsReduceArgs a;
   a.count = words;
   a.counts = SymRef{1, 0};
   a.offsets = words;
@@ -327,17 +327,18 @@ TEST(RaggedArgs, OneLaunchReduceScatterArgumentsAreCheckedBeforeAnyLaunch) {
   a.send = SymRef{0, 0};
   a.row_elements = 8;
   a.out = reinterpret_cast<bf16*>(words + 32);
-  auto const text = [&](const CountedReduceArgs& bad) {
-    return logic_error_text([&] { detail::lsa::counted_reduce(peers, bad, nullptr); });
+  auto const text = [&](const DeviceCountsReduceArgs& bad) {
+    return logic_error_text([&] { detail::lsa::device_counts_reduce(peers, bad, nullptr); });
   };
-  CountedReduceArgs b = a;
+  DeviceCountsReduceArgs b = a;
   b.overflow = nullptr;
-  EXPECT_NE(text(b).find("lsa counted reduce: count, offsets and overflow must be device pointers"),
-            std::string::npos)
+  EXPECT_NE(
+      text(b).find("lsa device-count reduce: count, offsets and overflow must be device pointers"),
+      std::string::npos)
       << text(b);
   b = a;
   b.phase = 3;
-  EXPECT_NE(text(b).find("lsa counted reduce: phase 3 outside 0..2"), std::string::npos);
+  EXPECT_NE(text(b).find("lsa device-count reduce: phase 3 outside 0..2"), std::string::npos);
   b = a;
   b.counts = SymRef{1, 2};
   EXPECT_NE(text(b).find("counts.counts at offset 2 is not 4-byte aligned"), std::string::npos);
@@ -352,7 +353,7 @@ TEST(RaggedArgs, OneLaunchReduceScatterArgumentsAreCheckedBeforeAnyLaunch) {
   EXPECT_NE(text(b).find("send.data at offset 1 is not 2-byte aligned"), std::string::npos)
       << text(b);
   // NVFP4 rows: whole blocks, codes 8-byte aligned, the scales' slots, out 16-byte aligned.
-  CountedReduceArgs q = a;
+  DeviceCountsReduceArgs q = a;
   q.type = DataType::Nvfp4;
   q.row_elements = 32;
   q.block_scales = SymRef{2, 0};

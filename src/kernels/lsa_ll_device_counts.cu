@@ -1,12 +1,12 @@
 // symmcomm's device-count gather with counts in the scratch lines, the process switch of both
-// counts-in-lines kernels and their shared launcher checks (lsa_ll_counted.hpp; the
-// reduce-scatter: lsa_ll_counted_reduce.cu; the line protocol: lsa_ll_lines.cuh).
+// counts-in-lines kernels and their shared launcher checks (lsa_ll_device_counts.hpp; the
+// reduce-scatter: lsa_ll_device_counts_reduce.cu; the line protocol: lsa_ll_lines.cuh).
 
 #include <atomic>
 
 #include "core/kernel_preload.hpp"
 #include "lsa_launch.cuh"
-#include "lsa_ll_counted.cuh"
+#include "lsa_ll_device_counts.cuh"
 
 namespace symmcomm::detail::lsa {
 namespace {
@@ -15,7 +15,8 @@ namespace {
 // Which part line `li` of a row belongs to (`part_line`: each part's first line in a row, then
 // the row's line count).
 __device__ __forceinline__ int part_of_line(
-    const std::size_t (&part_line)[LlCountedGatherArgs::kMaxParts + 1], int parts, std::size_t li) {
+    const std::size_t (&part_line)[LlDeviceCountsGatherArgs::kMaxParts + 1], int parts,
+    std::size_t li) {
   int k = 0;
   while (k + 1 < parts && li >= part_line[k + 1]) ++k;
   return k;
@@ -26,23 +27,23 @@ __device__ __forceinline__ int part_of_line(
 // How a gathered row is laid out in lines: each part's first line in a row, then the row's
 // line count.
 struct RowLines {
-  std::size_t part_line[LlCountedGatherArgs::kMaxParts + 1];
-  __device__ explicit RowLines(const LlCountedGatherArgs& a) {
+  std::size_t part_line[LlDeviceCountsGatherArgs::kMaxParts + 1];
+  __device__ explicit RowLines(const LlDeviceCountsGatherArgs& a) {
     std::size_t lines = 0;
 #pragma unroll
-    for (int k = 0; k < LlCountedGatherArgs::kMaxParts; ++k) {
+    for (int k = 0; k < LlDeviceCountsGatherArgs::kMaxParts; ++k) {
       part_line[k] = lines;
       if (k < a.parts) lines += (a.part[k].row_bytes + kLlLineData - 1) / kLlLineData;
     }
-    part_line[LlCountedGatherArgs::kMaxParts] = lines;
+    part_line[LlDeviceCountsGatherArgs::kMaxParts] = lines;
   }
   __device__ std::size_t row_lines() const {
-    return part_line[LlCountedGatherArgs::kMaxParts];
+    return part_line[LlDeviceCountsGatherArgs::kMaxParts];
   }
 };
 
 // The part line `li` of a row falls in, and the offset of its bytes in that part's row.
-__device__ __forceinline__ int part_at(const LlCountedGatherArgs& a, const RowLines& rl,
+__device__ __forceinline__ int part_at(const LlDeviceCountsGatherArgs& a, const RowLines& rl,
                                        std::size_t li, std::size_t& offset) {
   int const part = part_of_line(rl.part_line, a.parts, li);
   offset = (li - rl.part_line[part]) * kLlLineData;
@@ -50,7 +51,7 @@ __device__ __forceinline__ int part_at(const LlCountedGatherArgs& a, const RowLi
 }
 
 // Eight bytes at `offset` of row `row` of this rank's part `part`.
-__device__ __forceinline__ uint2 own_row_bytes(const LlCountedGatherArgs& a, int part,
+__device__ __forceinline__ uint2 own_row_bytes(const LlDeviceCountsGatherArgs& a, int part,
                                                std::size_t row, std::size_t offset) {
   std::size_t const bytes = a.part[part].row_bytes;
   return read_raw(static_cast<const unsigned char*>(a.part[part].src) + row * bytes, bytes, offset);
@@ -58,12 +59,12 @@ __device__ __forceinline__ uint2 own_row_bytes(const LlCountedGatherArgs& a, int
 
 // Items (lines of rows) one thread of the gather's copy loads at once before completing them:
 // one round trip for the batch instead of one per line.
-constexpr int kCountedCopyBatch = 4;
+constexpr int kDeviceCountsCopyBatch = 4;
 
 // Lines of its own slot a thread of the gather loads before the count and the call's number are
 // known (rows below capacity lie in `src` whatever the count), so that the send does not wait for
 // the count first.
-constexpr int kCountedSendUnroll = 2;
+constexpr int kDeviceCountsSendUnroll = 2;
 
 // One item of the gather's copy: line `li` of row `j` of rank `q`'s slot (q < 0: none), and the
 // line as loaded.
@@ -78,14 +79,14 @@ struct CopyItem {
 // (first_row[q + 1] - first_row[q]) are loaded, except in the first batch, loaded before the
 // counts are known (`first_row` null): every row below capacity, a line past the count loaded and
 // never used.
-__device__ __forceinline__ void load_copy_batch(const LlCountedGatherArgs& a, std::size_t row_lines,
-                                                const char* mine_half,
+__device__ __forceinline__ void load_copy_batch(const LlDeviceCountsGatherArgs& a,
+                                                std::size_t row_lines, const char* mine_half,
                                                 const std::int32_t* first_row, std::size_t i0,
                                                 std::size_t stride,
-                                                CopyItem (&it)[kCountedCopyBatch]) {
+                                                CopyItem (&it)[kDeviceCountsCopyBatch]) {
   std::size_t const items = static_cast<std::size_t>(a.size) * a.capacity * row_lines;
 #pragma unroll
-  for (int b = 0; b < kCountedCopyBatch; ++b) {
+  for (int b = 0; b < kDeviceCountsCopyBatch; ++b) {
     std::size_t const i = i0 + b * stride;
     it[b].q = -1;
     if (i >= items) continue;
@@ -103,13 +104,13 @@ __device__ __forceinline__ void load_copy_batch(const LlCountedGatherArgs& a, st
 // Completes a loaded batch and writes its counted lines to their compact place: row j of rank q
 // is row first_row[q] + j of the result (this rank's from its send, the others' from
 // `mine_half`). False when aborted.
-__device__ __forceinline__ bool land_copy_batch(const LlCountedGatherArgs& a, const RowLines& rl,
-                                                const char* mine_half,
+__device__ __forceinline__ bool land_copy_batch(const LlDeviceCountsGatherArgs& a,
+                                                const RowLines& rl, const char* mine_half,
                                                 const std::int32_t* first_row, std::uint32_t flag,
-                                                CopyItem (&it)[kCountedCopyBatch]) {
+                                                CopyItem (&it)[kDeviceCountsCopyBatch]) {
   std::size_t const row_lines = rl.row_lines();
 #pragma unroll
-  for (int b = 0; b < kCountedCopyBatch; ++b) {
+  for (int b = 0; b < kDeviceCountsCopyBatch; ++b) {
     int const q = it[b].q;
     if (q < 0 || it[b].j >= static_cast<std::size_t>(first_row[q + 1] - first_row[q])) continue;
     std::size_t offset = 0;
@@ -131,8 +132,8 @@ __device__ __forceinline__ bool land_copy_batch(const LlCountedGatherArgs& a, co
 
 // Every rank's scale float (line 1 of its slot; this rank's own from scale_src) into
 // scale_recv, one thread per rank (none for BF16).
-__device__ __forceinline__ void land_scales(const LlCountedGatherArgs& a, const char* mine_half,
-                                            std::uint32_t flag) {
+__device__ __forceinline__ void land_scales(const LlDeviceCountsGatherArgs& a,
+                                            const char* mine_half, std::uint32_t flag) {
   if (a.scale_recv == nullptr) return;
   for (int q = static_cast<int>(threadIdx.x); q < a.size; q += static_cast<int>(blockDim.x)) {
     uint2 d;
@@ -157,8 +158,9 @@ __device__ __forceinline__ bool fresh_line(const uint4& v, std::uint32_t flag) {
 // Polls a loaded batch of copy items (every one below capacity: sent whatever the count) and
 // the count line `count_at` (null: none) together until each holds this call's line. False when
 // aborted.
-__device__ __forceinline__ bool poll_batch(const LlCountedGatherArgs& a, std::size_t row_lines,
-                                           const char* mine_half, CopyItem (&it)[kCountedCopyBatch],
+__device__ __forceinline__ bool poll_batch(const LlDeviceCountsGatherArgs& a, std::size_t row_lines,
+                                           const char* mine_half,
+                                           CopyItem (&it)[kDeviceCountsCopyBatch],
                                            const char* count_at, uint4& count_line,
                                            std::uint32_t flag) {
   for (unsigned polls = 1;; ++polls) {
@@ -168,7 +170,7 @@ __device__ __forceinline__ bool poll_batch(const LlCountedGatherArgs& a, std::si
       all = false;
     }
 #pragma unroll
-    for (int b = 0; b < kCountedCopyBatch; ++b) {
+    for (int b = 0; b < kDeviceCountsCopyBatch; ++b) {
       if (it[b].q < 0 || it[b].q == a.rank || fresh_line(it[b].v, flag)) continue;
       it[b].v = load_line(line_at(mine_half, it[b].q, 2 + it[b].j * row_lines + it[b].li));
       all = false;
@@ -183,15 +185,16 @@ __device__ __forceinline__ bool poll_batch(const LlCountedGatherArgs& a, std::si
 // warp takes the prefix of the clamped counts (first_row: this warp's kWarpRanks + 1 entries in
 // shared memory), then every batch lands at its compact place. No CTA barrier: a warp waits for
 // its own lines only. False when aborted.
-__device__ __forceinline__ bool land_every_row(const LlCountedGatherArgs& a, const RowLines& rl,
-                                               const char* mine_half, std::int32_t mine_raw,
-                                               std::uint32_t flag, std::int32_t* first_row) {
+__device__ __forceinline__ bool land_every_row(const LlDeviceCountsGatherArgs& a,
+                                               const RowLines& rl, const char* mine_half,
+                                               std::int32_t mine_raw, std::uint32_t flag,
+                                               std::int32_t* first_row) {
   int const n = a.size;
   int const lane = static_cast<int>(threadIdx.x % 32);
   std::size_t const row_lines = rl.row_lines();
   std::size_t const stride = grid_threads();
   std::size_t const items = static_cast<std::size_t>(n) * a.capacity * row_lines;
-  CopyItem it[kCountedCopyBatch];
+  CopyItem it[kDeviceCountsCopyBatch];
   load_copy_batch(a, row_lines, mine_half, nullptr, global_thread(), stride, it);
   const char* const count_at = lane < n && lane != a.rank ? line_at(mine_half, lane, 0) : nullptr;
   uint4 count_line = make_uint4(0u, 0u, 0u, 0u);
@@ -212,7 +215,7 @@ __device__ __forceinline__ bool land_every_row(const LlCountedGatherArgs& a, con
   __syncwarp();
   for (std::size_t i0 = global_thread();;) {
     if (!land_copy_batch(a, rl, mine_half, first_row, flag, it)) return false;
-    i0 += kCountedCopyBatch * stride;
+    i0 += kDeviceCountsCopyBatch * stride;
     if (i0 >= items) return true;
     load_copy_batch(a, row_lines, mine_half, first_row, i0, stride, it);
   }
@@ -222,32 +225,33 @@ __device__ __forceinline__ bool land_every_row(const LlCountedGatherArgs& a, con
 // before the counts are known, so that waiting for the counts and loading the rows overlap; then
 // every rank's count line and their prefix (CTA-wide), then every rank's rows into their compact
 // place, batch after batch. Every thread of the CTA calls it.
-__device__ __forceinline__ void land_counted_rows(const LlCountedGatherArgs& a, const RowLines& rl,
-                                                  const char* mine_half, std::int32_t mine_raw,
-                                                  std::uint32_t flag, CountedShared& sh) {
+__device__ __forceinline__ void land_device_counts_rows(const LlDeviceCountsGatherArgs& a,
+                                                        const RowLines& rl, const char* mine_half,
+                                                        std::int32_t mine_raw, std::uint32_t flag,
+                                                        DeviceCountsShared& sh) {
   std::size_t const row_lines = rl.row_lines();
   std::size_t const stride = grid_threads();
-  CopyItem it[kCountedCopyBatch];
+  CopyItem it[kDeviceCountsCopyBatch];
   load_copy_batch(a, row_lines, mine_half, nullptr, global_thread(), stride, it);
   if (!read_counts(a, mine_half, mine_raw, flag, sh)) return;
   if (blockIdx.x == 0) land_scales(a, mine_half, flag);
   std::size_t const items = static_cast<std::size_t>(a.size) * a.capacity * row_lines;
   for (std::size_t i0 = global_thread();
        land_copy_batch(a, rl, mine_half, sh.first_row, flag, it);) {
-    i0 += kCountedCopyBatch * stride;
+    i0 += kDeviceCountsCopyBatch * stride;
     if (i0 >= items) return;
     load_copy_batch(a, row_lines, mine_half, sh.first_row, i0, stride, it);
   }
 }
 
-// The counts-in-lines gather (LlCountedGatherArgs): send this rank's count, scale and counted
+// The counts-in-lines gather (LlDeviceCountsGatherArgs): send this rank's count, scale and counted
 // rows to every peer's scratch, read every peer's count, then copy every rank's rows to their
 // compact place.
 __global__ void __launch_bounds__(kThreads)
-    ll_counted_gather_kernel(const LlLaunch launch_flags,
-                             const __grid_constant__ LlCountedGatherArgs a) {
+    ll_device_counts_gather_kernel(const LlLaunch launch_flags,
+                                   const __grid_constant__ LlDeviceCountsGatherArgs a) {
   programmatic_wait(launch_flags);
-  __shared__ CountedShared sh;
+  __shared__ DeviceCountsShared sh;
   int const n = a.size;
   int const me = a.rank;
   RowLines const rl(a);
@@ -264,9 +268,9 @@ __global__ void __launch_bounds__(kThreads)
     int const k = part_at(a, rl, (line - 2) % row_lines, offset);
     return own_row_bytes(a, k, (line - 2) / row_lines, offset);
   };
-  uint2 early[kCountedSendUnroll] = {};
+  uint2 early[kDeviceCountsSendUnroll] = {};
 #pragma unroll
-  for (int u = 0; u < kCountedSendUnroll; ++u) {
+  for (int u = 0; u < kDeviceCountsSendUnroll; ++u) {
     std::size_t const line = first + u * stride;
     if (line >= 2 && line < cap_lines) early[u] = row_line(line);
   }
@@ -287,13 +291,13 @@ __global__ void __launch_bounds__(kThreads)
     return row_line(line);
   };
 #pragma unroll
-  for (int u = 0; u < kCountedSendUnroll; ++u) {
+  for (int u = 0; u < kDeviceCountsSendUnroll; ++u) {
     std::size_t const line = first + u * stride;
     if (line < lines) {
       store_to_peers(sh.slots, me, n, at, line, line < 2 ? line_bytes(line) : early[u], flag);
     }
   }
-  for (std::size_t line = first + kCountedSendUnroll * stride; line < lines; line += stride) {
+  for (std::size_t line = first + kDeviceCountsSendUnroll * stride; line < lines; line += stride) {
     store_to_peers(sh.slots, me, n, at, line, line_bytes(line), flag);
   }
   const char* const mine_half = sh.slots[me] + half;
@@ -309,7 +313,7 @@ __global__ void __launch_bounds__(kThreads)
     programmatic_release(launch_flags);
     return;
   }
-  land_counted_rows(a, rl, mine_half, mine_raw, flag, sh);
+  land_device_counts_rows(a, rl, mine_half, mine_raw, flag, sh);
   advance_call(a.calls, c);
   programmatic_release(launch_flags);
 }
@@ -323,8 +327,9 @@ std::atomic<LlCounts>& ll_counts_switch() {
 }
 
 // Loaded with the rest of this module when a communicator is made (core/kernel_preload.hpp).
-[[maybe_unused]] const bool kModuleRegistered = register_kernel_module(
-    reinterpret_cast<const void*>(&ll_counted_gather_kernel), "kernels/lsa_ll_counted.cu");
+[[maybe_unused]] const bool kModuleRegistered =
+    register_kernel_module(reinterpret_cast<const void*>(&ll_device_counts_gather_kernel),
+                           "kernels/lsa_ll_device_counts.cu");
 
 }  // namespace
 
@@ -345,35 +350,37 @@ LlCounts ll_counts_setting() noexcept {
   return ll_counts_switch().load(std::memory_order_relaxed);
 }
 
-void ll_counted_gather(const LlCountedGatherArgs& a, int sm_share, cudaStream_t stream) {
-  check_ll_counts(a, true, "lsa ll counted gather");
-  SYMMCOMM_EXPECTS(a.parts >= 1 && a.parts <= LlCountedGatherArgs::kMaxParts,
-                   "lsa ll counted gather: " << a.parts << " parts, outside 1.."
-                                             << LlCountedGatherArgs::kMaxParts);
+void ll_device_counts_gather(const LlDeviceCountsGatherArgs& a, int sm_share, cudaStream_t stream) {
+  check_ll_counts(a, true, "lsa ll device-count gather");
+  SYMMCOMM_EXPECTS(a.parts >= 1 && a.parts <= LlDeviceCountsGatherArgs::kMaxParts,
+                   "lsa ll device-count gather: " << a.parts << " parts, outside 1.."
+                                                  << LlDeviceCountsGatherArgs::kMaxParts);
   for (int k = 0; k < a.parts; ++k) {
-    const LlCountedGatherArgs::Part& p = a.part[k];
+    const LlDeviceCountsGatherArgs::Part& p = a.part[k];
     SYMMCOMM_EXPECTS(p.row_bytes > 0 && p.src != nullptr && p.recv != nullptr,
-                     "lsa ll counted gather: part " << k << " has no rows or no buffers");
+                     "lsa ll device-count gather: part " << k << " has no rows or no buffers");
   }
   SYMMCOMM_EXPECTS((a.scale_src == nullptr) == (a.scale_recv == nullptr),
-                   "lsa ll counted gather: a scale to send needs a place to land, and back");
+                   "lsa ll device-count gather: a scale to send needs a place to land, and back");
   std::size_t const row_lines = ll_row_lines(a);
-  SYMMCOMM_EXPECTS(a.capacity <= static_cast<std::size_t>(INT32_MAX) &&
-                       ll_counted_lines(a.capacity, row_lines) <= kLlMaxBytesPerRank / kLlLineData,
-                   "lsa ll counted gather: capacity "
-                       << a.capacity << " rows of " << row_lines << " lines do not fit a slot of "
-                       << kLlMaxBytesPerRank / kLlLineData << " lines");
+  SYMMCOMM_EXPECTS(
+      a.capacity <= static_cast<std::size_t>(INT32_MAX) &&
+          ll_device_counts_lines(a.capacity, row_lines) <= kLlMaxBytesPerRank / kLlLineData,
+      "lsa ll device-count gather: capacity " << a.capacity << " rows of " << row_lines
+                                              << " lines do not fit a slot of "
+                                              << kLlMaxBytesPerRank / kLlLineData << " lines");
 #if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
   // Rank-independent: the most lines a rank sends or receives.
   std::size_t const units = static_cast<std::size_t>(a.size) * a.capacity * row_lines + 2;
   unsigned const grid = grid_for_units(units, kLlGridCap);
   LlLaunch flags;
   flags.programmatic = programmatic_launch();
-  launch_resident(ll_counted_gather_kernel, sm_share, grid, stream, flags, a);
+  launch_resident(ll_device_counts_gather_kernel, sm_share, grid, stream, flags, a);
 #else
   (void)sm_share;
   (void)stream;
-  SYMMCOMM_FAIL("lsa ll counted gather: this build has no NCCL device API (NCCL < 2.28 headers)");
+  SYMMCOMM_FAIL(
+      "lsa ll device-count gather: this build has no NCCL device API (NCCL < 2.28 headers)");
 #endif
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// What the ragged (device-count) benchmarks share: Zipf-like token counts per rank, timing a
+// What the device-count benchmarks share: Zipf-like token counts per rank, timing a
 // case's calls eager or from one captured graph per rank, and the switch that turns symmcomm's
 // counts-in-the-lines kernels on for one case.
 
@@ -10,24 +10,24 @@
 #include <functional>
 #include <vector>
 
-#include "kernels/lsa_ll_counted.hpp"
+#include "kernels/lsa_ll_device_counts.hpp"
 #include "micro/rank_world.hpp"
 #include "symmcomm/collectives/device_counts.hpp"
 
 namespace symmcomm::bench {
 
 /// Calls per rank per timed iteration (and per captured graph).
-inline constexpr int kRaggedCalls = 10;
+inline constexpr int kDeviceCountsCalls = 10;
 
 /// Zipf-like counts (weights 1/(r+1)^0.8) scaled to `mean` on average, at most `capacity`.
 std::vector<std::int32_t> zipf_counts(int ranks, std::size_t mean, std::size_t capacity);
 
-/// kRaggedCalls calls of `call(rank)` per rank, each rank from its own thread (NCCL calls of
+/// kDeviceCountsCalls calls of `call(rank)` per rank, each rank from its own thread (NCCL calls of
 /// several ranks from one thread would need a group, and a device-count call runs outside one),
 /// eager or captured (each rank its own stream on its own thread, every capture ended before any
 /// graph is instantiated); the gate keeps host time out.
-void time_ragged(benchmark::State& state, RankWorld& w, const std::function<void(int)>& call,
-                 bool graph);
+void time_device_counts(benchmark::State& state, RankWorld& w, const std::function<void(int)>& call,
+                        bool graph);
 
 /// First calls from every rank's thread at once: NCCL connects peers on a communicator's first
 /// collectives, which one thread driving every rank in turn cannot complete.
@@ -47,8 +47,8 @@ struct RankDeviceCounts {
   DeviceCounts of(int r, bool gathered = false) const;
 };
 
-/// symmcomm's counts-in-the-lines kernels (kernels/lsa_ll_counted.hpp) on or off for one case,
-/// restored after it (the same for every rank: one process).
+/// symmcomm's counts-in-the-lines kernels (kernels/lsa_ll_device_counts.hpp) on or off for one
+/// case, restored after it (the same for every rank: one process).
 using CountsInLines = detail::lsa::ScopedLlCounts;
 
 }  // namespace symmcomm::bench
