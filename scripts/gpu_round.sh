@@ -15,7 +15,7 @@
 #             side by side; SYMMCOMM_BENCH_LATENCY=0 leaves it out), then the device-count gather
 #             and combine at decode capacities (means SYMMCOMM_BENCH_GATHER_MEANS, default 4|8,
 #             and SYMMCOMM_BENCH_COMBINE_MEANS, default 2|4|8) beside the padded calls in CUDA
-#             graphs (counts in the lines = variant 4; device_counts.md), 5 repetitions each
+#             graphs (counts in the lines = variant 4; decode_device_counts.md), 5 repetitions each
 #   lines     the counts-in-lines kernels checked, then timed: the 2.30.7 build, the device-count
 #             multi-rank tests at 2/4/8 ranks sharing the GPU, then the device-count gather and
 #             combine at decode capacities (means 1-8) in CUDA graphs beside the padded calls, 5
@@ -124,8 +124,8 @@ case "$phase" in
       parts=$((parts - 1))
     done
     python3 "$SYMMCOMM_ROOT"/scripts/merge_benchmark_json.py "$work/device_counts.json" "$work"/device-counts-n*.json
-    python3 "$SYMMCOMM_ROOT"/bench/plot.py --device-counts "$work/device_counts" "$work/device_counts.json" &&
-      cat "$work/device_counts.md"
+    python3 "$SYMMCOMM_ROOT"/bench/plot.py --device-counts "$work/decode" "$work/device_counts.json" &&
+      cat "$work/decode_device_counts.md"
     ;;
   moe)
     export SYMMCOMM_SUITES=second
