@@ -48,19 +48,20 @@ def all_gatherv(comm, send, recv, counts, stream=None, path="auto", row_elements
                  stream=s, options=o)
 
 
-def _reduce_send(send, device):
-    """The send tensor of a reduce-scatter: NVFP4, FP8 (one scale) or bf16."""
+def _reduce_send(send, device, fp32_ok=False):
+    """The send tensor of a reduce-scatter: NVFP4, FP8 (one scale), bf16, or with `fp32_ok`
+    float32."""
     if isinstance(send, Nvfp4Tensor):
         return _nvfp4(send, "send", device, 1)
     if isinstance(send, Fp8Tensor):
         return _fp8(send, "send", device, 1)
-    return _plain(send, "send", _BF16, device)
+    return _plain(send, "send", _BF16 + _F32 if fp32_ok else _BF16, device)
 
 
 def _reduce_views(send, recv, device):
     """The send and recv tensors of a reduce-scatter, their combination checked."""
     quantized = isinstance(send, (Nvfp4Tensor, Fp8Tensor))
-    a = _reduce_send(send, device)
+    a = _reduce_send(send, device, fp32_ok=True)
     if isinstance(recv, (Nvfp4Tensor, Fp8Tensor)):
         if type(recv) is not type(send):
             _fail("recv is a %s: a re-quantized output needs send of the same format, got %s"
@@ -72,13 +73,15 @@ def _reduce_views(send, recv, device):
             if b.dtype != a.dtype:
                 _fail("send and recv have different FP8 formats")
         return a, b
+    if a.dtype == _capi.DTYPES["fp32"]:
+        return a, _plain(recv, "recv", _F32, device)  # NCCL's sum in fp32
     return a, _plain(recv, "recv", _BF16 + _F32 if quantized else _BF16, device)
 
 
 def reduce_scatter(comm, send, recv, stream=None, path="auto"):
     """Sums `send` over the ranks and leaves this rank's shard in `recv`. send bf16: recv bf16
-    (NCCL's sum). send an Nvfp4Tensor / Fp8Tensor with per-rank scales (dequantized, summed in
-    fp32): recv a bf16 tensor (rounded once), a float32 tensor (no rounding), or a tensor of
+    (NCCL's sum); send float32: recv float32 (NCCL's sum in fp32). send an Nvfp4Tensor /
+    Fp8Tensor with per-rank scales (dequantized, summed in fp32): recv a bf16 tensor (rounded once), a float32 tensor (no rounding), or a tensor of
     send's own format (re-quantized: an Nvfp4Tensor, or an Fp8Tensor of the same FP8 format, its
     one scale computed from the sum). Returns the Plan."""
     rank, size, device, _ = comm.info()

@@ -14,8 +14,8 @@ This module holds the placement (the part that decides every row's place) twice:
 specification, `reference_placement` (plain Python loops over host lists), and as
 `placement` / `dispatch_rows` / `combine_rows` (PyTorch tensor operations of static shapes, no
 host synchronisation: they run on any device and inside CUDA graphs). The tests compare the two
-on random, skewed and bad routings. The collectives that move the rows between ranks build on
-these (docs/moe.md).
+on random, skewed and bad routings. MoeGroup (_moe_group.py) moves the rows between ranks with
+symmcomm's collectives and these (docs/moe.md).
 
 Bad input loses nothing: an expert id outside -1..num_experts-1 or a num_tokens above
 max_tokens_per_rank is not placed (its pair, or the tokens past the maximum) and raises a bit
@@ -25,7 +25,9 @@ from . import shapes
 from ._core import _fail, _int_arg
 
 __all__ = ["MoeConfig", "reference_placement", "placement", "dispatch_rows", "combine_rows",
-           "ERROR_EXPERT_ID", "ERROR_NUM_TOKENS"]
+           "ERROR_EXPERT_ID", "ERROR_NUM_TOKENS", "ERROR_GLOBAL_SCALE", "MoeGroup", "MoeDispatch",
+           "check_dispatch", "pack_routing", "unpack_routing", "routing_words", "place_gathered",
+           "combine_partials"]
 
 #: error bit: a top-k entry named an expert outside -1..num_experts-1 (the pair is not placed).
 ERROR_EXPERT_ID = 1
@@ -228,3 +230,9 @@ def combine_rows(config, slot, expert_out, topk_weights):
                       torch.zeros(1, H, dtype=torch.float32, device=expert_out.device)])
     weighted = rows[slot] * topk_weights.reshape(-1, 1).float()  # row past the end: zero
     return weighted.view(W * T, K, H).sum(1)
+
+
+# After the placement: the group builds on it (and imports this module).
+from ._moe_group import (ERROR_GLOBAL_SCALE, MoeDispatch, MoeGroup, check_dispatch,  # noqa: E402
+                         combine_partials, pack_routing, place_gathered, routing_words,
+                         unpack_routing)

@@ -1,7 +1,8 @@
 """The package at two ranks (two processes, sharing the GPU where there is one): every collective
 on PyTorch's borrowed NCCL communicator and on one symmcomm creates, against PyTorch's
 references (ranks_worker.py), the torch operators' C++ implementations against their Python
-ones and exact references (ops_ranks_worker.py), and the MoE examples (eager; compiled and
+ones and exact references (ops_ranks_worker.py), symmcomm.moe.MoeGroup against its one-process
+simulation (moe_ranks_worker.py), and the MoE examples (eager; compiled and
 replayed from a CUDA graph) under the same launch. Skips (saying why) without PyTorch or a GPU,
 and the operators' test without libsymmcomm_torch.so."""
 import os
@@ -71,6 +72,15 @@ def test_the_cpp_operators_match_the_python_ones_at_two_ranks():
             pytest.skip("C++ operators: " + out.split("C++ operators unavailable: ")[1].strip())
     for rank, out in enumerate(outputs):
         assert "ops_ranks_worker rank %d: OK" % rank in out, out
+
+
+def test_the_moe_group_dispatches_and_combines_as_the_one_process_world_at_two_ranks():
+    # symmcomm.moe.MoeGroup's fallback path (all-gathers, placement, fp32 reduce-scatter) on real
+    # ranks, eager and in a CUDA graph replayed with new routing, against test_moe_group.py's
+    # simulation: every byte placed, the combine rounded once.
+    outputs = run_ranks(os.path.join(HERE, "moe_ranks_worker.py"))
+    for rank, out in enumerate(outputs):
+        assert "moe_ranks_worker rank %d: OK" % rank in out, out
 
 
 def test_the_moe_example_at_two_ranks():

@@ -1,0 +1,125 @@
+"""One rank of symmcomm.moe.MoeGroup over real ranks (run by test_torch_ranks.py): every rank
+builds the same world of inputs from one seed, dispatches its own on the GPU and compares what it
+received with the one-process simulation of test_moe_group.py (every data and scale byte, the
+counts, overflow and error bits), combines and compares with the fp64 sum rounded once; then the
+same in a CUDA graph replayed with new routing copied into its inputs. Prints
+"moe_ranks_worker rank R: OK"."""
+import random
+import sys
+
+import torch
+import torch.distributed as dist
+
+import symmcomm
+from symmcomm import moe
+from ranks_worker import join
+from test_moe_group import dispatch_world, world_inputs
+
+
+def to_device(ranks, device):
+    """Rank inputs on `device` (NVFP4 tokens and routing)."""
+    out = []
+    for r in ranks:
+        x = r["x"]
+        out.append(dict(x=symmcomm.Nvfp4Tensor(x.data.to(device), x.block_scales.to(device),
+                                               x.global_scale.to(device)),
+                        topk_idx=r["topk_idx"].to(device),
+                        topk_weights=r["topk_weights"].to(device),
+                        num_tokens=r["num_tokens"].to(device)))
+    return out
+
+
+def expected_combine(config, ranks, dispatched, outs, rank):
+    """This rank's combined tokens as the one-process world computes them, in fp64."""
+    T = config.max_tokens_per_rank
+    summed = sum(moe.combine_partials(config, d, y).double() for d, y in zip(dispatched, outs))
+    return summed[rank * T:(rank + 1) * T]
+
+
+def check(config, group, world_seed, rank, device):
+    """One dispatch + combine on this rank against the simulation; returns the dispatch."""
+    idx, counts, ranks = world_inputs(config, random.Random(world_seed), "minus")
+    dispatched = dispatch_world(config, ranks)
+    g = torch.Generator().manual_seed(world_seed)
+    L, cap, H = config.local_experts, config.capacity, config.hidden
+    outs = [torch.randn(L, cap, H, generator=g).to(torch.bfloat16) for _ in range(config.world)]
+    mine = to_device(ranks, device)[rank]
+    d = group.dispatch(mine["x"], mine["topk_idx"], mine["topk_weights"], mine["num_tokens"])
+    y = group.combine(outs[rank].to(device), d)
+    torch.cuda.synchronize()
+    want = dispatched[rank]
+    for name in ("data", "block_scales", "expert_count", "overflow", "error", "global_scale"):
+        got = getattr(d, name).cpu()
+        assert torch.equal(got, getattr(want, name)), "%s differs (seed %d)" % (name, world_seed)
+    exact = expected_combine(config, ranks, dispatched, outs, rank)
+    assert torch.allclose(y.cpu().double(), exact, rtol=2 ** -8, atol=1e-5), "combine differs"
+    return d
+
+
+def graph_replays(config, group, rank, device):
+    """Dispatch + combine captured once, replayed with three routings copied into its inputs."""
+    T, K, H = config.max_tokens_per_rank, config.top_k, config.hidden
+    static = dict(x=symmcomm.Nvfp4Tensor(torch.zeros(T, H // 2, dtype=torch.uint8, device=device),
+                                         torch.zeros(T, H // 16, dtype=torch.uint8, device=device),
+                                         torch.full((1,), 0.5, device=device)),
+                  topk_idx=torch.full((T, K), -1, dtype=torch.int32, device=device),
+                  topk_weights=torch.zeros(T, K, device=device),
+                  num_tokens=torch.zeros(1, dtype=torch.int32, device=device))
+    y_in = torch.zeros(config.local_experts, config.capacity, H, dtype=torch.bfloat16,
+                       device=device)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm-up outside capture (workspaces, plans)
+        d = group.dispatch(static["x"], static["topk_idx"], static["topk_weights"],
+                           static["num_tokens"])
+        group.combine(y_in, d)
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        d = group.dispatch(static["x"], static["topk_idx"], static["topk_weights"],
+                           static["num_tokens"])
+        y = group.combine(y_in, d)
+    for seed in (101, 202, 303):
+        idx, counts, ranks = world_inputs(config, random.Random(seed), "random")
+        dispatched = dispatch_world(config, ranks)
+        g = torch.Generator().manual_seed(seed)
+        outs = [torch.randn(config.local_experts, config.capacity, H, generator=g)
+                .to(torch.bfloat16) for _ in range(config.world)]
+        mine = ranks[rank]
+        static["x"].data.copy_(mine["x"].data)
+        static["x"].block_scales.copy_(mine["x"].block_scales)
+        static["topk_idx"].copy_(mine["topk_idx"])
+        static["topk_weights"].copy_(mine["topk_weights"])
+        static["num_tokens"].copy_(mine["num_tokens"])
+        y_in.copy_(outs[rank])
+        graph.replay()
+        torch.cuda.synchronize()
+        want = dispatched[rank]
+        assert torch.equal(d.data.cpu(), want.data), "replay %d: data differs" % seed
+        assert torch.equal(d.block_scales.cpu(), want.block_scales), "replay %d: scales" % seed
+        assert torch.equal(d.expert_count.cpu(), want.expert_count), "replay %d: counts" % seed
+        exact = expected_combine(config, ranks, dispatched, outs, rank)
+        assert torch.allclose(y.cpu().double(), exact, rtol=2 ** -8, atol=1e-5), \
+            "replay %d: combine differs" % seed
+    del graph
+
+
+def main():
+    rank, world, how, device = join()
+    comm = symmcomm.Communicator.from_process_group()
+    config = moe.MoeConfig(8 * world, 4, 256, 16, world)
+    group = moe.MoeGroup(comm, config)
+    for seed in (1, 2, 3):
+        check(config, group, seed, rank, device)
+    graph_replays(config, group, rank, device)
+    reason = group.reason
+    comm.release()
+    dist.destroy_process_group()
+    print("moe_ranks_worker rank %d/%d: NCCL %s; %s; %s\nmoe_ranks_worker rank %d: OK"
+          % (rank, world, symmcomm.nccl_version(), how, reason, rank))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
