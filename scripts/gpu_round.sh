@@ -40,6 +40,9 @@
 #   step      one DeepSeek-R1 MoE layer's decode step (bench/python/moe_step.py) at 2, 4 and 8
 #             ranks sharing the GPU, symmcomm and PyTorch both on NCCL 2.30.7: symmcomm with
 #             device counts and padded against torch.distributed padded (and symmetric)
+#   a2a       MoE dispatch + combine by expert (bench/python/moe_a2a.py) at 2, 4 and 8 ranks
+#             sharing the GPU: symmcomm.moe.MoeGroup, symmcomm's AG/RS layer with device counts
+#             and torch.distributed.all_to_all_single padded, eager and in graphs
 #   multi228  the multi-rank tier on the system NCCL (2.28) at 2, 4 and 8 ranks
 #   torch     the torch operators: libsymmcomm_torch.so built against the machine's PyTorch on
 #             both NCCL lines, the Python suite on 2.30.7 (the C++ and Python implementations
@@ -61,7 +64,7 @@
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|lines|moe|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh first|tests230|bench|lines|moe|a2a|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -279,12 +282,17 @@ case "$phase" in
         "$work/initcheck-ranks-$who.log" | cut -c1-200)"
     done
     ;;
-  step)
+  step|a2a)
+    # step: one DeepSeek-R1 MoE layer's decode step (bench/python/moe_step.py); a2a: MoE
+    # dispatch + combine by expert (bench/python/moe_a2a.py): symmcomm.moe.MoeGroup beside
+    # symmcomm's AG/RS layer and all_to_all_single padded. 2, 4 and 8 ranks sharing the GPU,
+    # symmcomm and PyTorch both on NCCL 2.30.7.
+    script=moe_step; [ "$phase" = a2a ] && script=moe_a2a
     py="$(symmcomm_torch_python)"
     { cmake -S "$SYMMCOMM_ROOT" -B "$SYMMCOMM_ROOT/build-nccl2" -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DSYMMCOMM_WITH_MPI=ON -DSYMMCOMM_TORCH_OPS=OFF -DNCCL_ROOT="$second" &&
       cmake --build "$SYMMCOMM_ROOT/build-nccl2" --parallel 12 --target symmcomm_c; } \
-      >"$work/build-step.log" 2>&1 || { tail -20 "$work/build-step.log"; exit 1; }
+      >"$work/build-$phase.log" 2>&1 || { tail -20 "$work/build-$phase.log"; exit 1; }
     { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; date -u
       git -C "$SYMMCOMM_ROOT" log -1 --format=%h; } >"$work/machine.txt" 2>&1
     parts=3
@@ -292,10 +300,10 @@ case "$phase" in
       env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" LD_PRELOAD="$second/lib/libnccl.so.2" \
         NCCL_MULTI_RANK_GPU_ENABLE=1 SYMMCOMM_LIBRARY="$SYMMCOMM_ROOT/build-nccl2/src/libsymmcomm_c.so" \
         timeout "$(( ($(left) - 10) / parts ))" "$py" -m torch.distributed.run --nproc-per-node "$n" \
-        "$SYMMCOMM_ROOT/bench/python/moe_step.py" "$work/moe-step-n$n" \
-        ${SYMMCOMM_STEP_TOKENS:+--tokens "$SYMMCOMM_STEP_TOKENS"} >"$work/moe-step-n$n.txt" 2>&1
-      echo "== moe_step, $n ranks sharing the GPU: exit $?"
-      grep -E "^\||not measured|Error|error" "$work/moe-step-n$n.txt" | cut -c1-230 | head -40
+        "$SYMMCOMM_ROOT/bench/python/$script.py" "$work/${script//_/-}-n$n" \
+        ${SYMMCOMM_STEP_TOKENS:+--tokens "$SYMMCOMM_STEP_TOKENS"} >"$work/${script//_/-}-n$n.txt" 2>&1
+      echo "== $script, $n ranks sharing the GPU: exit $?"
+      grep -E "^\||not measured|Error|error" "$work/${script//_/-}-n$n.txt" | cut -c1-230 | head -40
       parts=$((parts - 1))
     done
     ;;
