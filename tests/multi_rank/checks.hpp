@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/scratch.hpp"
 #include "comm/comm_state.hpp"
 #include "multi_rank/world.hpp"
 #include "symmcomm/comm/wait.hpp"
@@ -27,7 +28,7 @@ inline std::uint32_t ll_kernel_calls() {
   const auto& state = detail::state_of(world().comm);
   sync();
   std::uint32_t calls = 0;
-  copy_sync(&calls, state->scratch.calls, sizeof(calls));
+  copy_sync(&calls, detail::scratch_of(*state).window.calls, sizeof(calls));
   return calls;
 }
 

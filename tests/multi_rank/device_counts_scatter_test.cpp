@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectives/scratch.hpp"
 #include "comm/comm_state.hpp"
 #include "kernels/lsa_ll_device_counts.hpp"
 #include "multi_rank/checks.hpp"
@@ -156,7 +157,8 @@ TEST(MultiRankDeviceCounts, Bf16ReduceScatterWithDeviceCountsOnEveryPathEagerAnd
 TEST(MultiRankDeviceCounts, Bf16ReduceScatterWithCountsInTheLines) {
   if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
   const auto& state = detail::state_of(world().comm);
-  if (state->scratch.window == nullptr) GTEST_SKIP() << "no scratch window (SYMMCOMM_LSA_LL=0)";
+  if (detail::scratch_of(*state).window.window == nullptr)
+    GTEST_SKIP() << "no scratch window (SYMMCOMM_LSA_LL=0)";
   std::uint32_t const before = ll_kernel_calls();
   {
     CountsInLines const on(true);
@@ -184,7 +186,8 @@ TEST(MultiRankDeviceCounts, Bf16ReduceScatterWithCountsGatheredBefore) {
 TEST(MultiRankDeviceCounts, CountsGatheredBeforeThatDisagreeRaiseOverflowWithoutAHang) {
   if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
   const auto& state = detail::state_of(world().comm);
-  if (state->scratch.window == nullptr) GTEST_SKIP() << "no scratch window (SYMMCOMM_LSA_LL=0)";
+  if (detail::scratch_of(*state).window.window == nullptr)
+    GTEST_SKIP() << "no scratch window (SYMMCOMM_LSA_LL=0)";
   World& w = world();
   int const n = w.size, me = w.rank;
   if (n < 2) GTEST_SKIP() << "one rank: no peer to disagree with";

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/scratch.hpp"
 #include "comm/comm_state.hpp"
 #include "kernels/lsa_ll_device_counts.hpp"
 #include "multi_rank/checks.hpp"
@@ -190,7 +191,7 @@ TEST(MultiRankDeviceCounts, CountsInTheLinesAreAgreedAtCreation) {
     } else {
       unsetenv("SYMMCOMM_LL_COUNTS");
     }
-    return detail::state_of(made)->counts_in_lines;
+    return detail::scratch_of(*detail::state_of(made)).counts_in_lines;
   };
   EXPECT_TRUE(agreed_when(false)) << "set nowhere; rank " << w.rank;
   EXPECT_FALSE(agreed_when(w.rank == 0)) << "0 on rank 0 only; rank " << w.rank;
@@ -203,7 +204,8 @@ TEST(MultiRankDeviceCounts, CountsInTheLinesAreAgreedAtCreation) {
 TEST(MultiRankDeviceCounts, Nvfp4DeviceCountsWithCountsInTheLines) {
   if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
   const auto& state = detail::state_of(world().comm);
-  if (state->scratch.window == nullptr) GTEST_SKIP() << "no scratch window (SYMMCOMM_LSA_LL=0)";
+  if (detail::scratch_of(*state).window.window == nullptr)
+    GTEST_SKIP() << "no scratch window (SYMMCOMM_LSA_LL=0)";
   std::uint32_t const before = ll_kernel_calls();
   {
     CountsInLines const on(true);

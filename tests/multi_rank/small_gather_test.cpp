@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectives/scratch.hpp"
 #include "comm/comm_state.hpp"
 #include "comm/dev_comm.hpp"
 #include "kernels/lsa_ll.hpp"
@@ -34,10 +35,10 @@ namespace {
 std::uint32_t small_gather_calls() {
   World& w = world();
   const auto& state = detail::state_of(w.comm);
-  if (state->scratch.calls == nullptr) return 0;
+  if (detail::scratch_of(*state).window.calls == nullptr) return 0;
   sync();
   std::uint32_t calls = 0;
-  copy_sync(&calls, state->scratch.calls, sizeof(calls));
+  copy_sync(&calls, detail::scratch_of(*state).window.calls, sizeof(calls));
   return calls;
 }
 
@@ -46,9 +47,9 @@ std::uint32_t small_gather_calls() {
 bool has_small_gather() {
   const char* off = std::getenv("SYMMCOMM_LSA_LL");
   if (!lsa_can() || (off != nullptr && std::string(off) == "0")) return false;
-  EXPECT_NE(detail::state_of(world().comm)->scratch.window, nullptr)
+  EXPECT_NE(detail::scratch_of(*detail::state_of(world().comm)).window.window, nullptr)
       << "an LSA team spans the ranks, but the communicator has no small-message scratch";
-  return detail::state_of(world().comm)->scratch.window != nullptr;
+  return detail::scratch_of(*detail::state_of(world().comm)).window.window != nullptr;
 }
 
 // One call's tensors: part p sends bytes[p] bytes from `send` + skew and receives every rank's
@@ -205,8 +206,9 @@ TEST(MultiRankSmallGather, TurnedOffOnOneRankIsOffOnEvery) {
   }
   // Had the ranks decided apart, rank 0 would take the barrier kernel for small gathers and the
   // others wait for its lines for ever: no rank makes the scratch.
-  EXPECT_EQ(detail::state_of(other)->scratch.window, nullptr) << "rank " << w.rank;
-  EXPECT_EQ(detail::state_of(other)->scratch.base, nullptr) << "rank " << w.rank;
+  EXPECT_EQ(detail::scratch_of(*detail::state_of(other)).window.window, nullptr)
+      << "rank " << w.rank;
+  EXPECT_EQ(detail::scratch_of(*detail::state_of(other)).window.base, nullptr) << "rank " << w.rank;
 }
 
 }  // namespace

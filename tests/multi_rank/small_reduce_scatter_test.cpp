@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/scratch.hpp"
 #include "collectives/thresholds.hpp"
 #include "comm/comm_state.hpp"
 #include "kernels/lsa_ll.hpp"
@@ -31,7 +32,7 @@ namespace {
 bool has_push_kernel() {
   const char* off = std::getenv("SYMMCOMM_LSA_LL");
   if (!lsa_can() || (off != nullptr && std::string(off) == "0")) return false;
-  return detail::state_of(world().comm)->scratch.window != nullptr;
+  return detail::scratch_of(*detail::state_of(world().comm)).window.window != nullptr;
 }
 
 Options forced() {
