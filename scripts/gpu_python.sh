@@ -105,7 +105,7 @@ if want overhead; then
     "$SYMMCOMM_ROOT/bench/python/ops_overhead.py" "$out/ops-overhead" >"$out/ops-overhead.txt" 2>&1
   echo "== ops_overhead: exit $?"; tail -12 "$out/ops-overhead.txt"
 fi
-want examples && for ex in moe_layer moe_layer_compiled dynamic_shapes; do
+want examples && for ex in moe_layer moe_layer_compiled dynamic_shapes moe_group_layer; do
   env "$l2" "$pre2" SYMMCOMM_LIBRARY="$lib2" timeout -s ABRT 90 "$py" -X faulthandler \
     "$SYMMCOMM_ROOT/examples/python/$ex.py" >"$out/example-$ex.txt" 2>&1
   echo "== example $ex: exit $?"; tail -6 "$out/example-$ex.txt" | cut -c1-200

@@ -83,6 +83,14 @@ def test_the_moe_group_dispatches_and_combines_as_the_one_process_world_at_two_r
         assert "moe_ranks_worker rank %d: OK" % rank in out, out
 
 
+def test_the_moe_group_example_replays_its_graph_at_two_ranks():
+    # examples/python/moe_group_layer.py: route, dispatch by expert, the expert stand-in on the
+    # masked layout and combine, in one CUDA graph replayed with new tokens.
+    outputs = run_ranks(os.path.join(EXAMPLES, "moe_group_layer.py"))
+    for out in outputs:
+        assert "moe_group_layer.py: OK" in out, out
+
+
 def test_the_moe_example_at_two_ranks():
     outputs = run_ranks(EXAMPLE)
     for out in outputs:
