@@ -21,18 +21,16 @@ Each tokens-per-rank value T: dispatch and combine each timed eager and as a rep
 Writes OUT_PREFIX.json and OUT_PREFIX.md. Ranks sharing one GPU need NCCL >= 2.30 with
 NCCL_MULTI_RANK_GPU_ENABLE=1 (PyTorch's too: LD_PRELOAD the same libnccl). Exit 77: no GPU.
 """
-import argparse
-import json
 import os
 import statistics
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, HERE)
 
-from moe_step import BLOCK, GLOBAL_SCALE, span, timed, log  # noqa: E402 (exits 77 without GPU)
+from moe_step import (BLOCK, GLOBAL_SCALE, log, parse_args, save, span,  # noqa: E402
+                      timed)  # (moe_step exits 77 without a GPU)
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
@@ -216,31 +214,14 @@ def table(results, world, sharing):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("out", help="output prefix (.json and .md are written)")
-    parser.add_argument("--tokens", default="1,4,16,64,256",
-                        type=lambda s: [int(v) for v in s.split(",")])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--replays", type=int, default=10)
-    args = parser.parse_args()
-    if min(args.tokens) < 1 or args.runs < 5 or args.replays < 1:
-        parser.error("--tokens must be >= 1 each, --runs >= 5, --replays >= 1")
+    args = parse_args(__doc__)
     ctx = Context(args)
     log(ctx.rank, "moe_a2a: %d ranks (%s), NCCL %s, PyTorch %s, %s; tokens per rank %s"
         % (ctx.world, ctx.sharing, symmcomm.nccl_version(), torch.__version__,
            torch.cuda.get_device_name(), args.tokens))
     results = measure(ctx, args)
     if ctx.rank == 0:
-        meta = {"command": " ".join(sys.argv), "gpu": torch.cuda.get_device_name(),
-                "gpus": torch.cuda.device_count(), "ranks": ctx.world, "sharing": ctx.sharing,
-                "nccl": symmcomm.nccl_version(), "torch": torch.__version__,
-                "date": time.strftime("%Y-%m-%d")}
-        with open(args.out + ".json", "w") as f:
-            json.dump({"meta": meta, "results": results}, f, indent=1)
-        text = table(results, ctx.world, ctx.sharing)
-        with open(args.out + ".md", "w") as f:
-            f.write(text + "\n")
-        print(text, flush=True)
+        save(args.out, ctx, results, table(results, ctx.world, ctx.sharing))
     dist.barrier(group=ctx.gloo)
     del ctx.mempool
     torch.cuda.synchronize()

@@ -414,8 +414,9 @@ def table(results, unavailable, world, sharing):
     return "\n".join(lines)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def parse_args(doc):
+    """The step benchmarks' arguments (OUT prefix, --tokens, --runs >= 5, --replays)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("out", help="output prefix (.json and .md are written)")
     parser.add_argument("--tokens", default="1,4,16,64,256",
                         type=lambda s: [int(v) for v in s.split(",")])
@@ -424,24 +425,34 @@ def main():
     args = parser.parse_args()
     if min(args.tokens) < 1 or args.runs < 5 or args.replays < 1:
         parser.error("--tokens must be >= 1 each, --runs >= 5, --replays >= 1")
+    return args
+
+
+def save(prefix, ctx, results, text, **extra):
+    """Rank 0 writes prefix.json (the machine, versions, command and every run) and prefix.md
+    (`text`), and prints the table."""
+    meta = {"command": " ".join(sys.argv), "gpu": torch.cuda.get_device_name(),
+            "gpus": torch.cuda.device_count(), "ranks": ctx.world, "sharing": ctx.sharing,
+            "nccl": symmcomm.nccl_version(), "torch": torch.__version__,
+            "date": time.strftime("%Y-%m-%d"), **extra}
+    with open(prefix + ".json", "w") as f:
+        json.dump({"meta": meta, "results": results}, f, indent=1)
+    with open(prefix + ".md", "w") as f:
+        f.write(text + "\n")
+    print(text, flush=True)
+
+
+def main():
+    args = parse_args(__doc__)
     ctx = Context(args)
     log(ctx.rank, "moe_step: %d ranks (%s), NCCL %s, PyTorch %s, %s; tokens per rank %s"
         % (ctx.world, ctx.sharing, symmcomm.nccl_version(), torch.__version__,
            torch.cuda.get_device_name(), args.tokens))
     results = measure(ctx, args)
     if ctx.rank == 0:
-        meta = {"command": " ".join(sys.argv), "gpu": torch.cuda.get_device_name(),
-                "gpus": torch.cuda.device_count(), "ranks": ctx.world, "sharing": ctx.sharing,
-                "nccl": symmcomm.nccl_version(), "torch": torch.__version__,
-                "date": time.strftime("%Y-%m-%d"), "unavailable": ctx.unavailable,
-                "gemm": "BF16 torch.bmm over the masked expert-major layout (Hopper has no "
-                        "NVFP4 GEMM)"}
-        with open(args.out + ".json", "w") as f:
-            json.dump({"meta": meta, "results": results}, f, indent=1)
-        text = table(results, ctx.unavailable, ctx.world, ctx.sharing)
-        with open(args.out + ".md", "w") as f:
-            f.write(text + "\n")
-        print(text, flush=True)
+        save(args.out, ctx, results, table(results, ctx.unavailable, ctx.world, ctx.sharing),
+             unavailable=ctx.unavailable,
+             gemm="BF16 torch.bmm over the masked expert-major layout (Hopper has no NVFP4 GEMM)")
     dist.barrier(group=ctx.gloo)
     # Every pool's tensors before the pool, the pools before their communicators: PyTorch's
     # symmetric MemPool deregisters its windows on the process group's NCCL communicator, which

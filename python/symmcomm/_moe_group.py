@@ -180,17 +180,15 @@ class MoeGroup:
         [1] on the device (rows past it are ignored); T = max_tokens_per_rank. Every step runs
         on `stream` (None: PyTorch's current stream). Returns the MoeDispatch of this rank's
         experts."""
-        _check_tensor(topk_idx, "topk_idx", (self.config.max_tokens_per_rank,
-                                             self.config.top_k), ("int32",))
-        with _on(stream, topk_idx.device):
+        with _on(stream, getattr(topk_idx, "device", None)):
             return self._dispatch(x, topk_idx, topk_weights, num_tokens, stream)
 
     def _dispatch(self, x, topk_idx, topk_weights, num_tokens, stream):
         import torch
         from ._collectives import all_gather
         c = self.config
+        routing = pack_routing(c, topk_idx, topk_weights, num_tokens)  # checks the routing
         q = self._quantized(x, stream)
-        routing = pack_routing(c, topk_idx, topk_weights, num_tokens)
         W, T, H = c.world, c.max_tokens_per_rank, c.hidden
         dev = topk_idx.device
         gathered = Nvfp4Tensor(torch.empty(W * T * H // 2, dtype=torch.uint8, device=dev),
