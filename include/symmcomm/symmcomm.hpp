@@ -7,6 +7,7 @@
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/collectives/device_counts.hpp"
 #include "symmcomm/collectives/local_reduce.hpp"
+#include "symmcomm/collectives/moe.hpp"
 #include "symmcomm/collectives/options.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
 #include "symmcomm/comm/communicator.hpp"

@@ -33,4 +33,10 @@ std::size_t DeviceView::bind(int at, Slot slot, int index) {
   return p.offset;
 }
 
+lsa::Peers window_peers(const CommState& comm, ncclWindow_t window) {
+  lsa::Peers peers = lsa_peers(comm);
+  peers.window[0] = window;
+  return peers;
+}
+
 }  // namespace symmcomm::detail

@@ -33,4 +33,8 @@ class DeviceView {
   int used_ = 0;  // slots ref() filled (bind() fills by role and leaves ref() unused)
 };
 
+/// The peers of `comm` with `window` in table slot 0: the device side of calls whose buffers
+/// all lie in one window the caller owns (MoeGroup's), so no plan looks their provenance up.
+lsa::Peers window_peers(const CommState& comm, ncclWindow_t window);
+
 }  // namespace symmcomm::detail

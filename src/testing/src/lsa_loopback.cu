@@ -1,10 +1,12 @@
 // The LSA kernels over virtual ranks (lsa_loopback.hpp): the production launch bodies
-// (kernels/lsa_launchers.cuh, kernels/lsa_device_counts_reduce.cuh) instantiated for LoopbackPeers,
-// whose checks and policy (lsa_loopback_policy.cuh) the bodies find by argument-dependent lookup.
+// (kernels/lsa_launchers.cuh, kernels/lsa_device_counts_reduce.cuh, kernels/moe_launchers.cuh)
+// instantiated for LoopbackPeers, whose checks and policy (lsa_loopback_policy.cuh) the bodies
+// find by argument-dependent lookup.
 
 #include "core/kernel_preload.hpp"
 #include "kernels/lsa_device_counts_reduce.cuh"
 #include "kernels/lsa_launchers.cuh"
+#include "kernels/moe_launchers.cuh"
 #include "lsa_loopback.hpp"
 #include "lsa_loopback_policy.cuh"
 
@@ -38,6 +40,18 @@ void device_counts_gather(const LoopbackPeers& peers, const DeviceCountsGatherAr
 void device_counts_reduce(const LoopbackPeers& peers, const DeviceCountsReduceArgs& args,
                           cudaStream_t stream) {
   launch_device_counts_reduce(peers, args, stream);
+}
+
+void moe_counts(const LoopbackPeers& peers, const MoeCountsArgs& args, cudaStream_t stream) {
+  launch_moe_counts(peers, args, stream);
+}
+
+void moe_rows(const LoopbackPeers& peers, const MoeRowsArgs& args, cudaStream_t stream) {
+  launch_moe_rows(peers, args, stream);
+}
+
+void moe_send_back(const LoopbackPeers& peers, const MoeSendBackArgs& args, cudaStream_t stream) {
+  launch_moe_send_back(peers, args, stream);
 }
 
 }  // namespace symmcomm::detail::lsa

@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/lsa.hpp"
+#include "kernels/moe.hpp"
 #include "symmcomm/limits.hpp"
 
 namespace symmcomm::detail::lsa {
@@ -39,5 +40,10 @@ void device_counts_gather(const LoopbackPeers& peers, const DeviceCountsGatherAr
                           cudaStream_t stream);
 void device_counts_reduce(const LoopbackPeers& peers, const DeviceCountsReduceArgs& args,
                           cudaStream_t stream);
+/// The MoE kernels of kernels/moe.hpp for one virtual rank (slot 0: every rank's group window;
+/// the counts launch in its two phases, every rank's phase 1 before any rank's phase 2).
+void moe_counts(const LoopbackPeers& peers, const MoeCountsArgs& args, cudaStream_t stream);
+void moe_rows(const LoopbackPeers& peers, const MoeRowsArgs& args, cudaStream_t stream);
+void moe_send_back(const LoopbackPeers& peers, const MoeSendBackArgs& args, cudaStream_t stream);
 
 }  // namespace symmcomm::detail::lsa

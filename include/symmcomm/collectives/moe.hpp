@@ -1,0 +1,139 @@
+#pragma once
+/// @file moe.hpp
+/// @brief MoE dispatch and combine by expert over a communicator: each routed token's NVFP4
+/// row sent only to the rank holding its expert, written straight into the masked expert-major
+/// layout the grouped GEMMs read, and each expert's output sent back and summed per token, with
+/// the routing on the device and no host synchronisation (capturable in a CUDA graph, replayed
+/// with new routing).
+///
+/// Expert parallelism over the communicator's `comm.size()` ranks: rank r holds the
+/// L = num_experts / comm.size() experts [r L, (r + 1) L). On every rank alike:
+///
+/// ```cpp
+/// symmcomm::MoeGroup group(comm, {.num_experts = 256, .top_k = 8, .hidden = 7168,
+///                                 .max_tokens_per_rank = 256}, stream);       // collective
+/// symmcomm::MoeDispatch d = group.dispatch(x, topk_idx, topk_weights, num_tokens, stream);
+/// // d.data [L][capacity][hidden/2], d.block_scales [L][expert_scale_bytes()] (128 x 4 per
+/// // expert), d.expert_count [L], d.global_scale [1]: the masked grouped GEMM's inputs
+/// group.combine(expert_out, out, stream);   // expert_out bf16 [L][capacity][hidden] -> out
+/// group.check(stream);                      // where a host sync is acceptable
+/// ```
+///
+/// - **Placement**: the rows of one expert come in a fixed order: source rank, then token, then
+///   top-k slot (so a replay is bit-for-bit reproducible and the placement a pure function of
+///   the routing). Rows past `capacity` are dropped and counted (`overflow`); the default
+///   capacity, comm.size() x max_tokens_per_rank, drops nothing. Rows and block scales past an
+///   expert's count are left as they were (a masked grouped GEMM reads only expert_count rows).
+/// - **Global scale**: a grouped GEMM applies one alpha per expert, so every rank must quantize
+///   with the same NVFP4 global scale (a layer's static scale); a dispatch compares the ranks'
+///   scales on the device and sets kMoeErrorGlobalScale where they differ.
+/// - **Bad input loses nothing**: an expert id outside -1..num_experts-1 is not placed
+///   (kMoeErrorExpertId), a num_tokens outside 0..max_tokens_per_rank places its first
+///   max_tokens_per_rank tokens (kMoeErrorNumTokens); both bits are seen by every rank. check()
+///   reads the error word and throws naming the argument.
+/// - **Buffers**: the group owns one symmetric window per rank (window_bytes()); a dispatch's
+///   tensors live there until the next dispatch. A dispatch starts with a barrier over the ranks,
+///   so it never overwrites rows a slower peer's expert GEMM or combine still reads: no second
+///   buffer is needed, inside CUDA graphs too.
+/// - **Path**: symmcomm's LSA kernels over the group's window (NCCL's device API, an LSA team
+///   spanning the communicator); the constructor throws, saying why, where they cannot run
+///   (MoeGroup::supported). Python's symmcomm.moe.MoeGroup falls back to all-gather +
+///   reduce-scatter there.
+/// - **Stream**: use one stream per communicator for the group's calls and symmcomm's other
+///   collectives, in the same order on every rank (each call meets its peers in barriers).
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "symmcomm/comm/communicator.hpp"
+#include "symmcomm/formats/bf16.hpp"
+#include "symmcomm/formats/views.hpp"
+
+namespace symmcomm {
+
+/// @brief Error bits of a dispatch's error word (MoeDispatch::error), the same on every rank.
+inline constexpr std::int32_t kMoeErrorExpertId = 1;     ///< a top-k id outside -1..experts-1
+inline constexpr std::int32_t kMoeErrorNumTokens = 2;    ///< num_tokens outside 0..max tokens
+inline constexpr std::int32_t kMoeErrorGlobalScale = 4;  ///< the ranks' global scales differ
+
+/// @brief One MoE layer's expert-parallel shape, the same on every rank.
+struct MoeConfig {
+  int num_experts = 0;          ///< experts in the layer, a multiple of comm.size(), <= 1024
+  int top_k = 0;                ///< experts per token, 1..num_experts
+  int hidden = 0;               ///< elements per token, a multiple of 64
+  int max_tokens_per_rank = 0;  ///< the most tokens a rank dispatches in one call
+  int capacity = 0;             ///< rows per expert on its rank; 0: comm.size() x max tokens
+};
+
+/// @brief What a dispatch leaves on this rank: device pointers into the group's window, the
+/// same for every dispatch of a group (a graph captures them once).
+struct MoeDispatch {
+  std::uint8_t* data = nullptr;          ///< [L][capacity][hidden / 2] packed e2m1 rows
+  std::uint8_t* block_scales = nullptr;  ///< [L][expert_scale_bytes], 128 x 4 per expert
+  std::int32_t* expert_count = nullptr;  ///< [L]: each local expert's rows (masked_m)
+  float* global_scale = nullptr;         ///< [1]: rank 0's global scale (every expert's alpha)
+  std::int32_t* overflow = nullptr;      ///< [1]: this rank's experts' pairs dropped past capacity
+  std::int32_t* error = nullptr;         ///< [1]: kMoeError* bits of every rank's input
+};
+
+/// @brief Expert-parallel dispatch and combine of one MoE layer shape (see the file comment).
+class MoeGroup {
+ public:
+  /// @brief Whether a MoeGroup can be made on `comm` (symmcomm's LSA kernels can run there);
+  /// where not, `why` (if given) says why.
+  static bool supported(const Communicator& comm, std::string* why = nullptr);
+
+  /// @brief Collective: allocates and registers the group's window on every rank (the same
+  /// `config` on every rank). @throws LogicError naming a bad field of `config`, or saying why
+  /// the group's kernels cannot run on `comm` (supported()).
+  MoeGroup(const Communicator& comm, const MoeConfig& config, cudaStream_t stream = nullptr);
+  ~MoeGroup();
+  MoeGroup(MoeGroup&&) noexcept;
+  MoeGroup& operator=(MoeGroup&&) noexcept;
+  MoeGroup(const MoeGroup&) = delete;
+  MoeGroup& operator=(const MoeGroup&) = delete;
+
+  /// @brief The group's shape, capacity resolved.
+  const MoeConfig& config() const noexcept;
+  /// @brief L: the experts each rank holds.
+  int local_experts() const noexcept;
+  /// @brief Bytes of one expert's swizzled block scales (capacity rows, padding included).
+  std::size_t expert_scale_bytes() const noexcept;
+  /// @brief Bytes of the group's window on each rank.
+  std::size_t window_bytes() const noexcept;
+  /// @brief The dispatch's tensors (what dispatch() returns), valid while the group lives.
+  const MoeDispatch& buffers() const noexcept;
+  /// @brief The path dispatch and combine take, and why.
+  std::string reason() const;
+
+  /// @brief Sends each routed token to its experts' ranks. `x`: max_tokens_per_rank x hidden
+  /// NVFP4 elements (linear block scales, data 16-byte and scales 4-byte aligned, its
+  /// global_scale the layer's static scale); `topk_idx` int32 and `topk_weights` float32
+  /// [max_tokens_per_rank][top_k] (-1: no expert); `num_tokens` int32 [1]: the rows of x that
+  /// are tokens. All device pointers, read when the dispatch runs on `stream`.
+  /// Collective. Returns buffers().
+  const MoeDispatch& dispatch(ConstNvfp4View x, const std::int32_t* topk_idx,
+                              const float* topk_weights, const std::int32_t* num_tokens,
+                              cudaStream_t stream);
+
+  /// @brief Each of this rank's tokens' output, `out` bf16 [max_tokens_per_rank][hidden]: the
+  /// outputs of its top-k experts (`expert_out` bf16 [L][capacity][hidden] on every rank, in
+  /// the last dispatch's layout, 16-byte aligned) weighted by the dispatch's topk_weights,
+  /// summed in fp32 and rounded once; tokens past num_tokens and dropped pairs add nothing.
+  /// Collective; follows the dispatch on `stream`.
+  void combine(const bf16* expert_out, bf16* out, cudaStream_t stream);
+
+  /// @brief Waits for `stream`, then throws LogicError naming the argument of every error bit
+  /// the last dispatch set (topk_idx, num_tokens, x.global_scale). Returns the overflow.
+  std::int32_t check(cudaStream_t stream) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace symmcomm

@@ -1,0 +1,279 @@
+// MoE dispatch and combine by expert (symmcomm/collectives/moe.hpp): the group's window, its
+// checks, and the four launches of kernels/moe.hpp in stream order.
+
+#include "symmcomm/collectives/moe.hpp"
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+
+#include "collectives/call_prerequisites.hpp"
+#include "collectives/device_view.hpp"
+#include "comm/launch_order.hpp"
+#include "core/cuda_utils.hpp"
+#include "kernels/moe.hpp"
+#include "symmcomm/error.hpp"
+#include "symmcomm/logging.hpp"
+#include "symmcomm/memory/symmetric_buffer.hpp"
+
+namespace symmcomm {
+
+using detail::CommState;
+
+struct MoeGroup::Impl {
+  std::shared_ptr<CommState> state;
+  MoeConfig config;
+  detail::lsa::MoeShape shape;
+  detail::lsa::MoeLayout layout;
+  SymmetricBuffer window;
+  MoeDispatch buffers;
+  std::int32_t* pair_row = nullptr;
+  float* weights = nullptr;
+
+  char* at(std::size_t offset) const { return static_cast<char*>(window.data()) + offset; }
+  detail::lsa::Peers peers() const { return detail::window_peers(*state, window.window()); }
+  // Before and after each launch sequence: the communicator's order of windowed work across
+  // streams, and the graphs that captured it (as every collective).
+  void before(cudaStream_t stream) const { detail::order_after_last_use(*state, stream); }
+  void after(cudaStream_t stream) const {
+    detail::CaptureInfo const capture = detail::capture_info(stream);
+    detail::mark_use(*state, stream, capture);
+    detail::note_graph_use(*state, capture);
+    state->stats.calls[static_cast<std::size_t>(Path::LsaKernel)].fetch_add(
+        1, std::memory_order_relaxed);
+  }
+};
+
+static_assert(kMoeErrorExpertId == detail::lsa::kMoeErrorExpertId &&
+                  kMoeErrorNumTokens == detail::lsa::kMoeErrorNumTokens &&
+                  kMoeErrorGlobalScale == detail::lsa::kMoeErrorGlobalScale,
+              "the public error bits are the kernels'");
+
+namespace {
+
+// Why the group's kernels cannot run on `state` (empty: they can).
+std::string unsupported_reason(const CommState& state) {
+  if (!state.caps.lsa_covers(state.size)) {
+    return state.caps.symmetric_memory ? "the LSA team does not span the communicator"
+                                       : "no symmetric memory: " + state.caps.reason;
+  }
+  if (!detail::lsa_kernel_usable(state)) {
+    return "symmcomm's LSA kernels cannot run here (a build without NCCL's device API, no "
+           "device communicator, or more than " +
+           std::to_string(detail::lsa::kMaxRanks) + " ranks)";
+  }
+  return {};
+}
+
+void check_field(bool ok, const char* field, long long value, const char* rule) {
+  SYMMCOMM_EXPECTS(ok, "MoeGroup: config." << field << " = " << value << ": " << rule);
+}
+
+MoeConfig resolved(const MoeConfig& c, int ranks) {
+  check_field(c.num_experts >= 1 && c.num_experts <= detail::lsa::kMaxMoeExperts &&
+                  c.num_experts % ranks == 0,
+              "num_experts", c.num_experts,
+              ("must be 1..1024 and a multiple of comm.size() " + std::to_string(ranks)).c_str());
+  check_field(c.top_k >= 1 && c.top_k <= c.num_experts, "top_k", c.top_k, "must be 1..num_experts");
+  check_field(c.hidden >= 64 && c.hidden % 64 == 0, "hidden", c.hidden,
+              "must be a positive multiple of 64 (whole NVFP4 blocks in whole 4-column scale "
+              "tiles)");
+  check_field(c.max_tokens_per_rank >= 1, "max_tokens_per_rank", c.max_tokens_per_rank,
+              "must be at least 1");
+  check_field(c.capacity >= 0, "capacity", c.capacity,
+              "must be 0 (comm.size() x max_tokens_per_rank) or more");
+  MoeConfig r = c;
+  long long const pairs = static_cast<long long>(c.max_tokens_per_rank) * c.top_k;
+  long long const all = static_cast<long long>(ranks) * c.max_tokens_per_rank;
+  check_field(pairs * ranks <= INT32_MAX, "max_tokens_per_rank", c.max_tokens_per_rank,
+              "times top_k and comm.size() exceeds int32 (a row's origin is one int32)");
+  if (r.capacity == 0) r.capacity = static_cast<int>(all);
+  return r;
+}
+
+void check_pointer(const void* p, std::size_t align, const char* name) {
+  SYMMCOMM_EXPECTS(p != nullptr, "MoeGroup: " << name << " is null");
+  SYMMCOMM_EXPECTS(reinterpret_cast<std::uintptr_t>(p) % align == 0,
+                   "MoeGroup: " << name << " " << p << " is not " << align << "-byte aligned");
+}
+
+}  // namespace
+
+bool MoeGroup::supported(const Communicator& comm, std::string* why) {
+  std::string const reason = unsupported_reason(detail::usable_state(comm, "MoeGroup"));
+  if (why != nullptr) *why = reason;
+  return reason.empty();
+}
+
+MoeGroup::MoeGroup(const Communicator& comm, const MoeConfig& config, cudaStream_t stream)
+    : impl_(std::make_unique<Impl>()) {
+  CommState& state = detail::usable_state(comm, "MoeGroup");
+  std::string const why = unsupported_reason(state);
+  SYMMCOMM_EXPECTS(why.empty(), "MoeGroup: its kernels cannot run on this communicator: "
+                                    << why
+                                    << " (Python's symmcomm.moe.MoeGroup falls back to "
+                                       "all-gather + reduce-scatter there)");
+  Impl& g = *impl_;
+  g.state = detail::state_of(comm);
+  g.config = resolved(config, state.size);
+  g.shape.ranks = state.size;
+  g.shape.experts = g.config.num_experts;
+  g.shape.top_k = g.config.top_k;
+  g.shape.hidden = g.config.hidden;
+  g.shape.max_tokens = g.config.max_tokens_per_rank;
+  g.shape.capacity = g.config.capacity;
+  g.layout = detail::lsa::MoeLayout::of(g.shape);
+  g.window = SymmetricBuffer(comm, g.layout.bytes, stream);
+  g.buffers.data = reinterpret_cast<std::uint8_t*>(g.at(g.layout.rows));
+  g.buffers.block_scales = reinterpret_cast<std::uint8_t*>(g.at(g.layout.scales));
+  g.buffers.expert_count = reinterpret_cast<std::int32_t*>(g.at(g.layout.expert_count));
+  auto* words = reinterpret_cast<std::int32_t*>(g.at(g.layout.words));
+  g.buffers.overflow = words;
+  g.buffers.error = words + 1;
+  g.buffers.global_scale = reinterpret_cast<float*>(words + 2);
+  g.pair_row = reinterpret_cast<std::int32_t*>(g.at(g.layout.pair_row));
+  g.weights = reinterpret_cast<float*>(g.at(g.layout.weights));
+  // Nothing dispatched yet: no rows, no error (what check() and a combine read before any).
+  SYMMCOMM_CUDA_TRY(cudaMemsetAsync(g.at(g.layout.expert_count), 0,
+                                    g.layout.bytes - g.layout.expert_count, stream));
+  SYMMCOMM_LOG_DEBUG("MoeGroup: " << g.config.num_experts << " experts, top " << g.config.top_k
+                                  << ", hidden " << g.config.hidden << ", "
+                                  << g.config.max_tokens_per_rank << " tokens per rank, capacity "
+                                  << g.config.capacity << ": " << g.layout.bytes
+                                  << " window bytes per rank");
+}
+
+MoeGroup::~MoeGroup() = default;
+MoeGroup::MoeGroup(MoeGroup&&) noexcept = default;
+MoeGroup& MoeGroup::operator=(MoeGroup&&) noexcept = default;
+
+const MoeConfig& MoeGroup::config() const noexcept {
+  return impl_->config;
+}
+int MoeGroup::local_experts() const noexcept {
+  return impl_->shape.local_experts();
+}
+std::size_t MoeGroup::expert_scale_bytes() const noexcept {
+  return impl_->shape.expert_scale_bytes();
+}
+std::size_t MoeGroup::window_bytes() const noexcept {
+  return impl_->layout.bytes;
+}
+const MoeDispatch& MoeGroup::buffers() const noexcept {
+  return impl_->buffers;
+}
+
+std::string MoeGroup::reason() const {
+  return "lsa: symmcomm's MoE kernels over the group's window: each rank's per-expert counts "
+         "exchanged on the device, then each routed row written once, straight into its "
+         "expert's rank (masked layout, swizzled scales); combine sends each output row back to "
+         "its token's rank and sums there in fp32";
+}
+
+const MoeDispatch& MoeGroup::dispatch(ConstNvfp4View x, const std::int32_t* topk_idx,
+                                      const float* topk_weights, const std::int32_t* num_tokens,
+                                      cudaStream_t stream) {
+  SYMMCOMM_EXPECTS(impl_, "MoeGroup: dispatch on a moved-from group");
+  Impl& g = *impl_;
+  g.state->check_usable("MoeGroup::dispatch");
+  std::size_t const elements =
+      static_cast<std::size_t>(g.shape.max_tokens) * static_cast<std::size_t>(g.shape.hidden);
+  SYMMCOMM_EXPECTS(x.count == elements,
+                   "MoeGroup::dispatch: x.count = "
+                       << x.count << "; expected max_tokens_per_rank x hidden = " << elements);
+  SYMMCOMM_EXPECTS(x.scale_layout == ScaleLayout::Linear,
+                   "MoeGroup::dispatch: x.block_scales must be linear (one row of hidden / 16 "
+                   "scales per token); the dispatch swizzles them");
+  check_pointer(x.data, 16, "x.data");
+  check_pointer(x.block_scales, 4, "x.block_scales");
+  check_pointer(x.global_scale, 4, "x.global_scale");
+  check_pointer(topk_idx, 4, "topk_idx");
+  check_pointer(topk_weights, 4, "topk_weights");
+  check_pointer(num_tokens, 4, "num_tokens");
+  detail::refuse_in_group("MoeGroup::dispatch", "symmcomm's own kernels");
+  detail::lsa::Peers const peers = g.peers();
+
+  detail::lsa::MoeCountsArgs c;
+  c.shape = g.shape;
+  c.topk_idx = topk_idx;
+  c.topk_weights = topk_weights;
+  c.num_tokens = num_tokens;
+  c.global_scale = x.global_scale;
+  c.table = g.layout.table;
+  c.pair_row = g.pair_row;
+  c.weights = g.weights;
+  c.expert_count = g.buffers.expert_count;
+  c.overflow = g.buffers.overflow;
+  c.error = g.buffers.error;
+  c.group_scale = g.buffers.global_scale;
+
+  detail::lsa::MoeRowsArgs r;
+  r.shape = g.shape;
+  r.data = x.data;
+  r.block_scales = x.block_scales;
+  r.topk_idx = topk_idx;
+  r.pair_row = g.pair_row;
+  r.layout = g.layout;
+
+  g.before(stream);
+  detail::lsa::moe_counts(peers, c, stream);
+  detail::lsa::moe_rows(peers, r, stream);
+  g.after(stream);
+  return g.buffers;
+}
+
+void MoeGroup::combine(const bf16* expert_out, bf16* out, cudaStream_t stream) {
+  SYMMCOMM_EXPECTS(impl_, "MoeGroup: combine on a moved-from group");
+  Impl& g = *impl_;
+  g.state->check_usable("MoeGroup::combine");
+  check_pointer(expert_out, 16, "expert_out");
+  check_pointer(out, 16, "out");
+  detail::refuse_in_group("MoeGroup::combine", "symmcomm's own kernels");
+
+  detail::lsa::MoeSendBackArgs b;
+  b.shape = g.shape;
+  b.expert_out = expert_out;
+  b.expert_count = g.buffers.expert_count;
+  b.layout = g.layout;
+
+  detail::lsa::MoeSumArgs s;
+  s.shape = g.shape;
+  s.back = reinterpret_cast<const bf16*>(g.at(g.layout.back));
+  s.pair_row = g.pair_row;
+  s.weights = g.weights;
+  s.out = out;
+
+  g.before(stream);
+  detail::lsa::moe_send_back(g.peers(), b, stream);
+  detail::lsa::moe_sum(s, stream);
+  g.after(stream);
+}
+
+std::int32_t MoeGroup::check(cudaStream_t stream) const {
+  SYMMCOMM_EXPECTS(impl_, "MoeGroup: check on a moved-from group");
+  std::int32_t words[2] = {};
+  SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(words, impl_->buffers.overflow, sizeof words,
+                                    cudaMemcpyDeviceToHost, stream));
+  SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(stream));
+  std::int32_t const bits = words[1];
+  if (bits != 0) {
+    std::ostringstream os;
+    os << "MoeGroup::dispatch:";
+    if (bits & kMoeErrorExpertId) {
+      os << " topk_idx: an expert id outside -1.." << impl_->config.num_experts - 1
+         << " on some rank (that pair was not placed);";
+    }
+    if (bits & kMoeErrorNumTokens) {
+      os << " num_tokens: outside 0.." << impl_->config.max_tokens_per_rank
+         << " on some rank (only its first max_tokens_per_rank tokens were placed);";
+    }
+    if (bits & kMoeErrorGlobalScale) {
+      os << " x.global_scale: not the same on every rank (rows of one expert need one NVFP4 "
+            "global scale; quantize with the layer's static scale);";
+    }
+    SYMMCOMM_FAIL(os.str());
+  }
+  return words[0];
+}
+
+}  // namespace symmcomm

@@ -1,0 +1,140 @@
+#pragma once
+// Private: the MoE dispatch and combine kernels by expert (moe.cu; launch bodies in
+// moe_launchers.cuh, templates over the peer description like the other LSA kernels).
+//
+// One group window per rank (MoeGroup, collectives/moe_group.cpp) holds, at the same offsets on
+// every rank (MoeLayout): the count table every source writes its per-expert pair counts into,
+// the masked expert-major receive tensors (rows, swizzled block scales, each row's origin) and
+// the rows experts send back for the combine. Four launches, each ordered by the stream:
+//
+//   counts   (1 CTA)  barrier (every peer's earlier work on its stream is done, so its group
+//                     window is free); this rank's per-expert pair counts, error bits and global
+//                     scale into every peer's table; barrier; then, from the whole table, each of
+//                     this rank's pairs' row on its expert (source rank, token, top-k slot order:
+//                     an exclusive prefix over the lower ranks' counts plus the pair's rank among
+//                     this rank's own), and this rank's expert counts, overflow and error word;
+//   rows     (grid)   each placed pair's packed row, block scales (at their 128 x 4 places) and
+//                     origin written straight into its expert's rank; barrier;
+//   send back (grid)  each row this rank's experts computed sent to its token's rank, into the
+//                     slot (token, top-k slot) there; barrier;
+//   sum      (grid)   each token's rows weighted by its top-k weights, summed in fp32, rounded
+//                     once to bf16 (local).
+//
+// No host synchronisation, so a layer's dispatch and combine capture in a CUDA graph and replay
+// with new routing. The window needs no second buffer: the counts launch's opening barrier
+// returns only once every peer finished its previous stream work (its expert GEMM read the
+// rows, its combine read the origins and summed the rows sent back), so the next dispatch
+// never overwrites what a slower peer still reads.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lsa.hpp"
+
+namespace symmcomm::detail::lsa {
+
+/// Error bits a dispatch leaves in its error word (the same on every rank).
+inline constexpr std::int32_t kMoeErrorExpertId = 1;     ///< a top-k id outside -1..experts-1
+inline constexpr std::int32_t kMoeErrorNumTokens = 2;    ///< a num_tokens outside 0..max_tokens
+inline constexpr std::int32_t kMoeErrorGlobalScale = 4;  ///< the ranks' global scales differ
+
+/// Most experts a group has (the counts launch keeps a word per expert in shared memory).
+inline constexpr int kMaxMoeExperts = 1024;
+
+/// The shape of one MoE layer's expert parallelism (the same on every rank).
+struct MoeShape {
+  int ranks = 1;
+  int experts = 1;  ///< a multiple of ranks
+  int top_k = 1;
+  int hidden = 64;     ///< elements per token, a multiple of 64
+  int max_tokens = 1;  ///< tokens per rank, at most
+  int capacity = 1;    ///< rows per expert on its rank
+
+  SYMMCOMM_HD int local_experts() const { return experts / ranks; }
+  SYMMCOMM_HD int pairs() const { return max_tokens * top_k; }
+  SYMMCOMM_HD std::size_t row_bytes() const { return static_cast<std::size_t>(hidden) / 2; }
+  SYMMCOMM_HD std::size_t scale_cols() const { return static_cast<std::size_t>(hidden) / 16; }
+  /// Bytes of one expert's swizzled block scales (capacity rows, padding included).
+  SYMMCOMM_HD std::size_t expert_scale_bytes() const {
+    return swizzled_scale_bytes(static_cast<std::size_t>(capacity), scale_cols());
+  }
+  /// int32 words per source in the count table: a count per expert, the error bits and the
+  /// global scale's bits.
+  SYMMCOMM_HD int table_words() const { return experts + 2; }
+};
+
+/// Byte offsets of the group window's parts (every one 16-byte aligned), the same on every rank.
+struct MoeLayout {
+  std::size_t table = 0;   ///< int32 [ranks][table_words]: written by every source
+  std::size_t rows = 0;    ///< uint8 [L][capacity][hidden / 2]
+  std::size_t scales = 0;  ///< uint8 [L][expert_scale_bytes]
+  std::size_t origin = 0;  ///< int32 [L][capacity]: (source * max_tokens + token) * top_k + slot
+  std::size_t back = 0;    ///< bf16 [max_tokens][top_k][hidden]: rows sent back for the combine
+  // This rank's own (in the window only to make one allocation): MoeCountsArgs' outputs.
+  std::size_t pair_row = 0;      ///< int32 [max_tokens][top_k]
+  std::size_t weights = 0;       ///< float [max_tokens][top_k]
+  std::size_t expert_count = 0;  ///< int32 [L]
+  std::size_t words = 0;         ///< overflow, error (int32), group scale (float)
+  std::size_t bytes = 0;         ///< the window's size
+
+  static MoeLayout of(const MoeShape& s);
+};
+
+/// What the counts launch needs. `peers` slot 0 is the group window.
+struct MoeCountsArgs {
+  MoeShape shape{};
+  const std::int32_t* topk_idx = nullptr;    ///< [max_tokens][top_k], local
+  const float* topk_weights = nullptr;       ///< [max_tokens][top_k], local
+  const std::int32_t* num_tokens = nullptr;  ///< [1], local
+  const float* global_scale = nullptr;       ///< [1], local
+  std::size_t table = 0;                     ///< MoeLayout::table
+  // Local outputs.
+  std::int32_t* pair_row = nullptr;  ///< [max_tokens][top_k]: the pair's row on its expert, or -1
+  float* weights = nullptr;          ///< [max_tokens][top_k]: the weights, kept for the combine
+  std::int32_t* expert_count = nullptr;  ///< [L]
+  std::int32_t* overflow = nullptr;      ///< [1]: this rank's experts' pairs past capacity
+  std::int32_t* error = nullptr;         ///< [1]: error bits of every rank
+  float* group_scale = nullptr;          ///< [1]: rank 0's global scale (every expert's alpha)
+  /// 0: the whole launch (production). Loopback launches every virtual rank with 1 (its counts
+  /// into every table) before any with 2 (the placement from the table).
+  int phase = 0;
+};
+
+/// What the rows launch needs: this rank's NVFP4 tokens (linear block scales) and the placement
+/// the counts launch wrote.
+struct MoeRowsArgs {
+  MoeShape shape{};
+  const std::uint8_t* data = nullptr;          ///< [max_tokens][hidden / 2], local
+  const std::uint8_t* block_scales = nullptr;  ///< [max_tokens][hidden / 16], local, linear
+  const std::int32_t* topk_idx = nullptr;      ///< as MoeCountsArgs
+  const std::int32_t* pair_row = nullptr;      ///< MoeCountsArgs::pair_row
+  MoeLayout layout{};
+};
+
+/// What the send-back launch needs: this rank's experts' outputs in the dispatch's layout.
+struct MoeSendBackArgs {
+  MoeShape shape{};
+  const bf16* expert_out = nullptr;            ///< [L][capacity][hidden], local
+  const std::int32_t* expert_count = nullptr;  ///< MoeCountsArgs::expert_count
+  MoeLayout layout{};
+};
+
+/// What the sum launch needs (all local: the rows sent back are in this rank's window).
+struct MoeSumArgs {
+  MoeShape shape{};
+  const bf16* back = nullptr;              ///< MoeLayout::back in this rank's window
+  const std::int32_t* pair_row = nullptr;  ///< MoeCountsArgs::pair_row
+  const float* weights = nullptr;          ///< MoeCountsArgs::weights
+  bf16* out = nullptr;                     ///< [max_tokens][hidden]
+};
+
+/// Launch one step for the calling rank (arguments checked by MoeGroup; the launchers assert
+/// only what a bug in symmcomm could break).
+void moe_counts(const Peers& peers, const MoeCountsArgs& args, cudaStream_t stream);
+void moe_rows(const Peers& peers, const MoeRowsArgs& args, cudaStream_t stream);
+void moe_send_back(const Peers& peers, const MoeSendBackArgs& args, cudaStream_t stream);
+void moe_sum(const MoeSumArgs& args, cudaStream_t stream);
+
+}  // namespace symmcomm::detail::lsa

@@ -1,0 +1,234 @@
+#pragma once
+// Private: the MoE dispatch and combine kernels of moe.hpp and their launch bodies, templates
+// over the peer description as in lsa_launchers.cuh: moe.cu instantiates them for production
+// Peers, the testing library for LoopbackPeers.
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "lsa_launch.cuh"
+#include "lsa_policy.cuh"
+#include "moe.hpp"
+#include "symmcomm/error.hpp"
+
+namespace symmcomm::detail::lsa {
+
+// ---- counts: the count exchange and the placement --------------------------------------------
+
+// This rank's tokens (num_tokens clamped to 0..max_tokens; the error bit where it was outside).
+__device__ __forceinline__ int moe_tokens(const MoeCountsArgs& a, std::int32_t& error) {
+  int const n = *a.num_tokens;
+  if (n < 0 || n > a.shape.max_tokens) {
+    error |= kMoeErrorNumTokens;
+    return n < 0 ? 0 : a.shape.max_tokens;
+  }
+  return n;
+}
+
+template <class P>
+__global__ void __launch_bounds__(kThreads)
+    moe_counts_kernel(const __grid_constant__ P peers, const __grid_constant__ MoeCountsArgs a) {
+  programmatic_wait(peers);
+  __shared__ std::int32_t run[kMaxMoeExperts];  // counts, then each expert's next row
+  __shared__ std::int32_t error, overflow;
+  const MoeShape& s = a.shape;
+  int const me = peers.rank();
+  int const n_ranks = peers.size();
+  int const E = s.experts, K = s.top_k, words = s.table_words();
+  int const tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
+  if (tid == 0) {
+    error = 0;
+    overflow = 0;
+  }
+  __syncthreads();
+  std::int32_t my_error = 0;
+  int const n = moe_tokens(a, my_error);
+  if (a.phase != 2) {
+    if (!peers.barrier()) return;  // every peer's earlier work done: its window is free
+    for (int e = tid; e < E; e += threads) run[e] = 0;
+    __syncthreads();
+    for (int p = tid; p < n * K; p += threads) {
+      int const e = a.topk_idx[p];
+      if (e < -1 || e >= E) {
+        my_error |= kMoeErrorExpertId;
+      } else if (e >= 0) {
+        atomicAdd(&run[e], 1);
+      }
+    }
+    if (my_error != 0) atomicOr(&error, my_error);
+    __syncthreads();
+    std::int32_t const scale_bits = __float_as_int(*a.global_scale);
+    for (int i = tid; i < n_ranks * words; i += threads) {
+      int const peer = rotated(me, i / words, n_ranks), w = i % words;
+      auto* table = reinterpret_cast<std::int32_t*>(
+          peers.ptr(SymRef{0, a.table + static_cast<std::size_t>(me) * words * 4}, peer));
+      table[w] = w < E ? run[w] : (w == E ? error : scale_bits);
+    }
+    for (int p = tid; p < s.pairs(); p += threads) a.weights[p] = a.topk_weights[p];
+    if (!peers.barrier()) return;  // every rank's counts in every table
+    if (a.phase == 1) return;
+  }
+  __syncthreads();
+  const auto* table = reinterpret_cast<const std::int32_t*>(peers.ptr(SymRef{0, a.table}, me));
+  int const L = s.local_experts();
+  for (int e = tid; e < E; e += threads) {
+    std::int32_t base = 0;  // rows the lower ranks' pairs take on expert e
+    for (int r = 0; r < me; ++r) base += table[r * words + e];
+    run[e] = base;
+  }
+  for (int l = tid; l < L; l += threads) {
+    std::int32_t total = 0;
+    for (int r = 0; r < n_ranks; ++r) total += table[r * words + me * L + l];
+    a.expert_count[l] = total < s.capacity ? total : s.capacity;
+    if (total > s.capacity) atomicAdd(&overflow, total - s.capacity);
+  }
+  if (tid == 0) {
+    std::int32_t bits = 0;
+    std::int32_t const scale0 = table[E + 1];
+    for (int r = 0; r < n_ranks; ++r) {
+      bits |= table[r * words + E];
+      if (table[r * words + E + 1] != scale0) bits |= kMoeErrorGlobalScale;
+    }
+    *a.error = bits;
+    *a.group_scale = __int_as_float(scale0);
+  }
+  __syncthreads();
+  if (tid < 32) {
+    // Pairs in (token, slot) order, 32 at a time: lanes naming the same expert take consecutive
+    // rows in lane order, then the lowest of them advances the expert's next row.
+    unsigned const lane = static_cast<unsigned>(tid);
+    unsigned const below = (1u << lane) - 1u;
+    for (int p0 = 0; p0 < s.pairs(); p0 += 32) {
+      int const p = p0 + tid;
+      int e = -1;
+      if (p < s.pairs() && p / K < n) e = a.topk_idx[p];
+      bool const valid = e >= 0 && e < E;
+      unsigned const group = __match_any_sync(0xffffffffu, valid ? e : E + tid);
+      int const row = valid ? run[e] + __popc(group & below) : -1;
+      __syncwarp();
+      if (valid && (group & below) == 0) run[e] += __popc(group);
+      __syncwarp();
+      if (p < s.pairs()) a.pair_row[p] = row >= 0 && row < s.capacity ? row : -1;
+    }
+  }
+  if (tid == 0) *a.overflow = overflow;
+  programmatic_release(peers);
+}
+
+// ---- rows: every placed pair's row, scales and origin into its expert's rank -----------------
+
+__device__ __forceinline__ int global_warp() {
+  return static_cast<int>(global_thread() / 32);
+}
+__device__ __forceinline__ int grid_warps() {
+  return static_cast<int>(grid_threads() / 32);
+}
+
+template <class P>
+__global__ void __launch_bounds__(kThreads)
+    moe_rows_kernel(const __grid_constant__ P peers, const __grid_constant__ MoeRowsArgs a) {
+  programmatic_wait(peers);
+  const MoeShape& s = a.shape;
+  int const me = peers.rank();
+  int const L = s.local_experts();
+  int const lane = static_cast<int>(threadIdx.x % 32);
+  std::size_t const row_bytes = s.row_bytes(), cols = s.scale_cols();
+  for (int p = global_warp(); p < s.pairs(); p += grid_warps()) {
+    int const row = a.pair_row[p];
+    if (row < 0) continue;
+    int const e = a.topk_idx[p];
+    int const dest = e / L, l = e % L, t = p / s.top_k;
+    std::size_t const slot = static_cast<std::size_t>(l) * s.capacity + row;
+    auto* out =
+        reinterpret_cast<uint4*>(peers.ptr(SymRef{0, a.layout.rows + slot * row_bytes}, dest));
+    const auto* in = reinterpret_cast<const uint4*>(a.data + t * row_bytes);
+    for (std::size_t i = lane; i < row_bytes / 16; i += 32) out[i] = in[i];
+    char* scales = peers.ptr(SymRef{0, a.layout.scales + l * s.expert_scale_bytes()}, dest);
+    const auto* linear = reinterpret_cast<const std::uint32_t*>(a.block_scales + t * cols);
+    for (std::size_t c = 4 * lane; c < cols; c += 4 * 32) {
+      *reinterpret_cast<std::uint32_t*>(scales + swizzled_scale_offset(row, c, cols)) =
+          linear[c / 4];
+    }
+    if (lane == 0) {
+      reinterpret_cast<std::int32_t*>(peers.ptr(SymRef{0, a.layout.origin}, dest))[slot] =
+          me * s.pairs() + p;
+    }
+  }
+  if (!peers.barrier()) return;  // every row on its expert's rank before its GEMM
+  programmatic_release(peers);
+}
+
+// ---- send back: each expert output row to its token's rank -----------------------------------
+
+template <class P>
+__global__ void __launch_bounds__(kThreads)
+    moe_send_back_kernel(const __grid_constant__ P peers,
+                         const __grid_constant__ MoeSendBackArgs a) {
+  programmatic_wait(peers);
+  const MoeShape& s = a.shape;
+  int const me = peers.rank();
+  int const lane = static_cast<int>(threadIdx.x % 32);
+  std::size_t const row_bytes = static_cast<std::size_t>(s.hidden) * 2;
+  const auto* origin =
+      reinterpret_cast<const std::int32_t*>(peers.ptr(SymRef{0, a.layout.origin}, me));
+  int const rows = s.local_experts() * s.capacity;
+  for (int i = global_warp(); i < rows; i += grid_warps()) {
+    int const l = i / s.capacity, m = i % s.capacity;
+    if (m >= a.expert_count[l]) continue;
+    int const o = origin[i];
+    int const src = o / s.pairs(), q = o % s.pairs();
+    auto* out = reinterpret_cast<uint4*>(
+        peers.ptr(SymRef{0, a.layout.back + static_cast<std::size_t>(q) * row_bytes}, src));
+    const auto* in = reinterpret_cast<const uint4*>(a.expert_out) + i * (row_bytes / 16);
+    for (std::size_t k = lane; k < row_bytes / 16; k += 32) out[k] = in[k];
+  }
+  if (!peers.barrier()) return;  // every row back on its token's rank
+  programmatic_release(peers);
+}
+
+// ---- launch bodies ----------------------------------------------------------------------------
+
+inline void check_moe_shape(const MoeShape& s) {
+  SYMMCOMM_EXPECTS(s.ranks >= 1 && s.experts % s.ranks == 0 && s.experts <= kMaxMoeExperts &&
+                       s.hidden % 64 == 0 && s.top_k >= 1 && s.max_tokens >= 1 && s.capacity >= 1,
+                   "lsa moe: shape of " << s.experts << " experts over " << s.ranks
+                                        << " ranks, hidden " << s.hidden
+                                        << " (a bug in symmcomm: MoeGroup checks it)");
+}
+
+template <class Desc>
+void launch_moe_counts(const Desc& peers, const MoeCountsArgs& a, cudaStream_t stream) {
+  check_moe_shape(a.shape);
+  SYMMCOMM_EXPECTS(a.phase >= 0 && a.phase <= 2, "lsa moe: phase " << a.phase);
+  check_ref(peers, SymRef{0, a.table}, "moe group window");
+  with_policy(peers, [&](const auto& p) {
+    launch(moe_counts_kernel<std::decay_t<decltype(p)>>, 1, stream, p, a);
+  });
+}
+
+template <class Desc>
+void launch_moe_rows(const Desc& peers, const MoeRowsArgs& a, cudaStream_t stream) {
+  check_moe_shape(a.shape);
+  check_ref(peers, SymRef{0, a.layout.rows}, "moe group window");
+  std::size_t const bytes = static_cast<std::size_t>(a.shape.pairs()) * a.shape.row_bytes();
+  unsigned const grid = grid_for_units(bytes / 64, grid_cap(peers, kCtasPerSm));
+  with_policy(peers, [&](const auto& p) {
+    launch_resident(moe_rows_kernel<std::decay_t<decltype(p)>>, peers.sm_share, grid, stream, p, a);
+  });
+}
+
+template <class Desc>
+void launch_moe_send_back(const Desc& peers, const MoeSendBackArgs& a, cudaStream_t stream) {
+  check_moe_shape(a.shape);
+  check_ref(peers, SymRef{0, a.layout.back}, "moe group window");
+  std::size_t const bytes = static_cast<std::size_t>(a.shape.pairs()) * a.shape.hidden * 2;
+  unsigned const grid = grid_for_units(bytes / 64, grid_cap(peers, kCtasPerSm));
+  with_policy(peers, [&](const auto& p) {
+    launch_resident(moe_send_back_kernel<std::decay_t<decltype(p)>>, peers.sm_share, grid, stream,
+                    p, a);
+  });
+}
+
+}  // namespace symmcomm::detail::lsa

@@ -1,0 +1,286 @@
+// MoE dispatch and combine by expert (kernels/moe.hpp) through the loopback peer policy: virtual
+// ranks on one GPU, every launch of a step run for every rank in rank order, against the host's
+// specification (support/moe_reference.hpp): every placed data and scale byte, the counts,
+// overflow and error words, and the combined output.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/moe.hpp"
+#include "support/gpu_test.hpp"
+#include "support/moe_reference.hpp"
+#include "support/tensors.hpp"
+#include "symmcomm/formats/bf16.hpp"
+#include "testing/src/lsa_loopback.hpp"
+
+namespace symmcomm::test {
+namespace {
+
+namespace lsa = detail::lsa;
+
+lsa::MoeShape shape_of(const MoeCase& c) {
+  lsa::MoeShape s;
+  s.ranks = c.ranks;
+  s.experts = c.experts;
+  s.top_k = c.top_k;
+  s.hidden = c.hidden;
+  s.max_tokens = c.max_tokens;
+  s.capacity = c.cap();
+  return s;
+}
+
+// Every virtual rank's group window and inputs on the device.
+struct World {
+  MoeCase c;
+  lsa::MoeShape shape;
+  lsa::MoeLayout layout;
+  std::vector<std::unique_ptr<DeviceArray<std::uint8_t>>> window, data, scales;
+  std::vector<std::unique_ptr<DeviceArray<std::int32_t>>> idx, tokens;
+  std::vector<std::unique_ptr<DeviceArray<float>>> weights, scale;
+
+  explicit World(const MoeCase& mc)
+      : c(mc), shape(shape_of(mc)), layout(lsa::MoeLayout::of(shape)) {
+    for (int r = 0; r < c.ranks; ++r) {
+      window.push_back(std::make_unique<DeviceArray<std::uint8_t>>(layout.bytes));
+      data.push_back(std::make_unique<DeviceArray<std::uint8_t>>(c.max_tokens * c.row_bytes()));
+      scales.push_back(std::make_unique<DeviceArray<std::uint8_t>>(c.max_tokens * c.scale_cols()));
+      idx.push_back(std::make_unique<DeviceArray<std::int32_t>>(c.pairs()));
+      weights.push_back(std::make_unique<DeviceArray<float>>(c.pairs()));
+      tokens.push_back(std::make_unique<DeviceArray<std::int32_t>>(1));
+      scale.push_back(std::make_unique<DeviceArray<float>>(1));
+    }
+  }
+  char* at(int r, std::size_t offset) const {
+    return reinterpret_cast<char*>(window[static_cast<std::size_t>(r)]->get()) + offset;
+  }
+  lsa::LoopbackPeers peers(int r) const {
+    lsa::LoopbackPeers p(r, c.ranks);
+    for (int q = 0; q < c.ranks; ++q) p.base[0][q] = window[static_cast<std::size_t>(q)]->get();
+    return p;
+  }
+
+  // One dispatch of every rank's `in`, launch by launch as loopback runs them.
+  void dispatch(const std::vector<MoeRankInput>& in) {
+    for (int r = 0; r < c.ranks; ++r) {
+      auto const i = static_cast<std::size_t>(r);
+      data[i]->upload(in[i].data);
+      scales[i]->upload(in[i].scales);
+      idx[i]->upload(in[i].idx);
+      weights[i]->upload(in[i].weights);
+      tokens[i]->upload({in[i].num_tokens});
+      scale[i]->upload({in[i].global_scale});
+    }
+    for (int phase : {1, 2}) {
+      for (int r = 0; r < c.ranks; ++r) {
+        auto const i = static_cast<std::size_t>(r);
+        lsa::MoeCountsArgs a;
+        a.shape = shape;
+        a.topk_idx = idx[i]->get();
+        a.topk_weights = weights[i]->get();
+        a.num_tokens = tokens[i]->get();
+        a.global_scale = scale[i]->get();
+        a.table = layout.table;
+        a.pair_row = reinterpret_cast<std::int32_t*>(at(r, layout.pair_row));
+        a.weights = reinterpret_cast<float*>(at(r, layout.weights));
+        a.expert_count = reinterpret_cast<std::int32_t*>(at(r, layout.expert_count));
+        auto* words = reinterpret_cast<std::int32_t*>(at(r, layout.words));
+        a.overflow = words;
+        a.error = words + 1;
+        a.group_scale = reinterpret_cast<float*>(words + 2);
+        a.phase = phase;
+        lsa::moe_counts(peers(r), a, nullptr);
+      }
+    }
+    for (int r = 0; r < c.ranks; ++r) {
+      auto const i = static_cast<std::size_t>(r);
+      lsa::MoeRowsArgs a;
+      a.shape = shape;
+      a.data = data[i]->get();
+      a.block_scales = scales[i]->get();
+      a.topk_idx = idx[i]->get();
+      a.pair_row = reinterpret_cast<const std::int32_t*>(at(r, layout.pair_row));
+      a.layout = layout;
+      lsa::moe_rows(peers(r), a, nullptr);
+    }
+    SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+  }
+
+  // One combine of every rank's expert outputs (bf16 bits [L][capacity][hidden]) into `out`.
+  std::vector<std::vector<std::uint16_t>> combine(
+      const std::vector<std::vector<std::uint16_t>>& expert_out) {
+    std::vector<std::unique_ptr<DeviceArray<std::uint16_t>>> y, out;
+    for (int r = 0; r < c.ranks; ++r) {
+      y.push_back(std::make_unique<DeviceArray<std::uint16_t>>(expert_out[0].size()));
+      y.back()->upload(expert_out[static_cast<std::size_t>(r)]);
+      out.push_back(std::make_unique<DeviceArray<std::uint16_t>>(
+          static_cast<std::size_t>(c.max_tokens) * c.hidden));
+    }
+    for (int r = 0; r < c.ranks; ++r) {
+      lsa::MoeSendBackArgs a;
+      a.shape = shape;
+      a.expert_out = reinterpret_cast<const bf16*>(y[static_cast<std::size_t>(r)]->get());
+      a.expert_count = reinterpret_cast<const std::int32_t*>(at(r, layout.expert_count));
+      a.layout = layout;
+      lsa::moe_send_back(peers(r), a, nullptr);
+    }
+    for (int r = 0; r < c.ranks; ++r) {
+      lsa::MoeSumArgs a;
+      a.shape = shape;
+      a.back = reinterpret_cast<const bf16*>(at(r, layout.back));
+      a.pair_row = reinterpret_cast<const std::int32_t*>(at(r, layout.pair_row));
+      a.weights = reinterpret_cast<const float*>(at(r, layout.weights));
+      a.out = reinterpret_cast<bf16*>(out[static_cast<std::size_t>(r)]->get());
+      lsa::moe_sum(a, nullptr);
+    }
+    SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+    std::vector<std::vector<std::uint16_t>> got;
+    for (auto& o : out) got.push_back(o->download());
+    return got;
+  }
+
+  template <class T>
+  std::vector<T> read(int r, std::size_t offset, std::size_t count) const {
+    return support::download_on<T>(nullptr, at(r, offset), count);
+  }
+};
+
+// Rank r's dispatch against the specification: counts, overflow, error, the group scale, and for
+// every row below its expert's count its data bytes, its scales at their swizzled places and
+// its origin.
+void expect_dispatch(const World& w, const std::vector<MoeRankInput>& in, int r) {
+  SCOPED_TRACE("rank " + std::to_string(r));
+  const MoeCase& c = w.c;
+  MoePlacement const want = moe_placement(c, r, in);
+  EXPECT_EQ(w.read<std::int32_t>(r, w.layout.expert_count, c.local()), want.count);
+  auto const words = w.read<std::int32_t>(r, w.layout.words, 3);
+  EXPECT_EQ(words[0], want.overflow);
+  EXPECT_EQ(words[1], want.error);
+  float scale = 0;
+  std::memcpy(&scale, &words[2], sizeof scale);
+  EXPECT_EQ(scale, in[0].global_scale);
+  auto const rows = w.read<std::uint8_t>(
+      r, w.layout.rows, static_cast<std::size_t>(c.local()) * c.cap() * c.row_bytes());
+  auto const scales = w.read<std::uint8_t>(r, w.layout.scales, c.local() * c.expert_scale_bytes());
+  auto const origin =
+      w.read<std::int32_t>(r, w.layout.origin, static_cast<std::size_t>(c.local()) * c.cap());
+  int bad = 0;
+  for (int l = 0; l < c.local(); ++l) {
+    for (std::size_t m = 0; m < want.rows[static_cast<std::size_t>(l)].size(); ++m) {
+      std::int32_t const o = want.rows[static_cast<std::size_t>(l)][m];
+      std::size_t const slot = static_cast<std::size_t>(l) * c.cap() + m;
+      const MoeRankInput& x = in[static_cast<std::size_t>(o / c.pairs())];
+      std::size_t const t = static_cast<std::size_t>((o % c.pairs()) / c.top_k);
+      bad += origin[slot] != o;
+      for (std::size_t b = 0; b < c.row_bytes(); ++b) {
+        bad += rows[slot * c.row_bytes() + b] != x.data[t * c.row_bytes() + b];
+      }
+      for (std::size_t k = 0; k < c.scale_cols(); ++k) {
+        std::size_t const at =
+            l * c.expert_scale_bytes() + swizzled_scale_offset(m, k, c.scale_cols());
+        bad += scales[at] != x.scales[t * c.scale_cols() + k];
+      }
+      if (bad > 0) {
+        ADD_FAILURE() << "expert " << l << " row " << m << " (origin " << o << ") differs";
+        return;
+      }
+    }
+  }
+}
+
+// Every rank's combined output within one bf16 rounding of the double-precision sum (the kernel
+// sums in fp32 and rounds once).
+void expect_combine(const MoeCase& c, const std::vector<MoeRankInput>& in,
+                    const std::vector<std::vector<std::uint16_t>>& expert_out,
+                    const std::vector<std::vector<std::uint16_t>>& got) {
+  auto const want = moe_combined(c, in, expert_out);
+  for (int r = 0; r < c.ranks; ++r) {
+    for (std::size_t i = 0; i < want[static_cast<std::size_t>(r)].size(); ++i) {
+      double const ref = want[static_cast<std::size_t>(r)][i];
+      double const v = bf16_bits_to_float(got[static_cast<std::size_t>(r)][i]);
+      double const ulp = std::ldexp(1.0, std::ilogb(ref == 0 ? 1e-30 : ref) - 7);
+      if (std::abs(v - ref) > ulp + 1e-6 * std::abs(ref)) {
+        ADD_FAILURE() << "rank " << r << " element " << i << ": " << v << ", want " << ref;
+        return;
+      }
+    }
+  }
+}
+
+std::vector<std::vector<std::uint16_t>> random_expert_out(const MoeCase& c, std::uint32_t seed) {
+  std::vector<std::vector<std::uint16_t>> y;
+  for (int r = 0; r < c.ranks; ++r) {
+    y.push_back(to_bf16_bits(random_floats(static_cast<std::size_t>(c.local()) * c.cap() * c.hidden,
+                                           seed + static_cast<unsigned>(r))));
+  }
+  return y;
+}
+
+void dispatch_and_combine(MoeCase c, MoeRoutingKind kind, std::uint32_t seed) {
+  SCOPED_TRACE(std::to_string(c.ranks) + " ranks, capacity " + std::to_string(c.cap()) +
+               ", routing " + std::to_string(static_cast<int>(kind)) + ", seed " +
+               std::to_string(seed));
+  World w(c);
+  auto const in = moe_inputs(c, kind, seed);
+  w.dispatch(in);
+  for (int r = 0; r < c.ranks; ++r) expect_dispatch(w, in, r);
+  auto const y = random_expert_out(c, seed * 7 + 1);
+  expect_combine(c, in, y, w.combine(y));
+}
+
+TEST(MoeLoopback, DispatchPlacesEveryRowAndCombineSumsThem) {
+  SYMMCOMM_REQUIRE_GPU();
+  for (int ranks : {2, 4, 8}) {
+    MoeCase c;
+    c.ranks = ranks;
+    c.experts = 4 * ranks;
+    for (MoeRoutingKind kind : {MoeRoutingKind::Random, MoeRoutingKind::Holes}) {
+      dispatch_and_combine(c, kind, 11 + static_cast<std::uint32_t>(ranks));
+    }
+  }
+}
+
+TEST(MoeLoopback, RowsPastCapacityAreDroppedAndCounted) {
+  SYMMCOMM_REQUIRE_GPU();
+  MoeCase c;
+  c.ranks = 4;
+  c.experts = 16;
+  c.capacity = 5;  // expert 1 gets every token's first slot: far past 5
+  dispatch_and_combine(c, MoeRoutingKind::Hot, 3);
+}
+
+TEST(MoeLoopback, RoutingThatChangesIsPlacedAfresh) {
+  SYMMCOMM_REQUIRE_GPU();
+  MoeCase c;
+  c.ranks = 4;
+  c.experts = 8;
+  World w(c);
+  for (std::uint32_t seed : {1u, 2u, 3u}) {
+    auto const in = moe_inputs(c, MoeRoutingKind::Random, seed);
+    w.dispatch(in);
+    for (int r = 0; r < c.ranks; ++r) expect_dispatch(w, in, r);
+  }
+}
+
+TEST(MoeLoopback, BadInputSetsTheErrorBitsOnEveryRankAndPlacesTheRest) {
+  SYMMCOMM_REQUIRE_GPU();
+  MoeCase c;
+  c.ranks = 4;
+  c.experts = 8;
+  World w(c);
+  auto in = moe_inputs(c, MoeRoutingKind::BadId, 5);
+  in[2].num_tokens = c.max_tokens + 3;  // above the maximum: its first max_tokens placed
+  in[3].global_scale = 0.25f;           // not rank 0's
+  w.dispatch(in);
+  for (int r = 0; r < c.ranks; ++r) {
+    expect_dispatch(w, in, r);
+    EXPECT_EQ(w.read<std::int32_t>(r, w.layout.words, 2)[1],
+              kMoeErrorExpertId | kMoeErrorNumTokens | kMoeErrorGlobalScale);
+  }
+}
+
+}  // namespace
+}  // namespace symmcomm::test

@@ -1,0 +1,167 @@
+#pragma once
+// The specification of MoE dispatch and combine by expert (symmcomm/collectives/moe.hpp) on the
+// host, for the tests: routings of every rank made from a seed (every rank of a multi-rank test
+// makes the same), where each pair lands, and what each rank must hold after a dispatch and a
+// combine. The same rules as Python's symmcomm.moe.reference_placement.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "symmcomm/collectives/moe.hpp"
+#include "symmcomm/formats/bf16.hpp"
+#include "symmcomm/formats/scale_layout.hpp"
+
+namespace symmcomm::test {
+
+/// The group's shape as the tests use it (capacity resolved).
+struct MoeCase {
+  int ranks = 2, experts = 8, top_k = 3, hidden = 128, max_tokens = 37, capacity = 0;
+  int local() const { return experts / ranks; }
+  int pairs() const { return max_tokens * top_k; }
+  int cap() const { return capacity > 0 ? capacity : ranks * max_tokens; }
+  std::size_t row_bytes() const { return static_cast<std::size_t>(hidden) / 2; }
+  std::size_t scale_cols() const { return static_cast<std::size_t>(hidden) / 16; }
+  std::size_t expert_scale_bytes() const {
+    return swizzled_scale_bytes(static_cast<std::size_t>(cap()), scale_cols());
+  }
+  MoeConfig config() const {
+    MoeConfig c;
+    c.num_experts = experts;
+    c.top_k = top_k;
+    c.hidden = hidden;
+    c.max_tokens_per_rank = max_tokens;
+    c.capacity = capacity;
+    return c;
+  }
+};
+
+/// How a routing is drawn.
+enum class MoeRoutingKind {
+  Random,  ///< distinct random experts per token
+  Hot,     ///< every token's first slot on expert 1 (past capacity when it is small)
+  Holes,   ///< random, with -1 slots and experts of rank 0 never chosen
+  BadId,   ///< random, one id past the last expert on rank 1
+};
+
+/// One rank's tokens and routing.
+struct MoeRankInput {
+  int num_tokens = 0;
+  std::vector<std::int32_t> idx;     ///< [max_tokens][top_k]
+  std::vector<float> weights;        ///< [max_tokens][top_k]
+  std::vector<std::uint8_t> data;    ///< [max_tokens][hidden / 2]
+  std::vector<std::uint8_t> scales;  ///< [max_tokens][hidden / 16], linear
+  float global_scale = 0.5f;
+};
+
+/// Every rank's input for `seed` (the same on every process).
+inline std::vector<MoeRankInput> moe_inputs(const MoeCase& c, MoeRoutingKind kind,
+                                            std::uint32_t seed) {
+  std::vector<MoeRankInput> in(static_cast<std::size_t>(c.ranks));
+  std::mt19937 rng(seed);
+  for (int r = 0; r < c.ranks; ++r) {
+    MoeRankInput& x = in[static_cast<std::size_t>(r)];
+    x.num_tokens = static_cast<int>(rng() % static_cast<unsigned>(c.max_tokens + 1));
+    if (r == 0) x.num_tokens = c.max_tokens;
+    x.idx.assign(static_cast<std::size_t>(c.pairs()), -1);
+    x.weights.resize(static_cast<std::size_t>(c.pairs()));
+    for (int t = 0; t < c.max_tokens; ++t) {
+      std::vector<int> chosen;
+      for (int j = 0; j < c.top_k; ++j) {
+        int e = -1;
+        do {
+          e = static_cast<int>(rng() % static_cast<unsigned>(c.experts));
+          if (kind == MoeRoutingKind::Holes && e < c.local()) e = -1;
+        } while (e >= 0 && std::find(chosen.begin(), chosen.end(), e) != chosen.end());
+        if (kind == MoeRoutingKind::Hot && j == 0) e = 1;
+        if (kind == MoeRoutingKind::Holes && rng() % 4 == 0) e = -1;
+        if (e >= 0 && std::find(chosen.begin(), chosen.end(), e) != chosen.end()) e = -1;
+        if (e >= 0) chosen.push_back(e);
+        x.idx[static_cast<std::size_t>(t * c.top_k + j)] = e;
+        x.weights[static_cast<std::size_t>(t * c.top_k + j)] =
+            static_cast<float>(rng() % 1000) / 1000.0f;
+      }
+    }
+    if (kind == MoeRoutingKind::BadId && r == 1 % c.ranks) {
+      x.idx[1] = c.experts;  // token 0, slot 1
+      if (x.num_tokens == 0) x.num_tokens = 1;
+    }
+    x.data.resize(static_cast<std::size_t>(c.max_tokens) * c.row_bytes());
+    x.scales.resize(static_cast<std::size_t>(c.max_tokens) * c.scale_cols());
+    for (auto& b : x.data) b = static_cast<std::uint8_t>(rng());
+    for (auto& b : x.scales) b = static_cast<std::uint8_t>(rng() % 0x7e);
+  }
+  return in;
+}
+
+/// What `rank` holds after a dispatch: per local expert, the origin (src * pairs + pair) of its
+/// rows in order; counts, overflow and error bits.
+struct MoePlacement {
+  std::vector<std::vector<std::int32_t>> rows;
+  std::vector<std::int32_t> count;
+  std::int32_t overflow = 0;
+  std::int32_t error = 0;
+};
+
+inline MoePlacement moe_placement(const MoeCase& c, int rank, const std::vector<MoeRankInput>& in) {
+  MoePlacement out;
+  out.rows.resize(static_cast<std::size_t>(c.local()));
+  int const first = rank * c.local();
+  for (int src = 0; src < c.ranks; ++src) {
+    const MoeRankInput& x = in[static_cast<std::size_t>(src)];
+    int n = x.num_tokens;
+    if (n < 0 || n > c.max_tokens) {
+      out.error |= kMoeErrorNumTokens;
+      n = n < 0 ? 0 : c.max_tokens;
+    }
+    if (x.global_scale != in[0].global_scale) out.error |= kMoeErrorGlobalScale;
+    for (int p = 0; p < n * c.top_k; ++p) {
+      int const e = x.idx[static_cast<std::size_t>(p)];
+      if (e < -1 || e >= c.experts) {
+        out.error |= kMoeErrorExpertId;
+        continue;
+      }
+      if (e < first || e >= first + c.local()) continue;
+      auto& rows = out.rows[static_cast<std::size_t>(e - first)];
+      if (static_cast<int>(rows.size()) < c.cap()) {
+        rows.push_back(src * c.pairs() + p);
+      } else {
+        ++out.overflow;
+      }
+    }
+  }
+  for (const auto& r : out.rows) out.count.push_back(static_cast<std::int32_t>(r.size()));
+  return out;
+}
+
+/// Each rank's combined output [max_tokens][hidden] as floats before the bf16 rounding (summed in
+/// double): the pairs placed anywhere, weighted, from `expert_out[dest]` (bf16 bits,
+/// [L][capacity][hidden]).
+inline std::vector<std::vector<double>> moe_combined(
+    const MoeCase& c, const std::vector<MoeRankInput>& in,
+    const std::vector<std::vector<std::uint16_t>>& expert_out) {
+  std::vector<std::vector<double>> out(
+      static_cast<std::size_t>(c.ranks),
+      std::vector<double>(static_cast<std::size_t>(c.max_tokens) * c.hidden));
+  for (int dest = 0; dest < c.ranks; ++dest) {
+    MoePlacement const p = moe_placement(c, dest, in);
+    for (int l = 0; l < c.local(); ++l) {
+      for (std::size_t m = 0; m < p.rows[static_cast<std::size_t>(l)].size(); ++m) {
+        std::int32_t const o = p.rows[static_cast<std::size_t>(l)][m];
+        int const src = o / c.pairs(), q = o % c.pairs(), t = q / c.top_k;
+        double const w = in[static_cast<std::size_t>(src)].weights[static_cast<std::size_t>(q)];
+        const std::uint16_t* row = expert_out[static_cast<std::size_t>(dest)].data() +
+                                   (static_cast<std::size_t>(l) * c.cap() + m) * c.hidden;
+        double* acc =
+            out[static_cast<std::size_t>(src)].data() + static_cast<std::size_t>(t) * c.hidden;
+        for (int h = 0; h < c.hidden; ++h) acc[h] += w * bf16_bits_to_float(row[h]);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace symmcomm::test
