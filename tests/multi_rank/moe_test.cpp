@@ -1,0 +1,235 @@
+// MoE dispatch and combine by expert (symmcomm::MoeGroup) across real ranks, against the host's
+// specification (support/moe_reference.hpp; every rank draws every rank's input from one seed):
+// every placed data and scale byte, the counts, overflow and error words, the combined output
+// within one bf16 rounding of the exact sum; eager calls, then one CUDA graph of a dispatch and
+// a combine replayed with new routing; bad input named by check(). Where the group's kernels
+// cannot run (no LSA team spanning the ranks: NCCL 2.28 with ranks sharing a GPU), the group
+// must be refused with the reason.
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "multi_rank/checks.hpp"
+#include "multi_rank/world.hpp"
+#include "support/moe_reference.hpp"
+#include "support/tensors.hpp"
+#include "symmcomm/collectives/moe.hpp"
+#include "symmcomm/comm/mpi.hpp"
+
+namespace symmcomm::test {
+namespace {
+
+MoeCase moe_case(int capacity = 0) {
+  MoeCase c;
+  c.ranks = world().size;
+  c.experts = 4 * world().size;
+  c.top_k = 3;
+  c.hidden = 256;
+  c.max_tokens = 29;
+  c.capacity = capacity;
+  return c;
+}
+
+// This rank's inputs on the device (pool memory: nothing needs to be symmetric), refilled from
+// a routing of every rank.
+struct Inputs {
+  const MoeCase c;
+  PoolArray<std::uint8_t> data, scales;
+  PoolArray<std::int32_t> idx, tokens;
+  PoolArray<float> weights, scale;
+  PoolArray<std::uint16_t> expert_out, out;
+  explicit Inputs(const MoeCase& mc)
+      : c(mc),
+        data(c.max_tokens * c.row_bytes()),
+        scales(c.max_tokens * c.scale_cols()),
+        idx(c.pairs()),
+        tokens(1),
+        weights(c.pairs()),
+        scale(1),
+        expert_out(static_cast<std::size_t>(c.local()) * c.cap() * c.hidden),
+        out(static_cast<std::size_t>(c.max_tokens) * c.hidden) {}
+  void upload(const MoeRankInput& x, const std::vector<std::uint16_t>& y) {
+    data.upload(x.data);
+    scales.upload(x.scales);
+    idx.upload(x.idx);
+    tokens.upload({x.num_tokens});
+    weights.upload(x.weights);
+    scale.upload({x.global_scale});
+    expert_out.upload(y);
+  }
+  ConstNvfp4View x() const {
+    ConstNvfp4View v;
+    v.data = data.get();
+    v.block_scales = scales.get();
+    v.global_scale = scale.get();
+    v.count = static_cast<std::size_t>(c.max_tokens) * c.hidden;
+    return v;
+  }
+  void step(MoeGroup& g) {
+    g.dispatch(x(), idx.get(), weights.get(), tokens.get(), world().stream);
+    g.combine(reinterpret_cast<const bf16*>(expert_out.get()), reinterpret_cast<bf16*>(out.get()),
+              world().stream);
+  }
+};
+
+template <class T>
+std::vector<T> download(const void* ptr, std::size_t count) {
+  std::vector<T> host(count);
+  copy_sync(host.data(), ptr, count * sizeof(T));
+  return host;
+}
+
+std::vector<std::vector<std::uint16_t>> expert_outputs(const MoeCase& c, std::uint32_t seed) {
+  std::vector<std::vector<std::uint16_t>> y;
+  for (int r = 0; r < c.ranks; ++r) {
+    y.push_back(to_bf16_bits(random_floats(static_cast<std::size_t>(c.local()) * c.cap() * c.hidden,
+                                           seed + static_cast<unsigned>(r))));
+  }
+  return y;
+}
+
+// This rank's dispatch and combine against the specification.
+void expect_step(const MoeGroup& g, const Inputs& t, const std::vector<MoeRankInput>& in,
+                 const std::vector<std::vector<std::uint16_t>>& y, const std::string& what) {
+  SCOPED_TRACE(what);
+  const MoeCase& c = t.c;
+  int const me = world().rank;
+  MoePlacement const want = moe_placement(c, me, in);
+  const MoeDispatch& d = g.buffers();
+  EXPECT_EQ(download<std::int32_t>(d.expert_count, c.local()), want.count);
+  EXPECT_EQ(download<std::int32_t>(d.overflow, 1)[0], want.overflow);
+  EXPECT_EQ(download<std::int32_t>(d.error, 1)[0], want.error);
+  EXPECT_EQ(download<float>(d.global_scale, 1)[0], in[0].global_scale);
+  auto const rows =
+      download<std::uint8_t>(d.data, static_cast<std::size_t>(c.local()) * c.cap() * c.row_bytes());
+  auto const scales = download<std::uint8_t>(d.block_scales, c.local() * c.expert_scale_bytes());
+  long bad = 0;
+  for (int l = 0; l < c.local(); ++l) {
+    for (std::size_t m = 0; m < want.rows[static_cast<std::size_t>(l)].size(); ++m) {
+      std::int32_t const o = want.rows[static_cast<std::size_t>(l)][m];
+      const MoeRankInput& x = in[static_cast<std::size_t>(o / c.pairs())];
+      std::size_t const tok = static_cast<std::size_t>((o % c.pairs()) / c.top_k);
+      std::size_t const slot = static_cast<std::size_t>(l) * c.cap() + m;
+      for (std::size_t b = 0; b < c.row_bytes(); ++b) {
+        bad += rows[slot * c.row_bytes() + b] != x.data[tok * c.row_bytes() + b];
+      }
+      for (std::size_t k = 0; k < c.scale_cols(); ++k) {
+        bad += scales[l * c.expert_scale_bytes() + swizzled_scale_offset(m, k, c.scale_cols())] !=
+               x.scales[tok * c.scale_cols() + k];
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0) << "placed bytes that differ from the specification";
+  auto const sums = moe_combined(c, in, y)[static_cast<std::size_t>(me)];
+  auto const got = t.out.download();
+  long off = 0;
+  for (std::size_t i = 0; i < sums.size(); ++i) {
+    double const ref = sums[i];
+    double const v = bf16_bits_to_float(got[i]);
+    double const ulp = std::ldexp(1.0, std::ilogb(ref == 0 ? 1e-30 : ref) - 7);
+    off += std::abs(v - ref) > ulp + 1e-6 * std::abs(ref);
+  }
+  EXPECT_EQ(off, 0) << "combined elements beyond one bf16 rounding of the exact sum";
+}
+
+TEST(MultiRankMoe, GroupIsMadeWhereItsKernelsRunAndRefusedWithTheReasonElsewhere) {
+  std::string why;
+  bool const ok = MoeGroup::supported(world().comm, &why);
+  EXPECT_EQ(ok, lsa_can()) << why;
+  if (ok) {
+    MoeGroup g(world().comm, moe_case().config(), world().stream);
+    EXPECT_EQ(g.local_experts(), 4);
+    EXPECT_EQ(g.config().capacity, world().size * 29);
+    EXPECT_NE(g.reason().find("lsa"), std::string::npos);
+  } else {
+    std::string const text =
+        logic_error_text([&] { MoeGroup g(world().comm, moe_case().config(), world().stream); });
+    EXPECT_NE(text.find(why), std::string::npos) << text;
+    EXPECT_FALSE(why.empty());
+  }
+  MoeConfig bad = moe_case().config();
+  bad.hidden = 100;
+  if (ok) {
+    EXPECT_NE(logic_error_text([&] {
+                MoeGroup g(world().comm, bad, world().stream);
+              }).find("config.hidden = 100"),
+              std::string::npos);
+  }
+}
+
+TEST(MultiRankMoe, DispatchAndCombineEagerThenReplayedFromOneGraph) {
+  if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
+  World& w = world();
+  MoeCase const c = moe_case();
+  MoeGroup g(w.comm, c.config(), w.stream);
+  Inputs t(c);
+  int round = 0;
+  for (MoeRoutingKind kind : {MoeRoutingKind::Random, MoeRoutingKind::Holes}) {
+    auto const in = moe_inputs(c, kind, 100 + static_cast<std::uint32_t>(round));
+    auto const y = expert_outputs(c, 7 + static_cast<std::uint32_t>(round));
+    t.upload(in[static_cast<std::size_t>(w.rank)], y[static_cast<std::size_t>(w.rank)]);
+    t.step(g);
+    sync();
+    expect_step(g, t, in, y, "eager round " + std::to_string(round++));
+  }
+  EXPECT_EQ(g.check(w.stream), 0);
+  cudaGraph_t graph = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(w.stream, cudaStreamCaptureModeThreadLocal));
+  t.step(g);
+  SYMMCOMM_CUDA_TRY(cudaStreamEndCapture(w.stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  SYMMCOMM_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 3; ++replay) {
+    auto const in = moe_inputs(c, MoeRoutingKind::Random, 200 + static_cast<std::uint32_t>(replay));
+    auto const y = expert_outputs(c, 300 + static_cast<std::uint32_t>(replay));
+    t.upload(in[static_cast<std::size_t>(w.rank)], y[static_cast<std::size_t>(w.rank)]);
+    SYMMCOMM_CUDA_TRY(cudaGraphLaunch(exec, w.stream));
+    sync();
+    expect_step(g, t, in, y, "graph replay " + std::to_string(replay));
+  }
+  SYMMCOMM_CUDA_TRY(cudaGraphExecDestroy(exec));
+  SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
+}
+
+TEST(MultiRankMoe, RowsPastCapacityAreDroppedAndCounted) {
+  if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
+  World& w = world();
+  MoeCase const c = moe_case(6);
+  MoeGroup g(w.comm, c.config(), w.stream);
+  Inputs t(c);
+  auto const in = moe_inputs(c, MoeRoutingKind::Hot, 41);
+  auto const y = expert_outputs(c, 43);
+  t.upload(in[static_cast<std::size_t>(w.rank)], y[static_cast<std::size_t>(w.rank)]);
+  t.step(g);
+  sync();
+  expect_step(g, t, in, y, "hot expert 1, capacity 6");
+  EXPECT_EQ(g.check(w.stream), moe_placement(c, w.rank, in).overflow);
+}
+
+TEST(MultiRankMoe, BadInputIsNamedOnEveryRankAndTheRestIsPlaced) {
+  if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
+  World& w = world();
+  MoeCase const c = moe_case();
+  MoeGroup g(w.comm, c.config(), w.stream);
+  Inputs t(c);
+  auto in = moe_inputs(c, MoeRoutingKind::BadId, 51);
+  in[0].num_tokens = c.max_tokens + 4;
+  in[static_cast<std::size_t>(c.ranks - 1)].global_scale = 0.125f;
+  auto const y = expert_outputs(c, 53);
+  t.upload(in[static_cast<std::size_t>(w.rank)], y[static_cast<std::size_t>(w.rank)]);
+  t.step(g);
+  sync();
+  expect_step(g, t, in, y, "bad id, num_tokens and global scale");
+  std::string const text = logic_error_text([&] { g.check(w.stream); });
+  for (const char* name : {"topk_idx", "num_tokens", "x.global_scale"}) {
+    EXPECT_NE(text.find(name), std::string::npos) << name << " not named in: " << text;
+  }
+}
+
+}  // namespace
+}  // namespace symmcomm::test
