@@ -404,6 +404,67 @@ symmcomm_status_t symmcomm_device_counts_overflowed(symmcomm_comm_t comm,
                                                     symmcomm_stream_t stream, int clear,
                                                     int* overflowed);
 
+/* ---- MoE dispatch and combine by expert (symmcomm/collectives/moe.hpp) ---------------------- */
+
+typedef struct symmcomm_moe_s* symmcomm_moe_t; /**< a MoE group (symmcomm::MoeGroup) */
+
+/** One MoE layer's expert-parallel shape (symmcomm::MoeConfig), the same on every rank. */
+typedef struct {
+  int num_experts;         /**< a multiple of the comm size, <= 1024 */
+  int top_k;               /**< 1..num_experts */
+  int hidden;              /**< elements per token, a multiple of 64 */
+  int max_tokens_per_rank; /**< the most tokens a rank dispatches in one call */
+  int capacity;            /**< rows per expert on its rank; 0: comm size x max tokens */
+} symmcomm_moe_config_t;
+
+/** A group's dispatch tensors on this rank (symmcomm::MoeDispatch plus their shapes): device
+ *  pointers into the group's window, the same for every dispatch. */
+typedef struct {
+  uint8_t* data;             /**< [local_experts][capacity][hidden / 2] packed e2m1 rows */
+  uint8_t* block_scales;     /**< [local_experts][expert_scale_bytes], 128 x 4 per expert */
+  int32_t* expert_count;     /**< [local_experts] */
+  float* global_scale;       /**< [1]: every expert's alpha (rank 0's global scale) */
+  int32_t* overflow;         /**< [1]: this rank's experts' pairs dropped past capacity */
+  int32_t* error;            /**< [1]: SYMMCOMM_MOE_ERROR_* bits of every rank's input */
+  int local_experts;         /**< experts this rank holds */
+  int capacity;              /**< rows per expert (resolved) */
+  size_t expert_scale_bytes; /**< bytes of one expert's swizzled block scales */
+} symmcomm_moe_buffers_t;
+
+/** Error bits of symmcomm_moe_buffers_t.error (symmcomm::kMoeError*). */
+#define SYMMCOMM_MOE_ERROR_EXPERT_ID 1    /* a top-k id outside -1..num_experts-1 */
+#define SYMMCOMM_MOE_ERROR_NUM_TOKENS 2   /* num_tokens outside 0..max_tokens_per_rank */
+#define SYMMCOMM_MOE_ERROR_GLOBAL_SCALE 4 /* the ranks' NVFP4 global scales differ */
+
+/** Whether a MoE group can be made on `comm` (*supported 1 or 0); where not, the reason is
+ *  symmcomm_last_error()'s text. */
+symmcomm_status_t symmcomm_moe_supported(symmcomm_comm_t comm, int* supported);
+/** Collective: creates a group (its window allocated and registered on every rank). */
+symmcomm_status_t symmcomm_moe_create(symmcomm_comm_t comm, const symmcomm_moe_config_t* config,
+                                      symmcomm_stream_t stream, symmcomm_moe_t* group);
+/** Destroys the group (its window deregistered). NULL is a no-op that succeeds. */
+symmcomm_status_t symmcomm_moe_destroy(symmcomm_moe_t group);
+/** The group's dispatch tensors and their shapes. */
+symmcomm_status_t symmcomm_moe_buffers(symmcomm_moe_t group, symmcomm_moe_buffers_t* out);
+/** The path dispatch and combine take and why, copied into `text` (at most `size` bytes, NUL
+ *  included); *needed (if not NULL) gets the size the whole text needs. */
+symmcomm_status_t symmcomm_moe_reason(symmcomm_moe_t group, char* text, size_t size,
+                                      size_t* needed);
+/** Collective dispatch (MoeGroup::dispatch): `x` an NVFP4 tensor of max_tokens_per_rank x hidden
+ *  elements with linear block scales; topk_idx int32 and topk_weights float
+ *  [max_tokens_per_rank][top_k], num_tokens int32 [1]; all device pointers. */
+symmcomm_status_t symmcomm_moe_dispatch(symmcomm_moe_t group, const symmcomm_tensor_t* x,
+                                        const int32_t* topk_idx, const float* topk_weights,
+                                        const int32_t* num_tokens, symmcomm_stream_t stream);
+/** Collective combine (MoeGroup::combine): `expert_out` BF16 [local_experts][capacity][hidden],
+ *  `out` BF16 [max_tokens_per_rank][hidden]. */
+symmcomm_status_t symmcomm_moe_combine(symmcomm_moe_t group, const symmcomm_tensor_t* expert_out,
+                                       const symmcomm_tensor_t* out, symmcomm_stream_t stream);
+/** Waits for `stream`; SYMMCOMM_ERROR_INVALID_ARGUMENT naming the argument of every error bit
+ *  the last dispatch set; *overflow (if not NULL) gets the pairs dropped past capacity. */
+symmcomm_status_t symmcomm_moe_check(symmcomm_moe_t group, symmcomm_stream_t stream,
+                                     int32_t* overflow);
+
 /* ---- PyTorch pluggable allocator ----------------------------------------------------------- */
 
 /** Routes symmcomm_torch_alloc/free for `pool`'s device to `pool`. NULL is refused
