@@ -47,6 +47,21 @@ class DeviceCountsC(ctypes.Structure):
                 ("overflow", ctypes.c_void_p)]
 
 
+class MoeConfigC(ctypes.Structure):
+    """symmcomm_moe_config_t"""
+    _fields_ = [("num_experts", ctypes.c_int), ("top_k", ctypes.c_int), ("hidden", ctypes.c_int),
+                ("max_tokens_per_rank", ctypes.c_int), ("capacity", ctypes.c_int)]
+
+
+class MoeBuffersC(ctypes.Structure):
+    """symmcomm_moe_buffers_t"""
+    _fields_ = [("data", ctypes.c_void_p), ("block_scales", ctypes.c_void_p),
+                ("expert_count", ctypes.c_void_p), ("global_scale", ctypes.c_void_p),
+                ("overflow", ctypes.c_void_p), ("error", ctypes.c_void_p),
+                ("local_experts", ctypes.c_int), ("capacity", ctypes.c_int),
+                ("expert_scale_bytes", ctypes.c_size_t)]
+
+
 def options(path):
     """symmcomm_options_t with `path` (a symmcomm_path_t value), defaults otherwise."""
     return Options(ctypes.sizeof(Options), path, 0, 1, 0, None, 0, None, 0, None, 0)
@@ -182,6 +197,14 @@ def _declare(lib):
         "symmcomm_device_counts_overflowed": (status, [ptr, c.POINTER(DeviceCountsC), ptr, c.c_int,
                                                        c.POINTER(c.c_int)]),
         "symmcomm_torch_set_pool": (status, [ptr]),
+        "symmcomm_moe_supported": (status, [ptr, c.POINTER(c.c_int)]),
+        "symmcomm_moe_create": (status, [ptr, c.POINTER(MoeConfigC), ptr, c.POINTER(ptr)]),
+        "symmcomm_moe_destroy": (status, [ptr]),
+        "symmcomm_moe_buffers": (status, [ptr, c.POINTER(MoeBuffersC)]),
+        "symmcomm_moe_reason": (status, [ptr, c.c_char_p, c.c_size_t, c.POINTER(c.c_size_t)]),
+        "symmcomm_moe_dispatch": (status, [ptr, c.POINTER(Tensor), ptr, ptr, ptr, ptr]),
+        "symmcomm_moe_combine": (status, [ptr, c.POINTER(Tensor), c.POINTER(Tensor), ptr]),
+        "symmcomm_moe_check": (status, [ptr, ptr, c.POINTER(c.c_int32)]),
     }
     for name, (restype, argtypes) in protos.items():
         fn = getattr(lib, name)

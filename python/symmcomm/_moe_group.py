@@ -1,23 +1,27 @@
 """MoE dispatch and combine over a communicator (private: symmcomm.moe re-exports MoeGroup).
 
-The path here is the fallback every machine has, built from symmcomm's collectives and the
+Two paths, one API. Where the library's LSA kernels can run (an LSA team spanning the
+communicator: NCCL 2.28+ symmetric memory, or 2.30's several ranks per GPU), MoeGroup drives the
+C ABI's MoE group (_moe_native.py: symmcomm::MoeGroup): each routed row is written once, straight
+into its expert's rank in the masked layout, and combine sends each expert output back to its
+token's rank. Elsewhere the fallback every machine has, built from symmcomm's collectives and the
 placement of symmcomm.moe: dispatch all-gathers every rank's NVFP4 tokens and routing (two
 all-gathers, the routing packed into one), then each rank places the pairs routed to its
 experts (placement, dispatch_rows); combine weights and sums each token's rows held here in fp32
-(combine_rows) and reduce-scatters those partial sums in fp32, rounding once to bf16. No host
-synchronisation anywhere: a dispatch and a combine can be captured in a CUDA graph and replayed
-with new routing. The LSA kernel that sends each row only to its expert's rank is the next path
-(docs/moe.md); MoeGroup.reason says which path ran.
+(combine_rows) and reduce-scatters those partial sums in fp32, rounding once to bf16. Neither
+synchronises with the host: a dispatch and a combine can be captured in a CUDA graph and
+replayed with new routing. MoeGroup.path and MoeGroup.reason say which path runs and why.
 
-The steps between the collectives are module functions (pack_routing, unpack_routing,
-place_gathered, combine_partials) so that a CPU test can run a whole world of ranks in one
-process, standing in for the collectives with concatenation and sums.
+The fallback's steps between the collectives are module functions (pack_routing,
+unpack_routing, place_gathered, combine_partials) so that a CPU test can run a whole world of
+ranks in one process, standing in for the collectives with concatenation and sums.
 """
 import collections
 
 from ._core import _fail
 from ._tensors import Nvfp4Tensor, _dtype_name, _is_tensor
 from . import moe as _moe
+from . import _moe_native
 
 #: error bit: the ranks' NVFP4 global scales differ (a grouped GEMM applies one alpha per
 #: expert; MoeGroup quantizes with one static scale). The rows are placed all the same.
@@ -25,18 +29,21 @@ ERROR_GLOBAL_SCALE = 4
 
 #: What a dispatch leaves on this rank, all on the device: `data` uint8 [L, capacity, hidden/2]
 #: and `block_scales` uint8 [L, expert_scale_bytes] (swizzled 128 x 4 per expert) in the masked
-#: expert-major layout, `expert_count` int32 [L], `global_scale` float32 [1] (rank 0's, the one
+#: expert-major layout (rows and scales past an expert's count: zero on the fallback, left as
+#: they were on the LSA path, where the tensors are views of the group's window, the same for
+#: every dispatch), `expert_count` int32 [L], `global_scale` float32 [1] (rank 0's, the one
 #: alpha of every expert), `overflow` int32 [1] (pairs past capacity), `error` int32 [1] (bits
-#: ERROR_EXPERT_ID, ERROR_NUM_TOKENS, ERROR_GLOBAL_SCALE); `slot` and `weights` are what combine
-#: needs (each gathered pair's place here and its top-k weight).
+#: ERROR_EXPERT_ID, ERROR_NUM_TOKENS, ERROR_GLOBAL_SCALE); `slot` and `weights` are what the
+#: fallback's combine needs (each gathered pair's place here and its top-k weight; None on the
+#: LSA path, whose group keeps them).
 MoeDispatch = collections.namedtuple(
     "MoeDispatch", ["data", "block_scales", "expert_count", "global_scale", "overflow", "error",
                     "slot", "weights"])
 
 _ERRORS = ((_moe.ERROR_EXPERT_ID, "topk_idx", "an expert id outside -1..num_experts-1 on some "
             "rank (that pair was not placed)"),
-           (_moe.ERROR_NUM_TOKENS, "num_tokens", "above max_tokens_per_rank on some rank (its "
-            "tokens past the maximum were not placed)"),
+           (_moe.ERROR_NUM_TOKENS, "num_tokens", "outside 0..max_tokens_per_rank on some rank "
+            "(its tokens past the maximum were not placed)"),
            (ERROR_GLOBAL_SCALE, "x.global_scale", "not the same on every rank (rows of one expert "
             "need one NVFP4 global scale; quantize with one static scale per layer)"))
 
@@ -46,15 +53,23 @@ def routing_words(config):
     return 2 * config.max_tokens_per_rank * config.top_k + 1
 
 
+def _check_routing(config, topk_idx, topk_weights, num_tokens):
+    T, K = config.max_tokens_per_rank, config.top_k
+    _check_tensor(topk_idx, "topk_idx", (T, K), ("int32",))
+    _check_tensor(topk_weights, "topk_weights", (T, K), ("float32",))
+    _check_tensor(num_tokens, "num_tokens", (1,), ("int32",))
+    for t, name in ((topk_idx, "topk_idx"), (topk_weights, "topk_weights"),
+                    (num_tokens, "num_tokens")):
+        if not t.is_contiguous():
+            _fail("%s must be contiguous" % name)
+
+
 def pack_routing(config, topk_idx, topk_weights, num_tokens):
     """One rank's routing as one int32 tensor of routing_words(config) (one all-gather moves
     it): topk_idx int32 [T, top_k], topk_weights float32 [T, top_k] (its bits), num_tokens int32
     [1], T = max_tokens_per_rank."""
     import torch
-    T, K = config.max_tokens_per_rank, config.top_k
-    _check_tensor(topk_idx, "topk_idx", (T, K), ("int32",))
-    _check_tensor(topk_weights, "topk_weights", (T, K), ("float32",))
-    _check_tensor(num_tokens, "num_tokens", (1,), ("int32",))
+    _check_routing(config, topk_idx, topk_weights, num_tokens)
     return torch.cat([topk_idx.reshape(-1), topk_weights.reshape(-1).view(torch.int32),
                       num_tokens.reshape(-1)])
 
@@ -119,11 +134,15 @@ class MoeGroup:
     `global_scale`: a float32 device tensor of 1 element, the layer's static NVFP4 global scale,
     the same on every rank; needed to dispatch bf16 tokens (quantized with it), optional for
     tokens already NVFP4 (then each rank's own is checked equal to rank 0's on the device:
-    ERROR_GLOBAL_SCALE). Buffers are allocated per call from PyTorch's allocator; allocate the
-    call's inputs from a symmcomm pool (torch.cuda.use_mem_pool) for the collectives' symmetric
-    paths."""
+    ERROR_GLOBAL_SCALE).
 
-    def __init__(self, comm, config, global_scale=None):
+    `path`: "auto" (the LSA path where the library can run it, else the fallback), "lsa"
+    (refused, saying why, where it cannot run) or "fallback". The LSA path's group owns one
+    symmetric window per rank (made collectively here; release it with destroy(), on every
+    rank); its dispatch tensors are views of that window. The fallback allocates per call from
+    PyTorch's allocator."""
+
+    def __init__(self, comm, config, global_scale=None, path="auto", stream=None):
         rank, size, device, _ = comm.info()
         if not isinstance(config, _moe.MoeConfig):
             _fail("config must be a symmcomm.moe.MoeConfig, got %s" % type(config).__name__)
@@ -131,23 +150,50 @@ class MoeGroup:
             _fail("config.world %d is not comm.size %d" % (config.world, size))
         if global_scale is not None:
             _check_tensor(global_scale, "global_scale", (1,), ("float32",))
+        if path not in ("auto", "lsa", "fallback"):
+            _fail("path must be \"auto\", \"lsa\" or \"fallback\", got %r" % (path,))
         self.comm, self.config, self.rank = comm, config, rank
         self.global_scale = global_scale
         self.plans = {}
+        self._native, self._why_fallback = None, "path=\"fallback\" was asked for"
+        if path != "fallback":
+            ok, why = _moe_native.supported(comm)
+            if not ok and path == "lsa":
+                _fail("MoeGroup(path=\"lsa\"): " + why)
+            if ok:
+                self._native = _moe_native.NativeGroup(comm, config, device, stream)
+            else:
+                self._why_fallback = why
 
     @property
     def path(self):
-        """The path dispatch and combine take: "fallback" (the only one built yet)."""
-        return "fallback"
+        """The path dispatch and combine take: "lsa" or "fallback"."""
+        return "lsa" if self._native is not None else "fallback"
 
     @property
     def reason(self):
         """Which path dispatch and combine take, and why."""
+        if self._native is not None:
+            return self._native.reason()
         return ("fallback: every rank's tokens and routing all-gathered (%s), placed on each "
-                "expert's rank, partial sums reduce-scattered in fp32 (%s); symmcomm's LSA "
-                "dispatch kernel is not built yet" % (
-                    self.plans["dispatch"].path if "dispatch" in self.plans else "not run",
-                    self.plans["combine"].path if "combine" in self.plans else "not run"))
+                "expert's rank, partial sums reduce-scattered in fp32 (%s); not the LSA path: %s"
+                % (self.plans["dispatch"].path if "dispatch" in self.plans else "not run",
+                   self.plans["combine"].path if "combine" in self.plans else "not run",
+                   self._why_fallback))
+
+    def destroy(self):
+        """Releases the LSA path's window (collective: on every rank); nothing on the fallback.
+        The dispatch tensors of the LSA path must not be used after it."""
+        if self._native is not None:
+            self._native.destroy()
+            self._native = None
+            self._why_fallback = "the group was destroyed"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
 
     def _quantized(self, x, stream):
         """x as an Nvfp4Tensor of max_tokens_per_rank rows."""
@@ -187,6 +233,13 @@ class MoeGroup:
         import torch
         from ._collectives import all_gather
         c = self.config
+        if self._native is not None:
+            _check_routing(c, topk_idx, topk_weights, num_tokens)
+            q = self._quantized(x, stream)
+            self._native.dispatch(q, topk_idx, topk_weights, num_tokens, stream)
+            n = self._native
+            return MoeDispatch(n.data, n.block_scales, n.expert_count, n.global_scale,
+                               n.overflow, n.error, None, None)
         routing = pack_routing(c, topk_idx, topk_weights, num_tokens)  # checks the routing
         q = self._quantized(x, stream)
         W, T, H = c.world, c.max_tokens_per_rank, c.hidden
@@ -208,7 +261,8 @@ class MoeGroup:
     def combine(self, expert_out, dispatch, stream=None):
         """Each of this rank's tokens' combined output, bf16 [T, hidden]: the outputs of its
         top-k experts (expert_out bf16 or float32 [L, capacity, hidden] on every rank, in the
-        dispatch's layout) weighted by topk_weights and summed in fp32, rounded once. Runs on
+        dispatch's layout) weighted by topk_weights and summed in fp32, rounded once (the LSA
+        path sends bf16 rows back: float32 outputs are rounded to bf16 first there). Runs on
         `stream` as dispatch does."""
         import torch
         from ._collectives import reduce_scatter
@@ -219,6 +273,11 @@ class MoeGroup:
         _check_tensor(expert_out, "expert_out", (c.local_experts, c.capacity, c.hidden),
                       ("bfloat16", "float32"))
         with _on(stream, expert_out.device):
+            if self._native is not None:
+                out = torch.empty(c.max_tokens_per_rank, c.hidden, dtype=torch.bfloat16,
+                                  device=expert_out.device)
+                self._native.combine(expert_out.to(torch.bfloat16), out, stream)
+                return out
             partial = combine_partials(c, dispatch, expert_out)
             mine = torch.empty(c.max_tokens_per_rank, c.hidden, dtype=torch.float32,
                                device=expert_out.device)

@@ -17,8 +17,8 @@ host synchronisation: they run on any device and inside CUDA graphs). The tests 
 on random, skewed and bad routings. MoeGroup (_moe_group.py) moves the rows between ranks with
 symmcomm's collectives and these (docs/moe.md).
 
-Bad input loses nothing: an expert id outside -1..num_experts-1 or a num_tokens above
-max_tokens_per_rank is not placed (its pair, or the tokens past the maximum) and raises a bit
+Bad input loses nothing: an expert id outside -1..num_experts-1 or a num_tokens outside
+0..max_tokens_per_rank is not placed (its pair, or the tokens past the maximum) and raises a bit
 of `error` (ERROR_EXPERT_ID, ERROR_NUM_TOKENS), which the host reads when it chooses.
 """
 from . import shapes
@@ -31,7 +31,8 @@ __all__ = ["MoeConfig", "reference_placement", "placement", "dispatch_rows", "co
 
 #: error bit: a top-k entry named an expert outside -1..num_experts-1 (the pair is not placed).
 ERROR_EXPERT_ID = 1
-#: error bit: a rank's num_tokens was above max_tokens_per_rank (its tokens past it are ignored).
+#: error bit: a rank's num_tokens was outside 0..max_tokens_per_rank (its tokens past the
+#: maximum are ignored; a negative count places none).
 ERROR_NUM_TOKENS = 2
 
 _BLOCK = shapes.NVFP4_BLOCK
@@ -108,9 +109,9 @@ def reference_placement(config, rank, topk_idx, num_tokens):
     overflow = error = 0
     for src in range(config.world):
         n = num_tokens[src]
-        if n > config.max_tokens_per_rank:
+        if n < 0 or n > config.max_tokens_per_rank:
             error |= ERROR_NUM_TOKENS
-            n = config.max_tokens_per_rank
+            n = min(max(n, 0), config.max_tokens_per_rank)
         for t in range(max(n, 0)):
             for j, e in enumerate(topk_idx[src][t]):
                 if e < -1 or e >= config.num_experts:
@@ -145,8 +146,8 @@ def placement(config, rank, topk_idx, num_tokens):
     device = topk_idx.device
     ids = topk_idx.to(torch.int64)
     counts = num_tokens.to(torch.int64)
-    too_many = counts > T
-    real = torch.arange(T, device=device).unsqueeze(0) < counts.clamp(max=T).unsqueeze(1)
+    too_many = (counts > T) | (counts < 0)
+    real = torch.arange(T, device=device).unsqueeze(0) < counts.clamp(0, T).unsqueeze(1)
     real = real.unsqueeze(-1).expand(W, T, K)
     bad_id = real & ((ids < -1) | (ids >= config.num_experts))
     local = ids - rank * L

@@ -2,7 +2,8 @@
 builds the same world of inputs from one seed, dispatches its own on the GPU and compares what it
 received with the one-process simulation of test_moe_group.py (every data and scale byte, the
 counts, overflow and error bits), combines and compares with the fp64 sum rounded once; then the
-same in a CUDA graph replayed with new routing copied into its inputs. Prints
+same in a CUDA graph replayed with new routing copied into its inputs. On the fallback path,
+then on the path Auto picks (the LSA kernels where the library can run them). Prints
 "moe_ranks_worker rank R: OK"."""
 import random
 import sys
@@ -36,6 +37,24 @@ def expected_combine(config, ranks, dispatched, outs, rank):
     return summed[rank * T:(rank + 1) * T]
 
 
+def expect_placed(config, got, want, what):
+    """The dispatch `got` (on the device) holds `want`'s rows and scales below each expert's
+    count (rows past it: zero on the fallback, left as they were on the LSA path), and its
+    counts, overflow, error and global scale."""
+    for name in ("expert_count", "overflow", "error", "global_scale"):
+        assert torch.equal(getattr(got, name).cpu(), getattr(want, name)), \
+            "%s: %s differs" % (what, name)
+    counts = want.expert_count.tolist()
+    data = got.data.cpu()
+    for e, n in enumerate(counts):
+        assert torch.equal(data[e, :n], want.data[e, :n]), "%s: expert %d's rows differ" % (what, e)
+    slots = torch.cat([e * config.capacity + torch.arange(n) for e, n in enumerate(counts)] +
+                      [torch.zeros(0, dtype=torch.int64)])
+    at = moe._swizzled_offsets(config, slots, "cpu").reshape(-1)
+    assert torch.equal(got.block_scales.cpu().reshape(-1)[at], want.block_scales.reshape(-1)[at]), \
+        "%s: block scales differ" % what
+
+
 def check(config, group, world_seed, rank, device):
     """One dispatch + combine on this rank against the simulation; returns the dispatch."""
     idx, counts, ranks = world_inputs(config, random.Random(world_seed), "minus")
@@ -47,10 +66,7 @@ def check(config, group, world_seed, rank, device):
     d = group.dispatch(mine["x"], mine["topk_idx"], mine["topk_weights"], mine["num_tokens"])
     y = group.combine(outs[rank].to(device), d)
     torch.cuda.synchronize()
-    want = dispatched[rank]
-    for name in ("data", "block_scales", "expert_count", "overflow", "error", "global_scale"):
-        got = getattr(d, name).cpu()
-        assert torch.equal(got, getattr(want, name)), "%s differs (seed %d)" % (name, world_seed)
+    expect_placed(config, d, dispatched[rank], "%s, seed %d" % (group.path, world_seed))
     exact = expected_combine(config, ranks, dispatched, outs, rank)
     assert torch.allclose(y.cpu().double(), exact, rtol=2 ** -8, atol=1e-5), "combine differs"
     return d
@@ -95,10 +111,7 @@ def graph_replays(config, group, rank, device):
         y_in.copy_(outs[rank])
         graph.replay()
         torch.cuda.synchronize()
-        want = dispatched[rank]
-        assert torch.equal(d.data.cpu(), want.data), "replay %d: data differs" % seed
-        assert torch.equal(d.block_scales.cpu(), want.block_scales), "replay %d: scales" % seed
-        assert torch.equal(d.expert_count.cpu(), want.expert_count), "replay %d: counts" % seed
+        expect_placed(config, d, dispatched[rank], "%s, replay %d" % (group.path, seed))
         exact = expected_combine(config, ranks, dispatched, outs, rank)
         assert torch.allclose(y.cpu().double(), exact, rtol=2 ** -8, atol=1e-5), \
             "replay %d: combine differs" % seed
@@ -109,11 +122,16 @@ def main():
     rank, world, how, device = join()
     comm = symmcomm.Communicator.from_process_group()
     config = moe.MoeConfig(8 * world, 4, 256, 16, world)
-    group = moe.MoeGroup(comm, config)
-    for seed in (1, 2, 3):
-        check(config, group, seed, rank, device)
-    graph_replays(config, group, rank, device)
-    reason = group.reason
+    reasons = []
+    # Both paths where the LSA one can run (every rank gets the same answer from the library).
+    for path in ("fallback", "auto"):
+        group = moe.MoeGroup(comm, config, path=path)
+        for seed in (1, 2, 3):
+            check(config, group, seed, rank, device)
+        graph_replays(config, group, rank, device)
+        reasons.append(group.reason)
+        group.destroy()
+    reason = " | ".join(reasons)
     comm.release()
     dist.destroy_process_group()
     print("moe_ranks_worker rank %d/%d: NCCL %s; %s; %s\nmoe_ranks_worker rank %d: OK"

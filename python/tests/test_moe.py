@@ -40,7 +40,7 @@ def routing(config, rng, kind):
         idx.append(rows)
         n = rng.randint(0, T)
         if kind == "bad" and rng.random() < 0.5:
-            n = T + rng.randint(1, 3)
+            n = T + rng.randint(1, 3) if rng.random() < 0.7 else -rng.randint(1, 3)
         counts.append(n)
     return idx, counts
 

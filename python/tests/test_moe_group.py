@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import symmcomm  # noqa: E402
-from symmcomm import moe  # noqa: E402
+from symmcomm import _moe_native, moe  # noqa: E402
 
 from test_moe import routing, swizzled_offset  # noqa: E402
 
@@ -129,7 +129,7 @@ def test_error_bits_are_named_by_check_dispatch():
         moe.check_dispatch(d)
     text = str(e.value)
     assert "topk_idx: an expert id outside -1..num_experts-1" in text
-    assert "num_tokens: above max_tokens_per_rank" in text
+    assert "num_tokens: outside 0..max_tokens_per_rank" in text
     assert "x.global_scale: not the same on every rank" in text
     _, _, clean = world_inputs(config, random.Random(4), "random")
     assert moe.check_dispatch(dispatch_world(config, clean)[1]) == 0
@@ -145,7 +145,9 @@ class FakeComm:
         return self._info
 
 
-def test_the_group_refuses_what_does_not_fit_and_names_it():
+def test_the_group_refuses_what_does_not_fit_and_names_it(monkeypatch):
+    # The library's answer for a communicator without an LSA team (a fake has no handle).
+    monkeypatch.setattr(_moe_native, "supported", lambda comm: (False, "no LSA team (fake)"))
     config = moe.MoeConfig(8, 2, 64, 4, 2)
     with pytest.raises(ValueError, match="config.world 2 is not comm.size 4"):
         moe.MoeGroup(FakeComm(0, 4), config)
@@ -153,8 +155,14 @@ def test_the_group_refuses_what_does_not_fit_and_names_it():
         moe.MoeGroup(FakeComm(0, 2), (8, 2, 64, 4, 2))
     with pytest.raises(ValueError, match=r"global_scale has shape \[2\]"):
         moe.MoeGroup(FakeComm(0, 2), config, global_scale=torch.ones(2))
+    with pytest.raises(ValueError, match=r"MoeGroup\(path=\"lsa\"\): no LSA team \(fake\)"):
+        moe.MoeGroup(FakeComm(1, 2), config, path="lsa")
+    with pytest.raises(ValueError, match="path must be"):
+        moe.MoeGroup(FakeComm(1, 2), config, path="nccl")
     group = moe.MoeGroup(FakeComm(1, 2), config)
     assert group.path == "fallback" and "not run" in group.reason
+    assert "not the LSA path: no LSA team (fake)" in group.reason
+    assert "was asked for" in moe.MoeGroup(FakeComm(1, 2), config, path="fallback").reason
     bf16 = torch.zeros(4, 64, dtype=torch.bfloat16)
     args = (torch.zeros(4, 2, dtype=torch.int32), torch.zeros(4, 2),
             torch.zeros(1, dtype=torch.int32))

@@ -1,0 +1,94 @@
+"""MoE dispatch and combine on symmcomm's LSA kernels (private: symmcomm.moe.MoeGroup takes it
+where the library says the kernels can run): the C ABI's MoE group (symmcomm_moe_*, over
+symmcomm::MoeGroup), each routed row sent only to its expert's rank and written straight into
+the masked layout; the group's window viewed as PyTorch tensors."""
+import ctypes
+
+from . import _capi
+from ._core import _check, _fail, _lib
+from ._tensors import _nvfp4, _plain, _stream_arg
+
+
+def supported(comm):
+    """(True, "") where a native group can be made on `comm`, else (False, why)."""
+    ok = ctypes.c_int()
+    _check(_lib.symmcomm_moe_supported(comm._h(), ctypes.byref(ok)))
+    if ok.value:
+        return True, ""
+    return False, _lib.symmcomm_last_error().decode("utf-8", "replace")
+
+
+class _Window:
+    """A range of the group's window as a CUDA array (torch.as_tensor reads the interface and
+    keeps this object, and through it the group, alive while the tensor lives)."""
+
+    def __init__(self, owner, ptr, shape, typestr):
+        self.owner = owner
+        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": typestr,
+                                         "data": (ptr, False), "version": 3, "strides": None}
+
+
+class NativeGroup:
+    """One symmcomm_moe_t and the views of its dispatch tensors."""
+
+    def __init__(self, comm, config, device, stream):
+        import torch
+        c = _capi.MoeConfigC(config.num_experts, config.top_k, config.hidden,
+                             config.max_tokens_per_rank, config.capacity)
+        self.handle = ctypes.c_void_p()
+        _check(_lib.symmcomm_moe_create(comm._h(), ctypes.byref(c),
+                                        ctypes.c_void_p(_stream_arg(stream, device)),
+                                        ctypes.byref(self.handle)))
+        b = _capi.MoeBuffersC()
+        _check(_lib.symmcomm_moe_buffers(self.handle, ctypes.byref(b)))
+        if b.capacity != config.capacity or b.local_experts != config.local_experts:
+            _fail("MoeGroup: the library's group has %d experts of capacity %d here, the "
+                  "config %d of %d" % (b.local_experts, b.capacity, config.local_experts,
+                                       config.capacity))
+        L, cap, H = config.local_experts, config.capacity, config.hidden
+        dev = torch.device("cuda", device)
+
+        def view(ptr, shape, typestr):
+            return torch.as_tensor(_Window(self, ptr, shape, typestr), device=dev)
+
+        self.data = view(b.data, (L, cap, H // 2), "|u1")
+        self.block_scales = view(b.block_scales, (L, b.expert_scale_bytes), "|u1")
+        self.expert_count = view(b.expert_count, (L,), "<i4")
+        self.global_scale = view(b.global_scale, (1,), "<f4")
+        self.overflow = view(b.overflow, (1,), "<i4")
+        self.error = view(b.error, (1,), "<i4")
+        self.device = device
+
+    def reason(self):
+        needed = ctypes.c_size_t()
+        _check(_lib.symmcomm_moe_reason(self.handle, None, 0, ctypes.byref(needed)))
+        text = ctypes.create_string_buffer(needed.value)
+        _check(_lib.symmcomm_moe_reason(self.handle, text, needed.value, None))
+        return text.value.decode()
+
+    def dispatch(self, q, topk_idx, topk_weights, num_tokens, stream):
+        """q: the tokens as an Nvfp4Tensor (checked by the caller's shapes)."""
+        x = _nvfp4(q, "x", self.device, 1)
+        _check(_lib.symmcomm_moe_dispatch(
+            self.handle, ctypes.byref(x), ctypes.c_void_p(topk_idx.data_ptr()),
+            ctypes.c_void_p(topk_weights.data_ptr()), ctypes.c_void_p(num_tokens.data_ptr()),
+            ctypes.c_void_p(_stream_arg(stream, self.device))))
+
+    def combine(self, expert_out, out, stream):
+        y = _plain(expert_out, "expert_out", ("bfloat16",), self.device)
+        o = _plain(out, "out", ("bfloat16",), self.device)
+        _check(_lib.symmcomm_moe_combine(self.handle, ctypes.byref(y), ctypes.byref(o),
+                                         ctypes.c_void_p(_stream_arg(stream, self.device))))
+
+    def check(self, stream):
+        """The pairs dropped past capacity; raises naming the arguments of the error bits."""
+        overflow = ctypes.c_int32()
+        _check(_lib.symmcomm_moe_check(self.handle,
+                                       ctypes.c_void_p(_stream_arg(stream, self.device)),
+                                       ctypes.byref(overflow)))
+        return overflow.value
+
+    def destroy(self):
+        if self.handle is not None and self.handle.value:
+            _check(_lib.symmcomm_moe_destroy(self.handle))
+        self.handle = None
