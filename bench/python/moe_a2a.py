@@ -2,10 +2,12 @@
 """MoE dispatch and combine by expert at DeepSeek-R1's shapes (hidden 7168, 256 experts, top-8
 of group-limited routing: top-4 of 8 groups), side by side in one run:
 
-  "MoeGroup"              symmcomm.moe.MoeGroup: NVFP4 rows placed in the masked expert-major
-                          layout on their experts' ranks, combined in fp32 (its path in the
-                          table: today the fallback, all-gathers + placement + fp32
-                          reduce-scatter);
+  "MoeGroup"              symmcomm.moe.MoeGroup on the path Auto takes (the LSA kernels where
+                          the library can run them: each routed NVFP4 row written once into
+                          its expert's rank in the masked expert-major layout, each output row
+                          sent back and summed in fp32 on its token's rank);
+  "MoeGroup fallback"     the same group forced onto its fallback (all-gathers of tokens and
+                          routing, placement, fp32 reduce-scatter);
   "AG/RS device counts"   symmcomm's all-gather / reduce-scatter layer with the counts on the
                           device (all_gatherv_device of the NVFP4 tokens, reduce_scatterv_device
                           of bf16 outputs): every token to every rank, no placement;
@@ -38,7 +40,7 @@ import symmcomm  # noqa: E402
 from symmcomm import moe  # noqa: E402
 
 HIDDEN, EXPERTS, TOP_K, GROUPS, TOP_GROUPS = 7168, 256, 8, 8, 4
-WAYS = ("MoeGroup", "AG/RS device counts", "all_to_all_single")
+WAYS = ("MoeGroup", "MoeGroup fallback", "AG/RS device counts", "all_to_all_single")
 
 
 def routing(rank, tokens, seed):
@@ -71,11 +73,13 @@ class Way:
             compute_scale=False)
         self.ids, self.weights = routing(ctx.rank, tokens, 1)
         self.num_tokens = torch.full((1,), tokens, dtype=torch.int32, device="cuda")
-        if name == "MoeGroup":
+        self.group = None
+        if name.startswith("MoeGroup"):
             mean = W * tokens * TOP_K / EXPERTS
             self.config = moe.MoeConfig(EXPERTS, TOP_K, H, tokens, W,
                                         capacity=max(8, int(2 * mean + 0.999)))
-            self.group = moe.MoeGroup(ctx.comm, self.config)
+            self.group = moe.MoeGroup(ctx.comm, self.config,
+                                      path="fallback" if name.endswith("fallback") else "auto")
             self.y = torch.zeros(self.config.local_experts, self.config.capacity, H,
                                  dtype=torch.bfloat16, device="cuda")
             self.d = self.group.dispatch(self.x, self.ids, self.weights, self.num_tokens)
@@ -107,9 +111,20 @@ class Way:
             packed = torch.cat([self.x.data, self.x.block_scales], dim=1)
             self.a2a_send.copy_(packed[order.reshape(-1)])
 
+    def close(self):
+        """Releases the group's window (collective: every rank closes the same ways)."""
+        if self.group is not None:
+            self.group.destroy()
+
+    def path(self):
+        """The path each step took and why."""
+        if self.group is not None and self.group.path == "lsa":
+            return {"dispatch and combine": self.group.reason}
+        return {k: "%s (%s)" % (p.path, p.why) for k, p in self.plans.items()}
+
     def dispatch(self):
         c = self.ctx
-        if self.name == "MoeGroup":
+        if self.group is not None:
             self.d = self.group.dispatch(self.x, self.ids, self.weights, self.num_tokens)
             self.plans = dict(self.group.plans)
         elif self.name == "AG/RS device counts":
@@ -120,7 +135,7 @@ class Way:
 
     def combine(self):
         c = self.ctx
-        if self.name == "MoeGroup":
+        if self.group is not None:
             self.group.combine(self.y, self.d)
             self.plans = dict(self.group.plans)
         elif self.name == "AG/RS device counts":
@@ -170,6 +185,7 @@ def measure(ctx, args):
     for tokens in args.tokens:
         for name in WAYS:
             row = {"ranks": ctx.world, "tokens_per_rank": tokens, "way": name}
+            way = None
             try:
                 way = Way(name, ctx, tokens)
                 for mode, timer in (("eager", eager), ("graph", timed)):
@@ -181,13 +197,17 @@ def measure(ctx, args):
                 row["error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
                 log(ctx.rank, "%s at %d tokens/rank: %s" % (name, tokens, row["error"]))
                 results.append(row)
+                if way is not None:
+                    torch.cuda.synchronize()
+                    way.close()
                 continue
-            row["paths"] = {k: "%s (%s)" % (p.path, p.why) for k, p in way.plans.items()}
+            row["paths"] = way.path()
             results.append(row)
             log(ctx.rank, "%d ranks, %d tokens/rank, %s: graph sum %s us, eager sum %s us"
                 % (ctx.world, tokens, name, span(row["graph_sum_us"]), span(row["eager_sum_us"])))
-            del way
             torch.cuda.synchronize()
+            way.close()
+            del way
     return results
 
 
