@@ -133,9 +133,12 @@ MoeGroup::MoeGroup(const Communicator& comm, const MoeConfig& config, cudaStream
   g.buffers.global_scale = reinterpret_cast<float*>(words + 2);
   g.pair_row = reinterpret_cast<std::int32_t*>(g.at(g.layout.pair_row));
   g.weights = reinterpret_cast<float*>(g.at(g.layout.weights));
-  // Nothing dispatched yet: no rows, no error (what check() and a combine read before any).
-  SYMMCOMM_CUDA_TRY(cudaMemsetAsync(g.at(g.layout.expert_count), 0,
-                                    g.layout.bytes - g.layout.expert_count, stream));
+  // Nothing dispatched yet: no pair placed (row -1), no rows, no error - what check() and a
+  // combine read before any dispatch.
+  SYMMCOMM_CUDA_TRY(
+      cudaMemsetAsync(g.pair_row, 0xff, g.layout.weights - g.layout.pair_row, stream));
+  SYMMCOMM_CUDA_TRY(
+      cudaMemsetAsync(g.at(g.layout.weights), 0, g.layout.bytes - g.layout.weights, stream));
   SYMMCOMM_LOG_DEBUG("MoeGroup: " << g.config.num_experts << " experts, top " << g.config.top_k
                                   << ", hidden " << g.config.hidden << ", "
                                   << g.config.max_tokens_per_rank << " tokens per rank, capacity "

@@ -201,8 +201,7 @@ void expect_combine(const MoeCase& c, const std::vector<MoeRankInput>& in,
     for (std::size_t i = 0; i < want[static_cast<std::size_t>(r)].size(); ++i) {
       double const ref = want[static_cast<std::size_t>(r)][i];
       double const v = bf16_bits_to_float(got[static_cast<std::size_t>(r)][i]);
-      double const ulp = std::ldexp(1.0, std::ilogb(ref == 0 ? 1e-30 : ref) - 7);
-      if (std::abs(v - ref) > ulp + 1e-6 * std::abs(ref)) {
+      if (!within_one_rounding(v, ref)) {
         ADD_FAILURE() << "rank " << r << " element " << i << ": " << v << ", want " << ref;
         return;
       }

@@ -131,8 +131,7 @@ void expect_step(const MoeGroup& g, const Inputs& t, const std::vector<MoeRankIn
   for (std::size_t i = 0; i < sums.size(); ++i) {
     double const ref = sums[i];
     double const v = bf16_bits_to_float(got[i]);
-    double const ulp = std::ldexp(1.0, std::ilogb(ref == 0 ? 1e-30 : ref) - 7);
-    off += std::abs(v - ref) > ulp + 1e-6 * std::abs(ref);
+    off += !within_one_rounding(v, ref);
   }
   EXPECT_EQ(off, 0) << "combined elements beyond one bf16 rounding of the exact sum";
 }

@@ -164,4 +164,12 @@ inline std::vector<std::vector<double>> moe_combined(
   return out;
 }
 
+/// Whether a combined bf16 value `v` is the exact sum `ref` rounded once: within one bf16 ulp of
+/// ref, plus what fp32 accumulation of top_k terms of magnitude < 4 can add (cancellation makes a
+/// relative bound alone too tight near 0).
+inline bool within_one_rounding(double v, double ref) {
+  double const ulp = std::ldexp(1.0, std::ilogb(ref == 0 ? 1e-30 : ref) - 7);
+  return std::abs(v - ref) <= ulp + 2e-5;
+}
+
 }  // namespace symmcomm::test
