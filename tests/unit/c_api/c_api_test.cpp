@@ -57,6 +57,26 @@ TEST(CApi, NullArgumentsAreInvalidArguments) {
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(symmcomm_get_unique_id(nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(symmcomm_torch_set_pool(nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  // MoE groups: a NULL group or config is named; destroying NULL succeeds.
+  symmcomm_moe_t group = nullptr;
+  symmcomm_moe_config_t const config = {8, 2, 64, 4, 0};
+  EXPECT_EQ(symmcomm_moe_create(nullptr, &config, nullptr, &group),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("comm is NULL"));
+  EXPECT_EQ(symmcomm_moe_create(nullptr, nullptr, nullptr, &group),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("config is NULL"));
+  EXPECT_EQ(group, nullptr);
+  EXPECT_EQ(symmcomm_moe_destroy(nullptr), SYMMCOMM_SUCCESS);
+  EXPECT_EQ(symmcomm_moe_dispatch(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("group is NULL"));
+  EXPECT_EQ(symmcomm_moe_combine(nullptr, nullptr, nullptr, nullptr),
+            SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(symmcomm_moe_check(nullptr, nullptr, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(symmcomm_moe_buffers(nullptr, nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
+  int moe_ok = 1;
+  EXPECT_EQ(symmcomm_moe_supported(nullptr, &moe_ok), SYMMCOMM_ERROR_INVALID_ARGUMENT);
   int symmetric = 0;
   EXPECT_EQ(symmcomm_provenance(nullptr, &p, 8, &symmetric, nullptr),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);

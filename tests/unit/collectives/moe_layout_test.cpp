@@ -1,0 +1,77 @@
+// The MoE group's window layout (kernels/moe.hpp, MoeLayout::of) and the group's refusals that
+// need no GPU: every part 16-byte aligned, in order, without overlap, each of the size its
+// tensor needs; an empty communicator named before anything else.
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/moe.hpp"
+#include "support/tensors.hpp"
+#include "symmcomm/collectives/moe.hpp"
+#include "symmcomm/formats/scale_layout.hpp"
+
+namespace {
+
+using namespace symmcomm;
+namespace lsa = detail::lsa;
+
+lsa::MoeShape shape(int ranks, int experts, int top_k, int hidden, int tokens, int capacity) {
+  lsa::MoeShape s;
+  s.ranks = ranks;
+  s.experts = experts;
+  s.top_k = top_k;
+  s.hidden = hidden;
+  s.max_tokens = tokens;
+  s.capacity = capacity;
+  return s;
+}
+
+TEST(MoeLayout, PartsAreAlignedInOrderAndAsLargeAsTheirTensors) {
+  for (const lsa::MoeShape& s : {shape(2, 8, 3, 128, 37, 74), shape(8, 256, 8, 7168, 256, 2048),
+                                 shape(4, 16, 1, 64, 1, 3), shape(8, 1024, 8, 7168, 5, 7)}) {
+    lsa::MoeLayout const l = lsa::MoeLayout::of(s);
+    auto const L = static_cast<std::size_t>(s.local_experts());
+    auto const cap = static_cast<std::size_t>(s.capacity);
+    auto const pairs = static_cast<std::size_t>(s.pairs());
+    // (offset, bytes the part needs), in window order.
+    std::vector<std::pair<std::size_t, std::size_t>> const parts = {
+        {l.table, static_cast<std::size_t>(s.ranks) * s.table_words() * 4},
+        {l.rows, L * cap * s.hidden / 2},
+        {l.scales, L * swizzled_scale_bytes(cap, s.hidden / 16)},
+        {l.origin, L * cap * 4},
+        {l.back, pairs * s.hidden * 2},
+        {l.pair_row, pairs * 4},
+        {l.weights, pairs * 4},
+        {l.expert_count, L * 4},
+        {l.words, 12}};
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      SCOPED_TRACE("part " + std::to_string(i) + " of " + std::to_string(s.experts) + " experts");
+      EXPECT_EQ(parts[i].first % 16, 0u);
+      std::size_t const end = i + 1 < parts.size() ? parts[i + 1].first : l.bytes;
+      EXPECT_GE(end, parts[i].first + parts[i].second);
+      EXPECT_LT(end, parts[i].first + parts[i].second + 16 + 1);
+    }
+  }
+  // DeepSeek-R1 at 8 ranks, 256 tokens per rank, nothing dropped: the rows dominate.
+  lsa::MoeLayout const big = lsa::MoeLayout::of(shape(8, 256, 8, 7168, 256, 2048));
+  EXPECT_EQ(big.scales - big.rows, std::size_t{32} * 2048 * 3584);
+}
+
+TEST(MoeLayout, AGroupOnAnEmptyCommunicatorNamesTheCommunicator) {
+  Communicator const empty;
+  MoeConfig c;
+  c.num_experts = 8;
+  c.top_k = 2;
+  c.hidden = 64;
+  c.max_tokens_per_rank = 4;
+  for (const std::string& m : {test::logic_error_text([&] { MoeGroup g(empty, c); }),
+                               test::logic_error_text([&] { MoeGroup::supported(empty); })}) {
+    EXPECT_NE(m.find("comm is empty"), std::string::npos) << m;
+  }
+}
+
+}  // namespace
