@@ -27,62 +27,64 @@ __device__ __forceinline__ int moe_tokens(const MoeCountsArgs& a, std::int32_t& 
   return n;
 }
 
+// The shared memory of the counts launch: per expert the pair count, then the next row.
+struct MoeCountsShared {
+  std::int32_t run[kMaxMoeExperts];
+  std::int32_t error, overflow;
+};
+
+// Phase 1: this rank's per-expert counts, error bits and global scale into every peer's table
+// (after the opening barrier), and the weights kept for the combine; false when aborted.
 template <class P>
-__global__ void __launch_bounds__(kThreads)
-    moe_counts_kernel(const __grid_constant__ P peers, const __grid_constant__ MoeCountsArgs a) {
-  programmatic_wait(peers);
-  __shared__ std::int32_t run[kMaxMoeExperts];  // counts, then each expert's next row
-  __shared__ std::int32_t error, overflow;
+__device__ bool moe_exchange_counts(const P& peers, const MoeCountsArgs& a, int n,
+                                    std::int32_t my_error, MoeCountsShared& sh) {
   const MoeShape& s = a.shape;
-  int const me = peers.rank();
-  int const n_ranks = peers.size();
-  int const E = s.experts, K = s.top_k, words = s.table_words();
+  int const me = peers.rank(), n_ranks = peers.size();
+  int const E = s.experts, words = s.table_words();
   int const tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
-  if (tid == 0) {
-    error = 0;
-    overflow = 0;
-  }
+  if (!peers.barrier()) return false;  // every peer's earlier work done: its window is free
+  for (int e = tid; e < E; e += threads) sh.run[e] = 0;
   __syncthreads();
-  std::int32_t my_error = 0;
-  int const n = moe_tokens(a, my_error);
-  if (a.phase != 2) {
-    if (!peers.barrier()) return;  // every peer's earlier work done: its window is free
-    for (int e = tid; e < E; e += threads) run[e] = 0;
-    __syncthreads();
-    for (int p = tid; p < n * K; p += threads) {
-      int const e = a.topk_idx[p];
-      if (e < -1 || e >= E) {
-        my_error |= kMoeErrorExpertId;
-      } else if (e >= 0) {
-        atomicAdd(&run[e], 1);
-      }
+  for (int p = tid; p < n * s.top_k; p += threads) {
+    int const e = a.topk_idx[p];
+    if (e < -1 || e >= E) {
+      my_error |= kMoeErrorExpertId;
+    } else if (e >= 0) {
+      atomicAdd(&sh.run[e], 1);
     }
-    if (my_error != 0) atomicOr(&error, my_error);
-    __syncthreads();
-    std::int32_t const scale_bits = __float_as_int(*a.global_scale);
-    for (int i = tid; i < n_ranks * words; i += threads) {
-      int const peer = rotated(me, i / words, n_ranks), w = i % words;
-      auto* table = reinterpret_cast<std::int32_t*>(
-          peers.ptr(SymRef{0, a.table + static_cast<std::size_t>(me) * words * 4}, peer));
-      table[w] = w < E ? run[w] : (w == E ? error : scale_bits);
-    }
-    for (int p = tid; p < s.pairs(); p += threads) a.weights[p] = a.topk_weights[p];
-    if (!peers.barrier()) return;  // every rank's counts in every table
-    if (a.phase == 1) return;
   }
+  if (my_error != 0) atomicOr(&sh.error, my_error);
   __syncthreads();
+  std::int32_t const scale_bits = __float_as_int(*a.global_scale);
+  for (int i = tid; i < n_ranks * words; i += threads) {
+    int const peer = rotated(me, i / words, n_ranks), w = i % words;
+    auto* table = reinterpret_cast<std::int32_t*>(
+        peers.ptr(SymRef{0, a.table + static_cast<std::size_t>(me) * words * 4}, peer));
+    table[w] = w < E ? sh.run[w] : (w == E ? sh.error : scale_bits);
+  }
+  for (int p = tid; p < s.pairs(); p += threads) a.weights[p] = a.topk_weights[p];
+  return peers.barrier();  // every rank's counts in every table
+}
+
+// Phase 2, from the whole table: this rank's experts' counts, overflow, error word and group
+// scale, and each expert's first row for this rank's pairs (the lower ranks' counts).
+template <class P>
+__device__ void moe_tally(const P& peers, const MoeCountsArgs& a, MoeCountsShared& sh) {
+  const MoeShape& s = a.shape;
+  int const me = peers.rank(), n_ranks = peers.size();
+  int const E = s.experts, words = s.table_words(), L = s.local_experts();
+  int const tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
   const auto* table = reinterpret_cast<const std::int32_t*>(peers.ptr(SymRef{0, a.table}, me));
-  int const L = s.local_experts();
   for (int e = tid; e < E; e += threads) {
     std::int32_t base = 0;  // rows the lower ranks' pairs take on expert e
     for (int r = 0; r < me; ++r) base += table[r * words + e];
-    run[e] = base;
+    sh.run[e] = base;
   }
   for (int l = tid; l < L; l += threads) {
     std::int32_t total = 0;
     for (int r = 0; r < n_ranks; ++r) total += table[r * words + me * L + l];
     a.expert_count[l] = total < s.capacity ? total : s.capacity;
-    if (total > s.capacity) atomicAdd(&overflow, total - s.capacity);
+    if (total > s.capacity) atomicAdd(&sh.overflow, total - s.capacity);
   }
   if (tid == 0) {
     std::int32_t bits = 0;
@@ -94,26 +96,53 @@ __global__ void __launch_bounds__(kThreads)
     *a.error = bits;
     *a.group_scale = __int_as_float(scale0);
   }
-  __syncthreads();
-  if (tid < 32) {
-    // Pairs in (token, slot) order, 32 at a time: lanes naming the same expert take consecutive
-    // rows in lane order, then the lowest of them advances the expert's next row.
-    unsigned const lane = static_cast<unsigned>(tid);
-    unsigned const below = (1u << lane) - 1u;
-    for (int p0 = 0; p0 < s.pairs(); p0 += 32) {
-      int const p = p0 + tid;
-      int e = -1;
-      if (p < s.pairs() && p / K < n) e = a.topk_idx[p];
-      bool const valid = e >= 0 && e < E;
-      unsigned const group = __match_any_sync(0xffffffffu, valid ? e : E + tid);
-      int const row = valid ? run[e] + __popc(group & below) : -1;
-      __syncwarp();
-      if (valid && (group & below) == 0) run[e] += __popc(group);
-      __syncwarp();
-      if (p < s.pairs()) a.pair_row[p] = row >= 0 && row < s.capacity ? row : -1;
-    }
+}
+
+// Phase 2, warp 0: each of this rank's pairs' row on its expert, in (token, slot) order, 32
+// pairs at a time: lanes naming the same expert take consecutive rows in lane order, then the
+// lowest of them advances the expert's next row. Rows past capacity, and pairs of no expert,
+// get -1.
+__device__ __forceinline__ void moe_place_pairs(const MoeCountsArgs& a, int n,
+                                                MoeCountsShared& sh) {
+  const MoeShape& s = a.shape;
+  int const E = s.experts;
+  int const lane = static_cast<int>(threadIdx.x);
+  unsigned const below = (1u << lane) - 1u;
+  for (int p0 = 0; p0 < s.pairs(); p0 += 32) {
+    int const p = p0 + lane;
+    int e = -1;
+    if (p < s.pairs() && p / s.top_k < n) e = a.topk_idx[p];
+    bool const valid = e >= 0 && e < E;
+    unsigned const group = __match_any_sync(0xffffffffu, valid ? e : E + lane);
+    int const row = valid ? sh.run[e] + __popc(group & below) : -1;
+    __syncwarp();
+    if (valid && (group & below) == 0) sh.run[e] += __popc(group);
+    __syncwarp();
+    if (p < s.pairs()) a.pair_row[p] = row >= 0 && row < s.capacity ? row : -1;
   }
-  if (tid == 0) *a.overflow = overflow;
+}
+
+template <class P>
+__global__ void __launch_bounds__(kThreads)
+    moe_counts_kernel(const __grid_constant__ P peers, const __grid_constant__ MoeCountsArgs a) {
+  programmatic_wait(peers);
+  __shared__ MoeCountsShared sh;
+  if (threadIdx.x == 0) {
+    sh.error = 0;
+    sh.overflow = 0;
+  }
+  __syncthreads();
+  std::int32_t my_error = 0;
+  int const n = moe_tokens(a, my_error);
+  if (a.phase != 2) {
+    if (!moe_exchange_counts(peers, a, n, my_error, sh)) return;
+    if (a.phase == 1) return;
+  }
+  __syncthreads();
+  moe_tally(peers, a, sh);
+  __syncthreads();
+  if (threadIdx.x < 32) moe_place_pairs(a, n, sh);
+  if (threadIdx.x == 0) *a.overflow = sh.overflow;
   programmatic_release(peers);
 }
 

@@ -242,7 +242,7 @@ TEST(MoeLoopback, DispatchPlacesEveryRowAndCombineSumsThem) {
   }
 }
 
-TEST(MoeLoopback, RowsPastCapacityAreDroppedAndCounted) {
+TEST(MoeLoopback, RowsPastCapacityAreDroppedAndTallied) {
   SYMMCOMM_REQUIRE_GPU();
   MoeCase c;
   c.ranks = 4;

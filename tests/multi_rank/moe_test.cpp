@@ -195,7 +195,7 @@ TEST(MultiRankMoe, DispatchAndCombineEagerThenReplayedFromOneGraph) {
   SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
 }
 
-TEST(MultiRankMoe, RowsPastCapacityAreDroppedAndCounted) {
+TEST(MultiRankMoe, RowsPastCapacityAreDroppedAndTallied) {
   if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
   World& w = world();
   MoeCase const c = moe_case(6);

@@ -10,8 +10,9 @@
 /// L = num_experts / comm.size() experts [r L, (r + 1) L). On every rank alike:
 ///
 /// ```cpp
-/// symmcomm::MoeGroup group(comm, {.num_experts = 256, .top_k = 8, .hidden = 7168,
-///                                 .max_tokens_per_rank = 256}, stream);       // collective
+/// symmcomm::MoeConfig cfg;  // num_experts 256, top_k 8, hidden 7168, max_tokens_per_rank 256
+/// cfg.num_experts = 256; cfg.top_k = 8; cfg.hidden = 7168; cfg.max_tokens_per_rank = 256;
+/// symmcomm::MoeGroup group(comm, cfg, stream);                      // collective
 /// symmcomm::MoeDispatch d = group.dispatch(x, topk_idx, topk_weights, num_tokens, stream);
 /// // d.data [L][capacity][hidden/2], d.block_scales [L][expert_scale_bytes()] (128 x 4 per
 /// // expert), d.expert_count [L], d.global_scale [1]: the masked grouped GEMM's inputs
@@ -91,8 +92,12 @@ class MoeGroup {
   /// `config` on every rank). @throws LogicError naming a bad field of `config`, or saying why
   /// the group's kernels cannot run on `comm` (supported()).
   MoeGroup(const Communicator& comm, const MoeConfig& config, cudaStream_t stream = nullptr);
+  /// @brief Releases the group's window (collective: every rank destroys its group, in the
+  /// same order as other windows of the communicator).
   ~MoeGroup();
+  /// @brief Moves the group (the moved-from group refuses every call).
   MoeGroup(MoeGroup&&) noexcept;
+  /// @brief Moves the group, releasing this one's window first.
   MoeGroup& operator=(MoeGroup&&) noexcept;
   MoeGroup(const MoeGroup&) = delete;
   MoeGroup& operator=(const MoeGroup&) = delete;
