@@ -450,12 +450,15 @@ symmcomm_status_t symmcomm_moe_buffers(symmcomm_moe_t group, symmcomm_moe_buffer
  *  included); *needed (if not NULL) gets the size the whole text needs. */
 symmcomm_status_t symmcomm_moe_reason(symmcomm_moe_t group, char* text, size_t size,
                                       size_t* needed);
-/** Collective dispatch (MoeGroup::dispatch): `x` an NVFP4 tensor of max_tokens_per_rank x hidden
- *  elements with linear block scales; topk_idx int32 and topk_weights float
- *  [max_tokens_per_rank][top_k], num_tokens int32 [1]; all device pointers. */
+/** Collective dispatch (MoeGroup::dispatch): `x` max_tokens_per_rank x hidden elements, NVFP4
+ *  with linear block scales (its scales field the global scale; `global_scale` NULL) or BF16,
+ *  quantized inside the dispatch with the device float `global_scale`; topk_idx int32 and
+ *  topk_weights float [max_tokens_per_rank][top_k], num_tokens int32 [1]; all device
+ *  pointers. */
 symmcomm_status_t symmcomm_moe_dispatch(symmcomm_moe_t group, const symmcomm_tensor_t* x,
-                                        const int32_t* topk_idx, const float* topk_weights,
-                                        const int32_t* num_tokens, symmcomm_stream_t stream);
+                                        const float* global_scale, const int32_t* topk_idx,
+                                        const float* topk_weights, const int32_t* num_tokens,
+                                        symmcomm_stream_t stream);
 /** Collective combine (MoeGroup::combine): `expert_out` BF16 [local_experts][capacity][hidden],
  *  `out` BF16 [max_tokens_per_rank][hidden]. */
 symmcomm_status_t symmcomm_moe_combine(symmcomm_moe_t group, const symmcomm_tensor_t* expert_out,

@@ -202,7 +202,7 @@ def _declare(lib):
         "symmcomm_moe_destroy": (status, [ptr]),
         "symmcomm_moe_buffers": (status, [ptr, c.POINTER(MoeBuffersC)]),
         "symmcomm_moe_reason": (status, [ptr, c.c_char_p, c.c_size_t, c.POINTER(c.c_size_t)]),
-        "symmcomm_moe_dispatch": (status, [ptr, c.POINTER(Tensor), ptr, ptr, ptr, ptr]),
+        "symmcomm_moe_dispatch": (status, [ptr, c.POINTER(Tensor), ptr, ptr, ptr, ptr, ptr]),
         "symmcomm_moe_combine": (status, [ptr, c.POINTER(Tensor), c.POINTER(Tensor), ptr]),
         "symmcomm_moe_check": (status, [ptr, ptr, c.POINTER(c.c_int32)]),
     }

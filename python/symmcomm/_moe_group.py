@@ -195,10 +195,9 @@ class MoeGroup:
     def __exit__(self, *exc):
         self.destroy()
 
-    def _quantized(self, x, stream):
-        """x as an Nvfp4Tensor of max_tokens_per_rank rows."""
-        import torch
-        from ._collectives import quantize_nvfp4
+    def _check_tokens(self, x):
+        """x's shapes and dtypes: an Nvfp4Tensor or bf16 of max_tokens_per_rank rows (bf16
+        needs the group's static global scale)."""
         c = self.config
         T, H = c.max_tokens_per_rank, c.hidden
         if isinstance(x, Nvfp4Tensor):
@@ -206,11 +205,21 @@ class MoeGroup:
             _check_tensor(x.block_scales, "x.block_scales", (T, H // 16),
                           ("uint8", "float8_e4m3fn"))
             _check_tensor(x.global_scale, "x.global_scale", (1,), ("float32",))
-            return x
+            return
         _check_tensor(x, "x", (T, H), ("bfloat16",))
         if self.global_scale is None:
             _fail("x is bf16: the group needs its static global_scale to quantize it (one NVFP4 "
                   "alpha per expert); pass MoeGroup(..., global_scale=...) or NVFP4 tokens")
+
+    def _quantized(self, x, stream):
+        """x as an Nvfp4Tensor of max_tokens_per_rank rows."""
+        import torch
+        from ._collectives import quantize_nvfp4
+        c = self.config
+        T, H = c.max_tokens_per_rank, c.hidden
+        self._check_tokens(x)
+        if isinstance(x, Nvfp4Tensor):
+            return x
         q = Nvfp4Tensor(torch.empty(T, H // 2, dtype=torch.uint8, device=x.device),
                         torch.empty(T, H // 16, dtype=torch.uint8, device=x.device),
                         self.global_scale)
@@ -235,8 +244,9 @@ class MoeGroup:
         c = self.config
         if self._native is not None:
             _check_routing(c, topk_idx, topk_weights, num_tokens)
-            q = self._quantized(x, stream)
-            self._native.dispatch(q, topk_idx, topk_weights, num_tokens, stream)
+            self._check_tokens(x)  # bf16 is quantized inside the dispatch
+            self._native.dispatch(x, self.global_scale, topk_idx, topk_weights, num_tokens,
+                                  stream)
             n = self._native
             return MoeDispatch(n.data, n.block_scales, n.expert_count, n.global_scale,
                                n.overflow, n.error, None, None)

@@ -6,7 +6,7 @@ import ctypes
 
 from . import _capi
 from ._core import _check, _fail, _lib
-from ._tensors import _nvfp4, _plain, _stream_arg
+from ._tensors import Nvfp4Tensor, _nvfp4, _plain, _stream_arg
 
 
 def supported(comm):
@@ -66,11 +66,16 @@ class NativeGroup:
         _check(_lib.symmcomm_moe_reason(self.handle, text, needed.value, None))
         return text.value.decode()
 
-    def dispatch(self, q, topk_idx, topk_weights, num_tokens, stream):
-        """q: the tokens as an Nvfp4Tensor (checked by the caller's shapes)."""
-        x = _nvfp4(q, "x", self.device, 1)
+    def dispatch(self, x, global_scale, topk_idx, topk_weights, num_tokens, stream):
+        """x: the tokens, an Nvfp4Tensor, or bf16 quantized in the dispatch with global_scale
+        (shapes checked by the caller)."""
+        if isinstance(x, Nvfp4Tensor):
+            t, scale = _nvfp4(x, "x", self.device, 1), None
+        else:
+            t = _plain(x, "x", ("bfloat16",), self.device)
+            scale = ctypes.c_void_p(global_scale.data_ptr())
         _check(_lib.symmcomm_moe_dispatch(
-            self.handle, ctypes.byref(x), ctypes.c_void_p(topk_idx.data_ptr()),
+            self.handle, ctypes.byref(t), scale, ctypes.c_void_p(topk_idx.data_ptr()),
             ctypes.c_void_p(topk_weights.data_ptr()), ctypes.c_void_p(num_tokens.data_ptr()),
             ctypes.c_void_p(_stream_arg(stream, self.device))))
 

@@ -103,13 +103,21 @@ symmcomm_status_t symmcomm_moe_reason(symmcomm_moe_t group, char* text, size_t s
 }
 
 symmcomm_status_t symmcomm_moe_dispatch(symmcomm_moe_t group, const symmcomm_tensor_t* x,
-                                        const int32_t* topk_idx, const float* topk_weights,
-                                        const int32_t* num_tokens, symmcomm_stream_t stream) {
+                                        const float* global_scale, const int32_t* topk_idx,
+                                        const float* topk_weights, const int32_t* num_tokens,
+                                        symmcomm_stream_t stream) {
   return guarded([&] {
     symmcomm::MoeGroup& g = group_of(group);
     symmcomm::detail::TensorRef const r = tensor_of(x, "x");
+    if (r.dtype == symmcomm::DataType::Bf16) {
+      g.dispatch(symmcomm::ConstBf16Span{static_cast<const symmcomm::bf16*>(r.data), r.count},
+                 global_scale, topk_idx, topk_weights, num_tokens, stream);
+      return;
+    }
     SYMMCOMM_EXPECTS(r.dtype == symmcomm::DataType::Nvfp4,
-                     "x has dtype " << symmcomm::to_string(r.dtype) << "; expected nvfp4");
+                     "x has dtype " << symmcomm::to_string(r.dtype) << "; expected nvfp4 or bf16");
+    SYMMCOMM_EXPECTS(global_scale == nullptr,
+                     "global_scale must be NULL for NVFP4 x (x.scales is its global scale)");
     g.dispatch(r.nvfp4(), topk_idx, topk_weights, num_tokens, stream);
   });
 }

@@ -31,6 +31,12 @@ struct MoeGroup::Impl {
   float* weights = nullptr;
 
   char* at(std::size_t offset) const { return static_cast<char*>(window.data()) + offset; }
+  std::size_t tokens_elements() const {
+    return static_cast<std::size_t>(shape.max_tokens) * static_cast<std::size_t>(shape.hidden);
+  }
+  const MoeDispatch& dispatch(detail::lsa::MoeRowsArgs rows, const float* global_scale,
+                              const std::int32_t* topk_idx, const float* topk_weights,
+                              const std::int32_t* num_tokens, cudaStream_t stream);
   detail::lsa::Peers peers() const { return detail::window_peers(*state, window.window()); }
   // Before and after each launch sequence: the communicator's order of windowed work across
   // streams, and the graphs that captured it (as every collective).
@@ -48,6 +54,37 @@ static_assert(kMoeErrorExpertId == detail::lsa::kMoeErrorExpertId &&
                   kMoeErrorNumTokens == detail::lsa::kMoeErrorNumTokens &&
                   kMoeErrorGlobalScale == detail::lsa::kMoeErrorGlobalScale,
               "the public error bits are the kernels'");
+
+// The two launches of a dispatch (arguments checked): the counts, then `rows` (its tokens set).
+const MoeDispatch& MoeGroup::Impl::dispatch(detail::lsa::MoeRowsArgs rows,
+                                            const float* global_scale, const std::int32_t* topk_idx,
+                                            const float* topk_weights,
+                                            const std::int32_t* num_tokens, cudaStream_t stream) {
+  detail::refuse_in_group("MoeGroup::dispatch", "symmcomm's own kernels");
+  detail::lsa::Peers const p = peers();
+  detail::lsa::MoeCountsArgs c;
+  c.shape = shape;
+  c.topk_idx = topk_idx;
+  c.topk_weights = topk_weights;
+  c.num_tokens = num_tokens;
+  c.global_scale = global_scale;
+  c.table = layout.table;
+  c.pair_row = pair_row;
+  c.weights = weights;
+  c.expert_count = buffers.expert_count;
+  c.overflow = buffers.overflow;
+  c.error = buffers.error;
+  c.group_scale = buffers.global_scale;
+  rows.shape = shape;
+  rows.topk_idx = topk_idx;
+  rows.pair_row = pair_row;
+  rows.layout = layout;
+  before(stream);
+  detail::lsa::moe_counts(p, c, stream);
+  detail::lsa::moe_rows(p, rows, stream);
+  after(stream);
+  return buffers;
+}
 
 namespace {
 
@@ -173,56 +210,59 @@ std::string MoeGroup::reason() const {
          "its token's rank and sums there in fp32";
 }
 
+namespace {
+
+// The launches of a dispatch whose tokens `rows` describes (NVFP4 or BF16), after the checks
+// common to both.
+void check_routing(const std::int32_t* topk_idx, const float* topk_weights,
+                   const std::int32_t* num_tokens) {
+  check_pointer(topk_idx, 4, "topk_idx");
+  check_pointer(topk_weights, 4, "topk_weights");
+  check_pointer(num_tokens, 4, "num_tokens");
+}
+
+}  // namespace
+
 const MoeDispatch& MoeGroup::dispatch(ConstNvfp4View x, const std::int32_t* topk_idx,
                                       const float* topk_weights, const std::int32_t* num_tokens,
                                       cudaStream_t stream) {
   SYMMCOMM_EXPECTS(impl_, "MoeGroup: dispatch on a moved-from group");
   Impl& g = *impl_;
   g.state->check_usable("MoeGroup::dispatch");
-  std::size_t const elements =
-      static_cast<std::size_t>(g.shape.max_tokens) * static_cast<std::size_t>(g.shape.hidden);
-  SYMMCOMM_EXPECTS(x.count == elements,
-                   "MoeGroup::dispatch: x.count = "
-                       << x.count << "; expected max_tokens_per_rank x hidden = " << elements);
+  SYMMCOMM_EXPECTS(x.count == g.tokens_elements(),
+                   "MoeGroup::dispatch: x.count = " << x.count
+                                                    << "; expected max_tokens_per_rank x hidden = "
+                                                    << g.tokens_elements());
   SYMMCOMM_EXPECTS(x.scale_layout == ScaleLayout::Linear,
                    "MoeGroup::dispatch: x.block_scales must be linear (one row of hidden / 16 "
                    "scales per token); the dispatch swizzles them");
   check_pointer(x.data, 16, "x.data");
   check_pointer(x.block_scales, 4, "x.block_scales");
   check_pointer(x.global_scale, 4, "x.global_scale");
-  check_pointer(topk_idx, 4, "topk_idx");
-  check_pointer(topk_weights, 4, "topk_weights");
-  check_pointer(num_tokens, 4, "num_tokens");
-  detail::refuse_in_group("MoeGroup::dispatch", "symmcomm's own kernels");
-  detail::lsa::Peers const peers = g.peers();
-
-  detail::lsa::MoeCountsArgs c;
-  c.shape = g.shape;
-  c.topk_idx = topk_idx;
-  c.topk_weights = topk_weights;
-  c.num_tokens = num_tokens;
-  c.global_scale = x.global_scale;
-  c.table = g.layout.table;
-  c.pair_row = g.pair_row;
-  c.weights = g.weights;
-  c.expert_count = g.buffers.expert_count;
-  c.overflow = g.buffers.overflow;
-  c.error = g.buffers.error;
-  c.group_scale = g.buffers.global_scale;
-
+  check_routing(topk_idx, topk_weights, num_tokens);
   detail::lsa::MoeRowsArgs r;
-  r.shape = g.shape;
   r.data = x.data;
   r.block_scales = x.block_scales;
-  r.topk_idx = topk_idx;
-  r.pair_row = g.pair_row;
-  r.layout = g.layout;
+  return g.dispatch(r, x.global_scale, topk_idx, topk_weights, num_tokens, stream);
+}
 
-  g.before(stream);
-  detail::lsa::moe_counts(peers, c, stream);
-  detail::lsa::moe_rows(peers, r, stream);
-  g.after(stream);
-  return g.buffers;
+const MoeDispatch& MoeGroup::dispatch(ConstBf16Span x, const float* global_scale,
+                                      const std::int32_t* topk_idx, const float* topk_weights,
+                                      const std::int32_t* num_tokens, cudaStream_t stream) {
+  SYMMCOMM_EXPECTS(impl_, "MoeGroup: dispatch on a moved-from group");
+  Impl& g = *impl_;
+  g.state->check_usable("MoeGroup::dispatch");
+  SYMMCOMM_EXPECTS(x.count == g.tokens_elements(),
+                   "MoeGroup::dispatch: x.count = " << x.count
+                                                    << "; expected max_tokens_per_rank x hidden = "
+                                                    << g.tokens_elements());
+  check_pointer(x.data, 16, "x");
+  check_pointer(global_scale, 4, "global_scale");
+  check_routing(topk_idx, topk_weights, num_tokens);
+  detail::lsa::MoeRowsArgs r;
+  r.bf16_tokens = x.data;
+  r.global_scale = global_scale;
+  return g.dispatch(r, global_scale, topk_idx, topk_weights, num_tokens, stream);
 }
 
 void MoeGroup::combine(const bf16* expert_out, bf16* out, cudaStream_t stream) {

@@ -6,8 +6,8 @@
 #include <cstddef>
 
 #include "formats/quantize_block.cuh"
-#include "lsa_policy.cuh"
 #include "kernels/scale_swizzle.hpp"
+#include "lsa_policy.cuh"
 #include "symmcomm/formats/nvfp4.hpp"
 #include "symmcomm/formats/scale_layout.hpp"
 

@@ -102,14 +102,19 @@ struct MoeCountsArgs {
   int phase = 0;
 };
 
-/// What the rows launch needs: this rank's NVFP4 tokens (linear block scales) and the placement
-/// the counts launch wrote.
+/// What the rows launch needs: this rank's tokens - NVFP4 (linear block scales), or BF16 that
+/// the launch quantizes with `global_scale` - and the placement the counts launch wrote.
 struct MoeRowsArgs {
   MoeShape shape{};
   const std::uint8_t* data = nullptr;          ///< [max_tokens][hidden / 2], local
   const std::uint8_t* block_scales = nullptr;  ///< [max_tokens][hidden / 16], local, linear
-  const std::int32_t* topk_idx = nullptr;      ///< as MoeCountsArgs
-  const std::int32_t* pair_row = nullptr;      ///< MoeCountsArgs::pair_row
+  /// Non-null: BF16 tokens [max_tokens][hidden] (16-byte aligned) quantized to NVFP4 in the
+  /// launch with the global scale at `global_scale`, each block as symmcomm's codecs do
+  /// (data and block_scales unused).
+  const bf16* bf16_tokens = nullptr;
+  const float* global_scale = nullptr;
+  const std::int32_t* topk_idx = nullptr;  ///< as MoeCountsArgs
+  const std::int32_t* pair_row = nullptr;  ///< MoeCountsArgs::pair_row
   MoeLayout layout{};
 };
 

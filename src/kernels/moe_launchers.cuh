@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "formats/quantize_block.cuh"
 #include "lsa_launch.cuh"
 #include "lsa_policy.cuh"
 #include "moe.hpp"
@@ -155,32 +156,61 @@ __device__ __forceinline__ int grid_warps() {
   return static_cast<int>(grid_threads() / 32);
 }
 
+// One pair's row and its block scales into its expert's rank (`out`, `scales`: that expert's
+// rows and swizzled scales there), by the 32 lanes of a warp: NVFP4 tokens copied, BF16 ones
+// quantized block by block (`quant_table`, `scale_factor`: quantize_block.cuh's).
+__device__ __forceinline__ void moe_row_to_expert(const MoeRowsArgs& a, int t, int row, uint4* out,
+                                                  char* scales, const float* quant_table,
+                                                  float scale_factor) {
+  const MoeShape& s = a.shape;
+  int const lane = static_cast<int>(threadIdx.x % 32);
+  std::size_t const row_bytes = s.row_bytes(), cols = s.scale_cols();
+  if (a.bf16_tokens != nullptr) {
+    for (std::size_t b = lane; b < cols; b += 32) {
+      Vectors<bf16, 16> in;
+      load(a.bf16_tokens, static_cast<std::size_t>(t) * cols + b, in);
+      uint2 packed;
+      std::uint8_t scale;
+      quantize_one_block(in, scale_factor, quant_table, packed, scale);
+      reinterpret_cast<uint2*>(out)[b] = packed;
+      scales[swizzled_scale_offset(row, b, cols)] = static_cast<char>(scale);
+    }
+    return;
+  }
+  const auto* in = reinterpret_cast<const uint4*>(a.data + t * row_bytes);
+  for (std::size_t i = lane; i < row_bytes / 16; i += 32) out[i] = in[i];
+  const auto* linear = reinterpret_cast<const std::uint32_t*>(a.block_scales + t * cols);
+  for (std::size_t c = 4 * lane; c < cols; c += 4 * 32) {
+    *reinterpret_cast<std::uint32_t*>(scales + swizzled_scale_offset(row, c, cols)) = linear[c / 4];
+  }
+}
+
 template <class P>
 __global__ void __launch_bounds__(kThreads)
     moe_rows_kernel(const __grid_constant__ P peers, const __grid_constant__ MoeRowsArgs a) {
   programmatic_wait(peers);
+  __shared__ float quant_table[256];
   const MoeShape& s = a.shape;
   int const me = peers.rank();
   int const L = s.local_experts();
-  int const lane = static_cast<int>(threadIdx.x % 32);
-  std::size_t const row_bytes = s.row_bytes(), cols = s.scale_cols();
+  float scale_factor = 0.0f;
+  if (a.bf16_tokens != nullptr) {
+    float const g = *a.global_scale;
+    scale_factor = nvfp4_scale_factor(g);
+    fill_quant_table(quant_table, g);
+  }
   for (int p = global_warp(); p < s.pairs(); p += grid_warps()) {
     int const row = a.pair_row[p];
     if (row < 0) continue;
     int const e = a.topk_idx[p];
-    int const dest = e / L, l = e % L, t = p / s.top_k;
+    int const dest = e / L, l = e % L;
     std::size_t const slot = static_cast<std::size_t>(l) * s.capacity + row;
-    auto* out =
-        reinterpret_cast<uint4*>(peers.ptr(SymRef{0, a.layout.rows + slot * row_bytes}, dest));
-    const auto* in = reinterpret_cast<const uint4*>(a.data + t * row_bytes);
-    for (std::size_t i = lane; i < row_bytes / 16; i += 32) out[i] = in[i];
-    char* scales = peers.ptr(SymRef{0, a.layout.scales + l * s.expert_scale_bytes()}, dest);
-    const auto* linear = reinterpret_cast<const std::uint32_t*>(a.block_scales + t * cols);
-    for (std::size_t c = 4 * lane; c < cols; c += 4 * 32) {
-      *reinterpret_cast<std::uint32_t*>(scales + swizzled_scale_offset(row, c, cols)) =
-          linear[c / 4];
-    }
-    if (lane == 0) {
+    moe_row_to_expert(
+        a, p / s.top_k, row,
+        reinterpret_cast<uint4*>(peers.ptr(SymRef{0, a.layout.rows + slot * s.row_bytes()}, dest)),
+        peers.ptr(SymRef{0, a.layout.scales + l * s.expert_scale_bytes()}, dest), quant_table,
+        scale_factor);
+    if (threadIdx.x % 32 == 0) {
       reinterpret_cast<std::int32_t*>(peers.ptr(SymRef{0, a.layout.origin}, dest))[slot] =
           me * s.pairs() + p;
     }
@@ -240,6 +270,8 @@ void launch_moe_counts(const Desc& peers, const MoeCountsArgs& a, cudaStream_t s
 template <class Desc>
 void launch_moe_rows(const Desc& peers, const MoeRowsArgs& a, cudaStream_t stream) {
   check_moe_shape(a.shape);
+  SYMMCOMM_EXPECTS(a.bf16_tokens == nullptr || a.global_scale != nullptr,
+                   "lsa moe: BF16 tokens without a global scale (a bug in symmcomm)");
   check_ref(peers, SymRef{0, a.layout.rows}, "moe group window");
   std::size_t const bytes = static_cast<std::size_t>(a.shape.pairs()) * a.shape.row_bytes();
   unsigned const grid = grid_for_units(bytes / 64, grid_cap(peers, kCtasPerSm));

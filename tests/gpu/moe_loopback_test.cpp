@@ -41,6 +41,7 @@ struct World {
   std::vector<std::unique_ptr<DeviceArray<std::uint8_t>>> window, data, scales;
   std::vector<std::unique_ptr<DeviceArray<std::int32_t>>> idx, tokens;
   std::vector<std::unique_ptr<DeviceArray<float>>> weights, scale;
+  std::vector<std::unique_ptr<DeviceArray<std::uint16_t>>> bf16_tokens;
 
   explicit World(const MoeCase& mc)
       : c(mc), shape(shape_of(mc)), layout(lsa::MoeLayout::of(shape)) {
@@ -52,6 +53,8 @@ struct World {
       weights.push_back(std::make_unique<DeviceArray<float>>(c.pairs()));
       tokens.push_back(std::make_unique<DeviceArray<std::int32_t>>(1));
       scale.push_back(std::make_unique<DeviceArray<float>>(1));
+      bf16_tokens.push_back(std::make_unique<DeviceArray<std::uint16_t>>(
+          c.max_tokens * static_cast<std::size_t>(c.hidden)));
     }
   }
   char* at(int r, std::size_t offset) const {
@@ -73,6 +76,7 @@ struct World {
       weights[i]->upload(in[i].weights);
       tokens[i]->upload({in[i].num_tokens});
       scale[i]->upload({in[i].global_scale});
+      if (!in[i].bf16.empty()) bf16_tokens[i]->upload(in[i].bf16);
     }
     for (int phase : {1, 2}) {
       for (int r = 0; r < c.ranks; ++r) {
@@ -104,6 +108,12 @@ struct World {
       a.topk_idx = idx[i]->get();
       a.pair_row = reinterpret_cast<const std::int32_t*>(at(r, layout.pair_row));
       a.layout = layout;
+      if (!in[i].bf16.empty()) {  // quantized in the launch
+        a.data = nullptr;
+        a.block_scales = nullptr;
+        a.bf16_tokens = reinterpret_cast<const bf16*>(bf16_tokens[i]->get());
+        a.global_scale = scale[i]->get();
+      }
       lsa::moe_rows(peers(r), a, nullptr);
     }
     SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
@@ -218,12 +228,14 @@ std::vector<std::vector<std::uint16_t>> random_expert_out(const MoeCase& c, std:
   return y;
 }
 
-void dispatch_and_combine(MoeCase c, MoeRoutingKind kind, std::uint32_t seed) {
+void dispatch_and_combine(MoeCase c, MoeRoutingKind kind, std::uint32_t seed,
+                          bool bf16_tokens = false) {
   SCOPED_TRACE(std::to_string(c.ranks) + " ranks, capacity " + std::to_string(c.cap()) +
                ", routing " + std::to_string(static_cast<int>(kind)) + ", seed " +
-               std::to_string(seed));
+               std::to_string(seed) + (bf16_tokens ? ", bf16 tokens" : ""));
   World w(c);
-  auto const in = moe_inputs(c, kind, seed);
+  auto in = moe_inputs(c, kind, seed);
+  if (bf16_tokens) moe_use_bf16(c, in, seed + 1000);
   w.dispatch(in);
   for (int r = 0; r < c.ranks; ++r) expect_dispatch(w, in, r);
   auto const y = random_expert_out(c, seed * 7 + 1);
@@ -239,6 +251,17 @@ TEST(MoeLoopback, DispatchPlacesEveryRowAndCombineSumsThem) {
     for (MoeRoutingKind kind : {MoeRoutingKind::Random, MoeRoutingKind::Holes}) {
       dispatch_and_combine(c, kind, 11 + static_cast<std::uint32_t>(ranks));
     }
+  }
+}
+
+TEST(MoeLoopback, Bf16TokensAreQuantizedInTheDispatchAsTheCodecsDo) {
+  SYMMCOMM_REQUIRE_GPU();
+  for (int ranks : {2, 8}) {
+    MoeCase c;
+    c.ranks = ranks;
+    c.experts = 2 * ranks;
+    c.hidden = 512;  // 32 blocks a row: every lane of a warp quantizes one
+    dispatch_and_combine(c, MoeRoutingKind::Random, 21, true);
   }
 }
 

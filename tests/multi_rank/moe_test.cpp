@@ -42,7 +42,8 @@ struct Inputs {
   PoolArray<std::uint8_t> data, scales;
   PoolArray<std::int32_t> idx, tokens;
   PoolArray<float> weights, scale;
-  PoolArray<std::uint16_t> expert_out, out;
+  PoolArray<std::uint16_t> expert_out, out, bf16_tokens;
+  bool use_bf16 = false;
   explicit Inputs(const MoeCase& mc)
       : c(mc),
         data(c.max_tokens * c.row_bytes()),
@@ -52,7 +53,8 @@ struct Inputs {
         weights(c.pairs()),
         scale(1),
         expert_out(static_cast<std::size_t>(c.local()) * c.cap() * c.hidden),
-        out(static_cast<std::size_t>(c.max_tokens) * c.hidden) {}
+        out(static_cast<std::size_t>(c.max_tokens) * c.hidden),
+        bf16_tokens(static_cast<std::size_t>(c.max_tokens) * c.hidden) {}
   void upload(const MoeRankInput& x, const std::vector<std::uint16_t>& y) {
     data.upload(x.data);
     scales.upload(x.scales);
@@ -61,6 +63,8 @@ struct Inputs {
     weights.upload(x.weights);
     scale.upload({x.global_scale});
     expert_out.upload(y);
+    use_bf16 = !x.bf16.empty();
+    if (use_bf16) bf16_tokens.upload(x.bf16);
   }
   ConstNvfp4View x() const {
     ConstNvfp4View v;
@@ -71,7 +75,13 @@ struct Inputs {
     return v;
   }
   void step(MoeGroup& g) {
-    g.dispatch(x(), idx.get(), weights.get(), tokens.get(), world().stream);
+    if (use_bf16) {
+      g.dispatch(
+          ConstBf16Span{reinterpret_cast<const bf16*>(bf16_tokens.get()), bf16_tokens.count()},
+          scale.get(), idx.get(), weights.get(), tokens.get(), world().stream);
+    } else {
+      g.dispatch(x(), idx.get(), weights.get(), tokens.get(), world().stream);
+    }
     g.combine(reinterpret_cast<const bf16*>(expert_out.get()), reinterpret_cast<bf16*>(out.get()),
               world().stream);
   }
@@ -168,13 +178,17 @@ TEST(MultiRankMoe, DispatchAndCombineEagerThenReplayedFromOneGraph) {
   MoeGroup g(w.comm, c.config(), w.stream);
   Inputs t(c);
   int round = 0;
-  for (MoeRoutingKind kind : {MoeRoutingKind::Random, MoeRoutingKind::Holes}) {
-    auto const in = moe_inputs(c, kind, 100 + static_cast<std::uint32_t>(round));
+  for (MoeRoutingKind kind :
+       {MoeRoutingKind::Random, MoeRoutingKind::Holes, MoeRoutingKind::Random}) {
+    auto in = moe_inputs(c, kind, 100 + static_cast<std::uint32_t>(round));
+    if (round == 2) moe_use_bf16(c, in, 77);  // BF16 tokens quantized in the dispatch
     auto const y = expert_outputs(c, 7 + static_cast<std::uint32_t>(round));
     t.upload(in[static_cast<std::size_t>(w.rank)], y[static_cast<std::size_t>(w.rank)]);
     t.step(g);
     sync();
-    expect_step(g, t, in, y, "eager round " + std::to_string(round++));
+    expect_step(g, t, in, y,
+                "eager round " + std::to_string(round) + (round == 2 ? " (bf16 tokens)" : ""));
+    ++round;
   }
   EXPECT_EQ(g.check(w.stream), 0);
   cudaGraph_t graph = nullptr;

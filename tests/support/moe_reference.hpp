@@ -13,6 +13,7 @@
 
 #include "symmcomm/collectives/moe.hpp"
 #include "symmcomm/formats/bf16.hpp"
+#include "symmcomm/formats/nvfp4.hpp"
 #include "symmcomm/formats/scale_layout.hpp"
 
 namespace symmcomm::test {
@@ -55,7 +56,28 @@ struct MoeRankInput {
   std::vector<std::uint8_t> data;    ///< [max_tokens][hidden / 2]
   std::vector<std::uint8_t> scales;  ///< [max_tokens][hidden / 16], linear
   float global_scale = 0.5f;
+  std::vector<std::uint16_t> bf16;  ///< [max_tokens][hidden] bits, when the tokens are BF16
 };
+
+/// Gives every rank BF16 tokens (random, from `seed`) and, as data and scales, their NVFP4
+/// quantization with the rank's global scale as symmcomm's codecs compute it: what a dispatch
+/// of the BF16 tokens must place.
+inline void moe_use_bf16(const MoeCase& c, std::vector<MoeRankInput>& in, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (MoeRankInput& x : in) {
+    x.global_scale = nvfp4_global_scale(4.0f);
+    x.bf16.resize(static_cast<std::size_t>(c.max_tokens) * c.hidden);
+    for (auto& b : x.bf16) b = float_to_bf16_bits(normal(rng));
+    for (std::size_t blk = 0; blk < x.bf16.size() / kNvfp4BlockSize; ++blk) {
+      float v[kNvfp4BlockSize];
+      for (std::size_t k = 0; k < kNvfp4BlockSize; ++k) {
+        v[k] = bf16_bits_to_float(x.bf16[blk * kNvfp4BlockSize + k]);
+      }
+      x.scales[blk] = nvfp4_quantize_block(v, x.global_scale, &x.data[blk * kNvfp4BlockBytes]);
+    }
+  }
+}
 
 /// Every rank's input for `seed` (the same on every process).
 inline std::vector<MoeRankInput> moe_inputs(const MoeCase& c, MoeRoutingKind kind,

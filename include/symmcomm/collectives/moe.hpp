@@ -125,6 +125,13 @@ class MoeGroup {
                               const float* topk_weights, const std::int32_t* num_tokens,
                               cudaStream_t stream);
 
+  /// @brief As above with BF16 tokens `x` (max_tokens_per_rank x hidden elements, 16-byte
+  /// aligned), quantized to NVFP4 inside the dispatch with the device float `global_scale` (the
+  /// layer's static scale), each block as quantize() does: no separate quantize launch.
+  const MoeDispatch& dispatch(ConstBf16Span x, const float* global_scale,
+                              const std::int32_t* topk_idx, const float* topk_weights,
+                              const std::int32_t* num_tokens, cudaStream_t stream);
+
   /// @brief Each of this rank's tokens' output, `out` bf16 [max_tokens_per_rank][hidden]: the
   /// outputs of its top-k experts (`expert_out` bf16 [L][capacity][hidden] on every rank, in
   /// the last dispatch's layout, 16-byte aligned) weighted by the dispatch's topk_weights,

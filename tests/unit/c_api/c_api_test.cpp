@@ -68,7 +68,7 @@ TEST(CApi, NullArgumentsAreInvalidArguments) {
   EXPECT_TRUE(last_error_has("config is NULL"));
   EXPECT_EQ(group, nullptr);
   EXPECT_EQ(symmcomm_moe_destroy(nullptr), SYMMCOMM_SUCCESS);
-  EXPECT_EQ(symmcomm_moe_dispatch(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr),
+  EXPECT_EQ(symmcomm_moe_dispatch(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(last_error_has("group is NULL"));
   EXPECT_EQ(symmcomm_moe_combine(nullptr, nullptr, nullptr, nullptr),
