@@ -45,6 +45,9 @@
 #   a2a       MoE dispatch + combine by expert (bench/python/moe_a2a.py) at 2, 4 and 8 ranks
 #             sharing the GPU: symmcomm.moe.MoeGroup, symmcomm's AG/RS layer with device counts
 #             and torch.distributed.all_to_all_single padded, eager and in graphs
+#   a2abench  symmcomm-bench --scenario moe-a2a at 2, 4 and 8 ranks sharing the GPU (2.30.7):
+#             the MoE group, the all-gather/reduce-scatter layer and ncclAlltoAll padded, 1-256
+#             tokens per rank, in CUDA graphs then eager, 5 cycles each
 #   multi228  the multi-rank tier on the system NCCL (2.28) at 2, 4 and 8 ranks
 #   torch     the torch operators: libsymmcomm_torch.so built against the machine's PyTorch on
 #             both NCCL lines, the Python suite on 2.30.7 (the C++ and Python implementations
@@ -66,7 +69,7 @@
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh first|moefirst|tests230|bench|lines|moe|a2a|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh first|moefirst|tests230|bench|lines|moe|a2a|a2abench|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -312,6 +315,29 @@ case "$phase" in
       echo "== $script, $n ranks sharing the GPU: exit $?"
       grep -E "^\||not measured|Error|error" "$work/${script//_/-}-n$n.txt" | cut -c1-230 | head -40
       parts=$((parts - 1))
+    done
+    ;;
+  a2abench)
+    export SYMMCOMM_SUITES=second
+    SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
+    parts=6
+    for mode in graph eager; do
+      for n in 2 4 8; do
+        f="$work/moe-a2a-$mode-n$n"
+        args=(-N 5); [ "$mode" = graph ] && args+=(-G 10)
+        env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
+          "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm-bench" --scenario moe-a2a --ranks-per-gpu "$n" \
+          --moe-max-tokens "${SYMMCOMM_MOE_MAX_TOKENS:-256}" -T 30 "${args[@]}" --json "$f.json" \
+          >"$f.txt" 2>"$f.err" &
+        pid=$!
+        symmcomm_watch "$pid" "$(( ($(left) - 10) / parts ))" "$f.bt" ||
+          echo "== moe-a2a $mode, $n ranks: overran; host backtraces in $f.bt"
+        wait "$pid"
+        echo "== moe-a2a $mode, $n ranks sharing the GPU: exit $?"
+        grep -E "^ +(1|16|64|256) " "$f.txt" | head -24
+        [ -s "$f.err" ] && grep -v "^\[symmcomm-bench\] moe-a2a: [0-9]" "$f.err" | tail -3
+        parts=$((parts - 1))
+      done
     done
     ;;
   multi228)

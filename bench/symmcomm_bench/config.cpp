@@ -162,10 +162,14 @@ void add_run_options(CLI::App& app, Config& c, Flags& f) {
   app.add_option("--json", c.json_path, "write results as JSON to this file");
   app.add_option("--csv", c.csv_path, "write results as CSV to this file");
   app.add_option("--scenario", f.scenario,
-                 "none | moe-dp (DeepSeek-R1 MoE layer, DP attention + EP; its own sizes, "
-                 "formats and paths: -d, -b, -e, -f, -i, --op, --path, -R are refused; -G "
-                 "captures its layers' calls as it does the sweep's)")
-      ->check(CLI::IsMember({"none", "moe-dp"}));
+                 "none | moe-dp (DeepSeek-R1 MoE layer, DP attention + EP: all-gather dispatch, "
+                 "reduce-scatter combine) | moe-a2a (the same layer by expert: symmcomm's MoE "
+                 "group beside the all-gather/reduce-scatter layer and ncclAlltoAll padded). "
+                 "Each sets its own sizes, formats and paths: -d, -b, -e, -f, -i, --op, --path, "
+                 "-R are refused; -G captures its layers' calls as it does the sweep's")
+      ->check(CLI::IsMember({"none", "moe-dp", "moe-a2a"}));
+  app.add_option("--moe-experts", c.moe_experts, "moe-a2a experts (a multiple of the ranks)")
+      ->check(CLI::Range(1, 1024));
   app.add_option("--moe-hidden", c.moe_hidden, "moe-dp hidden size")
       ->check(CLI::Range(16, 1 << 20));
   app.add_option("--moe-topk", c.moe_topk, "moe-dp experts per token")->check(CLI::Range(1, 256));
@@ -193,12 +197,13 @@ std::string refusal(const CLI::App& app, const Config& c, const Flags& f) {
     return "-z 1 with -G " + std::to_string(c.graph_launches) +
            ": the host cannot wait for calls inside a captured graph";
   }
-  if (f.scenario != "moe-dp") return "";
+  if (f.scenario == "none") return "";
   for (const CLI::Option* o : std::initializer_list<const CLI::Option*>{
            app.get_option("--dtype"), f.min_option, f.max_option, f.factor_option, f.step_option,
            app.get_option("--op"), f.path_option, app.get_option("--local_register")}) {
     if (o->count() > 0) {
-      return "--scenario moe-dp sets its own sizes, formats and paths: " + o->get_name() +
+      return "--scenario " + f.scenario +
+             " sets its own sizes, formats and paths: " + o->get_name() +
              " is not used there (see --moe-* and --help)";
     }
   }
@@ -224,7 +229,9 @@ void finish(Config& c, const Flags& f, int argc, const char* const* argv) {
   c.average = static_cast<Average>(f.average);
   c.blocking = f.blocking != 0;
   c.cpu_time = f.cpu_time != 0;
-  c.scenario = f.scenario == "moe-dp" ? Scenario::MoeDp : Scenario::None;
+  c.scenario = f.scenario == "moe-dp"    ? Scenario::MoeDp
+               : f.scenario == "moe-a2a" ? Scenario::MoeA2a
+                                         : Scenario::None;
   c.moe_combine = dtypes.at(f.combine);
   for (int i = 0; i < argc; ++i) c.command_line += (i ? " " : "") + std::string(argv[i]);
 }

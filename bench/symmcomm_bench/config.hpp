@@ -15,7 +15,7 @@ namespace symmcomm::bench {
 
 /// Paths the benchmark can ask for; Nccl is plain NCCL on plain cudaMalloc buffers.
 enum class BenchPath { Auto, NcclSymmetric, Lsa, Fallback, Nccl };
-enum class Scenario { None, MoeDp };
+enum class Scenario { None, MoeDp, MoeA2a };
 /// nccl-tests' -a: the time reported is rank 0's, the ranks' mean, minimum or maximum.
 enum class Average { Rank0 = 0, Mean = 1, Min = 2, Max = 3 };
 
@@ -51,6 +51,7 @@ struct Config {
   int moe_hidden = 7168;
   int moe_topk = 8;
   int moe_max_tokens = 4096;
+  int moe_experts = 256;                  // moe-a2a: experts of the layer (a multiple of the ranks)
   DataType moe_combine = DataType::Bf16;  // Bf16 or Nvfp4
   std::string command_line;
 };
@@ -112,7 +113,7 @@ struct Result {
   long long in_place_wrong = -1;
 };
 
-/// The moe-dp scenario: one MoE layer's communication per tokens-per-rank value.
+/// The moe-dp and moe-a2a scenarios: one MoE layer's communication per tokens-per-rank value.
 struct MoeResult {
   int tokens_per_rank = 0;
   std::string path;

@@ -119,7 +119,7 @@ int preflight(const Config& c, const MpiSession& mpi, int& gpus) {
 // Pool bytes per rank: three of the largest size, or the moe-dp layer's tensors.
 std::size_t pool_bytes(const Config& c, int world) {
   std::size_t pool = 3 * c.max_bytes + (std::size_t{64} << 20);
-  if (c.scenario == Scenario::MoeDp) {
+  if (c.scenario != Scenario::None) {
     std::size_t const per_rank =
         static_cast<std::size_t>(c.moe_max_tokens) * static_cast<std::size_t>(c.moe_hidden);
     pool = std::max(pool, per_rank * static_cast<std::size_t>(world) * 4 + (std::size_t{64} << 20));
@@ -139,17 +139,18 @@ void print_banner(const Meta& meta, const Ranks& ranks, int gpus) {
 void run_and_print(const Config& c, Ranks& ranks, std::vector<Result>& results,
                    std::vector<MoeResult>& moe) {
   bool const prints = ranks.prints();
-  if (c.scenario == Scenario::MoeDp) {
+  if (c.scenario != Scenario::None) {
     // -N repeats the scenario (each row once per cycle: medians over cycles are the figures).
     for (int cycle = 0; cycle < c.run_cycles; ++cycle) {
-      std::vector<MoeResult> rows = run_moe(c, ranks);
+      std::vector<MoeResult> rows =
+          c.scenario == Scenario::MoeDp ? run_moe(c, ranks) : run_moe_a2a(c, ranks);
       for (auto& m : rows) m.cycle = cycle;
       if (prints) {
         if (c.run_cycles > 1) std::printf("# cycle %d of %d\n", cycle + 1, c.run_cycles);
-        std::printf("%s#%9s %10s %12s %12s %12s\n", timing_note(c).c_str(), "tokens", "path",
+        std::printf("%s#%9s %18s %12s %12s %12s\n", timing_note(c).c_str(), "tokens", "path",
                     "dispatch_us", "combine_us", "total_us");
         for (const auto& m : rows) {
-          std::printf(" %9d %10s %12.2f %12.2f %12.2f\n", m.tokens_per_rank, m.path.c_str(),
+          std::printf(" %9d %18s %12.2f %12.2f %12.2f\n", m.tokens_per_rank, m.path.c_str(),
                       m.dispatch_us, m.combine_us, m.total_us());
         }
       }
@@ -178,7 +179,7 @@ int finish(const Config& c, const Meta& meta, const std::vector<Result>& results
     return 1;
   }
   if (!c.csv_path.empty() &&
-      !write_file(c.csv_path, c.scenario == Scenario::MoeDp ? to_csv(moe) : to_csv(results))) {
+      !write_file(c.csv_path, c.scenario != Scenario::None ? to_csv(moe) : to_csv(results))) {
     std::fprintf(stderr, "symmcomm-bench: cannot write --csv %s\n", c.csv_path.c_str());
     return 1;
   }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench_support.hpp"
+#include "runner.hpp"
 #include "symmcomm/collectives/all_gather.hpp"
 #include "symmcomm/collectives/device_counts.hpp"
 #include "symmcomm/collectives/reduce_scatter.hpp"
@@ -151,23 +152,6 @@ Layer padded_layer(const Config& c, Communicator& comm, cudaStream_t s, Buffers&
   return layer;
 }
 
-MoeResult run_moe_padded(const Config& c, Ranks& ranks, int tokens, BenchPath path) {
-  std::size_t const local = static_cast<std::size_t>(ranks.local());
-  std::vector<double> dispatch(local), combine(local);
-  Barrier barrier(ranks.local(), ranks.mpi);
-  parallel(ranks, [&](int r) {
-    auto& comm = ranks.comms[static_cast<std::size_t>(r)];
-    cudaStream_t const s = ranks.streams[static_cast<std::size_t>(r)];
-    Buffers b(*ranks.pools[static_cast<std::size_t>(r)]);
-    Layer const layer = padded_layer(c, comm, s, b, tokens, path);
-    std::string const what = "moe-dp " + std::to_string(tokens) + " tokens per rank on rank " +
-                             std::to_string(comm.rank());
-    time_layer(c, barrier, s, layer.dispatch, layer.combine, what,
-               dispatch[static_cast<std::size_t>(r)], combine[static_cast<std::size_t>(r)]);
-  });
-  return moe_result(c, ranks, tokens, to_string(path), dispatch, combine);
-}
-
 // The shapes of the uneven layer at one capacity: every rank's rows and what they make.
 struct UnevenShape {
   Uneven how;
@@ -300,6 +284,23 @@ MoeResult run_moe_uneven(const Config& c, Ranks& ranks, int capacity, Uneven how
 }
 
 }  // namespace
+
+MoeResult run_moe_padded(const Config& c, Ranks& ranks, int tokens, BenchPath path) {
+  std::size_t const local = static_cast<std::size_t>(ranks.local());
+  std::vector<double> dispatch(local), combine(local);
+  Barrier barrier(ranks.local(), ranks.mpi);
+  parallel(ranks, [&](int r) {
+    auto& comm = ranks.comms[static_cast<std::size_t>(r)];
+    cudaStream_t const s = ranks.streams[static_cast<std::size_t>(r)];
+    Buffers b(*ranks.pools[static_cast<std::size_t>(r)]);
+    Layer const layer = padded_layer(c, comm, s, b, tokens, path);
+    std::string const what = "moe-dp " + std::to_string(tokens) + " tokens per rank on rank " +
+                             std::to_string(comm.rank());
+    time_layer(c, barrier, s, layer.dispatch, layer.combine, what,
+               dispatch[static_cast<std::size_t>(r)], combine[static_cast<std::size_t>(r)]);
+  });
+  return moe_result(c, ranks, tokens, to_string(path), dispatch, combine);
+}
 
 std::vector<MoeResult> run_moe(const Config& c, Ranks& ranks) {
   std::vector<MoeResult> results;

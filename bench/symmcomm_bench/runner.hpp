@@ -41,5 +41,9 @@ void release_ranks(Ranks& ranks);
 std::vector<Result> run_sweep(const Config& config, Ranks& ranks);
 /// The moe-dp scenario: dispatch + combine per tokens-per-rank, for auto, fallback and nccl.
 std::vector<MoeResult> run_moe(const Config& config, Ranks& ranks);
+/// moe-dp's layer with every rank at `tokens` (what padding to that capacity moves) on `path`.
+MoeResult run_moe_padded(const Config& config, Ranks& ranks, int tokens, BenchPath path);
+/// The moe-a2a scenario: dispatch + combine by expert per tokens-per-rank (moe_a2a.cpp).
+std::vector<MoeResult> run_moe_a2a(const Config& config, Ranks& ranks);
 
 }  // namespace symmcomm::bench

@@ -367,6 +367,15 @@ TEST(BenchCli, FlagsWithoutMeaningHereAreRefusedByName) {
   ASSERT_TRUE(graphs.config.has_value());
   EXPECT_EQ(graphs.config->graph_launches, 10);
   EXPECT_NE(timing_note(*graphs.config).find("CUDA graph"), std::string::npos);
+  // moe-a2a: the layer by expert, its experts settable, the sweep's flags refused as for moe-dp.
+  auto const a2a = parse({"--scenario", "moe-a2a", "--moe-experts", "64", "-G", "5"});
+  ASSERT_TRUE(a2a.config.has_value());
+  EXPECT_EQ(a2a.config->scenario, Scenario::MoeA2a);
+  EXPECT_EQ(a2a.config->moe_experts, 64);
+  EXPECT_NE(refusal({"--scenario", "moe-a2a", "-b", "1K"}).find("--scenario moe-a2a sets its own"),
+            std::string::npos);
+  EXPECT_NE(refusal({"--scenario", "moe-a2a", "--moe-experts", "0"}).find("--moe-experts"),
+            std::string::npos);
 }
 
 TEST(BenchCli, SizesThatOverflowAreRefused) {
