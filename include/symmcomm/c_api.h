@@ -415,6 +415,7 @@ typedef struct {
   int hidden;              /**< elements per token, a multiple of 64 */
   int max_tokens_per_rank; /**< the most tokens a rank dispatches in one call */
   int capacity;            /**< rows per expert on its rank; 0: comm size x max tokens */
+  symmcomm_path_t path;    /**< AUTO, LSA_KERNEL (refused where it cannot run) or FALLBACK */
 } symmcomm_moe_config_t;
 
 /** A group's dispatch tensors on this rank (symmcomm::MoeDispatch plus their shapes): device
@@ -429,6 +430,7 @@ typedef struct {
   int local_experts;         /**< experts this rank holds */
   int capacity;              /**< rows per expert (resolved) */
   size_t expert_scale_bytes; /**< bytes of one expert's swizzled block scales */
+  symmcomm_path_taken_t path; /**< the path the group's calls take */
 } symmcomm_moe_buffers_t;
 
 /** Error bits of symmcomm_moe_buffers_t.error (symmcomm::kMoeError*). */
@@ -436,8 +438,8 @@ typedef struct {
 #define SYMMCOMM_MOE_ERROR_NUM_TOKENS 2   /* num_tokens outside 0..max_tokens_per_rank */
 #define SYMMCOMM_MOE_ERROR_GLOBAL_SCALE 4 /* the ranks' NVFP4 global scales differ */
 
-/** Whether a MoE group can be made on `comm` (*supported 1 or 0); where not, the reason is
- *  symmcomm_last_error()'s text. */
+/** Whether a MoE group on `comm` can take the LSA path (*supported 1 or 0); where not, the
+ *  reason is symmcomm_last_error()'s text and a group takes the fallback over NCCL. */
 symmcomm_status_t symmcomm_moe_supported(symmcomm_comm_t comm, int* supported);
 /** Collective: creates a group (its window allocated and registered on every rank). */
 symmcomm_status_t symmcomm_moe_create(symmcomm_comm_t comm, const symmcomm_moe_config_t* config,

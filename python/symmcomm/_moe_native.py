@@ -33,8 +33,11 @@ class NativeGroup:
 
     def __init__(self, comm, config, device, stream):
         import torch
+        # The LSA path (MoeGroup takes this group only where it can run; its own fallback
+        # elsewhere).
         c = _capi.MoeConfigC(config.num_experts, config.top_k, config.hidden,
-                             config.max_tokens_per_rank, config.capacity)
+                             config.max_tokens_per_rank, config.capacity,
+                             _capi.PATHS["lsa-kernel"])
         self.handle = ctypes.c_void_p()
         _check(_lib.symmcomm_moe_create(comm._h(), ctypes.byref(c),
                                         ctypes.c_void_p(_stream_arg(stream, device)),

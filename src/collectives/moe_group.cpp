@@ -1,5 +1,6 @@
-// MoE dispatch and combine by expert (symmcomm/collectives/moe.hpp): the group's window, its
-// checks, and the four launches of kernels/moe.hpp in stream order.
+// MoE dispatch and combine by expert (symmcomm/collectives/moe.hpp): the group, its checks, the
+// choice of its path, and the LSA path's launches of kernels/moe.hpp over the group's window
+// (the fallback's are in moe_fallback.cpp).
 
 #include "symmcomm/collectives/moe.hpp"
 
@@ -9,6 +10,7 @@
 
 #include "collectives/call_prerequisites.hpp"
 #include "collectives/device_view.hpp"
+#include "collectives/moe_group_impl.hpp"
 #include "comm/launch_order.hpp"
 #include "core/cuda_utils.hpp"
 #include "kernels/moe.hpp"
@@ -20,46 +22,54 @@ namespace symmcomm {
 
 using detail::CommState;
 
-struct MoeGroup::Impl {
-  std::shared_ptr<CommState> state;
-  MoeConfig config;
-  detail::lsa::MoeShape shape;
-  detail::lsa::MoeLayout layout;
-  SymmetricBuffer window;
-  MoeDispatch buffers;
-  std::int32_t* pair_row = nullptr;
-  float* weights = nullptr;
+// The LSA path's peers: the communicator's, with the group's window in slot 0.
+detail::lsa::Peers MoeGroup::Impl::peers() const {
+  return detail::window_peers(*state, window.window());
+}
 
-  char* at(std::size_t offset) const { return static_cast<char*>(window.data()) + offset; }
-  std::size_t tokens_elements() const {
-    return static_cast<std::size_t>(shape.max_tokens) * static_cast<std::size_t>(shape.hidden);
-  }
-  const MoeDispatch& dispatch(detail::lsa::MoeRowsArgs rows, const float* global_scale,
-                              const std::int32_t* topk_idx, const float* topk_weights,
-                              const std::int32_t* num_tokens, cudaStream_t stream);
-  detail::lsa::Peers peers() const { return detail::window_peers(*state, window.window()); }
-  // Before and after each launch sequence: the communicator's order of windowed work across
-  // streams, and the graphs that captured it (as every collective).
-  void before(cudaStream_t stream) const { detail::order_after_last_use(*state, stream); }
-  void after(cudaStream_t stream) const {
-    detail::CaptureInfo const capture = detail::capture_info(stream);
-    detail::mark_use(*state, stream, capture);
-    detail::note_graph_use(*state, capture);
-    state->stats.calls[static_cast<std::size_t>(Path::LsaKernel)].fetch_add(
-        1, std::memory_order_relaxed);
-  }
-};
+// Before and after each LSA launch sequence: the communicator's order of windowed work across
+// streams, and the graphs that captured it (as every collective).
+void MoeGroup::Impl::before(cudaStream_t stream) const {
+  detail::order_after_last_use(*state, stream);
+}
+void MoeGroup::Impl::after(cudaStream_t stream) const {
+  detail::CaptureInfo const capture = detail::capture_info(stream);
+  detail::mark_use(*state, stream, capture);
+  detail::note_graph_use(*state, capture);
+  state->stats.calls[static_cast<std::size_t>(Path::LsaKernel)].fetch_add(
+      1, std::memory_order_relaxed);
+}
 
 static_assert(kMoeErrorExpertId == detail::lsa::kMoeErrorExpertId &&
                   kMoeErrorNumTokens == detail::lsa::kMoeErrorNumTokens &&
                   kMoeErrorGlobalScale == detail::lsa::kMoeErrorGlobalScale,
               "the public error bits are the kernels'");
 
+// The group's window: the dispatch's tensors and what the kernels exchange (collective).
+void MoeGroup::Impl::make_lsa(const Communicator& user, cudaStream_t stream) {
+  layout = detail::lsa::MoeLayout::of(shape);
+  window = SymmetricBuffer(user, layout.bytes, stream);
+  auto* base = static_cast<char*>(window.data());
+  buffers.data = reinterpret_cast<std::uint8_t*>(base + layout.rows);
+  buffers.block_scales = reinterpret_cast<std::uint8_t*>(base + layout.scales);
+  buffers.expert_count = reinterpret_cast<std::int32_t*>(base + layout.expert_count);
+  auto* words = reinterpret_cast<std::int32_t*>(base + layout.words);
+  buffers.overflow = words;
+  buffers.error = words + 1;
+  buffers.global_scale = reinterpret_cast<float*>(words + 2);
+  pair_row = reinterpret_cast<std::int32_t*>(base + layout.pair_row);
+  weights = reinterpret_cast<float*>(base + layout.weights);
+  // Nothing dispatched yet: no pair placed (row -1), no rows, no error - what check() and a
+  // combine read before any dispatch.
+  SYMMCOMM_CUDA_TRY(cudaMemsetAsync(pair_row, 0xff, layout.weights - layout.pair_row, stream));
+  SYMMCOMM_CUDA_TRY(
+      cudaMemsetAsync(base + layout.weights, 0, layout.bytes - layout.weights, stream));
+}
+
 // The two launches of a dispatch (arguments checked): the counts, then `rows` (its tokens set).
-const MoeDispatch& MoeGroup::Impl::dispatch(detail::lsa::MoeRowsArgs rows,
-                                            const float* global_scale, const std::int32_t* topk_idx,
-                                            const float* topk_weights,
-                                            const std::int32_t* num_tokens, cudaStream_t stream) {
+void MoeGroup::Impl::dispatch_lsa(detail::lsa::MoeRowsArgs rows, const float* global_scale,
+                                  const std::int32_t* topk_idx, const float* topk_weights,
+                                  const std::int32_t* num_tokens, cudaStream_t stream) {
   detail::refuse_in_group("MoeGroup::dispatch", "symmcomm's own kernels");
   detail::lsa::Peers const p = peers();
   detail::lsa::MoeCountsArgs c;
@@ -83,7 +93,26 @@ const MoeDispatch& MoeGroup::Impl::dispatch(detail::lsa::MoeRowsArgs rows,
   detail::lsa::moe_counts(p, c, stream);
   detail::lsa::moe_rows(p, rows, stream);
   after(stream);
-  return buffers;
+}
+
+// The send-back and the sum.
+void MoeGroup::Impl::combine_lsa(const bf16* expert_out, bf16* out, cudaStream_t stream) {
+  detail::refuse_in_group("MoeGroup::combine", "symmcomm's own kernels");
+  detail::lsa::MoeSendBackArgs b;
+  b.shape = shape;
+  b.expert_out = expert_out;
+  b.expert_count = buffers.expert_count;
+  b.layout = layout;
+  detail::lsa::MoeSumArgs s;
+  s.shape = shape;
+  s.back = reinterpret_cast<const bf16*>(static_cast<char*>(window.data()) + layout.back);
+  s.pair_row = pair_row;
+  s.weights = weights;
+  s.out = out;
+  before(stream);
+  detail::lsa::moe_send_back(peers(), b, stream);
+  detail::lsa::moe_sum(s, stream);
+  after(stream);
 }
 
 namespace {
@@ -142,14 +171,16 @@ bool MoeGroup::supported(const Communicator& comm, std::string* why) {
   return reason.empty();
 }
 
-MoeGroup::MoeGroup(const Communicator& comm, const MoeConfig& config, cudaStream_t stream)
+MoeGroup::MoeGroup(const Communicator& comm, const MoeConfig& config, cudaStream_t stream,
+                   PathChoice path)
     : impl_(std::make_unique<Impl>()) {
   CommState& state = detail::usable_state(comm, "MoeGroup");
-  std::string const why = unsupported_reason(state);
-  SYMMCOMM_EXPECTS(why.empty(), "MoeGroup: its kernels cannot run on this communicator: "
-                                    << why
-                                    << " (Python's symmcomm.moe.MoeGroup falls back to "
-                                       "all-gather + reduce-scatter there)");
+  SYMMCOMM_EXPECTS(path != PathChoice::NcclSymmetric,
+                   "MoeGroup: path NcclSymmetric: NCCL has no MoE dispatch; the group runs "
+                   "symmcomm's LSA kernels or its fallback over NCCL's collectives");
+  std::string const lsa_blocked = unsupported_reason(state);
+  SYMMCOMM_EXPECTS(path != PathChoice::LsaKernel || lsa_blocked.empty(),
+                   "MoeGroup: path LsaKernel cannot be taken: " << lsa_blocked);
   Impl& g = *impl_;
   g.state = detail::state_of(comm);
   g.config = resolved(config, state.size);
@@ -159,28 +190,27 @@ MoeGroup::MoeGroup(const Communicator& comm, const MoeConfig& config, cudaStream
   g.shape.hidden = g.config.hidden;
   g.shape.max_tokens = g.config.max_tokens_per_rank;
   g.shape.capacity = g.config.capacity;
-  g.layout = detail::lsa::MoeLayout::of(g.shape);
-  g.window = SymmetricBuffer(comm, g.layout.bytes, stream);
-  g.buffers.data = reinterpret_cast<std::uint8_t*>(g.at(g.layout.rows));
-  g.buffers.block_scales = reinterpret_cast<std::uint8_t*>(g.at(g.layout.scales));
-  g.buffers.expert_count = reinterpret_cast<std::int32_t*>(g.at(g.layout.expert_count));
-  auto* words = reinterpret_cast<std::int32_t*>(g.at(g.layout.words));
-  g.buffers.overflow = words;
-  g.buffers.error = words + 1;
-  g.buffers.global_scale = reinterpret_cast<float*>(words + 2);
-  g.pair_row = reinterpret_cast<std::int32_t*>(g.at(g.layout.pair_row));
-  g.weights = reinterpret_cast<float*>(g.at(g.layout.weights));
-  // Nothing dispatched yet: no pair placed (row -1), no rows, no error - what check() and a
-  // combine read before any dispatch.
-  SYMMCOMM_CUDA_TRY(
-      cudaMemsetAsync(g.pair_row, 0xff, g.layout.weights - g.layout.pair_row, stream));
-  SYMMCOMM_CUDA_TRY(
-      cudaMemsetAsync(g.at(g.layout.weights), 0, g.layout.bytes - g.layout.weights, stream));
+  if (path != PathChoice::Fallback && lsa_blocked.empty()) {
+    g.path = Path::LsaKernel;
+    g.why =
+        "lsa: symmcomm's MoE kernels over the group's window: each rank's per-expert counts "
+        "exchanged on the device, then each routed row written once, straight into its "
+        "expert's rank (masked layout, swizzled scales); combine sends each output row back "
+        "to its token's rank and sums there in fp32";
+    g.make_lsa(comm, stream);
+  } else {
+    g.path = Path::Fallback;
+    g.why = std::string(
+                "fallback: every rank's NVFP4 tokens and routing all-gathered by NCCL, "
+                "each rank placing the rows of its experts; combine sums each token's "
+                "rows per rank in fp32 and reduce-scatters the sums in fp32 (") +
+            (path == PathChoice::Fallback ? "asked for" : "not the LSA path: " + lsa_blocked) + ")";
+    g.make_fallback(stream);
+  }
   SYMMCOMM_LOG_DEBUG("MoeGroup: " << g.config.num_experts << " experts, top " << g.config.top_k
                                   << ", hidden " << g.config.hidden << ", "
                                   << g.config.max_tokens_per_rank << " tokens per rank, capacity "
-                                  << g.config.capacity << ": " << g.layout.bytes
-                                  << " window bytes per rank");
+                                  << g.config.capacity << ": " << g.why);
 }
 
 MoeGroup::~MoeGroup() = default;
@@ -197,17 +227,17 @@ std::size_t MoeGroup::expert_scale_bytes() const noexcept {
   return impl_->shape.expert_scale_bytes();
 }
 std::size_t MoeGroup::window_bytes() const noexcept {
-  return impl_->layout.bytes;
+  return impl_->path == Path::LsaKernel ? impl_->layout.bytes : 0;
+}
+Path MoeGroup::path() const noexcept {
+  return impl_->path;
 }
 const MoeDispatch& MoeGroup::buffers() const noexcept {
   return impl_->buffers;
 }
 
 std::string MoeGroup::reason() const {
-  return "lsa: symmcomm's MoE kernels over the group's window: each rank's per-expert counts "
-         "exchanged on the device, then each routed row written once, straight into its "
-         "expert's rank (masked layout, swizzled scales); combine sends each output row back to "
-         "its token's rank and sums there in fp32";
+  return impl_->why;
 }
 
 namespace {
@@ -243,7 +273,12 @@ const MoeDispatch& MoeGroup::dispatch(ConstNvfp4View x, const std::int32_t* topk
   detail::lsa::MoeRowsArgs r;
   r.data = x.data;
   r.block_scales = x.block_scales;
-  return g.dispatch(r, x.global_scale, topk_idx, topk_weights, num_tokens, stream);
+  if (g.path == Path::LsaKernel) {
+    g.dispatch_lsa(r, x.global_scale, topk_idx, topk_weights, num_tokens, stream);
+  } else {
+    g.dispatch_fallback(r, x.global_scale, topk_idx, topk_weights, num_tokens, stream);
+  }
+  return g.buffers;
 }
 
 const MoeDispatch& MoeGroup::dispatch(ConstBf16Span x, const float* global_scale,
@@ -262,7 +297,12 @@ const MoeDispatch& MoeGroup::dispatch(ConstBf16Span x, const float* global_scale
   detail::lsa::MoeRowsArgs r;
   r.bf16_tokens = x.data;
   r.global_scale = global_scale;
-  return g.dispatch(r, global_scale, topk_idx, topk_weights, num_tokens, stream);
+  if (g.path == Path::LsaKernel) {
+    g.dispatch_lsa(r, global_scale, topk_idx, topk_weights, num_tokens, stream);
+  } else {
+    g.dispatch_fallback(r, global_scale, topk_idx, topk_weights, num_tokens, stream);
+  }
+  return g.buffers;
 }
 
 void MoeGroup::combine(const bf16* expert_out, bf16* out, cudaStream_t stream) {
@@ -271,25 +311,11 @@ void MoeGroup::combine(const bf16* expert_out, bf16* out, cudaStream_t stream) {
   g.state->check_usable("MoeGroup::combine");
   check_pointer(expert_out, 16, "expert_out");
   check_pointer(out, 16, "out");
-  detail::refuse_in_group("MoeGroup::combine", "symmcomm's own kernels");
-
-  detail::lsa::MoeSendBackArgs b;
-  b.shape = g.shape;
-  b.expert_out = expert_out;
-  b.expert_count = g.buffers.expert_count;
-  b.layout = g.layout;
-
-  detail::lsa::MoeSumArgs s;
-  s.shape = g.shape;
-  s.back = reinterpret_cast<const bf16*>(g.at(g.layout.back));
-  s.pair_row = g.pair_row;
-  s.weights = g.weights;
-  s.out = out;
-
-  g.before(stream);
-  detail::lsa::moe_send_back(g.peers(), b, stream);
-  detail::lsa::moe_sum(s, stream);
-  g.after(stream);
+  if (g.path == Path::LsaKernel) {
+    g.combine_lsa(expert_out, out, stream);
+  } else {
+    g.combine_fallback(expert_out, out, stream);
+  }
 }
 
 std::int32_t MoeGroup::check(cudaStream_t stream) const {

@@ -99,6 +99,12 @@ struct CommAccess {
   static const std::shared_ptr<CommState>& state(const Communicator& comm) noexcept {
     return comm.state_;
   }
+  /// A Communicator sharing `state` (see detail::CommAlias).
+  static Communicator alias(std::shared_ptr<CommState> state) {
+    return Communicator(std::move(state));
+  }
+  /// Drops `comm`'s share of its state without a wrapper's release steps (see CommAlias).
+  static void drop(Communicator& comm) noexcept { comm.state_.reset(); }
 };
 
 }  // namespace symmcomm
@@ -106,6 +112,22 @@ struct CommAccess {
 namespace symmcomm::detail {
 
 using symmcomm::CommState;
+
+/// A Communicator sharing a state that its holder keeps alive anyway, so that library code can
+/// call the public collectives on the holder's behalf (MoeGroup's fallback path). Dropped
+/// without the wrapper's release steps: those belong to the user's Communicator alone.
+class CommAlias {
+ public:
+  explicit CommAlias(std::shared_ptr<CommState> state)
+      : comm_(CommAccess::alias(std::move(state))) {}
+  ~CommAlias() { CommAccess::drop(comm_); }
+  CommAlias(const CommAlias&) = delete;
+  CommAlias& operator=(const CommAlias&) = delete;
+  const Communicator& get() const noexcept { return comm_; }
+
+ private:
+  Communicator comm_;
+};
 
 /// The state behind `comm` (null for an empty Communicator), for symmcomm's own owners of
 /// windows and executors.

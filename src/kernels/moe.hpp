@@ -135,6 +135,44 @@ struct MoeSumArgs {
   bf16* out = nullptr;                     ///< [max_tokens][hidden]
 };
 
+/// The fallback's dispatch on rank `me` (collectives/moe_group.cpp): every rank's NVFP4 tokens
+/// and routing gathered (rank-major) into local memory by NCCL, this rank places the pairs
+/// routed to its experts, in the same order and layout as the LSA path.
+struct MoeLocalArgs {
+  MoeShape shape{};
+  int me = 0;
+  const std::int32_t* topk_idx = nullptr;      ///< [ranks][max_tokens][top_k], gathered
+  const std::int32_t* num_tokens = nullptr;    ///< [ranks], gathered
+  const float* global_scales = nullptr;        ///< [ranks], gathered
+  const std::uint8_t* data = nullptr;          ///< [ranks * max_tokens][hidden / 2], gathered
+  const std::uint8_t* block_scales = nullptr;  ///< [ranks * max_tokens][hidden / 16], linear
+  std::int32_t* pair_row = nullptr;  ///< [ranks][pairs]: the row of a pair on this rank's expert
+  std::int32_t* expert_count = nullptr;  ///< as MoeCountsArgs
+  std::int32_t* overflow = nullptr;
+  std::int32_t* error = nullptr;
+  float* group_scale = nullptr;
+  std::uint8_t* rows = nullptr;    ///< [L][capacity][hidden / 2], local
+  std::uint8_t* scales = nullptr;  ///< [L][expert_scale_bytes], local
+};
+
+/// The fallback's combine on rank `me`, before NCCL's fp32 reduce-scatter: for every gathered
+/// token, the weighted sum of its rows this rank's experts computed (zero where none).
+struct MoePartialArgs {
+  MoeShape shape{};
+  int me = 0;
+  const bf16* expert_out = nullptr;        ///< [L][capacity][hidden]
+  const std::int32_t* topk_idx = nullptr;  ///< MoeLocalArgs::topk_idx
+  const float* topk_weights = nullptr;     ///< [ranks][max_tokens][top_k], gathered
+  const std::int32_t* pair_row = nullptr;  ///< MoeLocalArgs::pair_row
+  float* partial = nullptr;                ///< [ranks * max_tokens][hidden]
+};
+
+/// The fallback's kernels (moe_local.cu): the placement (one CTA, then the rows), the partial
+/// sums, and the rounding of the reduce-scattered fp32 sums to bf16.
+void moe_place_local(const MoeLocalArgs& args, cudaStream_t stream);
+void moe_partial_sums(const MoePartialArgs& args, cudaStream_t stream);
+void moe_round_bf16(const float* in, bf16* out, std::size_t count, cudaStream_t stream);
+
 /// Launch one step for the calling rank (arguments checked by MoeGroup; the launchers assert
 /// only what a bug in symmcomm could break).
 void moe_counts(const Peers& peers, const MoeCountsArgs& args, cudaStream_t stream);

@@ -2,9 +2,9 @@
 // specification (support/moe_reference.hpp; every rank draws every rank's input from one seed):
 // every placed data and scale byte, the counts, overflow and error words, the combined output
 // within one bf16 rounding of the exact sum; eager calls, then one CUDA graph of a dispatch and
-// a combine replayed with new routing; bad input named by check(). Where the group's kernels
-// cannot run (no LSA team spanning the ranks: NCCL 2.28 with ranks sharing a GPU), the group
-// must be refused with the reason.
+// a combine replayed with new routing; bad input named by check(). On both paths where the LSA
+// kernels can run, on the fallback elsewhere (NCCL 2.28 with ranks sharing a GPU), where a forced
+// LSA path must be refused with the reason.
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -146,36 +146,51 @@ void expect_step(const MoeGroup& g, const Inputs& t, const std::vector<MoeRankIn
   EXPECT_EQ(off, 0) << "combined elements beyond one bf16 rounding of the exact sum";
 }
 
-TEST(MultiRankMoe, GroupIsMadeWhereItsKernelsRunAndRefusedWithTheReasonElsewhere) {
+// The paths a group can take here: the LSA kernels where an LSA team spans the ranks, and the
+// fallback over NCCL everywhere.
+std::vector<PathChoice> moe_paths() {
+  if (lsa_can()) return {PathChoice::LsaKernel, PathChoice::Fallback};
+  return {PathChoice::Fallback};
+}
+
+std::string name_of(PathChoice p) {
+  return to_string(p);
+}
+
+TEST(MultiRankMoe, GroupTakesTheLsaPathWhereItCanAndTheFallbackElsewhereSayingWhy) {
   std::string why;
   bool const ok = MoeGroup::supported(world().comm, &why);
   EXPECT_EQ(ok, lsa_can()) << why;
-  if (ok) {
-    MoeGroup g(world().comm, moe_case().config(), world().stream);
-    EXPECT_EQ(g.local_experts(), 4);
-    EXPECT_EQ(g.config().capacity, world().size * 29);
-    EXPECT_NE(g.reason().find("lsa"), std::string::npos);
-  } else {
-    std::string const text =
-        logic_error_text([&] { MoeGroup g(world().comm, moe_case().config(), world().stream); });
-    EXPECT_NE(text.find(why), std::string::npos) << text;
-    EXPECT_FALSE(why.empty());
+  EXPECT_EQ(why.empty(), ok);
+  MoeGroup g(world().comm, moe_case().config(), world().stream);
+  EXPECT_EQ(g.local_experts(), 4);
+  EXPECT_EQ(g.config().capacity, world().size * 29);
+  EXPECT_EQ(g.path(), ok ? Path::LsaKernel : Path::Fallback);
+  EXPECT_EQ(g.reason().rfind(ok ? "lsa: " : "fallback: ", 0), 0u) << g.reason();
+  if (!ok) {
+    EXPECT_NE(g.reason().find(why), std::string::npos) << g.reason();
+    std::string const text = logic_error_text([&] {
+      MoeGroup forced(world().comm, moe_case().config(), world().stream, PathChoice::LsaKernel);
+    });
+    EXPECT_NE(text.find("path LsaKernel cannot be taken: " + why), std::string::npos) << text;
   }
+  MoeGroup fallback(world().comm, moe_case().config(), world().stream, PathChoice::Fallback);
+  EXPECT_EQ(fallback.path(), Path::Fallback);
+  EXPECT_EQ(fallback.window_bytes(), 0u);
+  EXPECT_NE(fallback.reason().find("(asked for)"), std::string::npos) << fallback.reason();
   MoeConfig bad = moe_case().config();
   bad.hidden = 100;
-  if (ok) {
-    EXPECT_NE(logic_error_text([&] {
-                MoeGroup g(world().comm, bad, world().stream);
-              }).find("config.hidden = 100"),
-              std::string::npos);
-  }
+  EXPECT_NE(logic_error_text([&] {
+              MoeGroup b(world().comm, bad, world().stream);
+            }).find("config.hidden = 100"),
+            std::string::npos);
 }
 
-TEST(MultiRankMoe, DispatchAndCombineEagerThenReplayedFromOneGraph) {
-  if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
+void dispatch_and_combine_eager_then_replayed(PathChoice path) {
+  SCOPED_TRACE(name_of(path));
   World& w = world();
   MoeCase const c = moe_case();
-  MoeGroup g(w.comm, c.config(), w.stream);
+  MoeGroup g(w.comm, c.config(), w.stream, path);
   Inputs t(c);
   int round = 0;
   for (MoeRoutingKind kind :
@@ -209,26 +224,32 @@ TEST(MultiRankMoe, DispatchAndCombineEagerThenReplayedFromOneGraph) {
   SYMMCOMM_CUDA_TRY(cudaGraphDestroy(graph));
 }
 
-TEST(MultiRankMoe, RowsPastCapacityAreDroppedAndTallied) {
-  if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
-  World& w = world();
-  MoeCase const c = moe_case(6);
-  MoeGroup g(w.comm, c.config(), w.stream);
-  Inputs t(c);
-  auto const in = moe_inputs(c, MoeRoutingKind::Hot, 41);
-  auto const y = expert_outputs(c, 43);
-  t.upload(in[static_cast<std::size_t>(w.rank)], y[static_cast<std::size_t>(w.rank)]);
-  t.step(g);
-  sync();
-  expect_step(g, t, in, y, "hot expert 1, capacity 6");
-  EXPECT_EQ(g.check(w.stream), moe_placement(c, w.rank, in).overflow);
+TEST(MultiRankMoe, DispatchAndCombineEagerThenReplayedFromOneGraph) {
+  for (PathChoice path : moe_paths()) dispatch_and_combine_eager_then_replayed(path);
 }
 
-TEST(MultiRankMoe, BadInputIsNamedOnEveryRankAndTheRestIsPlaced) {
-  if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
+TEST(MultiRankMoe, RowsPastCapacityAreDroppedAndTallied) {
+  for (PathChoice path : moe_paths()) {
+    SCOPED_TRACE(name_of(path));
+    World& w = world();
+    MoeCase const c = moe_case(6);
+    MoeGroup g(w.comm, c.config(), w.stream, path);
+    Inputs t(c);
+    auto const in = moe_inputs(c, MoeRoutingKind::Hot, 41);
+    auto const y = expert_outputs(c, 43);
+    t.upload(in[static_cast<std::size_t>(w.rank)], y[static_cast<std::size_t>(w.rank)]);
+    t.step(g);
+    sync();
+    expect_step(g, t, in, y, "hot expert 1, capacity 6");
+    EXPECT_EQ(g.check(w.stream), moe_placement(c, w.rank, in).overflow);
+  }
+}
+
+void bad_input_is_named(PathChoice path) {
+  SCOPED_TRACE(name_of(path));
   World& w = world();
   MoeCase const c = moe_case();
-  MoeGroup g(w.comm, c.config(), w.stream);
+  MoeGroup g(w.comm, c.config(), w.stream, path);
   Inputs t(c);
   auto in = moe_inputs(c, MoeRoutingKind::BadId, 51);
   in[0].num_tokens = c.max_tokens + 4;
@@ -242,6 +263,10 @@ TEST(MultiRankMoe, BadInputIsNamedOnEveryRankAndTheRestIsPlaced) {
   for (const char* name : {"topk_idx", "num_tokens", "x.global_scale"}) {
     EXPECT_NE(text.find(name), std::string::npos) << name << " not named in: " << text;
   }
+}
+
+TEST(MultiRankMoe, BadInputIsNamedOnEveryRankAndTheRestIsPlaced) {
+  for (PathChoice path : moe_paths()) bad_input_is_named(path);
 }
 
 }  // namespace

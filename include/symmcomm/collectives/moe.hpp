@@ -32,14 +32,16 @@
 ///   (kMoeErrorExpertId), a num_tokens outside 0..max_tokens_per_rank places its first
 ///   max_tokens_per_rank tokens (kMoeErrorNumTokens); both bits are seen by every rank. check()
 ///   reads the error word and throws naming the argument.
-/// - **Buffers**: the group owns one symmetric window per rank (window_bytes()); a dispatch's
-///   tensors live there until the next dispatch. A dispatch starts with a barrier over the ranks,
-///   so it never overwrites rows a slower peer's expert GEMM or combine still reads: no second
-///   buffer is needed, inside CUDA graphs too.
-/// - **Path**: symmcomm's LSA kernels over the group's window (NCCL's device API, an LSA team
-///   spanning the communicator); the constructor throws, saying why, where they cannot run
-///   (MoeGroup::supported). Python's symmcomm.moe.MoeGroup falls back to all-gather +
-///   reduce-scatter there.
+/// - **Buffers**: the group owns its buffers (on the LSA path one symmetric window per rank,
+///   window_bytes()); a dispatch's tensors live there until the next dispatch. A dispatch starts
+///   with a barrier over the ranks, so it never overwrites rows a slower peer's expert GEMM or
+///   combine still reads: no second buffer is needed, inside CUDA graphs too.
+/// - **Path** (reason() says which and why): symmcomm's LSA kernels over the group's window
+///   where an LSA team spans the communicator (NCCL's device API; MoeGroup::supported), else
+///   the fallback over NCCL's collectives: every rank's NVFP4 tokens and routing all-gathered,
+///   each rank placing the rows of its experts in the same order and layout, and the combine's
+///   per-rank fp32 sums reduce-scattered in fp32, rounded once. PathChoice::LsaKernel is refused
+///   where it cannot run; PathChoice::Fallback forces the fallback.
 /// - **Stream**: use one stream per communicator for the group's calls and symmcomm's other
 ///   collectives, in the same order on every rank (each call meets its peers in barriers).
 
@@ -53,6 +55,7 @@
 #include "symmcomm/comm/communicator.hpp"
 #include "symmcomm/formats/bf16.hpp"
 #include "symmcomm/formats/views.hpp"
+#include "symmcomm/path.hpp"
 
 namespace symmcomm {
 
@@ -84,14 +87,16 @@ struct MoeDispatch {
 /// @brief Expert-parallel dispatch and combine of one MoE layer shape (see the file comment).
 class MoeGroup {
  public:
-  /// @brief Whether a MoeGroup can be made on `comm` (symmcomm's LSA kernels can run there);
-  /// where not, `why` (if given) says why.
+  /// @brief Whether the LSA path can run on `comm` (symmcomm's kernels over a window); where
+  /// not, `why` (if given) says why, and a group takes the fallback.
   static bool supported(const Communicator& comm, std::string* why = nullptr);
 
-  /// @brief Collective: allocates and registers the group's window on every rank (the same
-  /// `config` on every rank). @throws LogicError naming a bad field of `config`, or saying why
-  /// the group's kernels cannot run on `comm` (supported()).
-  MoeGroup(const Communicator& comm, const MoeConfig& config, cudaStream_t stream = nullptr);
+  /// @brief Collective: makes the group's buffers on every rank (the same `config` and `path`
+  /// on every rank): the LSA path registers one window, the fallback allocates device memory
+  /// for every rank's gathered tokens. `path`: Auto, LsaKernel or Fallback. @throws LogicError
+  /// naming a bad field of `config`, or saying why a forced path cannot run.
+  MoeGroup(const Communicator& comm, const MoeConfig& config, cudaStream_t stream = nullptr,
+           PathChoice path = PathChoice::Auto);
   /// @brief Releases the group's window (collective: every rank destroys its group, in the
   /// same order as other windows of the communicator).
   ~MoeGroup();
@@ -108,8 +113,10 @@ class MoeGroup {
   int local_experts() const noexcept;
   /// @brief Bytes of one expert's swizzled block scales (capacity rows, padding included).
   std::size_t expert_scale_bytes() const noexcept;
-  /// @brief Bytes of the group's window on each rank.
+  /// @brief Bytes of the group's window on each rank (0 on the fallback, which has none).
   std::size_t window_bytes() const noexcept;
+  /// @brief The path the group's calls take: Path::LsaKernel or Path::Fallback.
+  Path path() const noexcept;
   /// @brief The dispatch's tensors (what dispatch() returns), valid while the group lives.
   const MoeDispatch& buffers() const noexcept;
   /// @brief The path dispatch and combine take, and why.
