@@ -1,8 +1,11 @@
 // symmcomm-bench's moe-a2a scenario: one MoE layer by expert (DeepSeek-R1's shapes: hidden
 // 7168, 256 experts, top-8 of group-limited routing - the experts of the top 4 of 8 groups),
 // per tokens-per-rank value T, three ways side by side in one run:
-//   "moe-group"     symmcomm::MoeGroup (its LSA kernels: each routed NVFP4 row written once
-//                   into its expert's rank, each expert output sent back and summed in fp32);
+//   "moe-group-lsa" symmcomm::MoeGroup on its LSA kernels (each routed NVFP4 row written once
+//                   into its expert's rank, each expert output sent back and summed in fp32),
+//                   where they can run;
+//   "moe-group-fallback" the group's fallback over NCCL (all-gathers, local placement, fp32
+//                   reduce-scatter);
 //   "ag-rs"         moe-dp's all-gather / reduce-scatter layer at T tokens per rank on Auto's
 //                   path (every token to every rank);
 //   "nccl-alltoall" ncclAlltoAll padded, as engines without a dispatch kernel do: T rows of
@@ -77,7 +80,7 @@ int group_capacity(int ranks, int tokens, int experts, int top_k) {
   return std::max(8, static_cast<int>(2.0 * mean + 0.999));
 }
 
-MoeResult run_group(const Config& c, Ranks& ranks, int tokens) {
+MoeResult run_group(const Config& c, Ranks& ranks, int tokens, PathChoice path) {
   std::size_t const local = static_cast<std::size_t>(ranks.local());
   std::vector<double> dispatch(local), combine(local);
   Barrier barrier(ranks.local(), ranks.mpi);
@@ -90,7 +93,7 @@ MoeResult run_group(const Config& c, Ranks& ranks, int tokens) {
     cfg.hidden = c.moe_hidden;
     cfg.max_tokens_per_rank = tokens;
     cfg.capacity = group_capacity(comm.size(), tokens, c.moe_experts, c.moe_topk);
-    MoeGroup group(comm, cfg, s);
+    MoeGroup group(comm, cfg, s, path);
     Buffers b(*ranks.pools[static_cast<std::size_t>(r)]);
     std::size_t const count = static_cast<std::size_t>(tokens) * c.moe_hidden;
     ConstNvfp4View x{b.get(count / 2, false), b.get(count / 16, false), b.get<float>(4, false),
@@ -110,8 +113,9 @@ MoeResult run_group(const Config& c, Ranks& ranks, int tokens) {
     auto* y = b.get<bf16>(out_rows * c.moe_hidden * 2, false);
     auto* out = b.get<bf16>(count * 2, false);
     fill(s, y, out_rows * c.moe_hidden * 2, repeat(std::uint16_t{0x3f80}));
-    std::string const what = "moe-a2a moe-group, " + std::to_string(tokens) +
-                             " tokens per rank on rank " + std::to_string(comm.rank());
+    std::string const what = "moe-a2a moe-group (" + std::string(to_string(path)) + "), " +
+                             std::to_string(tokens) + " tokens per rank on rank " +
+                             std::to_string(comm.rank());
     dispatch[static_cast<std::size_t>(r)] = time_iterations(
         s, barrier, Timing::of(c), [&] { group.dispatch(x, d_ids, d_weights, d_tokens, s); },
         what + " (dispatch)");
@@ -123,7 +127,7 @@ MoeResult run_group(const Config& c, Ranks& ranks, int tokens) {
   });
   MoeResult m;
   m.tokens_per_rank = tokens;
-  m.path = "moe-group";
+  m.path = path == PathChoice::LsaKernel ? "moe-group-lsa" : "moe-group-fallback";
   m.dispatch_us = combine_times(ranks, dispatch, c.average);
   m.combine_us = combine_times(ranks, combine, c.average);
   return m;
@@ -178,15 +182,16 @@ std::vector<MoeResult> run_moe_a2a(const Config& c, Ranks& ranks) {
                                                             << " is not a multiple of the " << n
                                                             << " ranks");
   std::string why;
-  bool const group = MoeGroup::supported(ranks.comms[0], &why);
-  if (!group && ranks.prints()) {
-    std::fprintf(stderr, "[symmcomm-bench] moe-a2a: no moe-group rows: %s\n", why.c_str());
+  bool const lsa = MoeGroup::supported(ranks.comms[0], &why);
+  if (!lsa && ranks.prints()) {
+    std::fprintf(stderr, "[symmcomm-bench] moe-a2a: no moe-group-lsa rows: %s\n", why.c_str());
   }
   for (int tokens = 1; tokens <= c.moe_max_tokens; tokens *= 2) {
     if (ranks.prints()) {
       std::fprintf(stderr, "[symmcomm-bench] moe-a2a: %d tokens per rank\n", tokens);
     }
-    if (group) results.push_back(run_group(c, ranks, tokens));
+    if (lsa) results.push_back(run_group(c, ranks, tokens, PathChoice::LsaKernel));
+    results.push_back(run_group(c, ranks, tokens, PathChoice::Fallback));
     MoeResult ag_rs = run_moe_padded(c, ranks, tokens, BenchPath::Auto);
     ag_rs.path = "ag-rs";
     results.push_back(ag_rs);
