@@ -1,18 +1,19 @@
 """MoE dispatch and combine over a communicator (private: symmcomm.moe re-exports MoeGroup).
 
-Two paths, one API. Where the library's LSA kernels can run (an LSA team spanning the
-communicator: NCCL 2.28+ symmetric memory, or 2.30's several ranks per GPU), MoeGroup drives the
-C ABI's MoE group (_moe_native.py: symmcomm::MoeGroup): each routed row is written once, straight
-into its expert's rank in the masked layout, and combine sends each expert output back to its
-token's rank. Elsewhere the fallback every machine has, built from symmcomm's collectives and the
-placement of symmcomm.moe: dispatch all-gathers every rank's NVFP4 tokens and routing (two
-all-gathers, the routing packed into one), then each rank places the pairs routed to its
-experts (placement, dispatch_rows); combine weights and sums each token's rows held here in fp32
-(combine_rows) and reduce-scatters those partial sums in fp32, rounding once to bf16. Neither
-synchronises with the host: a dispatch and a combine can be captured in a CUDA graph and
-replayed with new routing. MoeGroup.path and MoeGroup.reason say which path runs and why.
+One API, the library's group by default: MoeGroup drives the C ABI's MoE group (_moe_native.py:
+symmcomm::MoeGroup), which takes its LSA kernels where they can run (an LSA team spanning the
+communicator: NCCL 2.28+ symmetric memory, or 2.30's several ranks per GPU) - each routed row
+written once, straight into its expert's rank in the masked layout, each expert output sent back
+to its token's rank - and its fallback over NCCL elsewhere. path="python" takes this package's
+own fallback, built from symmcomm's collectives and the placement of symmcomm.moe: dispatch
+all-gathers every rank's NVFP4 tokens and routing (two all-gathers, the routing packed into
+one), then each rank places the pairs routed to its experts (placement, dispatch_rows); combine
+weights and sums each token's rows held here in fp32 (combine_rows) and reduce-scatters those
+partial sums in fp32, rounding once to bf16. None synchronises with the host: a dispatch and a
+combine can be captured in a CUDA graph and replayed with new routing. MoeGroup.path and
+MoeGroup.reason say which path runs and why.
 
-The fallback's steps between the collectives are module functions (pack_routing,
+The "python" path's steps between the collectives are module functions (pack_routing,
 unpack_routing, place_gathered, combine_partials) so that a CPU test can run a whole world of
 ranks in one process, standing in for the collectives with concatenation and sums.
 """
@@ -127,6 +128,9 @@ def _check_tensor(t, name, shape, dtypes):
         _fail("%s has dtype %s; expected %s" % (name, _dtype_name(t), " or ".join(dtypes)))
 
 
+_PATHS = ("auto", "lsa", "fallback", "python")
+
+
 class MoeGroup:
     """Expert-parallel dispatch and combine of one MoE layer shape (a symmcomm.moe.MoeConfig
     with world = comm.size) over `comm`, on every rank alike.
@@ -136,11 +140,13 @@ class MoeGroup:
     tokens already NVFP4 (then each rank's own is checked equal to rank 0's on the device:
     ERROR_GLOBAL_SCALE).
 
-    `path`: "auto" (the LSA path where the library can run it, else the fallback), "lsa"
-    (refused, saying why, where it cannot run) or "fallback". The LSA path's group owns one
-    symmetric window per rank (made collectively here; release it with destroy(), on every
-    rank); its dispatch tensors are views of that window. The fallback allocates per call from
-    PyTorch's allocator."""
+    `path`: "auto" (the library's group: its LSA kernels where they can run, else its fallback
+    over NCCL), "lsa" (refused, saying why, where it cannot run), "fallback" (the library's
+    fallback) or "python" (this package's own fallback, built from its collectives and the
+    placement of symmcomm.moe). The library's group owns its buffers (on the LSA path one
+    symmetric window per rank), made collectively here: release them with destroy(), on every
+    rank; its dispatch tensors are views of them, the same for every dispatch. The "python"
+    path allocates per call from PyTorch's allocator."""
 
     def __init__(self, comm, config, global_scale=None, path="auto", stream=None):
         rank, size, device, _ = comm.info()
@@ -150,44 +156,36 @@ class MoeGroup:
             _fail("config.world %d is not comm.size %d" % (config.world, size))
         if global_scale is not None:
             _check_tensor(global_scale, "global_scale", (1,), ("float32",))
-        if path not in ("auto", "lsa", "fallback"):
-            _fail("path must be \"auto\", \"lsa\" or \"fallback\", got %r" % (path,))
+        if path not in _PATHS:
+            _fail("path must be one of %s, got %r" % (", ".join('"%s"' % p for p in _PATHS),
+                                                     path))
         self.comm, self.config, self.rank = comm, config, rank
         self.global_scale = global_scale
         self.plans = {}
-        self._native, self._why_fallback = None, "path=\"fallback\" was asked for"
-        if path != "fallback":
-            ok, why = _moe_native.supported(comm)
-            if not ok and path == "lsa":
-                _fail("MoeGroup(path=\"lsa\"): " + why)
-            if ok:
-                self._native = _moe_native.NativeGroup(comm, config, device, stream)
-            else:
-                self._why_fallback = why
+        self._native = None
+        if path != "python":
+            self._native = _moe_native.NativeGroup(comm, config, device, stream, path)
 
     @property
     def path(self):
-        """The path dispatch and combine take: "lsa" or "fallback"."""
-        return "lsa" if self._native is not None else "fallback"
+        """The path dispatch and combine take: "lsa", "fallback" (the library's) or "python"."""
+        return self._native.path if self._native is not None else "python"
 
     @property
     def reason(self):
         """Which path dispatch and combine take, and why."""
         if self._native is not None:
             return self._native.reason()
-        return ("fallback: every rank's tokens and routing all-gathered (%s), placed on each "
-                "expert's rank, partial sums reduce-scattered in fp32 (%s); not the LSA path: %s"
-                % (self.plans["dispatch"].path if "dispatch" in self.plans else "not run",
-                   self.plans["combine"].path if "combine" in self.plans else "not run",
-                   self._why_fallback))
+        return ("python: every rank's tokens and routing all-gathered (%s), placed on each "
+                "expert's rank, partial sums reduce-scattered in fp32 (%s); path=\"python\" was "
+                "asked for" % (self.plans["dispatch"].path if "dispatch" in self.plans else "not run",
+                               self.plans["combine"].path if "combine" in self.plans else "not run"))
 
     def destroy(self):
-        """Releases the LSA path's window (collective: on every rank); nothing on the fallback.
-        The dispatch tensors of the LSA path must not be used after it."""
+        """Releases the library group's buffers (collective: on every rank); nothing on the
+        "python" path. Its dispatch tensors must not be used after it."""
         if self._native is not None:
             self._native.destroy()
-            self._native = None
-            self._why_fallback = "the group was destroyed"
 
     def __enter__(self):
         return self

@@ -1,21 +1,12 @@
-"""MoE dispatch and combine on symmcomm's LSA kernels (private: symmcomm.moe.MoeGroup takes it
-where the library says the kernels can run): the C ABI's MoE group (symmcomm_moe_*, over
-symmcomm::MoeGroup), each routed row sent only to its expert's rank and written straight into
-the masked layout; the group's window viewed as PyTorch tensors."""
+"""The library's MoE group (private: symmcomm.moe.MoeGroup drives it unless path="python"): the
+C ABI's symmcomm_moe_* over symmcomm::MoeGroup - its LSA kernels, each routed row sent only to
+its expert's rank and written straight into the masked layout, or its fallback over NCCL - with
+the group's buffers viewed as PyTorch tensors."""
 import ctypes
 
 from . import _capi
 from ._core import _check, _fail, _lib
 from ._tensors import Nvfp4Tensor, _nvfp4, _plain, _stream_arg
-
-
-def supported(comm):
-    """(True, "") where a native group can be made on `comm`, else (False, why)."""
-    ok = ctypes.c_int()
-    _check(_lib.symmcomm_moe_supported(comm._h(), ctypes.byref(ok)))
-    if ok.value:
-        return True, ""
-    return False, _lib.symmcomm_last_error().decode("utf-8", "replace")
 
 
 class _Window:
@@ -31,13 +22,13 @@ class _Window:
 class NativeGroup:
     """One symmcomm_moe_t and the views of its dispatch tensors."""
 
-    def __init__(self, comm, config, device, stream):
+    _PATHS = {"auto": "auto", "lsa": "lsa-kernel", "fallback": "fallback"}
+
+    def __init__(self, comm, config, device, stream, path="auto"):
         import torch
-        # The LSA path (MoeGroup takes this group only where it can run; its own fallback
-        # elsewhere).
         c = _capi.MoeConfigC(config.num_experts, config.top_k, config.hidden,
                              config.max_tokens_per_rank, config.capacity,
-                             _capi.PATHS["lsa-kernel"])
+                             _capi.PATHS[self._PATHS[path]])
         self.handle = ctypes.c_void_p()
         _check(_lib.symmcomm_moe_create(comm._h(), ctypes.byref(c),
                                         ctypes.c_void_p(_stream_arg(stream, device)),
@@ -61,6 +52,7 @@ class NativeGroup:
         self.overflow = view(b.overflow, (1,), "<i4")
         self.error = view(b.error, (1,), "<i4")
         self.device = device
+        self.path = "lsa" if _capi.TAKEN.get(b.path) == "lsa-kernel" else "fallback"
 
     def reason(self):
         needed = ctypes.c_size_t()

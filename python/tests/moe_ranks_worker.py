@@ -2,8 +2,9 @@
 builds the same world of inputs from one seed, dispatches its own on the GPU and compares what it
 received with the one-process simulation of test_moe_group.py (every data and scale byte, the
 counts, overflow and error bits), combines and compares with the fp64 sum rounded once; then the
-same in a CUDA graph replayed with new routing copied into its inputs. On the fallback path,
-then on the path Auto picks (the LSA kernels where the library can run them). Prints
+same in a CUDA graph replayed with new routing copied into its inputs. On the package's own
+fallback (path="python"), the library's fallback, then the path Auto picks (the library's LSA
+kernels where they can run). Prints
 "moe_ranks_worker rank R: OK"."""
 import random
 import sys
@@ -123,8 +124,9 @@ def main():
     comm = symmcomm.Communicator.from_process_group()
     config = moe.MoeConfig(8 * world, 4, 256, 16, world)
     reasons = []
-    # Both paths where the LSA one can run (every rank gets the same answer from the library).
-    for path in ("fallback", "auto"):
+    # The package's own fallback, the library's, and Auto's choice (its LSA kernels where they
+    # can run: every rank gets the same answer from the library).
+    for path in ("python", "fallback", "auto"):
         group = moe.MoeGroup(comm, config, path=path)
         for seed in (1, 2, 3):
             check(config, group, seed, rank, device)

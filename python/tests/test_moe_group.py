@@ -145,9 +145,22 @@ class FakeComm:
         return self._info
 
 
+class FakeNative:
+    """The library's group as MoeGroup sees it, without a library call (a fake comm has no
+    handle): the path it would take, and the refusal of a forced LSA path."""
+
+    def __init__(self, comm, config, device, stream, path="auto"):
+        if path == "lsa":
+            raise symmcomm.LogicError("MoeGroup: path LsaKernel cannot be taken: no LSA team "
+                                      "(fake)")
+        self.path = "fallback"
+
+    def reason(self):
+        return "fallback: fake (%s)" % self.path
+
+
 def test_the_group_refuses_what_does_not_fit_and_names_it(monkeypatch):
-    # The library's answer for a communicator without an LSA team (a fake has no handle).
-    monkeypatch.setattr(_moe_native, "supported", lambda comm: (False, "no LSA team (fake)"))
+    monkeypatch.setattr(_moe_native, "NativeGroup", FakeNative)
     config = moe.MoeConfig(8, 2, 64, 4, 2)
     with pytest.raises(ValueError, match="config.world 2 is not comm.size 4"):
         moe.MoeGroup(FakeComm(0, 4), config)
@@ -155,14 +168,15 @@ def test_the_group_refuses_what_does_not_fit_and_names_it(monkeypatch):
         moe.MoeGroup(FakeComm(0, 2), (8, 2, 64, 4, 2))
     with pytest.raises(ValueError, match=r"global_scale has shape \[2\]"):
         moe.MoeGroup(FakeComm(0, 2), config, global_scale=torch.ones(2))
-    with pytest.raises(ValueError, match=r"MoeGroup\(path=\"lsa\"\): no LSA team \(fake\)"):
+    with pytest.raises(ValueError, match="path LsaKernel cannot be taken: no LSA team"):
         moe.MoeGroup(FakeComm(1, 2), config, path="lsa")
-    with pytest.raises(ValueError, match="path must be"):
+    with pytest.raises(ValueError, match="path must be one of"):
         moe.MoeGroup(FakeComm(1, 2), config, path="nccl")
-    group = moe.MoeGroup(FakeComm(1, 2), config)
-    assert group.path == "fallback" and "not run" in group.reason
-    assert "not the LSA path: no LSA team (fake)" in group.reason
-    assert "was asked for" in moe.MoeGroup(FakeComm(1, 2), config, path="fallback").reason
+    native = moe.MoeGroup(FakeComm(1, 2), config)
+    assert native.path == "fallback" and native.reason.startswith("fallback: fake")
+    group = moe.MoeGroup(FakeComm(1, 2), config, path="python")
+    assert group.path == "python" and "not run" in group.reason
+    assert "path=\"python\" was asked for" in group.reason
     bf16 = torch.zeros(4, 64, dtype=torch.bfloat16)
     args = (torch.zeros(4, 2, dtype=torch.int32), torch.zeros(4, 2),
             torch.zeros(1, dtype=torch.int32))
