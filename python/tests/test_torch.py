@@ -160,3 +160,43 @@ def test_every_c_entry_point_on_one_rank(comm):
     torch.cuda.synchronize()
     assert (out32.to(torch.bfloat16).float() - fb.float()).abs().max().item() <= \
         fb.float().abs().max().item() * 2.0 ** -7
+
+
+@pytest.mark.parametrize("path", ["auto", "fallback", "python"])
+def test_a_moe_group_on_one_rank_places_every_row_and_combines(comm, path):
+    # The group on each of its paths against the one-process specification (test_moe_group.py's
+    # simulated world of one rank): placed rows and scales below each count, counts, error and
+    # overflow words; the combine within one bf16 rounding of the fp64 sum.
+    import random
+    from symmcomm import moe
+    from test_moe_group import dispatch_world, world_inputs
+    config = moe.MoeConfig(8, 3, 128, 37, 1)
+    _, _, ranks = world_inputs(config, random.Random(7), "minus")
+    want = dispatch_world(config, ranks)[0]
+    mine = ranks[0]
+    x = mine["x"]
+    group = moe.MoeGroup(comm, config, path=path)
+    try:
+        d = group.dispatch(symmcomm.Nvfp4Tensor(x.data.cuda(), x.block_scales.cuda(),
+                                                x.global_scale.cuda()),
+                           mine["topk_idx"].cuda(), mine["topk_weights"].cuda(),
+                           mine["num_tokens"].cuda())
+        y_in = torch.randn(config.local_experts, config.capacity, config.hidden,
+                           generator=torch.Generator().manual_seed(3)).to(torch.bfloat16)
+        y = group.combine(y_in.cuda(), d)
+        torch.cuda.synchronize()
+        assert group.path == path if path != "auto" else group.path in ("lsa", "fallback")
+        for name in ("expert_count", "overflow", "error", "global_scale"):
+            assert torch.equal(getattr(d, name).cpu(), getattr(want, name)), name
+        for e, n in enumerate(want.expert_count.tolist()):
+            assert torch.equal(d.data.cpu()[e, :n], want.data[e, :n]), "expert %d's rows" % e
+        slots = torch.cat([e * config.capacity + torch.arange(n)
+                           for e, n in enumerate(want.expert_count.tolist())])
+        at = moe._swizzled_offsets(config, slots, "cpu").reshape(-1)
+        assert torch.equal(d.block_scales.cpu().reshape(-1)[at],
+                           want.block_scales.reshape(-1)[at]), "block scales"
+        exact = moe.combine_partials(config, want, y_in).double()
+        assert torch.allclose(y.cpu().double(), exact, rtol=2 ** -8, atol=1e-5), "combine"
+        assert group.check(d) == 0
+    finally:
+        group.destroy()
