@@ -416,13 +416,16 @@ typedef struct {
   int max_tokens_per_rank; /**< the most tokens a rank dispatches in one call */
   int capacity;            /**< rows per expert on its rank; 0: comm size x max tokens */
   symmcomm_path_t path;    /**< AUTO, LSA_KERNEL (refused where it cannot run) or FALLBACK */
+  symmcomm_dtype_t wire;   /**< the rows' format: NVFP4 (0, the default) or BF16 */
 } symmcomm_moe_config_t;
 
 /** A group's dispatch tensors on this rank (symmcomm::MoeDispatch plus their shapes): device
  *  pointers into the group's window, the same for every dispatch. */
 typedef struct {
-  uint8_t* data;             /**< [local_experts][capacity][hidden / 2] packed e2m1 rows */
-  uint8_t* block_scales;     /**< [local_experts][expert_scale_bytes], 128 x 4 per expert */
+  uint8_t* data;             /**< [local_experts][capacity] rows: hidden / 2 bytes of packed
+                                  e2m1, or hidden bf16 on a BF16 wire */
+  uint8_t* block_scales;     /**< [local_experts][expert_scale_bytes], 128 x 4 per expert
+                                  (NULL on a BF16 wire) */
   int32_t* expert_count;     /**< [local_experts] */
   float* global_scale;       /**< [1]: every expert's alpha (rank 0's global scale) */
   int32_t* overflow;         /**< [1]: this rank's experts' pairs dropped past capacity */
@@ -453,8 +456,9 @@ symmcomm_status_t symmcomm_moe_buffers(symmcomm_moe_t group, symmcomm_moe_buffer
 symmcomm_status_t symmcomm_moe_reason(symmcomm_moe_t group, char* text, size_t size,
                                       size_t* needed);
 /** Collective dispatch (MoeGroup::dispatch): `x` max_tokens_per_rank x hidden elements, NVFP4
- *  with linear block scales (its scales field the global scale; `global_scale` NULL) or BF16,
- *  quantized inside the dispatch with the device float `global_scale`; topk_idx int32 and
+ *  with linear block scales (its scales field the global scale; `global_scale` NULL) or BF16:
+ *  on an NVFP4 wire quantized inside the dispatch with the device float `global_scale`, on a
+ *  BF16 wire moved as it is (`global_scale` NULL); topk_idx int32 and
  *  topk_weights float [max_tokens_per_rank][top_k], num_tokens int32 [1]; all device
  *  pointers. */
 symmcomm_status_t symmcomm_moe_dispatch(symmcomm_moe_t group, const symmcomm_tensor_t* x,

@@ -51,7 +51,7 @@ class MoeConfigC(ctypes.Structure):
     """symmcomm_moe_config_t"""
     _fields_ = [("num_experts", ctypes.c_int), ("top_k", ctypes.c_int), ("hidden", ctypes.c_int),
                 ("max_tokens_per_rank", ctypes.c_int), ("capacity", ctypes.c_int),
-                ("path", ctypes.c_int)]
+                ("path", ctypes.c_int), ("wire", ctypes.c_int)]
 
 
 class MoeBuffersC(ctypes.Structure):

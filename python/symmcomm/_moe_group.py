@@ -159,6 +159,9 @@ class MoeGroup:
         if path not in _PATHS:
             _fail("path must be one of %s, got %r" % (", ".join('"%s"' % p for p in _PATHS),
                                                      path))
+        if path == "python" and config.wire != "nvfp4":
+            _fail("path=\"python\" moves NVFP4 rows only; config.wire is %r (take the library's "
+                  "paths)" % (config.wire,))
         self.comm, self.config, self.rank = comm, config, rank
         self.global_scale = global_scale
         self.plans = {}
@@ -198,6 +201,8 @@ class MoeGroup:
         needs the group's static global scale)."""
         c = self.config
         T, H = c.max_tokens_per_rank, c.hidden
+        if isinstance(x, Nvfp4Tensor) and c.wire == "bf16":
+            _fail("x is an Nvfp4Tensor but config.wire is \"bf16\": pass bf16 tokens")
         if isinstance(x, Nvfp4Tensor):
             _check_tensor(x.data, "x.data", (T, H // 2), ("uint8", "float4_e2m1fn_x2"))
             _check_tensor(x.block_scales, "x.block_scales", (T, H // 16),
@@ -205,7 +210,7 @@ class MoeGroup:
             _check_tensor(x.global_scale, "x.global_scale", (1,), ("float32",))
             return
         _check_tensor(x, "x", (T, H), ("bfloat16",))
-        if self.global_scale is None:
+        if self.global_scale is None and c.wire == "nvfp4":
             _fail("x is bf16: the group needs its static global_scale to quantize it (one NVFP4 "
                   "alpha per expert); pass MoeGroup(..., global_scale=...) or NVFP4 tokens")
 

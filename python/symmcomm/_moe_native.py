@@ -28,7 +28,7 @@ class NativeGroup:
         import torch
         c = _capi.MoeConfigC(config.num_experts, config.top_k, config.hidden,
                              config.max_tokens_per_rank, config.capacity,
-                             _capi.PATHS[self._PATHS[path]])
+                             _capi.PATHS[self._PATHS[path]], _capi.DTYPES[config.wire])
         self.handle = ctypes.c_void_p()
         _check(_lib.symmcomm_moe_create(comm._h(), ctypes.byref(c),
                                         ctypes.c_void_p(_stream_arg(stream, device)),
@@ -45,8 +45,13 @@ class NativeGroup:
         def view(ptr, shape, typestr):
             return torch.as_tensor(_Window(self, ptr, shape, typestr), device=dev)
 
-        self.data = view(b.data, (L, cap, H // 2), "|u1")
-        self.block_scales = view(b.block_scales, (L, b.expert_scale_bytes), "|u1")
+        self.bf16_wire = config.wire == "bf16"
+        if self.bf16_wire:  # bf16 has no array-interface type string: bytes viewed as bf16
+            self.data = view(b.data, (L, cap, 2 * H), "|u1").view(torch.bfloat16)
+            self.block_scales = None
+        else:
+            self.data = view(b.data, (L, cap, H // 2), "|u1")
+            self.block_scales = view(b.block_scales, (L, b.expert_scale_bytes), "|u1")
         self.expert_count = view(b.expert_count, (L,), "<i4")
         self.global_scale = view(b.global_scale, (1,), "<f4")
         self.overflow = view(b.overflow, (1,), "<i4")
@@ -68,7 +73,7 @@ class NativeGroup:
             t, scale = _nvfp4(x, "x", self.device, 1), None
         else:
             t = _plain(x, "x", ("bfloat16",), self.device)
-            scale = ctypes.c_void_p(global_scale.data_ptr())
+            scale = None if self.bf16_wire else ctypes.c_void_p(global_scale.data_ptr())
         _check(_lib.symmcomm_moe_dispatch(
             self.handle, ctypes.byref(t), scale, ctypes.c_void_p(topk_idx.data_ptr()),
             ctypes.c_void_p(topk_weights.data_ptr()), ctypes.c_void_p(num_tokens.data_ptr()),

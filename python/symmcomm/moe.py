@@ -45,9 +45,12 @@ class MoeConfig:
     hidden: elements per token (a multiple of 64: whole NVFP4 blocks, whole 4-column scale
     tiles); max_tokens_per_rank: the most tokens a rank dispatches in one call; world: ranks;
     capacity: rows per expert on its rank (default world * max_tokens_per_rank: no pair is ever
-    dropped, since a token names an expert at most once)."""
+    dropped, since a token names an expert at most once); wire: the rows' format, "nvfp4"
+    (packed codes and swizzled block scales, for NVFP4 grouped GEMMs) or "bf16" (rows as they
+    are, for BF16 grouped GEMMs on Hopper; the library's paths only)."""
 
-    def __init__(self, num_experts, top_k, hidden, max_tokens_per_rank, world, capacity=None):
+    def __init__(self, num_experts, top_k, hidden, max_tokens_per_rank, world, capacity=None,
+                 wire="nvfp4"):
         self.num_experts = _int_arg(num_experts, "num_experts", 1)
         self.top_k = _int_arg(top_k, "top_k", 1)
         self.hidden = _int_arg(hidden, "hidden", 64)
@@ -62,6 +65,9 @@ class MoeConfig:
                   "scale tiles)" % hidden)
         default = world * max_tokens_per_rank
         self.capacity = default if capacity is None else _int_arg(capacity, "capacity", 1)
+        if wire not in ("nvfp4", "bf16"):
+            _fail("wire must be \"nvfp4\" or \"bf16\", got %r" % (wire,))
+        self.wire = wire
 
     @property
     def local_experts(self):
@@ -79,16 +85,21 @@ class MoeConfig:
         return shapes.swizzled_scale_bytes(self.capacity, self.scale_cols)
 
     def dispatch_shapes(self):
-        """The receive tensors of a dispatch: name -> (shape, dtype name)."""
+        """The receive tensors of a dispatch: name -> (shape, dtype name); a BF16 wire has no
+        block scales."""
         L = self.local_experts
+        if self.wire == "bf16":
+            return {"data": ((L, self.capacity, self.hidden), "bfloat16"),
+                    "expert_count": ((L,), "int32")}
         return {"data": ((L, self.capacity, self.hidden // 2), "uint8"),
                 "block_scales": ((L, self.expert_scale_bytes), "uint8"),
                 "expert_count": ((L,), "int32")}
 
     def __repr__(self):
         return ("MoeConfig(num_experts=%d, top_k=%d, hidden=%d, max_tokens_per_rank=%d, "
-                "world=%d, capacity=%d)" % (self.num_experts, self.top_k, self.hidden,
-                                            self.max_tokens_per_rank, self.world, self.capacity))
+                "world=%d, capacity=%d, wire=%r)" % (self.num_experts, self.top_k, self.hidden,
+                                                     self.max_tokens_per_rank, self.world,
+                                                     self.capacity, self.wire))
 
 
 def _rank_arg(config, rank):

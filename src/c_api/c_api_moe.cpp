@@ -64,10 +64,12 @@ symmcomm_status_t symmcomm_moe_create(symmcomm_comm_t comm, const symmcomm_moe_c
     cfg.hidden = c.hidden;
     cfg.max_tokens_per_rank = c.max_tokens_per_rank;
     cfg.capacity = c.capacity;
+    cfg.wire = static_cast<symmcomm::DataType>(symmcomm::c_api::enum_value(
+        c.wire, SYMMCOMM_DTYPE_FP32, "config.wire", "symmcomm_dtype_t"));
     int const path = symmcomm::c_api::enum_value(c.path, SYMMCOMM_PATH_FALLBACK, "config.path",
                                                  "symmcomm_path_t");
-    out = new symmcomm_moe_s{symmcomm::MoeGroup(comm_of(comm), cfg, stream,
-                                                static_cast<symmcomm::PathChoice>(path))};
+    out = new symmcomm_moe_s{
+        symmcomm::MoeGroup(comm_of(comm), cfg, stream, static_cast<symmcomm::PathChoice>(path))};
   });
 }
 
@@ -89,7 +91,8 @@ symmcomm_status_t symmcomm_moe_buffers(symmcomm_moe_t group, symmcomm_moe_buffer
     b.local_experts = g.local_experts();
     b.capacity = g.config().capacity;
     b.expert_scale_bytes = g.expert_scale_bytes();
-    b.path = g.path() == symmcomm::Path::LsaKernel ? SYMMCOMM_TOOK_LSA_KERNEL : SYMMCOMM_TOOK_FALLBACK;
+    b.path =
+        g.path() == symmcomm::Path::LsaKernel ? SYMMCOMM_TOOK_LSA_KERNEL : SYMMCOMM_TOOK_FALLBACK;
   });
 }
 

@@ -1,9 +1,9 @@
 // The MoE group's fallback path (moe_group_impl.hpp), for communicators where symmcomm's LSA
-// kernels cannot run: the dispatch all-gathers every rank's NVFP4 tokens and routing with one
-// NCCL call (symmcomm's all_gather, on its NCCL path: the buffers are not in windows), then this
-// rank places the pairs routed to its experts (kernels/moe_local.cu: the LSA path's order,
-// layout, counts and error bits); the combine sums each gathered token's rows computed here in
-// fp32, reduce-scatters the sums in fp32 and rounds them once to bf16.
+// kernels cannot run: the dispatch all-gathers every rank's tokens (NVFP4, or BF16 rows on a
+// BF16 wire) and routing with one NCCL call (symmcomm's all_gather, on its NCCL path: the buffers
+// are not in windows), then this rank places the pairs routed to its experts (kernels/moe_local.cu:
+// the LSA path's order, layout, counts and error bits); the combine sums each gathered token's rows
+// computed here in fp32, reduce-scatters the sums in fp32 and rounds them once to bf16.
 
 #include <cuda_runtime_api.h>
 
@@ -43,15 +43,15 @@ MoeFallbackLayout MoeFallbackLayout::of(const lsa::MoeShape& s) {
   take(l.scales, L * s.expert_scale_bytes());
   take(l.expert_count, L * 4);
   take(l.words, 16);
-  take(l.data_all, W * T * H / 2);
-  take(l.scales_all, W * T * H / 16);
+  take(l.data_all, W * T * s.row_bytes());
+  take(l.scales_all, s.bf16_wire ? 0 : W * T * H / 16);
   take(l.global_all, W * 4);
   take(l.idx_all, W * pairs * 4);
   take(l.weights_all, W * pairs * 4);
   take(l.tokens_all, W * 4);
   take(l.pair_row_all, W * pairs * 4);
-  take(l.stage_data, T * H / 2);
-  take(l.stage_scales, T * H / 16);
+  take(l.stage_data, s.bf16_wire ? 0 : T * H / 2);
+  take(l.stage_scales, s.bf16_wire ? 0 : T * H / 16);
   take(l.partial, W * T * H * 4);
   take(l.sums, T * H * 4);
   l.bytes = at;
@@ -66,7 +66,8 @@ void MoeGroup::Impl::make_fallback(cudaStream_t stream) {
   comm = std::make_unique<detail::CommAlias>(state);
   char* base = block.get();
   buffers.data = reinterpret_cast<std::uint8_t*>(base + fallback.rows);
-  buffers.block_scales = reinterpret_cast<std::uint8_t*>(base + fallback.scales);
+  buffers.block_scales =
+      shape.bf16_wire ? nullptr : reinterpret_cast<std::uint8_t*>(base + fallback.scales);
   buffers.expert_count = reinterpret_cast<std::int32_t*>(base + fallback.expert_count);
   auto* words = reinterpret_cast<std::int32_t*>(base + fallback.words);
   buffers.overflow = words;
@@ -85,31 +86,41 @@ void MoeGroup::Impl::dispatch_fallback(detail::lsa::MoeRowsArgs rows, const floa
   std::size_t const n = tokens_elements();
   auto const W = static_cast<std::size_t>(shape.ranks);
   auto const pair_bytes = static_cast<std::size_t>(shape.pairs()) * 4;
-  ConstNvfp4View mine{rows.data, rows.block_scales, global_scale, n};
-  if (rows.bf16_tokens != nullptr) {
-    // Quantized here with the layer's scale, as the LSA path quantizes inside its launch.
-    Nvfp4View const staged{reinterpret_cast<std::uint8_t*>(base + fallback.stage_data),
-                           reinterpret_cast<std::uint8_t*>(base + fallback.stage_scales),
-                           const_cast<float*>(global_scale), n};
-    quantize_nvfp4(rows.bf16_tokens, staged, ScaleMode::Given, stream);
-    mine = staged;
+  std::vector<GatherItem> routing = {
+      GatherItem{topk_idx, base + fallback.idx_all, pair_bytes, "topk_idx"},
+      GatherItem{topk_weights, base + fallback.weights_all, pair_bytes, "topk_weights"},
+      GatherItem{num_tokens, base + fallback.tokens_all, 4, "num_tokens"}};
+  auto* data_all = reinterpret_cast<std::uint8_t*>(base + fallback.data_all);
+  const float* global_all = nullptr;
+  const std::uint8_t* scales_all = nullptr;
+  if (shape.bf16_wire) {
+    // BF16 rows gathered as bytes with the routing, in one call.
+    routing.push_back(GatherItem{rows.data, data_all, n * 2, "x"});
+    all_gather(comm->get(), routing, stream);
+  } else {
+    ConstNvfp4View mine{rows.data, rows.block_scales, global_scale, n};
+    if (rows.bf16_tokens != nullptr) {
+      // Quantized here with the layer's scale, as the LSA path quantizes inside its launch.
+      Nvfp4View const staged{reinterpret_cast<std::uint8_t*>(base + fallback.stage_data),
+                             reinterpret_cast<std::uint8_t*>(base + fallback.stage_scales),
+                             const_cast<float*>(global_scale), n};
+      quantize_nvfp4(rows.bf16_tokens, staged, ScaleMode::Given, stream);
+      mine = staged;
+    }
+    Nvfp4View const all{data_all, reinterpret_cast<std::uint8_t*>(base + fallback.scales_all),
+                        reinterpret_cast<float*>(base + fallback.global_all), n * W};
+    all_gather(comm->get(), mine, all, routing, stream);
+    global_all = all.global_scale;
+    scales_all = all.block_scales;
   }
-  Nvfp4View const all{reinterpret_cast<std::uint8_t*>(base + fallback.data_all),
-                      reinterpret_cast<std::uint8_t*>(base + fallback.scales_all),
-                      reinterpret_cast<float*>(base + fallback.global_all), n * W};
-  all_gather(comm->get(), mine, all,
-             {GatherItem{topk_idx, base + fallback.idx_all, pair_bytes, "topk_idx"},
-              GatherItem{topk_weights, base + fallback.weights_all, pair_bytes, "topk_weights"},
-              GatherItem{num_tokens, base + fallback.tokens_all, 4, "num_tokens"}},
-             stream);
   detail::lsa::MoeLocalArgs a;
   a.shape = shape;
   a.me = state->rank;
   a.topk_idx = reinterpret_cast<const std::int32_t*>(base + fallback.idx_all);
   a.num_tokens = reinterpret_cast<const std::int32_t*>(base + fallback.tokens_all);
-  a.global_scales = all.global_scale;
-  a.data = all.data;
-  a.block_scales = all.block_scales;
+  a.global_scales = global_all;
+  a.data = data_all;
+  a.block_scales = scales_all;
   a.pair_row = reinterpret_cast<std::int32_t*>(base + fallback.pair_row_all);
   a.expert_count = buffers.expert_count;
   a.overflow = buffers.overflow;

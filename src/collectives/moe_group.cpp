@@ -51,7 +51,8 @@ void MoeGroup::Impl::make_lsa(const Communicator& user, cudaStream_t stream) {
   window = SymmetricBuffer(user, layout.bytes, stream);
   auto* base = static_cast<char*>(window.data());
   buffers.data = reinterpret_cast<std::uint8_t*>(base + layout.rows);
-  buffers.block_scales = reinterpret_cast<std::uint8_t*>(base + layout.scales);
+  buffers.block_scales =
+      shape.bf16_wire ? nullptr : reinterpret_cast<std::uint8_t*>(base + layout.scales);
   buffers.expert_count = reinterpret_cast<std::int32_t*>(base + layout.expert_count);
   auto* words = reinterpret_cast<std::int32_t*>(base + layout.words);
   buffers.overflow = words;
@@ -148,6 +149,8 @@ MoeConfig resolved(const MoeConfig& c, int ranks) {
               "must be at least 1");
   check_field(c.capacity >= 0, "capacity", c.capacity,
               "must be 0 (comm.size() x max_tokens_per_rank) or more");
+  SYMMCOMM_EXPECTS(c.wire == DataType::Nvfp4 || c.wire == DataType::Bf16,
+                   "MoeGroup: config.wire = " << to_string(c.wire) << ": must be nvfp4 or bf16");
   MoeConfig r = c;
   long long const pairs = static_cast<long long>(c.max_tokens_per_rank) * c.top_k;
   long long const all = static_cast<long long>(ranks) * c.max_tokens_per_rank;
@@ -190,6 +193,7 @@ MoeGroup::MoeGroup(const Communicator& comm, const MoeConfig& config, cudaStream
   g.shape.hidden = g.config.hidden;
   g.shape.max_tokens = g.config.max_tokens_per_rank;
   g.shape.capacity = g.config.capacity;
+  g.shape.bf16_wire = g.config.wire == DataType::Bf16;
   if (path != PathChoice::Fallback && lsa_blocked.empty()) {
     g.path = Path::LsaKernel;
     g.why =
@@ -263,6 +267,9 @@ const MoeDispatch& MoeGroup::dispatch(ConstNvfp4View x, const std::int32_t* topk
                    "MoeGroup::dispatch: x.count = " << x.count
                                                     << "; expected max_tokens_per_rank x hidden = "
                                                     << g.tokens_elements());
+  SYMMCOMM_EXPECTS(!g.shape.bf16_wire,
+                   "MoeGroup::dispatch: x is NVFP4 but the group's wire is "
+                   "bf16 (config.wire): pass BF16 tokens");
   SYMMCOMM_EXPECTS(x.scale_layout == ScaleLayout::Linear,
                    "MoeGroup::dispatch: x.block_scales must be linear (one row of hidden / 16 "
                    "scales per token); the dispatch swizzles them");
@@ -292,11 +299,18 @@ const MoeDispatch& MoeGroup::dispatch(ConstBf16Span x, const float* global_scale
                                                     << "; expected max_tokens_per_rank x hidden = "
                                                     << g.tokens_elements());
   check_pointer(x.data, 16, "x");
-  check_pointer(global_scale, 4, "global_scale");
   check_routing(topk_idx, topk_weights, num_tokens);
   detail::lsa::MoeRowsArgs r;
-  r.bf16_tokens = x.data;
-  r.global_scale = global_scale;
+  if (g.shape.bf16_wire) {
+    SYMMCOMM_EXPECTS(global_scale == nullptr,
+                     "MoeGroup::dispatch: global_scale must be null on "
+                     "a BF16 wire (the rows move unquantized)");
+    r.data = reinterpret_cast<const std::uint8_t*>(x.data);
+  } else {
+    check_pointer(global_scale, 4, "global_scale");
+    r.bf16_tokens = x.data;
+    r.global_scale = global_scale;
+  }
   if (g.path == Path::LsaKernel) {
     g.dispatch_lsa(r, global_scale, topk_idx, topk_weights, num_tokens, stream);
   } else {

@@ -48,17 +48,22 @@ struct MoeShape {
   int ranks = 1;
   int experts = 1;  ///< a multiple of ranks
   int top_k = 1;
-  int hidden = 64;     ///< elements per token, a multiple of 64
-  int max_tokens = 1;  ///< tokens per rank, at most
-  int capacity = 1;    ///< rows per expert on its rank
+  int hidden = 64;         ///< elements per token, a multiple of 64
+  int max_tokens = 1;      ///< tokens per rank, at most
+  int capacity = 1;        ///< rows per expert on its rank
+  bool bf16_wire = false;  ///< rows move as BF16 (no block scales), else as NVFP4
 
   SYMMCOMM_HD int local_experts() const { return experts / ranks; }
   SYMMCOMM_HD int pairs() const { return max_tokens * top_k; }
-  SYMMCOMM_HD std::size_t row_bytes() const { return static_cast<std::size_t>(hidden) / 2; }
+  /// Bytes of one row on the wire and in the dispatch layout.
+  SYMMCOMM_HD std::size_t row_bytes() const {
+    return static_cast<std::size_t>(hidden) * (bf16_wire ? 2 : 1) / (bf16_wire ? 1 : 2);
+  }
   SYMMCOMM_HD std::size_t scale_cols() const { return static_cast<std::size_t>(hidden) / 16; }
-  /// Bytes of one expert's swizzled block scales (capacity rows, padding included).
+  /// Bytes of one expert's swizzled block scales (capacity rows, padding included; none for a
+  /// BF16 wire).
   SYMMCOMM_HD std::size_t expert_scale_bytes() const {
-    return swizzled_scale_bytes(static_cast<std::size_t>(capacity), scale_cols());
+    return bf16_wire ? 0 : swizzled_scale_bytes(static_cast<std::size_t>(capacity), scale_cols());
   }
   /// int32 words per source in the count table: a count per expert, the error bits and the
   /// global scale's bits.
@@ -68,7 +73,7 @@ struct MoeShape {
 /// Byte offsets of the group window's parts (every one 16-byte aligned), the same on every rank.
 struct MoeLayout {
   std::size_t table = 0;   ///< int32 [ranks][table_words]: written by every source
-  std::size_t rows = 0;    ///< uint8 [L][capacity][hidden / 2]
+  std::size_t rows = 0;    ///< [L][capacity] rows of row_bytes (NVFP4 codes or BF16)
   std::size_t scales = 0;  ///< uint8 [L][expert_scale_bytes]
   std::size_t origin = 0;  ///< int32 [L][capacity]: (source * max_tokens + token) * top_k + slot
   std::size_t back = 0;    ///< bf16 [max_tokens][top_k][hidden]: rows sent back for the combine
@@ -103,10 +108,11 @@ struct MoeCountsArgs {
 };
 
 /// What the rows launch needs: this rank's tokens - NVFP4 (linear block scales), or BF16 that
-/// the launch quantizes with `global_scale` - and the placement the counts launch wrote.
+/// the launch quantizes with `global_scale`, or (a BF16 wire) BF16 rows copied as they are - and
+/// the placement the counts launch wrote.
 struct MoeRowsArgs {
   MoeShape shape{};
-  const std::uint8_t* data = nullptr;          ///< [max_tokens][hidden / 2], local
+  const std::uint8_t* data = nullptr;          ///< [max_tokens] rows of row_bytes, local
   const std::uint8_t* block_scales = nullptr;  ///< [max_tokens][hidden / 16], local, linear
   /// Non-null: BF16 tokens [max_tokens][hidden] (16-byte aligned) quantized to NVFP4 in the
   /// launch with the global scale at `global_scale`, each block as symmcomm's codecs do
@@ -143,8 +149,8 @@ struct MoeLocalArgs {
   int me = 0;
   const std::int32_t* topk_idx = nullptr;      ///< [ranks][max_tokens][top_k], gathered
   const std::int32_t* num_tokens = nullptr;    ///< [ranks], gathered
-  const float* global_scales = nullptr;        ///< [ranks], gathered
-  const std::uint8_t* data = nullptr;          ///< [ranks * max_tokens][hidden / 2], gathered
+  const float* global_scales = nullptr;        ///< [ranks], gathered (null: a BF16 wire)
+  const std::uint8_t* data = nullptr;          ///< [ranks * max_tokens] rows, gathered
   const std::uint8_t* block_scales = nullptr;  ///< [ranks * max_tokens][hidden / 16], linear
   std::int32_t* pair_row = nullptr;  ///< [ranks][pairs]: the row of a pair on this rank's expert
   std::int32_t* expert_count = nullptr;  ///< as MoeCountsArgs

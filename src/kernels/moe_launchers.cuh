@@ -56,7 +56,7 @@ __device__ bool moe_exchange_counts(const P& peers, const MoeCountsArgs& a, int 
   }
   if (my_error != 0) atomicOr(&sh.error, my_error);
   __syncthreads();
-  std::int32_t const scale_bits = __float_as_int(*a.global_scale);
+  std::int32_t const scale_bits = a.global_scale != nullptr ? __float_as_int(*a.global_scale) : 0;
   for (int i = tid; i < n_ranks * words; i += threads) {
     int const peer = rotated(me, i / words, n_ranks), w = i % words;
     auto* table = reinterpret_cast<std::int32_t*>(
@@ -158,7 +158,8 @@ __device__ __forceinline__ int grid_warps() {
 
 // One pair's row and its block scales into its expert's rank (`out`, `scales`: that expert's
 // rows and swizzled scales there), by the 32 lanes of a warp: NVFP4 tokens copied, BF16 ones
-// quantized block by block (`quant_table`, `scale_factor`: quantize_block.cuh's).
+// quantized block by block (`quant_table`, `scale_factor`: quantize_block.cuh's); on a BF16
+// wire the row alone, copied.
 __device__ __forceinline__ void moe_row_to_expert(const MoeRowsArgs& a, int t, int row, uint4* out,
                                                   char* scales, const float* quant_table,
                                                   float scale_factor) {
@@ -179,6 +180,7 @@ __device__ __forceinline__ void moe_row_to_expert(const MoeRowsArgs& a, int t, i
   }
   const auto* in = reinterpret_cast<const uint4*>(a.data + t * row_bytes);
   for (std::size_t i = lane; i < row_bytes / 16; i += 32) out[i] = in[i];
+  if (s.bf16_wire) return;  // rows only
   const auto* linear = reinterpret_cast<const std::uint32_t*>(a.block_scales + t * cols);
   for (std::size_t c = 4 * lane; c < cols; c += 4 * 32) {
     *reinterpret_cast<std::uint32_t*>(scales + swizzled_scale_offset(row, c, cols)) = linear[c / 4];

@@ -60,12 +60,14 @@ __global__ void __launch_bounds__(kThreads) moe_local_counts_kernel(const MoeLoc
   }
   __syncthreads();
   std::int32_t bits = 0;
-  std::int32_t const scale0 = __float_as_int(a.global_scales[0]);
   for (int src = tid; src < s.ranks; src += threads) {
     bool bad = false;
     source_tokens(a, src, bad);
     if (bad) bits |= kMoeErrorNumTokens;
-    if (__float_as_int(a.global_scales[src]) != scale0) bits |= kMoeErrorGlobalScale;
+    if (a.global_scales != nullptr &&
+        __float_as_int(a.global_scales[src]) != __float_as_int(a.global_scales[0])) {
+      bits |= kMoeErrorGlobalScale;
+    }
   }
   for (int q = tid; q < s.ranks * s.pairs(); q += threads) {
     bool bad = false;
@@ -89,7 +91,7 @@ __global__ void __launch_bounds__(kThreads) moe_local_counts_kernel(const MoeLoc
   if (tid == 0) {
     *a.overflow = overflow;
     *a.error = error;
-    *a.group_scale = a.global_scales[0];
+    *a.group_scale = a.global_scales != nullptr ? a.global_scales[0] : 0.0f;
   }
 }
 

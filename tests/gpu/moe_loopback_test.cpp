@@ -30,6 +30,7 @@ lsa::MoeShape shape_of(const MoeCase& c) {
   s.hidden = c.hidden;
   s.max_tokens = c.max_tokens;
   s.capacity = c.cap();
+  s.bf16_wire = c.bf16_wire;
   return s;
 }
 
@@ -86,7 +87,7 @@ struct World {
         a.topk_idx = idx[i]->get();
         a.topk_weights = weights[i]->get();
         a.num_tokens = tokens[i]->get();
-        a.global_scale = scale[i]->get();
+        a.global_scale = c.bf16_wire ? nullptr : scale[i]->get();
         a.table = layout.table;
         a.pair_row = reinterpret_cast<std::int32_t*>(at(r, layout.pair_row));
         a.weights = reinterpret_cast<float*>(at(r, layout.weights));
@@ -108,7 +109,7 @@ struct World {
       a.topk_idx = idx[i]->get();
       a.pair_row = reinterpret_cast<const std::int32_t*>(at(r, layout.pair_row));
       a.layout = layout;
-      if (!in[i].bf16.empty()) {  // quantized in the launch
+      if (!in[i].bf16.empty() && !c.bf16_wire) {  // quantized in the launch
         a.data = nullptr;
         a.block_scales = nullptr;
         a.bf16_tokens = reinterpret_cast<const bf16*>(bf16_tokens[i]->get());
@@ -188,7 +189,7 @@ void expect_dispatch(const World& w, const std::vector<MoeRankInput>& in, int r)
       for (std::size_t b = 0; b < c.row_bytes(); ++b) {
         bad += rows[slot * c.row_bytes() + b] != x.data[t * c.row_bytes() + b];
       }
-      for (std::size_t k = 0; k < c.scale_cols(); ++k) {
+      for (std::size_t k = 0; k < (c.bf16_wire ? 0 : c.scale_cols()); ++k) {
         std::size_t const at =
             l * c.expert_scale_bytes() + swizzled_scale_offset(m, k, c.scale_cols());
         bad += scales[at] != x.scales[t * c.scale_cols() + k];
@@ -262,6 +263,24 @@ TEST(MoeLoopback, Bf16TokensAreQuantizedInTheDispatchAsTheCodecsDo) {
     c.experts = 2 * ranks;
     c.hidden = 512;  // 32 blocks a row: every lane of a warp quantizes one
     dispatch_and_combine(c, MoeRoutingKind::Random, 21, true);
+  }
+}
+
+TEST(MoeLoopback, Bf16WireMovesRowsAsTheyAre) {
+  SYMMCOMM_REQUIRE_GPU();
+  for (int ranks : {2, 4}) {
+    MoeCase c;
+    c.ranks = ranks;
+    c.experts = 4 * ranks;
+    c.bf16_wire = true;
+    SCOPED_TRACE(std::to_string(ranks) + " ranks, bf16 wire");
+    World w(c);
+    auto in = moe_inputs(c, MoeRoutingKind::Random, 31);
+    moe_use_bf16_wire(c, in, 32);
+    w.dispatch(in);
+    for (int r = 0; r < c.ranks; ++r) expect_dispatch(w, in, r);
+    auto const y = random_expert_out(c, 33);
+    expect_combine(c, in, y, w.combine(y));
   }
 }
 

@@ -78,7 +78,8 @@ struct Inputs {
     if (use_bf16) {
       g.dispatch(
           ConstBf16Span{reinterpret_cast<const bf16*>(bf16_tokens.get()), bf16_tokens.count()},
-          scale.get(), idx.get(), weights.get(), tokens.get(), world().stream);
+          c.bf16_wire ? nullptr : scale.get(), idx.get(), weights.get(), tokens.get(),
+          world().stream);
     } else {
       g.dispatch(x(), idx.get(), weights.get(), tokens.get(), world().stream);
     }
@@ -128,7 +129,7 @@ void expect_step(const MoeGroup& g, const Inputs& t, const std::vector<MoeRankIn
       for (std::size_t b = 0; b < c.row_bytes(); ++b) {
         bad += rows[slot * c.row_bytes() + b] != x.data[tok * c.row_bytes() + b];
       }
-      for (std::size_t k = 0; k < c.scale_cols(); ++k) {
+      for (std::size_t k = 0; k < (c.bf16_wire ? 0 : c.scale_cols()); ++k) {
         bad += scales[l * c.expert_scale_bytes() + swizzled_scale_offset(m, k, c.scale_cols())] !=
                x.scales[tok * c.scale_cols() + k];
       }
@@ -226,6 +227,26 @@ void dispatch_and_combine_eager_then_replayed(PathChoice path) {
 
 TEST(MultiRankMoe, DispatchAndCombineEagerThenReplayedFromOneGraph) {
   for (PathChoice path : moe_paths()) dispatch_and_combine_eager_then_replayed(path);
+}
+
+TEST(MultiRankMoe, Bf16WireMovesRowsAsTheyAre) {
+  for (PathChoice path : moe_paths()) {
+    SCOPED_TRACE(name_of(path));
+    World& w = world();
+    MoeCase c = moe_case();
+    c.bf16_wire = true;
+    MoeGroup g(w.comm, c.config(), w.stream, path);
+    EXPECT_EQ(g.buffers().block_scales, nullptr);
+    Inputs t(c);
+    auto in = moe_inputs(c, MoeRoutingKind::Holes, 61);
+    moe_use_bf16_wire(c, in, 62);
+    auto const y = expert_outputs(c, 63);
+    t.upload(in[static_cast<std::size_t>(w.rank)], y[static_cast<std::size_t>(w.rank)]);
+    t.step(g);
+    sync();
+    expect_step(g, t, in, y, "bf16 wire");
+    EXPECT_EQ(g.check(w.stream), 0);
+  }
 }
 
 TEST(MultiRankMoe, RowsPastCapacityAreDroppedAndTallied) {

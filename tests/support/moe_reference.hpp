@@ -21,13 +21,16 @@ namespace symmcomm::test {
 /// The group's shape as the tests use it (capacity resolved).
 struct MoeCase {
   int ranks = 2, experts = 8, top_k = 3, hidden = 128, max_tokens = 37, capacity = 0;
+  bool bf16_wire = false;  ///< rows move as BF16 (no block scales)
   int local() const { return experts / ranks; }
   int pairs() const { return max_tokens * top_k; }
   int cap() const { return capacity > 0 ? capacity : ranks * max_tokens; }
-  std::size_t row_bytes() const { return static_cast<std::size_t>(hidden) / 2; }
+  std::size_t row_bytes() const {
+    return bf16_wire ? static_cast<std::size_t>(hidden) * 2 : static_cast<std::size_t>(hidden) / 2;
+  }
   std::size_t scale_cols() const { return static_cast<std::size_t>(hidden) / 16; }
   std::size_t expert_scale_bytes() const {
-    return swizzled_scale_bytes(static_cast<std::size_t>(cap()), scale_cols());
+    return bf16_wire ? 0 : swizzled_scale_bytes(static_cast<std::size_t>(cap()), scale_cols());
   }
   MoeConfig config() const {
     MoeConfig c;
@@ -36,6 +39,7 @@ struct MoeCase {
     c.hidden = hidden;
     c.max_tokens_per_rank = max_tokens;
     c.capacity = capacity;
+    c.wire = bf16_wire ? DataType::Bf16 : DataType::Nvfp4;
     return c;
   }
 };
@@ -58,6 +62,21 @@ struct MoeRankInput {
   float global_scale = 0.5f;
   std::vector<std::uint16_t> bf16;  ///< [max_tokens][hidden] bits, when the tokens are BF16
 };
+
+/// For a BF16 wire: every rank's tokens BF16 (random, from `seed`), its data their bytes (what a
+/// dispatch places), no block scales, no global scale (0: what the group reports).
+inline void moe_use_bf16_wire(const MoeCase& c, std::vector<MoeRankInput>& in, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (MoeRankInput& x : in) {
+    x.global_scale = 0.0f;
+    x.bf16.resize(static_cast<std::size_t>(c.max_tokens) * c.hidden);
+    for (auto& b : x.bf16) b = float_to_bf16_bits(normal(rng));
+    x.data.resize(x.bf16.size() * 2);
+    std::memcpy(x.data.data(), x.bf16.data(), x.data.size());
+    x.scales.clear();
+  }
+}
 
 /// Gives every rank BF16 tokens (random, from `seed`) and, as data and scales, their NVFP4
 /// quantization with the rank's global scale as symmcomm's codecs compute it: what a dispatch

@@ -71,13 +71,19 @@ struct MoeConfig {
   int hidden = 0;               ///< elements per token, a multiple of 64
   int max_tokens_per_rank = 0;  ///< the most tokens a rank dispatches in one call
   int capacity = 0;             ///< rows per expert on its rank; 0: comm.size() x max tokens
+  /// The rows' format on the wire and in the dispatch layout: DataType::Nvfp4 (packed e2m1 and
+  /// swizzled block scales, for NVFP4 grouped GEMMs) or DataType::Bf16 (rows as they are, for
+  /// BF16 grouped GEMMs on Hopper; no block scales, no global scale).
+  DataType wire = DataType::Nvfp4;
 };
 
 /// @brief What a dispatch leaves on this rank: device pointers into the group's window, the
 /// same for every dispatch of a group (a graph captures them once).
 struct MoeDispatch {
-  std::uint8_t* data = nullptr;          ///< [L][capacity][hidden / 2] packed e2m1 rows
-  std::uint8_t* block_scales = nullptr;  ///< [L][expert_scale_bytes], 128 x 4 per expert
+  std::uint8_t* data = nullptr;          ///< [L][capacity] rows: hidden / 2 bytes of packed e2m1
+                                         ///< (NVFP4 wire) or hidden bf16 (BF16 wire)
+  std::uint8_t* block_scales = nullptr;  ///< [L][expert_scale_bytes], 128 x 4 per expert (null
+                                         ///< on a BF16 wire)
   std::int32_t* expert_count = nullptr;  ///< [L]: each local expert's rows (masked_m)
   float* global_scale = nullptr;         ///< [1]: rank 0's global scale (every expert's alpha)
   std::int32_t* overflow = nullptr;      ///< [1]: this rank's experts' pairs dropped past capacity
@@ -122,19 +128,20 @@ class MoeGroup {
   /// @brief The path dispatch and combine take, and why.
   std::string reason() const;
 
-  /// @brief Sends each routed token to its experts' ranks. `x`: max_tokens_per_rank x hidden
-  /// NVFP4 elements (linear block scales, data 16-byte and scales 4-byte aligned, its
-  /// global_scale the layer's static scale); `topk_idx` int32 and `topk_weights` float32
-  /// [max_tokens_per_rank][top_k] (-1: no expert); `num_tokens` int32 [1]: the rows of x that
-  /// are tokens. All device pointers, read when the dispatch runs on `stream`.
+  /// @brief Sends each routed token to its experts' ranks (an NVFP4 wire). `x`:
+  /// max_tokens_per_rank x hidden NVFP4 elements (linear block scales, data 16-byte and scales
+  /// 4-byte aligned, its global_scale the layer's static scale); `topk_idx` int32 and
+  /// `topk_weights` float32 [max_tokens_per_rank][top_k] (-1: no expert); `num_tokens` int32 [1]:
+  /// the rows of x that are tokens. All device pointers, read when the dispatch runs on `stream`.
   /// Collective. Returns buffers().
   const MoeDispatch& dispatch(ConstNvfp4View x, const std::int32_t* topk_idx,
                               const float* topk_weights, const std::int32_t* num_tokens,
                               cudaStream_t stream);
 
   /// @brief As above with BF16 tokens `x` (max_tokens_per_rank x hidden elements, 16-byte
-  /// aligned), quantized to NVFP4 inside the dispatch with the device float `global_scale` (the
-  /// layer's static scale), each block as quantize() does: no separate quantize launch.
+  /// aligned): on an NVFP4 wire quantized inside the dispatch with the device float
+  /// `global_scale` (the layer's static scale), each block as quantize() does, no separate
+  /// quantize launch; on a BF16 wire moved as they are (`global_scale` null).
   const MoeDispatch& dispatch(ConstBf16Span x, const float* global_scale,
                               const std::int32_t* topk_idx, const float* topk_weights,
                               const std::int32_t* num_tokens, cudaStream_t stream);
