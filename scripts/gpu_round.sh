@@ -47,7 +47,8 @@
 #             and torch.distributed.all_to_all_single padded, eager and in graphs
 #   a2abench  symmcomm-bench --scenario moe-a2a at 2, 4 and 8 ranks sharing the GPU (2.30.7):
 #             the MoE group, the all-gather/reduce-scatter layer and ncclAlltoAll padded, 1-256
-#             tokens per rank, in CUDA graphs then eager, 5 cycles each
+#             tokens per rank, in CUDA graphs then eager, 5 cycles each (SYMMCOMM_MOE_WIRE=bf16:
+#             BF16 rows)
 #   multi228  the multi-rank tier on the system NCCL (2.28) at 2, 4 and 8 ranks
 #   torch     the torch operators: libsymmcomm_torch.so built against the machine's PyTorch on
 #             both NCCL lines, the Python suite on 2.30.7 (the C++ and Python implementations
@@ -324,7 +325,7 @@ case "$phase" in
     for mode in graph eager; do
       for n in 2 4 8; do
         f="$work/moe-a2a-$mode-n$n"
-        args=(-N 5); [ "$mode" = graph ] && args+=(-G 10)
+        args=(-N 5 --moe-wire "${SYMMCOMM_MOE_WIRE:-nvfp4}"); [ "$mode" = graph ] && args+=(-G 10)
         env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
           "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm-bench" --scenario moe-a2a --ranks-per-gpu "$n" \
           --moe-max-tokens "${SYMMCOMM_MOE_MAX_TOKENS:-256}" -T 30 "${args[@]}" --json "$f.json" \

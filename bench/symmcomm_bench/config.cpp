@@ -70,7 +70,7 @@ namespace {
 // integers), and the options the refusals ask about.
 struct Flags {
   std::string op = "allgather", dtype = "bf16", path = "auto", min_size = "32M", max_size = "32M";
-  std::string scenario = "none", combine = "bf16", redop = "sum", step_bytes;
+  std::string scenario = "none", combine = "bf16", wire = "nvfp4", redop = "sum", step_bytes;
   int check = 1, registration = -1, threads = 1, parallel_init = 0, average = 1, blocking = 0;
   int cpu_time = 0;
   CLI::Option *path_option = nullptr, *min_option = nullptr, *max_option = nullptr;
@@ -170,6 +170,10 @@ void add_run_options(CLI::App& app, Config& c, Flags& f) {
       ->check(CLI::IsMember({"none", "moe-dp", "moe-a2a"}));
   app.add_option("--moe-experts", c.moe_experts, "moe-a2a experts (a multiple of the ranks)")
       ->check(CLI::Range(1, 1024));
+  app.add_option("--moe-wire", f.wire,
+                 "moe-a2a rows' format: nvfp4 | bf16 (the group's wire and the bytes "
+                 "ncclAlltoAll moves)")
+      ->check(CLI::IsMember({"bf16", "nvfp4"}));
   app.add_option("--moe-hidden", c.moe_hidden, "moe-dp hidden size")
       ->check(CLI::Range(16, 1 << 20));
   app.add_option("--moe-topk", c.moe_topk, "moe-dp experts per token")->check(CLI::Range(1, 256));
@@ -233,6 +237,7 @@ void finish(Config& c, const Flags& f, int argc, const char* const* argv) {
                : f.scenario == "moe-a2a" ? Scenario::MoeA2a
                                          : Scenario::None;
   c.moe_combine = dtypes.at(f.combine);
+  c.moe_wire = dtypes.at(f.wire);
   for (int i = 0; i < argc; ++i) c.command_line += (i ? " " : "") + std::string(argv[i]);
 }
 

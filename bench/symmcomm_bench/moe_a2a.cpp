@@ -9,7 +9,8 @@
 //   "ag-rs"         moe-dp's all-gather / reduce-scatter layer at T tokens per rank on Auto's
 //                   path (every token to every rank);
 //   "nccl-alltoall" ncclAlltoAll padded, as engines without a dispatch kernel do: T rows of
-//                   NVFP4 data + block scales to every peer, and T bf16 output rows back.
+//                   NVFP4 data + block scales (bf16 rows with --moe-wire bf16) to every peer,
+//                   and T bf16 output rows back.
 // The group's capacity per expert is twice the mean rows an expert gets (at least 8); pairs past
 // it are dropped and counted, as an engine sizing its buffers would see.
 
@@ -93,11 +94,13 @@ MoeResult run_group(const Config& c, Ranks& ranks, int tokens, PathChoice path) 
     cfg.hidden = c.moe_hidden;
     cfg.max_tokens_per_rank = tokens;
     cfg.capacity = group_capacity(comm.size(), tokens, c.moe_experts, c.moe_topk);
+    cfg.wire = c.moe_wire;
     MoeGroup group(comm, cfg, s, path);
     Buffers b(*ranks.pools[static_cast<std::size_t>(r)]);
     std::size_t const count = static_cast<std::size_t>(tokens) * c.moe_hidden;
     ConstNvfp4View x{b.get(count / 2, false), b.get(count / 16, false), b.get<float>(4, false),
                      count};
+    ConstBf16Span const x16{b.get<bf16>(count * 2, false), count};
     fill(s, const_cast<float*>(x.global_scale), 4, repeat(1.0f));
     fill(s, const_cast<std::uint8_t*>(x.block_scales), count / 16, repeat(std::uint8_t{0x38}));
     std::vector<std::int32_t> ids;
@@ -117,7 +120,14 @@ MoeResult run_group(const Config& c, Ranks& ranks, int tokens, PathChoice path) 
                              std::to_string(tokens) + " tokens per rank on rank " +
                              std::to_string(comm.rank());
     dispatch[static_cast<std::size_t>(r)] = time_iterations(
-        s, barrier, Timing::of(c), [&] { group.dispatch(x, d_ids, d_weights, d_tokens, s); },
+        s, barrier, Timing::of(c),
+        [&] {
+          if (c.moe_wire == DataType::Bf16) {
+            group.dispatch(x16, nullptr, d_ids, d_weights, d_tokens, s);
+          } else {
+            group.dispatch(x, d_ids, d_weights, d_tokens, s);
+          }
+        },
         what + " (dispatch)");
     combine[static_cast<std::size_t>(r)] = time_iterations(
         s, barrier, Timing::of(c), [&] { group.combine(y, out, s); }, what + " (combine)");
@@ -142,7 +152,9 @@ MoeResult run_alltoall(const Config& c, Ranks& ranks, int tokens) {
     cudaStream_t const s = ranks.streams[static_cast<std::size_t>(r)];
     Buffers b(*ranks.pools[static_cast<std::size_t>(r)]);
     auto const n = static_cast<std::size_t>(comm.size());
-    std::size_t const row = static_cast<std::size_t>(c.moe_hidden) / 2 + c.moe_hidden / 16;
+    std::size_t const row = c.moe_wire == DataType::Bf16
+                                ? static_cast<std::size_t>(c.moe_hidden) * 2
+                                : static_cast<std::size_t>(c.moe_hidden) / 2 + c.moe_hidden / 16;
     std::size_t const rows = static_cast<std::size_t>(tokens);
     auto* send = b.get(rows * row * n, false);
     auto* recv = b.get(rows * row * n, false);

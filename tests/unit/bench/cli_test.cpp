@@ -372,6 +372,10 @@ TEST(BenchCli, FlagsWithoutMeaningHereAreRefusedByName) {
   ASSERT_TRUE(a2a.config.has_value());
   EXPECT_EQ(a2a.config->scenario, Scenario::MoeA2a);
   EXPECT_EQ(a2a.config->moe_experts, 64);
+  EXPECT_EQ(a2a.config->moe_wire, DataType::Nvfp4);
+  auto const wire = parse({"--scenario", "moe-a2a", "--moe-wire", "bf16"});
+  ASSERT_TRUE(wire.config.has_value());
+  EXPECT_EQ(wire.config->moe_wire, DataType::Bf16);
   EXPECT_NE(refusal({"--scenario", "moe-a2a", "-b", "1K"}).find("--scenario moe-a2a sets its own"),
             std::string::npos);
   EXPECT_NE(refusal({"--scenario", "moe-a2a", "--moe-experts", "0"}).find("--moe-experts"),
