@@ -8,6 +8,8 @@
 #   first     the one call that carries the most when a session gets only one: the 2.30.7 build,
 #             the multi-rank suites of the scratch-line kernels (small gather, push
 #             reduce-scatter, device counts; 2/4/8 ranks sharing the GPU), then hostcost
+#   moeonly   the MoE group's tests alone (2.30.7 build; MoeLoopback, MoeGroupOneRank, MultiRankMoe
+#             at 2/4/8 ranks sharing the GPU): for a call with little device time left
 #   moefirst  the MoE group's tests first (the loopback kernels, then the multi-rank tier's
 #             MultiRankMoe at 2/4/8 ranks sharing the GPU, on 2.30.7), then the rest of tests230
 #   tests230  build against NCCL 2.30.7 (.nccl-2.30.7, a copy of ../shared/nccl-2.30.7); the
@@ -70,7 +72,7 @@
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh first|moefirst|tests230|bench|lines|moe|a2a|a2abench|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh first|moeonly|moefirst|tests230|bench|lines|moe|a2a|a2abench|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -89,13 +91,15 @@ case "$phase" in
       -R 'multi_rank\.MultiRank(SmallGather|SmallReduceScatter|ReduceScatter|DeviceCounts)\.n|^LsaLoopback'
     timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_host_cost.sh
     ;;
-  tests230|moefirst)
+  tests230|moefirst|moeonly)
     export SYMMCOMM_SUITES=second
     SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
-    if [ "$phase" = moefirst ]; then
-      SYMMCOMM_SUITE_TIMEOUT_S=150 "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -R 'Moe'
+    if [ "$phase" != tests230 ]; then
+      SYMMCOMM_SUITE_TIMEOUT_S=$(( $(left) < 160 ? $(left) - 10 : 150 )) \
+        "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -R 'Moe'
       mv "$work/ctest-second.log" "$work/ctest-moe-2.30.7.log"
       mv "$work/skips-second.txt" "$work/skips-moe-2.30.7.txt"
+      [ "$phase" = moeonly ] && exit 0
     fi
     SYMMCOMM_SUITE_TIMEOUT_S=$(( $(left) - 150 )) "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -L multi_rank
     mv "$work/ctest-second.log" "$work/ctest-multi-rank-2.30.7.log"
