@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "config.hpp"
@@ -311,6 +312,30 @@ std::vector<std::uint8_t> repeat(T value) {
   std::vector<std::uint8_t> p(1 << 16);
   for (std::size_t i = 0; i < p.size(); i += sizeof(T)) std::memcpy(&p[i], &value, sizeof(T));
   return p;
+}
+
+// A MoE layer's rows (moe.cpp, moe_a2a.cpp): one rank's dispatch and combine timed into its
+// slots of `dispatch` / `combine`, then a wait for the other ranks.
+inline void time_layer(const Config& c, Barrier& barrier, cudaStream_t s,
+                       const std::function<void()>& run_dispatch,
+                       const std::function<void()>& run_combine, const std::string& what,
+                       double& dispatch_us, double& combine_us) {
+  dispatch_us = time_iterations(s, barrier, Timing::of(c), run_dispatch, what + " (dispatch)");
+  combine_us = time_iterations(s, barrier, Timing::of(c), run_combine, what + " (combine)");
+  SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
+  barrier.wait();
+}
+
+// The row of one layer's timings over the ranks.
+inline MoeResult moe_result(const Config& c, Ranks& ranks, int tokens, std::string path,
+                            const std::vector<double>& dispatch,
+                            const std::vector<double>& combine) {
+  MoeResult m;
+  m.tokens_per_rank = tokens;
+  m.path = std::move(path);
+  m.dispatch_us = combine_times(ranks, dispatch, c.average);
+  m.combine_us = combine_times(ranks, combine, c.average);
+  return m;
 }
 
 }  // namespace symmcomm::bench

@@ -25,28 +25,6 @@ namespace symmcomm::bench {
 
 namespace {
 
-// Times one rank's dispatch and combine into its slots of `dispatch` / `combine`, then waits for
-// the other ranks.
-void time_layer(const Config& c, Barrier& barrier, cudaStream_t s,
-                const std::function<void()>& run_dispatch, const std::function<void()>& run_combine,
-                const std::string& what, double& dispatch_us, double& combine_us) {
-  dispatch_us = time_iterations(s, barrier, Timing::of(c), run_dispatch, what + " (dispatch)");
-  combine_us = time_iterations(s, barrier, Timing::of(c), run_combine, what + " (combine)");
-  SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
-  barrier.wait();
-}
-
-// The row of one layer's timings over the ranks.
-MoeResult moe_result(const Config& c, Ranks& ranks, int tokens, std::string path,
-                     const std::vector<double>& dispatch, const std::vector<double>& combine) {
-  MoeResult m;
-  m.tokens_per_rank = tokens;
-  m.path = std::move(path);
-  m.dispatch_us = combine_times(ranks, dispatch, c.average);
-  m.combine_us = combine_times(ranks, combine, c.average);
-  return m;
-}
-
 // How the uneven layer's dispatch gets its counts.
 enum class Uneven {
   HostCounts,       // NCCL's all_gatherv with host counts (activations, ids, weights)

@@ -119,28 +119,21 @@ MoeResult run_group(const Config& c, Ranks& ranks, int tokens, PathChoice path) 
     std::string const what = "moe-a2a moe-group (" + std::string(to_string(path)) + "), " +
                              std::to_string(tokens) + " tokens per rank on rank " +
                              std::to_string(comm.rank());
-    dispatch[static_cast<std::size_t>(r)] = time_iterations(
-        s, barrier, Timing::of(c),
-        [&] {
-          if (c.moe_wire == DataType::Bf16) {
-            group.dispatch(x16, nullptr, d_ids, d_weights, d_tokens, s);
-          } else {
-            group.dispatch(x, d_ids, d_weights, d_tokens, s);
-          }
-        },
-        what + " (dispatch)");
-    combine[static_cast<std::size_t>(r)] = time_iterations(
-        s, barrier, Timing::of(c), [&] { group.combine(y, out, s); }, what + " (combine)");
-    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
+    auto const run_dispatch = [&] {
+      if (c.moe_wire == DataType::Bf16) {
+        group.dispatch(x16, nullptr, d_ids, d_weights, d_tokens, s);
+      } else {
+        group.dispatch(x, d_ids, d_weights, d_tokens, s);
+      }
+    };
+    time_layer(
+        c, barrier, s, run_dispatch, [&] { group.combine(y, out, s); }, what,
+        dispatch[static_cast<std::size_t>(r)], combine[static_cast<std::size_t>(r)]);
     group.check(s);  // bad routing would have timed other work than this row says
-    barrier.wait();
   });
-  MoeResult m;
-  m.tokens_per_rank = tokens;
-  m.path = path == PathChoice::LsaKernel ? "moe-group-lsa" : "moe-group-fallback";
-  m.dispatch_us = combine_times(ranks, dispatch, c.average);
-  m.combine_us = combine_times(ranks, combine, c.average);
-  return m;
+  return moe_result(c, ranks, tokens,
+                    path == PathChoice::LsaKernel ? "moe-group-lsa" : "moe-group-fallback",
+                    dispatch, combine);
 }
 
 MoeResult run_alltoall(const Config& c, Ranks& ranks, int tokens) {
@@ -163,26 +156,16 @@ MoeResult run_alltoall(const Config& c, Ranks& ranks, int tokens) {
     ncclComm_t const raw = comm.get();
     std::string const what = "moe-a2a nccl-alltoall, " + std::to_string(tokens) +
                              " tokens per rank on rank " + std::to_string(comm.rank());
-    dispatch[static_cast<std::size_t>(r)] = time_iterations(
-        s, barrier, Timing::of(c),
+    time_layer(
+        c, barrier, s,
         [&] { SYMMCOMM_NCCL_TRY(ncclAlltoAll(send, recv, rows * row, ncclUint8, raw, s)); },
-        what + " (dispatch)");
-    combine[static_cast<std::size_t>(r)] = time_iterations(
-        s, barrier, Timing::of(c),
         [&] {
           SYMMCOMM_NCCL_TRY(
               ncclAlltoAll(y_send, y_recv, rows * c.moe_hidden, ncclBfloat16, raw, s));
         },
-        what + " (combine)");
-    SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s));
-    barrier.wait();
+        what, dispatch[static_cast<std::size_t>(r)], combine[static_cast<std::size_t>(r)]);
   });
-  MoeResult m;
-  m.tokens_per_rank = tokens;
-  m.path = "nccl-alltoall";
-  m.dispatch_us = combine_times(ranks, dispatch, c.average);
-  m.combine_us = combine_times(ranks, combine, c.average);
-  return m;
+  return moe_result(c, ranks, tokens, "nccl-alltoall", dispatch, combine);
 }
 
 }  // namespace

@@ -85,14 +85,6 @@ class NativeGroup:
         _check(_lib.symmcomm_moe_combine(self.handle, ctypes.byref(y), ctypes.byref(o),
                                          ctypes.c_void_p(_stream_arg(stream, self.device))))
 
-    def check(self, stream):
-        """The pairs dropped past capacity; raises naming the arguments of the error bits."""
-        overflow = ctypes.c_int32()
-        _check(_lib.symmcomm_moe_check(self.handle,
-                                       ctypes.c_void_p(_stream_arg(stream, self.device)),
-                                       ctypes.byref(overflow)))
-        return overflow.value
-
     def destroy(self):
         if self.handle is not None and self.handle.value:
             _check(_lib.symmcomm_moe_destroy(self.handle))

@@ -65,14 +65,7 @@ void MoeGroup::Impl::make_fallback(cudaStream_t stream) {
   block = detail::DeviceBlock(fallback.bytes);
   comm = std::make_unique<detail::CommAlias>(state);
   char* base = block.get();
-  buffers.data = reinterpret_cast<std::uint8_t*>(base + fallback.rows);
-  buffers.block_scales =
-      shape.bf16_wire ? nullptr : reinterpret_cast<std::uint8_t*>(base + fallback.scales);
-  buffers.expert_count = reinterpret_cast<std::int32_t*>(base + fallback.expert_count);
-  auto* words = reinterpret_cast<std::int32_t*>(base + fallback.words);
-  buffers.overflow = words;
-  buffers.error = words + 1;
-  buffers.global_scale = reinterpret_cast<float*>(words + 2);
+  set_buffers(base, fallback.rows, fallback.scales, fallback.expert_count, fallback.words);
   // Nothing dispatched yet: no pair placed (row -1), no rows, no error.
   SYMMCOMM_CUDA_TRY(cudaMemsetAsync(base, 0, fallback.pair_row_all, stream));
   SYMMCOMM_CUDA_TRY(cudaMemsetAsync(base + fallback.pair_row_all, 0xff,

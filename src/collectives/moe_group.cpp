@@ -22,6 +22,18 @@ namespace symmcomm {
 
 using detail::CommState;
 
+// The dispatch's tensors at their offsets from `base` (either path's buffers).
+void MoeGroup::Impl::set_buffers(char* base, std::size_t rows, std::size_t scales,
+                                 std::size_t expert_count, std::size_t words) {
+  buffers.data = reinterpret_cast<std::uint8_t*>(base + rows);
+  buffers.block_scales = shape.bf16_wire ? nullptr : reinterpret_cast<std::uint8_t*>(base + scales);
+  buffers.expert_count = reinterpret_cast<std::int32_t*>(base + expert_count);
+  auto* w = reinterpret_cast<std::int32_t*>(base + words);
+  buffers.overflow = w;
+  buffers.error = w + 1;
+  buffers.global_scale = reinterpret_cast<float*>(w + 2);
+}
+
 // The LSA path's peers: the communicator's, with the group's window in slot 0.
 detail::lsa::Peers MoeGroup::Impl::peers() const {
   return detail::window_peers(*state, window.window());
@@ -50,14 +62,7 @@ void MoeGroup::Impl::make_lsa(const Communicator& user, cudaStream_t stream) {
   layout = detail::lsa::MoeLayout::of(shape);
   window = SymmetricBuffer(user, layout.bytes, stream);
   auto* base = static_cast<char*>(window.data());
-  buffers.data = reinterpret_cast<std::uint8_t*>(base + layout.rows);
-  buffers.block_scales =
-      shape.bf16_wire ? nullptr : reinterpret_cast<std::uint8_t*>(base + layout.scales);
-  buffers.expert_count = reinterpret_cast<std::int32_t*>(base + layout.expert_count);
-  auto* words = reinterpret_cast<std::int32_t*>(base + layout.words);
-  buffers.overflow = words;
-  buffers.error = words + 1;
-  buffers.global_scale = reinterpret_cast<float*>(words + 2);
+  set_buffers(base, layout.rows, layout.scales, layout.expert_count, layout.words);
   pair_row = reinterpret_cast<std::int32_t*>(base + layout.pair_row);
   weights = reinterpret_cast<float*>(base + layout.weights);
   // Nothing dispatched yet: no pair placed (row -1), no rows, no error - what check() and a

@@ -87,6 +87,9 @@ struct MoeGroup::Impl {
   void before(cudaStream_t stream) const;
   void after(cudaStream_t stream) const;
 
+  /// Points `buffers` at the dispatch's tensors, at these offsets from `base`.
+  void set_buffers(char* base, std::size_t rows, std::size_t scales, std::size_t expert_count,
+                   std::size_t words);
   /// Sets up the path's buffers (collective on the LSA path: the window is registered).
   void make_lsa(const Communicator& user, cudaStream_t stream);
   void make_fallback(cudaStream_t stream);
