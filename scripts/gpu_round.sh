@@ -12,6 +12,10 @@
 #             at 2/4/8 ranks sharing the GPU): for a call with little device time left
 #   moefirst  the MoE group's tests first (the loopback kernels, then the multi-rank tier's
 #             MultiRankMoe at 2/4/8 ranks sharing the GPU, on 2.30.7), then the rest of tests230
+#   moeproof  the MoE group's tests on both NCCL lines (2.30.7: the LSA path and the fallback,
+#             2/4/8 ranks sharing the GPU; 2.28.3: the fallback across processes), then
+#             symmcomm-bench's moe-a2a in CUDA graphs at 8, 4 and 2 ranks, then eager at 8, with
+#             the time left
 #   tests230  build against NCCL 2.30.7 (.nccl-2.30.7, a copy of ../shared/nccl-2.30.7); the
 #             multi-rank tier (2/4/8 ranks sharing the GPU, the counts-in-lines tests among
 #             them), then the single-GPU tier
@@ -72,7 +76,7 @@
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh first|moeonly|moefirst|tests230|bench|lines|moe|a2a|a2abench|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh first|moeonly|moefirst|moeproof|tests230|bench|lines|moe|a2a|a2abench|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -343,6 +347,35 @@ case "$phase" in
         [ -s "$f.err" ] && grep -v "^\[symmcomm-bench\] moe-a2a: [0-9]" "$f.err" | tail -3
         parts=$((parts - 1))
       done
+    done
+    ;;
+  moeproof)
+    SYMMCOMM_SUITES=second SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" \
+      "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
+    SYMMCOMM_SUITES=second SYMMCOMM_SUITE_TIMEOUT_S=120 "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -R 'Moe'
+    mv "$work/ctest-second.log" "$work/ctest-moe-2.30.7.log"
+    mv "$work/skips-second.txt" "$work/skips-moe-2.30.7.txt"
+    SYMMCOMM_SUITES=system SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" \
+      "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
+    SYMMCOMM_SUITES=system SYMMCOMM_SUITE_TIMEOUT_S=120 "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -R 'Moe'
+    mv "$work/ctest-system.log" "$work/ctest-moe-2.28.3.log"
+    mv "$work/skips-system.txt" "$work/skips-moe-2.28.3.txt" 2>/dev/null
+    parts=4
+    for run in graph-8 graph-4 graph-2 eager-8; do
+      mode="${run%-*}" n="${run#*-}" f="$work/moe-a2a-${run%-*}-n${run#*-}"
+      args=(-N 5 --moe-wire "${SYMMCOMM_MOE_WIRE:-nvfp4}"); [ "$mode" = graph ] && args+=(-G 10)
+      env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
+        "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm-bench" --scenario moe-a2a --ranks-per-gpu "$n" \
+        --moe-max-tokens "${SYMMCOMM_MOE_MAX_TOKENS:-256}" -T 30 "${args[@]}" --json "$f.json" \
+        >"$f.txt" 2>"$f.err" &
+      pid=$!
+      symmcomm_watch "$pid" "$(( ($(left) - 10) / parts ))" "$f.bt" ||
+        echo "== moe-a2a $mode, $n ranks: overran; host backtraces in $f.bt"
+      wait "$pid"
+      echo "== moe-a2a $mode, $n ranks sharing the GPU: exit $?"
+      grep -E "^ +(1|16|64|256) " "$f.txt" | head -24
+      [ -s "$f.err" ] && grep -v "^\[symmcomm-bench\] moe-a2a: [0-9]" "$f.err" | tail -3
+      parts=$((parts - 1))
     done
     ;;
   multi228)

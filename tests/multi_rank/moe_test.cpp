@@ -207,6 +207,9 @@ void dispatch_and_combine_eager_then_replayed(PathChoice path) {
     ++round;
   }
   EXPECT_EQ(g.check(w.stream), 0);
+  // The graph captures the NVFP4 dispatch, which its replays feed (the last eager round took
+  // BF16 tokens, a different launch).
+  t.use_bf16 = false;
   cudaGraph_t graph = nullptr;
   SYMMCOMM_CUDA_TRY(cudaStreamBeginCapture(w.stream, cudaStreamCaptureModeThreadLocal));
   t.step(g);
