@@ -16,6 +16,10 @@
 #             2/4/8 ranks sharing the GPU; 2.28.3: the fallback across processes), then
 #             symmcomm-bench's moe-a2a in CUDA graphs at 8, 4 and 2 ranks, then eager at 8, with
 #             the time left
+#   moesan    the sanitizers over the MoE group's kernels (2.30.7 build): memcheck, racecheck,
+#             initcheck and synccheck over the loopback and one-rank tests, then memcheck and
+#             initcheck over MultiRankMoe at 2 ranks sharing the GPU (memcheck on both ranks,
+#             initcheck on one rank at a time)
 #   tests230  build against NCCL 2.30.7 (.nccl-2.30.7, a copy of ../shared/nccl-2.30.7); the
 #             multi-rank tier (2/4/8 ranks sharing the GPU, the counts-in-lines tests among
 #             them), then the single-GPU tier
@@ -76,7 +80,7 @@
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh first|moeonly|moefirst|moeproof|tests230|bench|lines|moe|a2a|a2abench|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh first|moeonly|moefirst|moeproof|moesan|tests230|bench|lines|moe|a2a|a2abench|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -259,6 +263,37 @@ case "$phase" in
     done
     SYMMCOMM_SKIP="pytest228 tests device_counts_tests pdl quantize overhead probe device_counts_bench moe_dp" \
       timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
+    ;;
+  moesan)
+    SYMMCOMM_SUITES=second SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" \
+      "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
+    gpu_tests="$SYMMCOMM_ROOT/build-nccl2/tests/symmcomm_gpu_tests"
+    for tool in memcheck racecheck initcheck synccheck; do
+      env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" timeout 90 compute-sanitizer \
+        --tool "$tool" --report-api-errors no --error-exitcode 99 "$gpu_tests" --gtest_filter='MoeLoopback.*:MoeGroupOneRank.*' \
+        >"$work/$tool-moe.log" 2>&1
+      echo "$tool over the MoE single-GPU tests: exit $?; $(grep -E "ERROR SUMMARY" \
+        "$work/$tool-moe.log" | tail -1); $(grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$work/$tool-moe.log" | tr '\n' ' ')"
+    done
+    ranks="$SYMMCOMM_ROOT/build-nccl2/tests/symmcomm_multi_rank_tests"
+    # Both ranks under memcheck; initcheck one rank at a time beside a plain one (two ranks
+    # under initcheck together fail to start).
+    plain=("$ranks" --gtest_filter='MultiRankMoe.*')
+    for run in memcheck-both initcheck-rank0 initcheck-rank1; do
+      tool=(compute-sanitizer --tool "${run%-*}" --report-api-errors no --error-exitcode 99)
+      case "${run#*-}" in
+        both) layout=(-n 2 "${tool[@]}" "${plain[@]}") ;;
+        rank0) layout=(-n 1 "${tool[@]}" "${plain[@]}" : -n 1 "${plain[@]}") ;;
+        rank1) layout=(-n 1 "${plain[@]}" : -n 1 "${tool[@]}" "${plain[@]}") ;;
+      esac
+      env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
+        SYMMCOMM_WAIT_TIMEOUT_S=60 timeout "$(( ($(left) - 10) / 3 ))" \
+        mpiexec --allow-run-as-root --oversubscribe --bind-to none "${layout[@]}" \
+        >"$work/$run-moe-ranks.log" 2>&1
+      echo "$run over MultiRankMoe, 2 ranks sharing the GPU: exit $?; $(grep -E "ERROR SUMMARY" \
+        "$work/$run-moe-ranks.log" | sort | uniq -c | tr '\n' ' ')$(grep -cE "^\[  PASSED  \]" \
+        "$work/$run-moe-ranks.log") rank(s) passed"
+    done
     ;;
   sanitize)
     # memcheck over every test of the single-GPU suite, in a call of its own: the suite less its

@@ -6,8 +6,8 @@ Each rank routes its tokens on the device (top-k of a router's scores), dispatch
 to the ranks of their experts in the masked expert-major layout ([L, capacity, hidden/2] rows,
 swizzled block scales, expert_count), runs its experts on that layout - a BF16 batched matmul
 over the dequantized rows, the stand-in for the NVFP4 grouped GEMM Hopper lacks; rows past
-expert_count are not tokens (zero on path="python", left as they were on the library's paths), cost
-nothing but FLOPs and are never sent back - and combines the outputs back to the tokens'
+expert_count are not tokens (zero on path="python", as an earlier dispatch left them on the
+library's paths), cost nothing but FLOPs and are never sent back - and combines the outputs back to the tokens'
 ranks (weights applied, fp32 sum, one rounding). The graph is replayed with new tokens; every
 replay is checked against the same step computed eagerly.
 

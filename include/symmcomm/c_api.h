@@ -466,7 +466,8 @@ symmcomm_status_t symmcomm_moe_dispatch(symmcomm_moe_t group, const symmcomm_ten
                                         const float* topk_weights, const int32_t* num_tokens,
                                         symmcomm_stream_t stream);
 /** Collective combine (MoeGroup::combine): `expert_out` BF16 [local_experts][capacity][hidden],
- *  `out` BF16 [max_tokens_per_rank][hidden]. */
+ *  `out` BF16 [max_tokens_per_rank][hidden], written below the dispatch's num_tokens (the rest
+ *  unspecified). */
 symmcomm_status_t symmcomm_moe_combine(symmcomm_moe_t group, const symmcomm_tensor_t* expert_out,
                                        const symmcomm_tensor_t* out, symmcomm_stream_t stream);
 /** Waits for `stream`; SYMMCOMM_ERROR_INVALID_ARGUMENT naming the argument of every error bit

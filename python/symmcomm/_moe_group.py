@@ -30,9 +30,9 @@ ERROR_GLOBAL_SCALE = 4
 
 #: What a dispatch leaves on this rank, all on the device: `data` uint8 [L, capacity, hidden/2]
 #: and `block_scales` uint8 [L, expert_scale_bytes] (swizzled 128 x 4 per expert) in the masked
-#: expert-major layout (rows and scales past an expert's count: zero on the fallback, left as
-#: they were on the LSA path, where the tensors are views of the group's window, the same for
-#: every dispatch), `expert_count` int32 [L], `global_scale` float32 [1] (rank 0's, the one
+#: expert-major layout (rows and scales past an expert's count: zero on path="python"; on the
+#: library's paths zero when the group is made, then as an earlier dispatch left them - there
+#: the tensors are views of the group's buffers, the same for every dispatch), `expert_count` int32 [L], `global_scale` float32 [1] (rank 0's, the one
 #: alpha of every expert), `overflow` int32 [1] (pairs past capacity), `error` int32 [1] (bits
 #: ERROR_EXPERT_ID, ERROR_NUM_TOKENS, ERROR_GLOBAL_SCALE); `slot` and `weights` are what the
 #: fallback's combine needs (each gathered pair's place here and its top-k weight; None on the
@@ -272,8 +272,9 @@ class MoeGroup:
                               gathered.global_scale, words)
 
     def combine(self, expert_out, dispatch, stream=None):
-        """Each of this rank's tokens' combined output, bf16 [T, hidden]: the outputs of its
-        top-k experts (expert_out bf16 or float32 [L, capacity, hidden] on every rank, in the
+        """Each of this rank's tokens' combined output, bf16 [T, hidden] (the rows past the
+        dispatch's num_tokens: zero on path="python", unspecified on the library's paths, which
+        write only the tokens dispatched): the outputs of its top-k experts (expert_out bf16 or float32 [L, capacity, hidden] on every rank, in the
         dispatch's layout) weighted by topk_weights and summed in fp32, rounded once (the LSA
         path sends bf16 rows back: float32 outputs are rounded to bf16 first there). Runs on
         `stream` as dispatch does."""

@@ -32,6 +32,7 @@ void MoeGroup::Impl::set_buffers(char* base, std::size_t rows, std::size_t scale
   buffers.overflow = w;
   buffers.error = w + 1;
   buffers.global_scale = reinterpret_cast<float*>(w + 2);
+  tokens = w + 3;
 }
 
 // The LSA path's peers: the communicator's, with the group's window in slot 0.
@@ -66,10 +67,10 @@ void MoeGroup::Impl::make_lsa(const Communicator& user, cudaStream_t stream) {
   pair_row = reinterpret_cast<std::int32_t*>(base + layout.pair_row);
   weights = reinterpret_cast<float*>(base + layout.weights);
   // Nothing dispatched yet: no pair placed (row -1), no rows, no error - what check() and a
-  // combine read before any dispatch.
+  // combine read before any dispatch; rows and scales zero until a dispatch writes them (a
+  // dense GEMM stand-in reads the padding rows too).
+  SYMMCOMM_CUDA_TRY(cudaMemsetAsync(base, 0, layout.bytes, stream));
   SYMMCOMM_CUDA_TRY(cudaMemsetAsync(pair_row, 0xff, layout.weights - layout.pair_row, stream));
-  SYMMCOMM_CUDA_TRY(
-      cudaMemsetAsync(base + layout.weights, 0, layout.bytes - layout.weights, stream));
 }
 
 // The two launches of a dispatch (arguments checked): the counts, then `rows` (its tokens set).
@@ -91,6 +92,7 @@ void MoeGroup::Impl::dispatch_lsa(detail::lsa::MoeRowsArgs rows, const float* gl
   c.overflow = buffers.overflow;
   c.error = buffers.error;
   c.group_scale = buffers.global_scale;
+  c.tokens = tokens;
   rows.shape = shape;
   rows.topk_idx = topk_idx;
   rows.pair_row = pair_row;
@@ -114,6 +116,7 @@ void MoeGroup::Impl::combine_lsa(const bf16* expert_out, bf16* out, cudaStream_t
   s.back = reinterpret_cast<const bf16*>(static_cast<char*>(window.data()) + layout.back);
   s.pair_row = pair_row;
   s.weights = weights;
+  s.tokens = tokens;
   s.out = out;
   before(stream);
   detail::lsa::moe_send_back(peers(), b, stream);

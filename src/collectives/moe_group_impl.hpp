@@ -71,6 +71,7 @@ struct MoeGroup::Impl {
   SymmetricBuffer window;
   std::int32_t* pair_row = nullptr;
   float* weights = nullptr;
+  std::int32_t* tokens = nullptr;  ///< [1] after the dispatch's words: its tokens (clamped)
 
   // The fallback: local buffers, and the communicator for the collectives it calls.
   std::unique_ptr<detail::CommAlias> comm;

@@ -18,7 +18,9 @@ __global__ void __launch_bounds__(kThreadsPerCta)
     moe_sum_kernel(const __grid_constant__ MoeSumArgs a) {
   const MoeShape& s = a.shape;
   std::size_t const groups = static_cast<std::size_t>(s.hidden) / 8;  // 8 elements: 16 bytes
-  std::size_t const total = static_cast<std::size_t>(s.max_tokens) * groups;
+  // Only the tokens dispatched: the rows past them are left as they were, so a decode step of
+  // few tokens writes few rows, not max_tokens.
+  std::size_t const total = static_cast<std::size_t>(*a.tokens) * groups;
   for (std::size_t i = global_thread(); i < total; i += grid_threads()) {
     std::size_t const t = i / groups, g = i % groups;
     float acc[8] = {};

@@ -102,6 +102,7 @@ struct MoeCountsArgs {
   std::int32_t* overflow = nullptr;      ///< [1]: this rank's experts' pairs past capacity
   std::int32_t* error = nullptr;         ///< [1]: error bits of every rank
   float* group_scale = nullptr;          ///< [1]: rank 0's global scale (every expert's alpha)
+  std::int32_t* tokens = nullptr;        ///< [1]: this rank's tokens placed (num_tokens clamped)
   /// 0: the whole launch (production). Loopback launches every virtual rank with 1 (its counts
   /// into every table) before any with 2 (the placement from the table).
   int phase = 0;
@@ -138,6 +139,7 @@ struct MoeSumArgs {
   const bf16* back = nullptr;              ///< MoeLayout::back in this rank's window
   const std::int32_t* pair_row = nullptr;  ///< MoeCountsArgs::pair_row
   const float* weights = nullptr;          ///< MoeCountsArgs::weights
+  const std::int32_t* tokens = nullptr;    ///< MoeCountsArgs::tokens: the rows of out written
   bf16* out = nullptr;                     ///< [max_tokens][hidden]
 };
 

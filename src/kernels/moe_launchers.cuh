@@ -143,7 +143,10 @@ __global__ void __launch_bounds__(kThreads)
   moe_tally(peers, a, sh);
   __syncthreads();
   if (threadIdx.x < 32) moe_place_pairs(a, n, sh);
-  if (threadIdx.x == 0) *a.overflow = sh.overflow;
+  if (threadIdx.x == 0) {
+    *a.overflow = sh.overflow;
+    *a.tokens = n;
+  }
   programmatic_release(peers);
 }
 

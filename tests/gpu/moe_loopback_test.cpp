@@ -96,6 +96,7 @@ struct World {
         a.overflow = words;
         a.error = words + 1;
         a.group_scale = reinterpret_cast<float*>(words + 2);
+        a.tokens = words + 3;
         a.phase = phase;
         lsa::moe_counts(peers(r), a, nullptr);
       }
@@ -144,6 +145,7 @@ struct World {
       a.back = reinterpret_cast<const bf16*>(at(r, layout.back));
       a.pair_row = reinterpret_cast<const std::int32_t*>(at(r, layout.pair_row));
       a.weights = reinterpret_cast<const float*>(at(r, layout.weights));
+      a.tokens = reinterpret_cast<const std::int32_t*>(at(r, layout.words)) + 3;
       a.out = reinterpret_cast<bf16*>(out[static_cast<std::size_t>(r)]->get());
       lsa::moe_sum(a, nullptr);
     }

@@ -178,15 +178,17 @@ inline MoePlacement moe_placement(const MoeCase& c, int rank, const std::vector<
   return out;
 }
 
-/// Each rank's combined output [max_tokens][hidden] as floats before the bf16 rounding (summed in
-/// double): the pairs placed anywhere, weighted, from `expert_out[dest]` (bf16 bits,
-/// [L][capacity][hidden]).
+/// Each rank's combined output as floats before the bf16 rounding (summed in double), its rows
+/// below num_tokens clamped to 0..max_tokens (a combine leaves the rest of `out` as it was): the
+/// pairs placed anywhere, weighted, from `expert_out[dest]` (bf16 bits, [L][capacity][hidden]).
 inline std::vector<std::vector<double>> moe_combined(
     const MoeCase& c, const std::vector<MoeRankInput>& in,
     const std::vector<std::vector<std::uint16_t>>& expert_out) {
-  std::vector<std::vector<double>> out(
-      static_cast<std::size_t>(c.ranks),
-      std::vector<double>(static_cast<std::size_t>(c.max_tokens) * c.hidden));
+  std::vector<std::vector<double>> out;
+  for (const MoeRankInput& x : in) {
+    int const n = std::min(std::max(x.num_tokens, 0), c.max_tokens);
+    out.emplace_back(static_cast<std::size_t>(n) * c.hidden);
+  }
   for (int dest = 0; dest < c.ranks; ++dest) {
     MoePlacement const p = moe_placement(c, dest, in);
     for (int l = 0; l < c.local(); ++l) {

@@ -24,7 +24,8 @@
 ///   top-k slot (so a replay is bit-for-bit reproducible and the placement a pure function of
 ///   the routing). Rows past `capacity` are dropped and counted (`overflow`); the default
 ///   capacity, comm.size() x max_tokens_per_rank, drops nothing. Rows and block scales past an
-///   expert's count are left as they were (a masked grouped GEMM reads only expert_count rows).
+///   expert's count are zero when the group is made, then left as an earlier dispatch wrote
+///   them (a masked grouped GEMM reads only expert_count rows).
 /// - **Global scale**: a grouped GEMM applies one alpha per expert, so every rank must quantize
 ///   with the same NVFP4 global scale (a layer's static scale); a dispatch compares the ranks'
 ///   scales on the device and sets kMoeErrorGlobalScale where they differ.
@@ -149,8 +150,10 @@ class MoeGroup {
   /// @brief Each of this rank's tokens' output, `out` bf16 [max_tokens_per_rank][hidden]: the
   /// outputs of its top-k experts (`expert_out` bf16 [L][capacity][hidden] on every rank, in
   /// the last dispatch's layout, 16-byte aligned) weighted by the dispatch's topk_weights,
-  /// summed in fp32 and rounded once; tokens past num_tokens and dropped pairs add nothing.
-  /// Collective; follows the dispatch on `stream`.
+  /// summed in fp32 and rounded once; dropped pairs add nothing. Only the rows of the tokens
+  /// dispatched (num_tokens, clamped to 0..max_tokens_per_rank) are written: the rest of `out` is
+  /// unspecified (left as it was on the LSA path, zero on the fallback), so a decode step of few
+  /// tokens writes few rows. Collective; follows the dispatch on `stream`.
   void combine(const bf16* expert_out, bf16* out, cudaStream_t stream);
 
   /// @brief Waits for `stream`, then throws LogicError naming the argument of every error bit
