@@ -13,7 +13,8 @@
 #   moefirst  the MoE group's tests first (the loopback kernels, then the multi-rank tier's
 #             MultiRankMoe at 2/4/8 ranks sharing the GPU, on 2.30.7), then the rest of tests230
 #   moeproof  the MoE group's tests on both NCCL lines (2.30.7: the LSA path and the fallback,
-#             2/4/8 ranks sharing the GPU; 2.28.3: the fallback across processes), then
+#             2/4/8 ranks sharing the GPU, and the Python package's MoE tests; 2.28.3: the
+#             fallback across processes), then
 #             symmcomm-bench's moe-a2a in CUDA graphs at 8, 4 and 2 ranks, then eager at 8, with
 #             the time left
 #   moesan    the sanitizers over the MoE group's kernels (2.30.7 build): memcheck, racecheck,
@@ -390,6 +391,17 @@ case "$phase" in
     SYMMCOMM_SUITES=second SYMMCOMM_SUITE_TIMEOUT_S=120 "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -R 'Moe'
     mv "$work/ctest-second.log" "$work/ctest-moe-2.30.7.log"
     mv "$work/skips-second.txt" "$work/skips-moe-2.30.7.txt"
+    # The Python package's MoE tests on 2.30.7 (the library's group on its paths, one rank and
+    # two, the example's graph).
+    (cd "$SYMMCOMM_ROOT/python" && env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" \
+       LD_PRELOAD="$second/lib/libnccl.so.2" NCCL_MULTI_RANK_GPU_ENABLE=1 \
+       SYMMCOMM_ALLOWED_SKIPS="$SYMMCOMM_SKIPS_BY_DESIGN" \
+       SYMMCOMM_LIBRARY="$SYMMCOMM_ROOT/build-nccl2/src/libsymmcomm_c.so" \
+       timeout 170 "$(symmcomm_torch_python)" -m pytest -q -rfs -p no:cacheprovider --timeout 120 \
+       tests/test_moe.py tests/test_moe_group.py tests/test_torch.py tests/test_torch_ranks.py \
+       -k "moe or Moe" >"$work/pytest-moe-2.30.7.txt" 2>&1)
+    echo "== pytest MoE, NCCL 2.30.7: $(tail -1 "$work/pytest-moe-2.30.7.txt")"
+    grep -E "^(E|FAILED) " "$work/pytest-moe-2.30.7.txt" | cut -c1-250 | head -8
     SYMMCOMM_SUITES=system SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" \
       "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
     SYMMCOMM_SUITES=system SYMMCOMM_SUITE_TIMEOUT_S=120 "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -R 'Moe'
