@@ -65,6 +65,7 @@ g++ -std=c++17 -shared -fPIC -O1 -D_GLIBCXX_USE_CXX11_ABI="$abi" -DSYMMCOMM_TORC
   $sanitize ${SYMMCOMM_TORCH_CHECK_CXXFLAGS:-} -Wall -Wextra -Wconversion -Wno-sign-conversion \
   -isystem "$inc1" -isystem "$inc2" -isystem "$out/shim" -isystem "$cuda_inc" \
   -Iinclude -I"$build/include" -Isrc/torch_ops src/torch_ops/library.cpp src/torch_ops/ops.cpp \
+  src/torch_ops/moe_ops.cpp \
   src/torch_ops/tensors.cpp src/torch_ops/communicators.cpp \
   tests/torch_ops/cpu_check_support.cpp -o "$out/libsymmcomm_torch.so" -L"$build/src" -lsymmcomm_c \
   -L"$libdir" -lc10 -ltorch_cpu -Wl,-rpath,"$libdir"

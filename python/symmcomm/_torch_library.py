@@ -9,7 +9,7 @@ from .errors import LogicError
 
 #: The library's file name and the version of its C entry points (SYMMCOMM_TORCH_ABI_VERSION).
 LIBRARY_NAME = "libsymmcomm_torch.so"
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 
 class Library:
@@ -33,6 +33,21 @@ class Library:
     def remove_communicator(self, name):
         if self.lib is not None:
             self.lib.symmcomm_torch_remove_communicator(name.encode())
+
+    def set_moe_group(self, name, group):
+        """Names the library's MoE group of the symmcomm.moe.MoeGroup `group` to the
+        operators."""
+        if self.lib is not None:
+            from . import _capi
+            c = group.config
+            config = _capi.MoeConfigC(c.num_experts, c.top_k, c.hidden, c.max_tokens_per_rank,
+                                      c.capacity, _capi.PATHS["auto"], _capi.DTYPES[c.wire])
+            _call(self.lib.symmcomm_torch_set_moe_group, name.encode(), group._native.handle,
+                  ctypes.byref(config), group._native.device)
+
+    def remove_moe_group(self, name):
+        if self.lib is not None:
+            self.lib.symmcomm_torch_remove_moe_group(name.encode())
 
     def register(self, namespace):
         """Registers the C++ implementations in `namespace` (its schemas defined); None, or the
@@ -90,7 +105,10 @@ def _open(path):
             ("symmcomm_torch_register", c.c_int, [c.c_char_p, c.c_char_p, c.c_size_t]),
             ("symmcomm_torch_set_communicator", c.c_int,
              [c.c_char_p, c.c_void_p, c.c_char_p, c.c_size_t]),
-            ("symmcomm_torch_remove_communicator", c.c_int, [c.c_char_p])):
+            ("symmcomm_torch_remove_communicator", c.c_int, [c.c_char_p]),
+            ("symmcomm_torch_set_moe_group", c.c_int,
+             [c.c_char_p, c.c_void_p, c.c_void_p, c.c_int, c.c_char_p, c.c_size_t]),
+            ("symmcomm_torch_remove_moe_group", c.c_int, [c.c_char_p])):
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = restype, argtypes
     return lib

@@ -29,6 +29,9 @@ Conventions (engines' tensors are [tokens, hidden]):
   counts[-1].
 - Python implementations give every argument that has a default in the schema the same
   default: the dispatcher drops arguments equal to their default before calling them.
+- MoE dispatch and combine by expert (moe_dispatch, moe_combine) run a symmcomm.moe.MoeGroup
+  registered by name (register_moe_group); moe_dispatch writes into the group's own tensors
+  (moe_buffers) without a copy. symmcomm/_moe_ops.py says how.
 
 Implementations. Every operator has a C++ implementation in libsymmcomm_torch.so, built beside
 libsymmcomm_c.so where CMake finds a CUDA PyTorch: PyTorch's dispatcher calls it without a
@@ -52,12 +55,15 @@ import torch
 
 import symmcomm
 import symmcomm.shapes
-from symmcomm import _core, _torch_library
+from symmcomm import _core, _moe_ops, _torch_library
+from symmcomm._moe_ops import MoeBuffers
 
 __all__ = ["register_communicator", "unregister_communicator", "communicator", "register_ops",
-           "implementation", "native_operators", "native_library", "OPS"]
+           "implementation", "native_operators", "native_library", "OPS",
+           "register_moe_group", "unregister_moe_group", "moe_buffers", "MoeBuffers"]
 
 _comms = {}
+_moe_groups = {}  # name -> symmcomm.moe.MoeGroup (the library's), under _comms_lock
 _comms_lock = threading.Lock()
 
 _IMPLEMENTATIONS = ("auto", "c++", "python")
@@ -72,6 +78,8 @@ def _native_library():
         _native = _torch_library.load()
         for name, (comm, _, _, _) in _comms.items():
             _native.set_communicator(name, comm)
+        for name, group in _moe_groups.items():
+            _native.set_moe_group(name, group)
     return _native
 
 
@@ -114,6 +122,54 @@ def unregister_communicator(name):
         _comms.pop(name, None)
         if _native is not None:
             _native.remove_communicator(name)
+
+
+def register_moe_group(name, group):
+    """Makes `group` (a symmcomm.moe.MoeGroup on the library's paths, "lsa" or "fallback")
+    reachable from moe_dispatch and moe_combine as `name`, until unregister_moe_group(name).
+    The group must outlive its registration (destroy it after unregistering)."""
+    from symmcomm import moe
+    if not isinstance(name, str) or not name:
+        raise symmcomm.LogicError("name must be a non-empty str, got %r" % (name,))
+    if not isinstance(group, moe.MoeGroup):
+        raise symmcomm.LogicError("group must be a symmcomm.moe.MoeGroup, got %s"
+                                  % type(group).__name__)
+    if group._native is None:
+        raise symmcomm.LogicError("group takes path=\"python\", which has no buffers of its "
+                                  "own for the operators to write: make it with path=\"auto\"")
+    with _comms_lock:
+        if _native is not None:
+            _native.set_moe_group(name, group)
+        _moe_groups[name] = group
+
+
+def unregister_moe_group(name):
+    """Forgets the MoE group `name` (the group itself is left as it is)."""
+    with _comms_lock:
+        _moe_groups.pop(name, None)
+        if _native is not None:
+            _native.remove_moe_group(name)
+
+
+def _moe_group(name):
+    group = _moe_groups.get(name)  # one dict read, as _entry
+    if group is None:
+        raise symmcomm.LogicError("no MoE group registered as %r (register_moe_group); "
+                                  "registered: %s" % (name, ", ".join(sorted(_moe_groups))
+                                                      or "none"))
+    return group
+
+
+def _moe_shape(name):
+    """(config, bytes of one expert's block scales) of the group registered as `name`."""
+    group = _moe_group(name)
+    return group.config, _moe_ops.buffers_of(group).block_scales.shape[1]
+
+
+def moe_buffers(name):
+    """The MoeBuffers of the group registered as `name`: its dispatch tensors, which
+    moe_dispatch writes without a copy when given them (the same for every dispatch)."""
+    return _moe_ops.buffers_of(_moe_group(name))
 
 
 def _forget(comm):
@@ -530,6 +586,35 @@ def _reduce_scatterv_device_nvfp4(data, bs, gs, count, counts, offsets, overflow
     return out
 
 
+def _moe_dispatch(x, block_scales, global_scale, topk_idx, topk_weights, num_tokens, out_data,
+                  out_block_scales, out_expert_count, out_global_scale, out_overflow, out_error,
+                  group):
+    _moe_ops.dispatch(_moe_group(group), x, block_scales, global_scale, topk_idx, topk_weights,
+                      num_tokens, (out_data, out_block_scales, out_expert_count,
+                                   out_global_scale, out_overflow, out_error))
+
+
+def _moe_dispatch_fake(x, block_scales, global_scale, topk_idx, topk_weights, num_tokens,
+                       out_data, out_block_scales, out_expert_count, out_global_scale,
+                       out_overflow, out_error, group):
+    config, scale_bytes = _moe_shape(group)
+    _moe_ops.dispatch_fake(config, scale_bytes, x, block_scales, global_scale, topk_idx,
+                           topk_weights, num_tokens, (out_data, out_block_scales,
+                                                      out_expert_count, out_global_scale,
+                                                      out_overflow, out_error))
+
+
+def _moe_combine(expert_out, expert_count, num_rows, group):
+    return _moe_ops.combine(_moe_group(group), expert_out, expert_count, num_rows)
+
+
+def _moe_combine_fake(expert_out, expert_count, num_rows, group):
+    return _moe_ops.combine_fake(_moe_shape(group)[0], expert_out, expert_count, num_rows)
+
+
+_MOE_OUTS = ("out_data", "out_block_scales", "out_expert_count", "out_global_scale",
+             "out_overflow", "out_error")
+
 #: name -> (schema after the name, CUDA implementation, fake, mutated argument names)
 OPS = {
     "all_gather": ("(Tensor x, str group) -> Tensor", _all_gather, _all_gather_fake, ()),
@@ -594,6 +679,14 @@ OPS = {
                        _quantize_nvfp4, _quantize_nvfp4_fake, ()),
     "dequantize_nvfp4": ("(Tensor data, Tensor block_scales, Tensor global_scale) -> Tensor",
                          _dequantize_nvfp4, _dequantize_nvfp4_fake, ()),
+    "moe_dispatch": ("(Tensor x, Tensor? block_scales, Tensor? global_scale, Tensor topk_idx, "
+                     "Tensor topk_weights, Tensor? num_tokens, Tensor(a!) out_data, "
+                     "Tensor(b!) out_block_scales, Tensor(c!) out_expert_count, "
+                     "Tensor(d!) out_global_scale, Tensor(e!) out_overflow, "
+                     "Tensor(f!) out_error, str group) -> ()",
+                     _moe_dispatch, _moe_dispatch_fake, _MOE_OUTS),
+    "moe_combine": ("(Tensor expert_out, Tensor expert_count, SymInt num_rows, str group) -> "
+                    "Tensor", _moe_combine, _moe_combine_fake, ()),
 }
 
 _libraries = {}  # namespace -> (torch.library.Library, {operator: "c++" or "python"})

@@ -10,13 +10,22 @@ import pytest
 torch = pytest.importorskip("torch")
 import symmcomm  # noqa: E402
 import symmcomm.ops as so  # noqa: E402
+from symmcomm import moe  # noqa: E402
 
 GROUPS = {"one": (0, 1), "two": (1, 2), "four": (3, 4)}  # name -> (rank, size)
+# The MoE groups by the same names: 8 experts, top-2, hidden 64, 64 tokens per rank.
+MOE_HIDDEN, MOE_TOKENS = 64, 64
+MOE = {name: moe.MoeConfig(8, 2, MOE_HIDDEN, MOE_TOKENS, size, capacity=32)
+       for name, (_, size) in GROUPS.items()}
 DTYPES = [torch.bfloat16, torch.float32, torch.uint8, torch.int8, torch.int32, torch.int64,
           torch.float16, torch.float64]
 RIGHT = {"data": torch.uint8, "block_scales": torch.uint8, "global_scale": torch.float32,
          "scale": torch.float32, "count": torch.int32, "counts": torch.int32,
-         "offsets": torch.int32, "overflow": torch.int32}
+         "offsets": torch.int32, "overflow": torch.int32, "topk_idx": torch.int32,
+         "topk_weights": torch.float32, "num_tokens": torch.int32, "expert_count": torch.int32,
+         "out_data": torch.uint8, "out_block_scales": torch.uint8,
+         "out_expert_count": torch.int32, "out_global_scale": torch.float32,
+         "out_overflow": torch.int32, "out_error": torch.int32}
 
 
 @pytest.fixture
@@ -28,6 +37,13 @@ def groups(monkeypatch):
         return GROUPS[group]
     monkeypatch.setattr(so, "_size", lambda g: entry(g)[1])
     monkeypatch.setattr(so, "_rank", lambda g: entry(g)[0])
+
+    def moe_shape(group):
+        if group not in MOE:
+            raise symmcomm.LogicError("no MoE group registered as %r" % group)
+        c = MOE[group]
+        return c, symmcomm.swizzled_scale_bytes(c.capacity, c.hidden // 16)
+    monkeypatch.setattr(so, "_moe_shape", moe_shape)
     if not hasattr(torch, "_check"):  # PyTorch before 2.1 (Debian's): the same contract
         def check(cond, message=None):
             if not cond:
@@ -61,6 +77,7 @@ def test_fakes_raise_only_the_operators_kinds_of_error(groups):
             return tensor(name)
         return {"str": lambda: rng.choice(list(GROUPS) + ["no-such-group"]),
                 "SymInt?": lambda: rng.choice([None, -16, -1, 0, 1, 8, 16, 32, 48]),
+                "SymInt": lambda: rng.choice([-1, 0, 1, 8, 64, 65]),
                 "SymInt[]": lambda: [rng.choice([-3, 0, 1, 2, 4, 8])
                                      for _ in range(rng.choice([0, 1, 2, 4]))],
                 "ScalarType": lambda: rng.choice(DTYPES),
@@ -205,6 +222,29 @@ def symbolic_cases(sym, t, h, counts, rank, size):
         ("quantize_all_gather_nvfp4", (x, one, GROUP_OF[size], h)),
         ("quantize_nvfp4", (x, None)),
         ("dequantize_nvfp4", (data, bs, gs)),
+    ] + moe_cases(sym, t, GROUP_OF[size])
+
+
+def moe_cases(sym, t, group):
+    """The MoE operators on `t` tokens (the group's hidden size: it is the group's, not the
+    graph's)."""
+    c = MOE[group]
+    H, K, L = c.hidden, c.top_k, c.local_experts
+    f8 = getattr(torch, "float8_e4m3fn", torch.uint8)
+    scale_bytes = symmcomm.swizzled_scale_bytes(c.capacity, H // 16)
+    outs = (sym.tensor((L, c.capacity, H // 2), torch.uint8),
+            sym.tensor((L, scale_bytes), torch.uint8), sym.tensor((L,), torch.int32),
+            sym.tensor((1,), torch.float32), sym.tensor((1,), torch.int32),
+            sym.tensor((1,), torch.int32))
+    routing = (sym.tensor((t, K), torch.int32), sym.tensor((t, K), torch.float32))
+    one = sym.tensor((1,), torch.float32)
+    return [
+        ("moe_dispatch", (sym.tensor((t, H), torch.bfloat16), None, one) + routing + (None,)
+         + outs + (group,)),
+        ("moe_dispatch", (sym.tensor((t, H // 2), torch.uint8), sym.tensor((t, H // 16), f8), one)
+         + routing + (sym.tensor((1,), torch.int32),) + outs + (group,)),
+        ("moe_combine", (sym.tensor((L, c.capacity, H), torch.bfloat16),
+                         sym.tensor((L,), torch.int32), t, group)),
     ]
 
 

@@ -112,4 +112,26 @@ int symmcomm_torch_remove_communicator(const char* name) {
   return name != nullptr && communicators().remove(name) ? 1 : 0;
 }
 
+int symmcomm_torch_set_moe_group(const char* name, symmcomm_moe_t group,
+                                 const symmcomm_moe_config_t* config, int device, char* error,
+                                 size_t capacity) {
+  if (name == nullptr || *name == '\0') {
+    return fail(error, capacity, "name must be a non-empty string");
+  }
+  if (config == nullptr) return fail(error, capacity, "config must not be NULL");
+  MoeGroupEntry entry;
+  entry.group = group;
+  entry.config = *config;
+  entry.device = device;
+  if (symmcomm_moe_buffers(group, &entry.buffers) != SYMMCOMM_SUCCESS) {
+    return fail(error, capacity, symmcomm_last_error());
+  }
+  entry.config.capacity = entry.buffers.capacity;
+  return guarded(error, capacity, [&] { moe_groups().set(name, entry); });
+}
+
+int symmcomm_torch_remove_moe_group(const char* name) {
+  return name != nullptr && moe_groups().remove(name) ? 1 : 0;
+}
+
 }  // extern "C"

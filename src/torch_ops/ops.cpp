@@ -27,24 +27,11 @@ namespace {
 using Tensors3 = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
 using Shape = c10::SmallVector<int64_t, 8>;
 
-/// Raises the library's failure: ValueError for an invalid argument, RuntimeError otherwise.
-void check(symmcomm_status_t status) {
-  if (status == SYMMCOMM_SUCCESS) return;
-  const char* text = symmcomm_last_error();
-  TORCH_CHECK_VALUE(status != SYMMCOMM_ERROR_INVALID_ARGUMENT, text);
-  const char* name = symmcomm_enum_name(SYMMCOMM_ENUM_STATUS, static_cast<int>(status));
-  TORCH_CHECK(false, "symmcomm (", name ? name : "unknown status", "): ", text);
-}
-
 Communicators::Lease lease(Str group) {
   std::string_view const name(group.data(), group.size());
   auto entry = communicators().find(name);
   TORCH_CHECK_VALUE(static_cast<bool>(entry), communicators().unknown(name));
   return entry;
-}
-
-symmcomm_stream_t stream_of(int device) {
-  return c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
 }
 
 symmcomm_stream_t stream_of(const Communicator& c) {
@@ -499,8 +486,9 @@ at::Tensor reduce_scatterv_device_nvfp4(const at::Tensor& data, const at::Tensor
 
 void implement(torch::Library& lib) {
 #define SYMMCOMM_TORCH_IMPL(op) lib.impl(#op, TORCH_FN(op));
-  SYMMCOMM_TORCH_OPERATORS(SYMMCOMM_TORCH_IMPL)
+  SYMMCOMM_TORCH_COLLECTIVE_OPERATORS(SYMMCOMM_TORCH_IMPL)
 #undef SYMMCOMM_TORCH_IMPL
+  implement_moe(lib);
 }
 
 }  // namespace symmcomm::torch_ops

@@ -5,6 +5,9 @@
 // The operators implemented here: one list for the names the package reads and the
 // registrations.
 #define SYMMCOMM_TORCH_OPERATORS(X) \
+  SYMMCOMM_TORCH_COLLECTIVE_OPERATORS(X) SYMMCOMM_TORCH_MOE_OPERATORS(X)
+// The collectives and codecs (ops.cpp).
+#define SYMMCOMM_TORCH_COLLECTIVE_OPERATORS(X) \
   X(all_gather)                     \
   X(all_gather_out)                 \
   X(all_gather_nvfp4)               \
@@ -26,6 +29,10 @@
   X(all_gatherv_device_nvfp4)       \
   X(reduce_scatterv_device)         \
   X(reduce_scatterv_device_nvfp4)
+// The MoE group's (moe_ops.cpp).
+#define SYMMCOMM_TORCH_MOE_OPERATORS(X) \
+  X(moe_dispatch)                       \
+  X(moe_combine)
 
 namespace torch {
 class Library;
@@ -33,8 +40,12 @@ class Library;
 
 namespace symmcomm::torch_ops {
 
-/// Adds every operator of ops.cpp (SYMMCOMM_TORCH_OPERATORS) to `lib`; throws the dispatcher's
-/// error when an operator's C++ signature does not match its schema.
+/// Adds every operator of SYMMCOMM_TORCH_OPERATORS to `lib` (the collectives and codecs of
+/// ops.cpp, then implement_moe's); throws the dispatcher's error when an operator's C++
+/// signature does not match its schema.
 void implement(torch::Library& lib);
+
+/// Adds the MoE group's operators (moe_ops.cpp: moe_dispatch, moe_combine) to `lib`.
+void implement_moe(torch::Library& lib);
 
 }  // namespace symmcomm::torch_ops

@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /** Bumped whenever a declaration here changes: the Python package checks it when loading. */
-#define SYMMCOMM_TORCH_ABI_VERSION 1
+#define SYMMCOMM_TORCH_ABI_VERSION 2
 
 /** SYMMCOMM_TORCH_ABI_VERSION of the library loaded. */
 SYMMCOMM_TORCH_API int symmcomm_torch_abi_version(void);
@@ -47,6 +47,15 @@ SYMMCOMM_TORCH_API int symmcomm_torch_set_communicator(const char* name, symmcom
                                                        char* error, size_t capacity);
 /** Forgets `name` (after every call using it has returned); 1 when it was registered, else 0. */
 SYMMCOMM_TORCH_API int symmcomm_torch_remove_communicator(const char* name);
+/** Makes the MoE group `group` (of shape `config`, as it was created, on CUDA device `device`)
+ *  reachable from the MoE operators (moe_dispatch, moe_combine) as `name`, replacing any group
+ *  of that name. `group` must stay valid until removed. */
+SYMMCOMM_TORCH_API int symmcomm_torch_set_moe_group(const char* name, symmcomm_moe_t group,
+                                                    const symmcomm_moe_config_t* config,
+                                                    int device, char* error, size_t capacity);
+/** Forgets the MoE group `name` (after every call using it has returned); 1 when it was
+ *  registered, else 0. */
+SYMMCOMM_TORCH_API int symmcomm_torch_remove_moe_group(const char* name);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,7 @@
 #include "tensors.hpp"
 
+#include <c10/cuda/CUDAStream.h>
+
 #include <cstring>
 
 namespace symmcomm::torch_ops {
@@ -190,6 +192,18 @@ symmcomm_device_counts_t device_counts(const at::Tensor& count, const at::Tensor
   }
   return {static_cast<const int32_t*>(ptr[0]), capacity, static_cast<int32_t*>(ptr[1]),
           static_cast<int32_t*>(ptr[2]), static_cast<int32_t*>(ptr[3])};
+}
+
+void check(symmcomm_status_t status) {
+  if (status == SYMMCOMM_SUCCESS) return;
+  const char* text = symmcomm_last_error();
+  TORCH_CHECK_VALUE(status != SYMMCOMM_ERROR_INVALID_ARGUMENT, text);
+  const char* name = symmcomm_enum_name(SYMMCOMM_ENUM_STATUS, static_cast<int>(status));
+  TORCH_CHECK(false, "symmcomm (", name ? name : "unknown status", "): ", text);
+}
+
+symmcomm_stream_t stream_of(int device) {
+  return c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
 }
 
 }  // namespace symmcomm::torch_ops

@@ -55,6 +55,11 @@ constexpr Allowed kBlockScales{kE4m3 | kBytes, "float8_e4m3fn or uint8 or int8"}
 constexpr Allowed kFp8Data{kE4m3 | kE5m2 | kBytes, "float8_e4m3fn or float8_e5m2 or uint8 or int8"};
 constexpr Allowed kInt32Only{kI32, "int32"};
 
+/// Raises the library's failure: ValueError for an invalid argument, RuntimeError otherwise.
+void check(symmcomm_status_t status);
+/// PyTorch's current CUDA stream of `device` (the stream every operator runs on).
+symmcomm_stream_t stream_of(int device);
+
 Kind kind_of(const at::Tensor& t);
 /// PyTorch's Python name of `t`'s dtype ("bfloat16", ...), as the Python implementations print it.
 const char* python_name(const at::Tensor& t);

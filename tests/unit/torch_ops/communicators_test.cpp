@@ -52,6 +52,20 @@ TEST(TorchCommunicators, UnknownNamesTheRegisteredOnes) {
   EXPECT_EQ(registry.names(), (std::vector<std::string>{"ep", "tp"}));
 }
 
+TEST(TorchCommunicators, MoeGroupsAreNamedAsTheirOwnKind) {
+  MoeGroups groups;
+  MoeGroupEntry entry;
+  entry.group = reinterpret_cast<symmcomm_moe_t>(std::uintptr_t{0x3000});
+  entry.config.hidden = 7168;
+  groups.set("layer0", entry);
+  ASSERT_TRUE(groups.find("layer0"));
+  EXPECT_EQ(groups.find("layer0")->config.hidden, 7168);
+  EXPECT_EQ(groups.unknown("layer1"),
+            "no MoE group registered as 'layer1' (register_moe_group); registered: layer0");
+  EXPECT_TRUE(groups.remove("layer0"));
+  EXPECT_FALSE(groups.find("layer0"));
+}
+
 TEST(TorchCommunicators, RemoveWaitsForTheCallsUsingTheCommunicator) {
   Communicators registry;
   registry.set("tp", {fake_handle(0x1000), 0, 2, 0});
