@@ -28,7 +28,7 @@ struct Communicator {
 /// caller passes the group's own tensors).
 struct MoeGroupEntry {
   symmcomm_moe_t group = nullptr;
-  symmcomm_moe_config_t config{};   ///< capacity resolved
+  symmcomm_moe_config_t config{};  ///< capacity resolved
   symmcomm_moe_buffers_t buffers{};
   int device = 0;
 };

@@ -36,8 +36,8 @@ std::string shape_text(c10::IntArrayRef shape) {
 
 /// `t` (named `name`) has exactly `shape`, then the device, contiguity and dtype checks of every
 /// operator; its data pointer.
-void* expect(const at::Tensor& t, const char* name, c10::IntArrayRef shape,
-             const Allowed& allowed, int device) {
+void* expect(const at::Tensor& t, const char* name, c10::IntArrayRef shape, const Allowed& allowed,
+             int device) {
   TORCH_CHECK_VALUE(t.sizes() == shape, name, " has shape ", shape_text(t.sizes()), "; expected ",
                     shape_text(shape));
   return checked(t, name, "", allowed, device);
@@ -75,8 +75,9 @@ int64_t check_tokens(const MoeGroupEntry& g, const at::Tensor& x,
   TORCH_CHECK_VALUE(rows <= c.max_tokens_per_rank, "x has ", rows,
                     " rows; the group takes at most max_tokens_per_rank = ", c.max_tokens_per_rank);
   if (given(block_scales)) {
-    TORCH_CHECK_VALUE(!bf16_wire, "x is NVFP4 (block_scales given) but the group's wire is bf16: "
-                                  "pass bf16 tokens");
+    TORCH_CHECK_VALUE(!bf16_wire,
+                      "x is NVFP4 (block_scales given) but the group's wire is bf16: "
+                      "pass bf16 tokens");
     expect(x, "x", {rows, c.hidden / 2}, kNvfp4Data, g.device);
     expect(*block_scales, "block_scales", {rows, c.hidden / kNvfp4Block}, kBlockScales, g.device);
     TORCH_CHECK_VALUE(given(global_scale), "global_scale: NVFP4 x needs its global scale");
@@ -164,9 +165,8 @@ at::Tensor moe_combine(const at::Tensor& expert_out, const at::Tensor& expert_co
   expect(expert_count, "expert_count", {L}, kInt32Only, g->device);
   TORCH_CHECK_VALUE(num_rows >= 0 && num_rows <= T, "num_rows must be in 0..",
                     "max_tokens_per_rank (", T, "), got ", num_rows);
-  at::Tensor const y = expert_out.scalar_type() == at::kBFloat16
-                           ? expert_out
-                           : expert_out.to(at::kBFloat16);
+  at::Tensor const y =
+      expert_out.scalar_type() == at::kBFloat16 ? expert_out : expert_out.to(at::kBFloat16);
   at::Tensor out = at::empty({T, c.hidden}, y.options());
   auto const a = plain(y, "expert_out", kBf16Only, g->device);
   auto const o = plain(out, "out", kBf16Only, g->device);

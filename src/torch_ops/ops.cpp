@@ -34,6 +34,7 @@ Communicators::Lease lease(Str group) {
   return entry;
 }
 
+using torch_ops::stream_of;  // the device's, beside the communicator's below
 symmcomm_stream_t stream_of(const Communicator& c) {
   return stream_of(c.device);
 }

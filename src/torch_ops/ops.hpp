@@ -8,26 +8,26 @@
   SYMMCOMM_TORCH_COLLECTIVE_OPERATORS(X) SYMMCOMM_TORCH_MOE_OPERATORS(X)
 // The collectives and codecs (ops.cpp).
 #define SYMMCOMM_TORCH_COLLECTIVE_OPERATORS(X) \
-  X(all_gather)                     \
-  X(all_gather_out)                 \
-  X(all_gather_nvfp4)               \
-  X(all_gather_nvfp4_out)           \
-  X(all_gather_fp8)                 \
-  X(all_gatherv)                    \
-  X(all_gatherv_nvfp4)              \
-  X(reduce_scatterv)                \
-  X(reduce_scatter)                 \
-  X(reduce_scatter_out)             \
-  X(reduce_scatter_nvfp4)           \
-  X(reduce_scatter_fp8)             \
-  X(reduce_scatter_nvfp4_q)         \
-  X(reduce_scatter_fp8_q)           \
-  X(quantize_all_gather_nvfp4)      \
-  X(quantize_nvfp4)                 \
-  X(dequantize_nvfp4)               \
-  X(all_gatherv_device)             \
-  X(all_gatherv_device_nvfp4)       \
-  X(reduce_scatterv_device)         \
+  X(all_gather)                                \
+  X(all_gather_out)                            \
+  X(all_gather_nvfp4)                          \
+  X(all_gather_nvfp4_out)                      \
+  X(all_gather_fp8)                            \
+  X(all_gatherv)                               \
+  X(all_gatherv_nvfp4)                         \
+  X(reduce_scatterv)                           \
+  X(reduce_scatter)                            \
+  X(reduce_scatter_out)                        \
+  X(reduce_scatter_nvfp4)                      \
+  X(reduce_scatter_fp8)                        \
+  X(reduce_scatter_nvfp4_q)                    \
+  X(reduce_scatter_fp8_q)                      \
+  X(quantize_all_gather_nvfp4)                 \
+  X(quantize_nvfp4)                            \
+  X(dequantize_nvfp4)                          \
+  X(all_gatherv_device)                        \
+  X(all_gatherv_device_nvfp4)                  \
+  X(reduce_scatterv_device)                    \
   X(reduce_scatterv_device_nvfp4)
 // The MoE group's (moe_ops.cpp).
 #define SYMMCOMM_TORCH_MOE_OPERATORS(X) \

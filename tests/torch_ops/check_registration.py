@@ -12,6 +12,7 @@ import torch
 
 import symmcomm
 import symmcomm.ops as so
+from symmcomm import _capi
 
 EXPECTED = set(so.OPS)  # every operator
 
@@ -165,5 +166,64 @@ refused(ValueError, "row_elements must be >= 1, got 0",
         lambda: ops.all_gatherv_device_nvfp4(data[:, :0], bs[:, :0], gs, *one_row, "cpu-one"))
 refused(ValueError, "row_elements must be >= 1, got 0",
         lambda: ops.reduce_scatterv_device_nvfp4(data[:, :0], bs[:, :0], gs, *one_row, "cpu-one"))
+
+# ---- the MoE group's operators (a group known by name: hidden 64, top-2, 2 experts here of
+# capacity 4, 8 tokens per rank; "cpu-moe-bf16" on a bf16 wire) ---------------------------------
+lib.symmcomm_torch_check_name_moe_group.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int,
+                                                    ctypes.c_size_t, ctypes.c_int]
+moe_configs = {}
+for moe_name, wire in ((b"cpu-moe", "nvfp4"), (b"cpu-moe-bf16", "bf16")):
+    moe_configs[moe_name] = _capi.MoeConfigC(4, 2, 64, 8, 4, _capi.PATHS["auto"],
+                                             _capi.DTYPES[wire])
+    lib.symmcomm_torch_check_name_moe_group(moe_name, ctypes.addressof(moe_configs[moe_name]), 2,
+                                            symmcomm.swizzled_scale_bytes(4, 4), -1)
+i32, f32 = torch.int32, torch.float32
+tokens = torch.zeros(5, 64, dtype=bf16)
+routing = (torch.zeros(5, 2, dtype=i32), torch.zeros(5, 2, dtype=f32))
+moe_outs = (torch.zeros(2, 4, 32, dtype=torch.uint8),
+            torch.zeros(2, symmcomm.swizzled_scale_bytes(4, 4), dtype=torch.uint8),
+            torch.zeros(2, dtype=i32), torch.zeros(1), torch.zeros(1, dtype=i32),
+            torch.zeros(1, dtype=i32))
+bf16_outs = (torch.zeros(2, 4, 64, dtype=bf16), torch.zeros(2, 0, dtype=torch.uint8)) + moe_outs[2:]
+y = torch.zeros(2, 4, 64, dtype=bf16)
+counts2 = torch.zeros(2, dtype=i32)
+refused(ValueError, "no MoE group registered as 'nope' (register_moe_group); registered: cpu-moe, "
+        "cpu-moe-bf16", lambda: ops.moe_combine(y, counts2, 5, "nope"))
+refused(RuntimeError, STOP, lambda: ops.moe_dispatch(tokens, None, torch.ones(1), *routing, None,
+                                                     *moe_outs, "cpu-moe"))
+refused(RuntimeError, STOP, lambda: ops.moe_dispatch(
+    torch.zeros(5, 32, dtype=torch.uint8), torch.zeros(5, 4, dtype=torch.uint8), torch.ones(1),
+    *routing, torch.zeros(1, dtype=i32), *moe_outs, "cpu-moe"))
+refused(RuntimeError, STOP, lambda: ops.moe_dispatch(tokens, None, None, *routing, None,
+                                                     *bf16_outs, "cpu-moe-bf16"))
+refused(RuntimeError, STOP, lambda: ops.moe_combine(y, counts2, 5, "cpu-moe"))
+refused(RuntimeError, STOP, lambda: ops.moe_combine(y.float(), counts2, 8, "cpu-moe"))
+refused(ValueError, "x has 9 rows; the group takes at most max_tokens_per_rank = 8",
+        lambda: ops.moe_dispatch(torch.zeros(9, 64, dtype=bf16), None, torch.ones(1),
+                                 torch.zeros(9, 2, dtype=i32), torch.zeros(9, 2), None, *moe_outs,
+                                 "cpu-moe"))
+refused(ValueError, "topk_idx has shape [5, 3]; expected [5, 2]",
+        lambda: ops.moe_dispatch(tokens, None, torch.ones(1), torch.zeros(5, 3, dtype=i32),
+                                 routing[1], None, *moe_outs, "cpu-moe"))
+refused(ValueError, "global_scale: bf16 x is quantized in the dispatch with the layer's static "
+        "NVFP4 scale", lambda: ops.moe_dispatch(tokens, None, None, *routing, None, *moe_outs,
+                                                "cpu-moe"))
+refused(ValueError, "global_scale must be None on a bf16 wire",
+        lambda: ops.moe_dispatch(tokens, None, torch.ones(1), *routing, None, *bf16_outs,
+                                 "cpu-moe-bf16"))
+refused(ValueError, "x is NVFP4 (block_scales given) but the group's wire is bf16",
+        lambda: ops.moe_dispatch(torch.zeros(5, 32, dtype=torch.uint8),
+                                 torch.zeros(5, 4, dtype=torch.uint8), torch.ones(1), *routing,
+                                 None, *bf16_outs, "cpu-moe-bf16"))
+refused(ValueError, "out_block_scales has shape [2, 5]; expected [2, 512]",
+        lambda: ops.moe_dispatch(tokens, None, torch.ones(1), *routing, None, moe_outs[0],
+                                 torch.zeros(2, 5, dtype=torch.uint8), *moe_outs[2:], "cpu-moe"))
+refused(ValueError, "out_expert_count has dtype int64; expected int32",
+        lambda: ops.moe_dispatch(tokens, None, torch.ones(1), *routing, None, *moe_outs[:2],
+                                 torch.zeros(2, dtype=torch.int64), *moe_outs[3:], "cpu-moe"))
+refused(ValueError, "num_rows must be in 0..max_tokens_per_rank (8), got 9",
+        lambda: ops.moe_combine(y, counts2, 9, "cpu-moe"))
+refused(ValueError, "expert_out has shape [2, 4, 32]; expected [2, 4, 64]",
+        lambda: ops.moe_combine(y[:, :, :32], counts2, 4, "cpu-moe"))
 
 print("check_registration: all passed (PyTorch %s, %s)" % (torch.__version__, where["path"]))

@@ -12,7 +12,9 @@ import sys
 
 import torch
 
+import symmcomm
 import symmcomm.ops as so
+from symmcomm import _capi
 
 STOP = "cpu_check_support: this build of libsymmcomm_torch.so has no CUDA"
 DTYPES = [torch.bfloat16, torch.float32, torch.uint8, torch.int8, torch.int32, torch.int64,
@@ -21,7 +23,10 @@ DTYPES = [torch.bfloat16, torch.float32, torch.uint8, torch.int8, torch.int32, t
 RIGHT = {"data": torch.uint8, "out_data": torch.uint8, "block_scales": torch.uint8,
          "out_block_scales": torch.uint8, "global_scale": torch.float32,
          "out_global_scale": torch.float32, "scale": torch.float32, "count": torch.int32,
-         "counts": torch.int32, "offsets": torch.int32, "overflow": torch.int32}
+         "counts": torch.int32, "offsets": torch.int32, "overflow": torch.int32,
+         "topk_idx": torch.int32, "topk_weights": torch.float32, "num_tokens": torch.int32,
+         "expert_count": torch.int32, "out_expert_count": torch.int32,
+         "out_overflow": torch.int32, "out_error": torch.int32}
 
 
 def main():
@@ -44,6 +49,15 @@ def main():
     groups = [("fuzz-1", 0, 1), ("fuzz-2", 1, 2), ("fuzz-4", 3, 4)]
     for name, rank, size in groups:
         lib.symmcomm_torch_check_name_communicator(name.encode(), rank, size, -1)
+    # MoE groups of the same names, shapes the random tensors can meet: hidden 64, top-2, 2
+    # experts here of capacity 4, 8 tokens per rank (a bf16 wire on one of them).
+    lib.symmcomm_torch_check_name_moe_group.argtypes = [
+        ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
+    for name, _, size in groups:
+        wire = "bf16" if size == 2 else "nvfp4"
+        config = _capi.MoeConfigC(2 * size, 2, 64, 8, 4, _capi.PATHS["auto"], _capi.DTYPES[wire])
+        lib.symmcomm_torch_check_name_moe_group(name.encode(), ctypes.addressof(config), 2,
+                                                symmcomm.swizzled_scale_bytes(4, 4), -1)
     ops = torch.ops.symmcomm_fuzz
     rng = random.Random(seed)
 
@@ -65,6 +79,8 @@ def main():
             return tensor(name)
         if kind == "str":
             return rng.choice([g[0] for g in groups] + ["no-such-group"])
+        if kind in ("int", "SymInt"):
+            return rng.choice([-1, 0, 1, 4, 8, 9, 1 << 40])
         if kind in ("int?", "SymInt?"):
             return None if rng.random() < 0.4 else rng.choice([-16, -1, 0, 1, 8, 16, 32, 1 << 40])
         if kind in ("int[]", "SymInt[]"):
