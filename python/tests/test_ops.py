@@ -17,6 +17,7 @@ if not torch.cuda.is_available():
 import symmcomm.ops  # noqa: E402 (needs torch)
 
 GROUP = "symmcomm-test-solo"
+MOE = "symmcomm-test-moe"  # a MoE group on the same communicator: 8 experts, top-2, 32 tokens
 
 
 #: The operators that must have a C++ implementation: every one.
@@ -32,9 +33,14 @@ def native_or_skip():
 
 @pytest.fixture(scope="module")
 def comm():
+    from symmcomm import moe
     c = symmcomm.Communicator.init(1, symmcomm.unique_id(), 0, 0)
     symmcomm.ops.register_communicator(GROUP, c)
+    group = moe.MoeGroup(c, moe.MoeConfig(8, 2, 256, 32, 1))
+    symmcomm.ops.register_moe_group(MOE, group)
     yield c
+    symmcomm.ops.unregister_moe_group(MOE)
+    group.destroy()
     symmcomm.ops.unregister_communicator(GROUP)
     c.release()
 
@@ -92,6 +98,32 @@ def cases(ops):
         (ops.quantize_all_gather_nvfp4, (x, None, GROUP, 256)),
         (ops.quantize_nvfp4, (x, None)),
         (ops.dequantize_nvfp4, (data, bs, gs)),
+    ] + moe_cases(ops, x, data, bs, gs)
+
+
+def routing(tokens, seed=0, experts=8, top_k=2):
+    """Top-k of random router scores: topk_idx int32 and topk_weights float32 [tokens, top_k]."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    scores = torch.rand(tokens, experts, device="cuda", generator=g).softmax(-1)
+    weights, idx = scores.topk(top_k, dim=-1)
+    return idx.to(torch.int32), weights.float()
+
+
+def fresh_moe_outs():
+    """Tensors shaped as the MoE group's (not its own: the operator copies into them)."""
+    return tuple(torch.empty_like(t) for t in symmcomm.ops.moe_buffers(MOE))
+
+
+def moe_cases(ops, x, data, bs, gs):
+    """The MoE operators (the group's last dispatch before moe_combine is the NVFP4 one)."""
+    idx, w = routing(x.shape[0])
+    one = torch.ones(1, device="cuda", dtype=torch.float32)
+    n = torch.tensor([x.shape[0] - 4], device="cuda", dtype=torch.int32)
+    y = bf16(8 * 32, seed=9).view(8, 32, 256)
+    return [
+        (ops.moe_dispatch, (x, None, one, idx, w, None, *fresh_moe_outs(), MOE)),
+        (ops.moe_dispatch, (data, bs, gs, idx, w, n, *fresh_moe_outs(), MOE)),
+        (ops.moe_combine, (y, symmcomm.ops.moe_buffers(MOE).expert_count, 28, MOE)),
     ]
 
 
@@ -251,6 +283,66 @@ def test_device_counts_place_rows_and_write_counts(ops):
     assert overflow.item() != 0 and torch.equal(got, x)
 
 
+def moe_layer(ops, x, idx, w, scale, expert_w, bufs):
+    """A MoE layer on the group's own tensors: dispatch (bf16 quantized in it), a BF16 stand-in
+    expert on the dequantized masked layout, combine to [tokens, hidden]."""
+    ops.moe_dispatch(x, None, scale, idx, w, None, *bufs, MOE)
+    L, cap, H = bufs.data.shape[0], bufs.data.shape[1], x.shape[1]
+    rows = ops.dequantize_nvfp4(bufs.data.reshape(L * cap, H // 2),
+                                linear_scales(bufs.block_scales, cap, H // 16),
+                                bufs.global_scale)
+    y = torch.bmm(rows.view(L, cap, H), expert_w)
+    return ops.moe_combine(y, bufs.expert_count, x.shape[0], MOE)
+
+
+def linear_scales(swizzled, rows, cols):
+    """Block scales [L, swizzled bytes] (128 x 4 tiles per expert) as [L * rows, cols]."""
+    r = torch.arange(rows, device="cuda").unsqueeze(1)
+    k = torch.arange(cols, device="cuda").unsqueeze(0)
+    at = ((r // 128) * ((cols + 3) // 4) + k // 4) * 512 + (r % 32) * 16 + (r % 128 // 32) * 4 \
+        + k % 4
+    return swizzled[:, at.reshape(-1)].reshape(-1, cols)
+
+
+def test_moe_dispatch_writes_the_groups_tensors_and_a_dynamic_token_layer_compiles_once(ops):
+    # The MoE operators as an engine runs them: dispatch into the group's own tensors (no copy;
+    # other tensors get the same bytes), then one MoE layer compiled with the token dimension
+    # dynamic - three batch sizes, one graph, no graph break, eager's bytes.
+    import torch._dynamo
+    import torch._dynamo.testing
+    bufs = symmcomm.ops.moe_buffers(MOE)
+    scale = torch.full((1,), 5.0 / (6 * 448), device="cuda")
+    x = bf16(20, seed=11)
+    idx, w = routing(20, seed=12)
+    ops.moe_dispatch(x, None, scale, idx, w, None, *bufs, MOE)
+    mine = [t.clone() for t in bufs]
+    outs = fresh_moe_outs()
+    ops.moe_dispatch(x, None, scale, idx, w, None, *outs, MOE)
+    torch.cuda.synchronize()
+    assert bufs.expert_count.sum().item() == 40  # 20 tokens x top-2, none dropped
+    for name, got, want in zip(bufs._fields, outs, mine):
+        assert torch.equal(got, want), name
+    expert_w = (bf16(8 * 256, seed=13).view(8, 256, 256) / 16).contiguous()
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    counter = torch._dynamo.testing.CompileCounterWithBackend("inductor")
+    compiled = torch.compile(moe_layer, backend=counter, fullgraph=True)
+    for tokens in (8, 20, 32):
+        x = bf16(tokens, seed=tokens)
+        idx, w = routing(tokens, seed=tokens + 1)
+        torch._dynamo.mark_dynamic(x, 0)
+        torch._dynamo.mark_dynamic(idx, 0)
+        torch._dynamo.mark_dynamic(w, 0)
+        got = compiled(ops, x, idx, w, scale, expert_w, bufs)
+        want = moe_layer(ops, x, idx, w, scale, expert_w, bufs)
+        torch.cuda.synchronize()
+        assert got.shape == (tokens, 256)
+        assert_same(got, want, "compiled vs eager at %d tokens" % tokens)
+    assert counter.frame_count == 1, counter.frame_count
+    assert sum(torch._dynamo.utils.counters["graph_break"].values()) == 0, \
+        dict(torch._dynamo.utils.counters["graph_break"])
+
+
 def test_an_unknown_group_is_named(ops):
     with pytest.raises(ValueError) as e:
         ops.all_gather(bf16(16), "no-such-group")
@@ -346,6 +438,20 @@ def bad_calls(ops):
         ("combine rows of no element",
          lambda: ops.reduce_scatterv_device_nvfp4(data[:, :0], bs[:, :0], gs, *zeros, GROUP),
          ValueError),
+        ("moe group", lambda: ops.moe_combine(bf16(8 * 32).view(8, 32, 256), i32([0] * 8), 4,
+                                              "no-such-moe"), ValueError),
+        ("moe rows", lambda: ops.moe_dispatch(bf16(33), None, one, *routing(33), None,
+                                              *fresh_moe_outs(), MOE), ValueError),
+        ("moe routing", lambda: ops.moe_dispatch(x, None, one, routing(32)[0][:, :1],
+                                                 routing(32)[1], None, *fresh_moe_outs(), MOE),
+         ValueError),
+        ("moe scale", lambda: ops.moe_dispatch(x, None, None, *routing(32), None,
+                                               *fresh_moe_outs(), MOE), ValueError),
+        ("moe out", lambda: ops.moe_dispatch(x, None, one, *routing(32), None,
+                                             *fresh_moe_outs()[:5], i32([0, 0]), MOE),
+         ValueError),
+        ("moe num_rows", lambda: ops.moe_combine(bf16(8 * 32).view(8, 32, 256),
+                                                 i32([0] * 8), 33, MOE), ValueError),
         ("re-quantized block scales",
          lambda: ops.reduce_scatter_nvfp4_q(data, bs[:, :-1], gs, GROUP), ValueError),
         ("quantize dtype", lambda: ops.quantize_nvfp4(x.float(), None), ValueError),
