@@ -31,7 +31,7 @@ Conventions (engines' tensors are [tokens, hidden]):
   default: the dispatcher drops arguments equal to their default before calling them.
 - MoE dispatch and combine by expert (moe_dispatch, moe_combine) run a symmcomm.moe.MoeGroup
   registered by name (register_moe_group); moe_dispatch writes into the group's own tensors
-  (moe_buffers) without a copy. symmcomm/_moe_ops.py says how.
+  (moe_buffers) without a copy. python/symmcomm/_moe_ops.py says how.
 
 Implementations. Every operator has a C++ implementation in libsymmcomm_torch.so, built beside
 libsymmcomm_c.so where CMake finds a CUDA PyTorch: PyTorch's dispatcher calls it without a

@@ -1,5 +1,5 @@
 // The MoE group's PyTorch operators in C++ (symmcomm.ops.OPS's moe_dispatch and moe_combine):
-// what their Python implementations (symmcomm/_moe_ops.py) do, with the same checks and texts.
+// what their Python implementations (python/symmcomm/_moe_ops.py) do, with the same checks and texts.
 // moe_dispatch writes the dispatch into the tensors it is given; where they are the group's own
 // (symmcomm.ops.moe_buffers) nothing is copied, else the group's are copied into them (what a
 // functionalised graph passes). Both run on the current CUDA stream of the group's device.
