@@ -151,8 +151,9 @@ def dispatch(group, x, block_scales, global_scale, topk_idx, topk_weights, num_t
     if num_tokens is None:
         num_tokens = torch.full((1,), rows, dtype=torch.int32, device=x.device)
     idx, weights = _padded(topk_idx, T, -1), _padded(topk_weights, T, 0.0)
-    if block_scales is not None:
-        tokens = symmcomm.Nvfp4Tensor(_padded(x, T, 0), _padded(block_scales, T, 0), global_scale)
+    if block_scales is not None:  # padded as bytes: float8 and float4 fill only on newer PyTorch
+        tokens = symmcomm.Nvfp4Tensor(_padded(x.view(torch.uint8), T, 0),
+                                      _padded(block_scales.view(torch.uint8), T, 0), global_scale)
     else:
         tokens = _padded(x, T, 0.0)
     group._native.dispatch(tokens, global_scale, idx, weights, num_tokens, None)

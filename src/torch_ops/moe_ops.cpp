@@ -1,7 +1,7 @@
 // The MoE group's PyTorch operators in C++ (symmcomm.ops.OPS's moe_dispatch and moe_combine):
-// what their Python implementations (python/symmcomm/_moe_ops.py) do, with the same checks and texts.
-// moe_dispatch writes the dispatch into the tensors it is given; where they are the group's own
-// (symmcomm.ops.moe_buffers) nothing is copied, else the group's are copied into them (what a
+// what their Python implementations (python/symmcomm/_moe_ops.py) do, with the same checks and
+// texts. moe_dispatch writes the dispatch into the tensors it is given; where they are the group's
+// own (symmcomm.ops.moe_buffers) nothing is copied, else the group's are copied into them (what a
 // functionalised graph passes). Both run on the current CUDA stream of the group's device.
 #include <ATen/ATen.h>
 #include <torch/library.h>
@@ -133,12 +133,14 @@ void moe_dispatch(const at::Tensor& x, const Optional<at::Tensor>& block_scales,
   at::Tensor const n = given(num_tokens) ? *num_tokens : at::full({1}, rows, topk_idx.options());
   at::Tensor const idx = padded(topk_idx, T, -1);
   at::Tensor const weights = padded(topk_weights, T, 0);
-  at::Tensor const data = padded(x, T, 0);
+  // NVFP4 parts padded as bytes: float8 and float4 tensors fill only on newer PyTorch.
+  bool const nvfp4_x = given(block_scales);
+  at::Tensor const data = padded(nvfp4_x ? x.view(at::kByte) : x, T, 0);
   symmcomm_tensor_t tokens;
   at::Tensor scales;
   const float* scale = nullptr;
-  if (given(block_scales)) {
-    scales = padded(*block_scales, T, 0);
+  if (nvfp4_x) {
+    scales = padded(block_scales->view(at::kByte), T, 0);
     tokens = nvfp4(data, scales, *global_scale, "x", g->device, 1, {});
   } else {
     tokens = plain(data, "x", kBf16Only, g->device);
