@@ -326,14 +326,18 @@ def test_moe_dispatch_writes_the_groups_tensors_and_a_dynamic_token_layer_compil
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
     counter = torch._dynamo.testing.CompileCounterWithBackend("inductor")
-    compiled = torch.compile(moe_layer, backend=counter, fullgraph=True)
+
+    def layer(x, idx, w, *buffers):  # the group's tensors as the graph's inputs
+        return moe_layer(ops, x, idx, w, scale, expert_w, symmcomm.ops.MoeBuffers(*buffers))
+
+    compiled = torch.compile(layer, backend=counter, fullgraph=True)
     for tokens in (8, 20, 32):
         x = bf16(tokens, seed=tokens)
         idx, w = routing(tokens, seed=tokens + 1)
         torch._dynamo.mark_dynamic(x, 0)
         torch._dynamo.mark_dynamic(idx, 0)
         torch._dynamo.mark_dynamic(w, 0)
-        got = compiled(ops, x, idx, w, scale, expert_w, bufs)
+        got = compiled(x, idx, w, *bufs)
         want = moe_layer(ops, x, idx, w, scale, expert_w, bufs)
         torch.cuda.synchronize()
         assert got.shape == (tokens, 256)
