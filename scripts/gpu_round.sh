@@ -18,9 +18,9 @@
 #             symmcomm-bench's moe-a2a in CUDA graphs at 8, 4 and 2 ranks, then eager at 8, with
 #             the time left
 #   moetorch  the MoE group proven at this tree in one call: its tests on 2.30.7 (LSA path and
-#             fallback, 2/4/8 ranks sharing the GPU), libsymmcomm_torch.so built, the operator
-#             suite (test_ops.py, both implementations) and the Python MoE tests on 2.30.7,
-#             moe-a2a in CUDA graphs at 8 ranks, then the MoE tests on 2.28.3 (the fallback)
+#             fallback, 2/4/8 ranks sharing the GPU), moe-a2a in CUDA graphs at 8 ranks,
+#             libsymmcomm_torch.so built, the operator suite (test_ops.py, both implementations)
+#             and the Python MoE tests on 2.30.7, then, with 70 s left, the MoE tests on 2.28.3
 #   moesan    the sanitizers over the MoE group's kernels (2.30.7 build): memcheck, racecheck,
 #             initcheck and synccheck over the loopback and one-rank tests, then memcheck and
 #             initcheck over MultiRankMoe at 2 ranks sharing the GPU (memcheck on both ranks,
@@ -272,15 +272,21 @@ case "$phase" in
   moetorch)
     SYMMCOMM_SUITES=second SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" \
       "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
-    SYMMCOMM_SUITES=second SYMMCOMM_SUITE_TIMEOUT_S=120 "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -R 'Moe'
+    SYMMCOMM_SUITES=second SYMMCOMM_SUITE_TIMEOUT_S=90 "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -R 'Moe'
     mv "$work/ctest-second.log" "$work/ctest-moe-2.30.7.log"
     mv "$work/skips-second.txt" "$work/skips-moe-2.30.7.txt"
+    f="$work/moe-a2a-graph-n8"
+    env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 timeout 60 \
+      "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm-bench" --scenario moe-a2a --ranks-per-gpu 8 \
+      --moe-max-tokens 256 -T 30 -N 5 -G 10 --json "$f.json" >"$f.txt" 2>"$f.err"
+    echo "== moe-a2a graph, 8 ranks sharing the GPU: exit $?"
+    grep -E "^ +(1|8|16|64|256) +moe-group-lsa" "$f.txt" | tail -5
     symmcomm_build_torch_ops "$SYMMCOMM_ROOT/build-nccl2" "$work/build-torch-second.log"
     (cd "$SYMMCOMM_ROOT/python" && env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" \
        LD_PRELOAD="$second/lib/libnccl.so.2" NCCL_MULTI_RANK_GPU_ENABLE=1 \
        SYMMCOMM_ALLOWED_SKIPS="$SYMMCOMM_SKIPS_BY_DESIGN" \
        SYMMCOMM_LIBRARY="$SYMMCOMM_ROOT/build-nccl2/src/libsymmcomm_c.so" \
-       timeout "$(( $(left) - 150 ))" "$(symmcomm_torch_python)" -m pytest -q -rfs \
+       timeout "$(( $(left) - ${SYMMCOMM_LEAVE_S:-15} ))" "$(symmcomm_torch_python)" -m pytest -q -rfs \
        -p no:cacheprovider --timeout 200 tests/test_ops.py tests/test_moe.py \
        tests/test_moe_group.py "tests/test_torch.py::test_a_moe_group_on_one_rank_places_every_row_and_combines" \
        tests/test_torch_ranks.py::test_the_moe_group_dispatches_and_combines_as_the_one_process_world_at_two_ranks \
@@ -289,12 +295,7 @@ case "$phase" in
     echo "== pytest operators + MoE, NCCL 2.30.7: $(tail -1 "$work/pytest-moe-ops-2.30.7.txt")"
     grep -E "^(E|FAILED) " "$work/pytest-moe-ops-2.30.7.txt" | cut -c1-250 | head -12
     sed -n '/^Skipped tests (/,/^[^ ]/p' "$work/pytest-moe-ops-2.30.7.txt" | head -12
-    f="$work/moe-a2a-graph-n8"
-    env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 timeout 60 \
-      "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm-bench" --scenario moe-a2a --ranks-per-gpu 8 \
-      --moe-max-tokens 256 -T 30 -N 5 -G 10 --json "$f.json" >"$f.txt" 2>"$f.err"
-    echo "== moe-a2a graph, 8 ranks sharing the GPU: exit $?"
-    grep -E "^ +(1|16|64|256) +moe-group-lsa" "$f.txt" | tail -4
+    [ "$(left)" -gt 70 ] || exit 0
     SYMMCOMM_SUITES=system SYMMCOMM_BUILD_ONLY=1 timeout "$(( $(left) - 20 ))" \
       "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
     SYMMCOMM_SUITES=system SYMMCOMM_SUITE_TIMEOUT_S=$(( $(left) - 10 )) \
