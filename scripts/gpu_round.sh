@@ -281,7 +281,9 @@ case "$phase" in
       --moe-max-tokens 256 -T 30 -N 5 -G 10 --json "$f.json" >"$f.txt" 2>"$f.err"
     echo "== moe-a2a graph, 8 ranks sharing the GPU: exit $?"
     grep -E "^ +(1|8|16|64|256) +moe-group-lsa" "$f.txt" | tail -5
-    symmcomm_build_torch_ops "$SYMMCOMM_ROOT/build-nccl2" "$work/build-torch-second.log"
+    # SYMMCOMM_NO_TORCH_BUILD=1 (a short call): the Python operators only, the C++ half skips.
+    [ "${SYMMCOMM_NO_TORCH_BUILD:-0}" = 1 ] ||
+      symmcomm_build_torch_ops "$SYMMCOMM_ROOT/build-nccl2" "$work/build-torch-second.log"
     (cd "$SYMMCOMM_ROOT/python" && env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" \
        LD_PRELOAD="$second/lib/libnccl.so.2" NCCL_MULTI_RANK_GPU_ENABLE=1 \
        SYMMCOMM_ALLOWED_SKIPS="$SYMMCOMM_SKIPS_BY_DESIGN" \
