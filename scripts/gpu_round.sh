@@ -289,10 +289,11 @@ case "$phase" in
        SYMMCOMM_ALLOWED_SKIPS="$SYMMCOMM_SKIPS_BY_DESIGN" \
        SYMMCOMM_LIBRARY="$SYMMCOMM_ROOT/build-nccl2/src/libsymmcomm_c.so" \
        timeout "$(( $(left) - ${SYMMCOMM_LEAVE_S:-15} ))" "$(symmcomm_torch_python)" -m pytest -q -rfs \
-       -p no:cacheprovider --timeout 200 tests/test_ops.py tests/test_moe.py \
-       tests/test_moe_group.py "tests/test_torch.py::test_a_moe_group_on_one_rank_places_every_row_and_combines" \
+       -p no:cacheprovider --timeout 200 tests/test_moe.py tests/test_moe_group.py \
+       "tests/test_torch.py::test_a_moe_group_on_one_rank_places_every_row_and_combines" \
        tests/test_torch_ranks.py::test_the_moe_group_dispatches_and_combines_as_the_one_process_world_at_two_ranks \
        tests/test_torch_ranks.py::test_the_moe_group_example_replays_its_graph_at_two_ranks \
+       tests/test_ops.py \
        >"$work/pytest-moe-ops-2.30.7.txt" 2>&1)
     echo "== pytest operators + MoE, NCCL 2.30.7: $(tail -1 "$work/pytest-moe-ops-2.30.7.txt")"
     grep -E "^(E|FAILED) " "$work/pytest-moe-ops-2.30.7.txt" | cut -c1-250 | head -12
