@@ -96,8 +96,10 @@ struct MoeCountsArgs {
   const float* global_scale = nullptr;       ///< [1], local
   std::size_t table = 0;                     ///< MoeLayout::table
   // Local outputs.
-  std::int32_t* pair_row = nullptr;  ///< [max_tokens][top_k]: the pair's row on its expert, or -1
-  float* weights = nullptr;          ///< [max_tokens][top_k]: the weights, kept for the combine
+  /// [max_tokens][top_k]: the pair's row on its expert, or -1; like `weights`, written for the
+  /// `tokens` placed only (every reader stops there: a step of 1 token touches its own pairs)
+  std::int32_t* pair_row = nullptr;
+  float* weights = nullptr;              ///< [max_tokens][top_k]: the weights, kept for the combine
   std::int32_t* expert_count = nullptr;  ///< [L]
   std::int32_t* overflow = nullptr;      ///< [1]: this rank's experts' pairs past capacity
   std::int32_t* error = nullptr;         ///< [1]: error bits of every rank
@@ -122,6 +124,7 @@ struct MoeRowsArgs {
   const float* global_scale = nullptr;
   const std::int32_t* topk_idx = nullptr;  ///< as MoeCountsArgs
   const std::int32_t* pair_row = nullptr;  ///< MoeCountsArgs::pair_row
+  const std::int32_t* tokens = nullptr;    ///< MoeCountsArgs::tokens: the pairs to place
   MoeLayout layout{};
 };
 

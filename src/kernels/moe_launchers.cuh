@@ -63,7 +63,7 @@ __device__ bool moe_exchange_counts(const P& peers, const MoeCountsArgs& a, int 
         peers.ptr(SymRef{0, a.table + static_cast<std::size_t>(me) * words * 4}, peer));
     table[w] = w < E ? sh.run[w] : (w == E ? sh.error : scale_bits);
   }
-  for (int p = tid; p < s.pairs(); p += threads) a.weights[p] = a.topk_weights[p];
+  for (int p = tid; p < n * s.top_k; p += threads) a.weights[p] = a.topk_weights[p];
   return peers.barrier();  // every rank's counts in every table
 }
 
@@ -109,17 +109,18 @@ __device__ __forceinline__ void moe_place_pairs(const MoeCountsArgs& a, int n,
   int const E = s.experts;
   int const lane = static_cast<int>(threadIdx.x);
   unsigned const below = (1u << lane) - 1u;
-  for (int p0 = 0; p0 < s.pairs(); p0 += 32) {
+  int const pairs = n * s.top_k;  // the tokens placed only: their pairs' rows
+  for (int p0 = 0; p0 < pairs; p0 += 32) {
     int const p = p0 + lane;
     int e = -1;
-    if (p < s.pairs() && p / s.top_k < n) e = a.topk_idx[p];
+    if (p < pairs) e = a.topk_idx[p];
     bool const valid = e >= 0 && e < E;
     unsigned const group = __match_any_sync(0xffffffffu, valid ? e : E + lane);
     int const row = valid ? sh.run[e] + __popc(group & below) : -1;
     __syncwarp();
     if (valid && (group & below) == 0) sh.run[e] += __popc(group);
     __syncwarp();
-    if (p < s.pairs()) a.pair_row[p] = row >= 0 && row < s.capacity ? row : -1;
+    if (p < pairs) a.pair_row[p] = row >= 0 && row < s.capacity ? row : -1;
   }
 }
 
@@ -204,7 +205,8 @@ __global__ void __launch_bounds__(kThreads)
     scale_factor = nvfp4_scale_factor(g);
     fill_quant_table(quant_table, g);
   }
-  for (int p = global_warp(); p < s.pairs(); p += grid_warps()) {
+  int const pairs = *a.tokens * s.top_k;  // the counts launch placed these only
+  for (int p = global_warp(); p < pairs; p += grid_warps()) {
     int const row = a.pair_row[p];
     if (row < 0) continue;
     int const e = a.topk_idx[p];

@@ -109,6 +109,7 @@ struct World {
       a.block_scales = scales[i]->get();
       a.topk_idx = idx[i]->get();
       a.pair_row = reinterpret_cast<const std::int32_t*>(at(r, layout.pair_row));
+      a.tokens = reinterpret_cast<const std::int32_t*>(at(r, layout.words)) + 3;
       a.layout = layout;
       if (!in[i].bf16.empty() && !c.bf16_wire) {  // quantized in the launch
         a.data = nullptr;
