@@ -228,27 +228,38 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- send back: each expert output row to its token's rank -----------------------------------
 
+// The row of slot `i` (an expert's row) to its token's rank, by the 32 lanes of a warp.
+template <class P>
+__device__ __forceinline__ void moe_send_row_back(const P& peers, const MoeSendBackArgs& a,
+                                                  const std::int32_t* origin, int i) {
+  const MoeShape& s = a.shape;
+  std::size_t const row_bytes = static_cast<std::size_t>(s.hidden) * 2;
+  int const o = origin[i];
+  int const src = o / s.pairs(), q = o % s.pairs();
+  auto* out = reinterpret_cast<uint4*>(
+      peers.ptr(SymRef{0, a.layout.back + static_cast<std::size_t>(q) * row_bytes}, src));
+  const auto* in = reinterpret_cast<const uint4*>(a.expert_out) + i * (row_bytes / 16);
+  for (std::size_t k = threadIdx.x % 32; k < row_bytes / 16; k += 32) out[k] = in[k];
+}
+
 template <class P>
 __global__ void __launch_bounds__(kThreads)
     moe_send_back_kernel(const __grid_constant__ P peers,
                          const __grid_constant__ MoeSendBackArgs a) {
   programmatic_wait(peers);
   const MoeShape& s = a.shape;
-  int const me = peers.rank();
-  int const lane = static_cast<int>(threadIdx.x % 32);
-  std::size_t const row_bytes = static_cast<std::size_t>(s.hidden) * 2;
   const auto* origin =
-      reinterpret_cast<const std::int32_t*>(peers.ptr(SymRef{0, a.layout.origin}, me));
-  int const rows = s.local_experts() * s.capacity;
-  for (int i = global_warp(); i < rows; i += grid_warps()) {
-    int const l = i / s.capacity, m = i % s.capacity;
-    if (m >= a.expert_count[l]) continue;
-    int const o = origin[i];
-    int const src = o / s.pairs(), q = o % s.pairs();
-    auto* out = reinterpret_cast<uint4*>(
-        peers.ptr(SymRef{0, a.layout.back + static_cast<std::size_t>(q) * row_bytes}, src));
-    const auto* in = reinterpret_cast<const uint4*>(a.expert_out) + i * (row_bytes / 16);
-    for (std::size_t k = lane; k < row_bytes / 16; k += 32) out[k] = in[k];
+      reinterpret_cast<const std::int32_t*>(peers.ptr(SymRef{0, a.layout.origin}, peers.rank()));
+  // Each expert's counted rows only (a decode step's few, not L x capacity), the experts' rows
+  // taken as one sequence dealt round-robin to the grid's warps.
+  int const warp = global_warp(), warps = grid_warps();
+  int before = 0;  // counted rows of the experts before l
+  for (int l = 0; l < s.local_experts(); ++l) {
+    int const count = a.expert_count[l];
+    for (int m = ((warp - before) % warps + warps) % warps; m < count; m += warps) {
+      moe_send_row_back(peers, a, origin, l * s.capacity + m);
+    }
+    before += count;
   }
   if (!peers.barrier()) return;  // every row back on its token's rank
   programmatic_release(peers);
