@@ -186,8 +186,13 @@ class MoeGroup:
 
     def destroy(self):
         """Releases the library group's buffers (collective: on every rank); nothing on the
-        "python" path. Its dispatch tensors must not be used after it."""
+        "python" path. Its dispatch tensors must not be used after it; the names
+        symmcomm.ops.register_moe_group gave it are forgotten first."""
         if self._native is not None:
+            import sys
+            ops = sys.modules.get("symmcomm.ops")  # its operators must not reach a freed group
+            if ops is not None:
+                ops._forget_moe_group(self)
             self._native.destroy()
 
     def __enter__(self):

@@ -151,6 +151,15 @@ def unregister_moe_group(name):
             _native.remove_moe_group(name)
 
 
+def _forget_moe_group(group):
+    """Forgets every name of `group` (MoeGroup.destroy calls this before releasing it)."""
+    with _comms_lock:
+        for name in [n for n, g in _moe_groups.items() if g is group]:
+            del _moe_groups[name]
+            if _native is not None:
+                _native.remove_moe_group(name)
+
+
 def _moe_group(name):
     group = _moe_groups.get(name)  # one dict read, as _entry
     if group is None:

@@ -154,9 +154,30 @@ class FakeNative:
             raise symmcomm.LogicError("MoeGroup: path LsaKernel cannot be taken: no LSA team "
                                       "(fake)")
         self.path = "fallback"
+        self.destroyed = False
 
     def reason(self):
         return "fallback: fake (%s)" % self.path
+
+    def destroy(self):
+        self.destroyed = True
+
+
+def test_a_destroyed_group_is_forgotten_by_the_operators(monkeypatch):
+    ops = pytest.importorskip("symmcomm.ops")
+    monkeypatch.setattr(_moe_native, "NativeGroup", FakeNative)
+    config = moe.MoeConfig(8, 2, 64, 4, 2)
+    group = moe.MoeGroup(FakeComm(0, 2), config)
+    ops.register_moe_group("layer-x", group)
+    assert ops._moe_group("layer-x") is group
+    group.destroy()
+    assert group._native.destroyed
+    with pytest.raises(ValueError, match="no MoE group registered as 'layer-x'"):
+        ops._moe_group("layer-x")
+    with pytest.raises(ValueError, match="path=\"python\", which has no buffers"):
+        ops.register_moe_group("p", moe.MoeGroup(FakeComm(0, 2), config, path="python"))
+    with pytest.raises(ValueError, match="group must be a symmcomm.moe.MoeGroup"):
+        ops.register_moe_group("p", object())
 
 
 def test_the_group_refuses_what_does_not_fit_and_names_it(monkeypatch):
