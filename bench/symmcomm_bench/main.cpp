@@ -12,6 +12,7 @@
 
 #include "config.hpp"
 #include "runner.hpp"
+#include "summary.hpp"
 #include "support/shared_gpu.hpp"
 #include "symmcomm/runtime.hpp"
 #include "symmcomm/version.hpp"
@@ -155,6 +156,10 @@ void run_and_print(const Config& c, Ranks& ranks, std::vector<Result>& results,
         }
       }
       moe.insert(moe.end(), rows.begin(), rows.end());
+    }
+    // The figures: medians over the cycles with min-max, moe-a2a's beside the AG/RS layer's.
+    if (prints) {
+      std::printf("%s", moe_summary(moe, c.scenario == Scenario::MoeA2a ? "ag-rs" : "").c_str());
     }
     return;
   }
