@@ -1,9 +1,11 @@
 // symmcomm-bench's moe-a2a scenario: one MoE layer by expert (DeepSeek-R1's shapes: hidden
 // 7168, 256 experts, top-8 of group-limited routing - the experts of the top 4 of 8 groups),
-// per tokens-per-rank value T, three ways side by side in one run:
+// per tokens-per-rank value T, side by side in one run:
 //   "moe-group-lsa" symmcomm::MoeGroup on its LSA kernels (each routed NVFP4 row written once
 //                   into its expert's rank, each expert output sent back and summed in fp32),
 //                   where they can run;
+//   "moe-lsa-in-place" the same with MoeConfig::combine_in_place, the expert outputs written
+//                   into the group's window and read there by the tokens' ranks;
 //   "moe-group-fallback" the group's fallback over NCCL (all-gathers, local placement, fp32
 //                   reduce-scatter);
 //   "ag-rs"         moe-dp's all-gather / reduce-scatter layer at T tokens per rank on Auto's
@@ -81,7 +83,10 @@ int group_capacity(int ranks, int tokens, int experts, int top_k) {
   return std::max(8, static_cast<int>(2.0 * mean + 0.999));
 }
 
-MoeResult run_group(const Config& c, Ranks& ranks, int tokens, PathChoice path) {
+// The group on `path`; `in_place` (the LSA path): its combine reads the expert outputs where
+// the group holds them (the GEMM writing there).
+MoeResult run_group(const Config& c, Ranks& ranks, int tokens, PathChoice path,
+                    bool in_place = false) {
   std::size_t const local = static_cast<std::size_t>(ranks.local());
   std::vector<double> dispatch(local), combine(local);
   Barrier barrier(ranks.local(), ranks.mpi);
@@ -95,6 +100,7 @@ MoeResult run_group(const Config& c, Ranks& ranks, int tokens, PathChoice path) 
     cfg.max_tokens_per_rank = tokens;
     cfg.capacity = group_capacity(comm.size(), tokens, c.moe_experts, c.moe_topk);
     cfg.wire = c.moe_wire;
+    cfg.combine_in_place = in_place;
     MoeGroup group(comm, cfg, s, path);
     Buffers b(*ranks.pools[static_cast<std::size_t>(r)]);
     std::size_t const count = static_cast<std::size_t>(tokens) * c.moe_hidden;
@@ -113,7 +119,8 @@ MoeResult run_group(const Config& c, Ranks& ranks, int tokens, PathChoice path) 
     support::upload_on(s, d_weights, weights);
     support::upload_value_on(s, d_tokens, static_cast<std::int32_t>(tokens));
     std::size_t const out_rows = static_cast<std::size_t>(group.local_experts()) * cfg.capacity;
-    auto* y = b.get<bf16>(out_rows * c.moe_hidden * 2, false);
+    auto* y =
+        in_place ? group.buffers().expert_out : b.get<bf16>(out_rows * c.moe_hidden * 2, false);
     auto* out = b.get<bf16>(count * 2, false);
     fill(s, y, out_rows * c.moe_hidden * 2, repeat(std::uint16_t{0x3f80}));
     std::string const what = "moe-a2a moe-group (" + std::string(to_string(path)) + "), " +
@@ -131,9 +138,8 @@ MoeResult run_group(const Config& c, Ranks& ranks, int tokens, PathChoice path) 
         dispatch[static_cast<std::size_t>(r)], combine[static_cast<std::size_t>(r)]);
     group.check(s);  // bad routing would have timed other work than this row says
   });
-  return moe_result(c, ranks, tokens,
-                    path == PathChoice::LsaKernel ? "moe-group-lsa" : "moe-group-fallback",
-                    dispatch, combine);
+  std::string name = path == PathChoice::LsaKernel ? "moe-group-lsa" : "moe-group-fallback";
+  return moe_result(c, ranks, tokens, in_place ? "moe-lsa-in-place" : name, dispatch, combine);
 }
 
 MoeResult run_alltoall(const Config& c, Ranks& ranks, int tokens) {
@@ -185,7 +191,10 @@ std::vector<MoeResult> run_moe_a2a(const Config& c, Ranks& ranks) {
     if (ranks.prints()) {
       std::fprintf(stderr, "[symmcomm-bench] moe-a2a: %d tokens per rank\n", tokens);
     }
-    if (lsa) results.push_back(run_group(c, ranks, tokens, PathChoice::LsaKernel));
+    if (lsa) {
+      results.push_back(run_group(c, ranks, tokens, PathChoice::LsaKernel));
+      results.push_back(run_group(c, ranks, tokens, PathChoice::LsaKernel, true));
+    }
     results.push_back(run_group(c, ranks, tokens, PathChoice::Fallback));
     MoeResult ag_rs = run_moe_padded(c, ranks, tokens, BenchPath::Auto);
     ag_rs.path = "ag-rs";

@@ -417,6 +417,8 @@ typedef struct {
   int capacity;            /**< rows per expert on its rank; 0: comm size x max tokens */
   symmcomm_path_t path;    /**< AUTO, LSA_KERNEL (refused where it cannot run) or FALLBACK */
   symmcomm_dtype_t wire;   /**< the rows' format: NVFP4 (0, the default) or BF16 */
+  int combine_in_place;    /**< 1: the combine reads the experts' outputs where the group holds
+                                them (symmcomm_moe_buffers_t.expert_out); 0: sent back */
 } symmcomm_moe_config_t;
 
 /** A group's dispatch tensors on this rank (symmcomm::MoeDispatch plus their shapes): device
@@ -434,6 +436,8 @@ typedef struct {
   int capacity;              /**< rows per expert (resolved) */
   size_t expert_scale_bytes; /**< bytes of one expert's swizzled block scales */
   symmcomm_path_taken_t path; /**< the path the group's calls take */
+  uint16_t* expert_out;       /**< bf16 [local_experts][capacity][hidden] where combine_in_place
+                                   (else NULL): where the experts' GEMM may write its outputs */
 } symmcomm_moe_buffers_t;
 
 /** Error bits of symmcomm_moe_buffers_t.error (symmcomm::kMoeError*). */

@@ -51,7 +51,7 @@ class MoeConfigC(ctypes.Structure):
     """symmcomm_moe_config_t"""
     _fields_ = [("num_experts", ctypes.c_int), ("top_k", ctypes.c_int), ("hidden", ctypes.c_int),
                 ("max_tokens_per_rank", ctypes.c_int), ("capacity", ctypes.c_int),
-                ("path", ctypes.c_int), ("wire", ctypes.c_int)]
+                ("path", ctypes.c_int), ("wire", ctypes.c_int), ("combine_in_place", ctypes.c_int)]
 
 
 class MoeBuffersC(ctypes.Structure):
@@ -60,7 +60,8 @@ class MoeBuffersC(ctypes.Structure):
                 ("expert_count", ctypes.c_void_p), ("global_scale", ctypes.c_void_p),
                 ("overflow", ctypes.c_void_p), ("error", ctypes.c_void_p),
                 ("local_experts", ctypes.c_int), ("capacity", ctypes.c_int),
-                ("expert_scale_bytes", ctypes.c_size_t), ("path", ctypes.c_int)]
+                ("expert_scale_bytes", ctypes.c_size_t), ("path", ctypes.c_int),
+                ("expert_out", ctypes.c_void_p)]
 
 
 def options(path):

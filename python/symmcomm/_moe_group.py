@@ -159,6 +159,9 @@ class MoeGroup:
         if path not in _PATHS:
             _fail("path must be one of %s, got %r" % (", ".join('"%s"' % p for p in _PATHS),
                                                      path))
+        if path == "python" and config.combine_in_place:
+            _fail("path=\"python\" sends partial sums back; config.combine_in_place needs the "
+                  "library's paths")
         if path == "python" and config.wire != "nvfp4":
             _fail("path=\"python\" moves NVFP4 rows only; config.wire is %r (take the library's "
                   "paths)" % (config.wire,))
@@ -168,6 +171,12 @@ class MoeGroup:
         self._native = None
         if path != "python":
             self._native = _moe_native.NativeGroup(comm, config, device, stream, path)
+
+    @property
+    def expert_out(self):
+        """bf16 [L, capacity, hidden], where the experts' GEMM may write its outputs for a
+        combine that reads them in place (config.combine_in_place; else None)."""
+        return self._native.expert_out if self._native is not None else None
 
     @property
     def path(self):

@@ -28,7 +28,8 @@ class NativeGroup:
         import torch
         c = _capi.MoeConfigC(config.num_experts, config.top_k, config.hidden,
                              config.max_tokens_per_rank, config.capacity,
-                             _capi.PATHS[self._PATHS[path]], _capi.DTYPES[config.wire])
+                             _capi.PATHS[self._PATHS[path]], _capi.DTYPES[config.wire],
+                             int(config.combine_in_place))
         self.handle = ctypes.c_void_p()
         _check(_lib.symmcomm_moe_create(comm._h(), ctypes.byref(c),
                                         ctypes.c_void_p(_stream_arg(stream, device)),
@@ -56,6 +57,9 @@ class NativeGroup:
         self.global_scale = view(b.global_scale, (1,), "<f4")
         self.overflow = view(b.overflow, (1,), "<i4")
         self.error = view(b.error, (1,), "<i4")
+        self.expert_out = None  # bf16 [L, capacity, hidden] where config.combine_in_place
+        if b.expert_out:
+            self.expert_out = view(b.expert_out, (L, cap, 2 * H), "|u1").view(torch.bfloat16)
         self.device = device
         self.path = "lsa" if _capi.TAKEN.get(b.path) == "lsa-kernel" else "fallback"
 

@@ -41,7 +41,8 @@ class Library:
             from . import _capi
             c = group.config
             config = _capi.MoeConfigC(c.num_experts, c.top_k, c.hidden, c.max_tokens_per_rank,
-                                      c.capacity, _capi.PATHS["auto"], _capi.DTYPES[c.wire])
+                                      c.capacity, _capi.PATHS["auto"], _capi.DTYPES[c.wire],
+                                      int(c.combine_in_place))
             _call(self.lib.symmcomm_torch_set_moe_group, name.encode(), group._native.handle,
                   ctypes.byref(config), group._native.device)
 

@@ -47,10 +47,13 @@ class MoeConfig:
     capacity: rows per expert on its rank (default world * max_tokens_per_rank: no pair is ever
     dropped, since a token names an expert at most once); wire: the rows' format, "nvfp4"
     (packed codes and swizzled block scales, for NVFP4 grouped GEMMs) or "bf16" (rows as they
-    are, for BF16 grouped GEMMs on Hopper; the library's paths only)."""
+    are, for BF16 grouped GEMMs on Hopper; the library's paths only); combine_in_place: the
+    combine reads the experts' outputs where the group holds them (MoeGroup.expert_out, where
+    the GEMM may write them) instead of sending every row back first (the library's paths
+    only)."""
 
     def __init__(self, num_experts, top_k, hidden, max_tokens_per_rank, world, capacity=None,
-                 wire="nvfp4"):
+                 wire="nvfp4", combine_in_place=False):
         self.num_experts = _int_arg(num_experts, "num_experts", 1)
         self.top_k = _int_arg(top_k, "top_k", 1)
         self.hidden = _int_arg(hidden, "hidden", 64)
@@ -68,6 +71,9 @@ class MoeConfig:
         if wire not in ("nvfp4", "bf16"):
             _fail("wire must be \"nvfp4\" or \"bf16\", got %r" % (wire,))
         self.wire = wire
+        if combine_in_place not in (False, True):
+            _fail("combine_in_place must be a bool, got %r" % (combine_in_place,))
+        self.combine_in_place = bool(combine_in_place)
 
     @property
     def local_experts(self):

@@ -193,6 +193,11 @@ def test_the_group_refuses_what_does_not_fit_and_names_it(monkeypatch):
         moe.MoeGroup(FakeComm(1, 2), config, path="lsa")
     with pytest.raises(ValueError, match="path must be one of"):
         moe.MoeGroup(FakeComm(1, 2), config, path="nccl")
+    with pytest.raises(ValueError, match="combine_in_place must be a bool, got 'yes'"):
+        moe.MoeConfig(8, 2, 64, 4, 2, combine_in_place="yes")
+    with pytest.raises(ValueError, match="config.combine_in_place needs the library's paths"):
+        moe.MoeGroup(FakeComm(1, 2), moe.MoeConfig(8, 2, 64, 4, 2, combine_in_place=True),
+                     path="python")
     native = moe.MoeGroup(FakeComm(1, 2), config)
     assert native.path == "fallback" and native.reason.startswith("fallback: fake")
     group = moe.MoeGroup(FakeComm(1, 2), config, path="python")

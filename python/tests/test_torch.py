@@ -162,15 +162,17 @@ def test_every_c_entry_point_on_one_rank(comm):
         fb.float().abs().max().item() * 2.0 ** -7
 
 
-@pytest.mark.parametrize("path", ["auto", "fallback", "python"])
-def test_a_moe_group_on_one_rank_places_every_row_and_combines(comm, path):
+@pytest.mark.parametrize("path, in_place", [("auto", False), ("fallback", False),
+                                            ("python", False), ("auto", True),
+                                            ("fallback", True)])
+def test_a_moe_group_on_one_rank_places_every_row_and_combines(comm, path, in_place):
     # The group on each of its paths against the one-process specification (test_moe_group.py's
     # simulated world of one rank): placed rows and scales below each count, counts, error and
     # overflow words; the combine within one bf16 rounding of the fp64 sum.
     import random
     from symmcomm import moe
     from test_moe_group import dispatch_world, world_inputs
-    config = moe.MoeConfig(8, 3, 128, 37, 1)
+    config = moe.MoeConfig(8, 3, 128, 37, 1, combine_in_place=in_place)
     _, _, ranks = world_inputs(config, random.Random(7), "minus")
     want = dispatch_world(config, ranks)[0]
     mine = ranks[0]
@@ -183,7 +185,11 @@ def test_a_moe_group_on_one_rank_places_every_row_and_combines(comm, path):
                            mine["num_tokens"].cuda())
         y_in = torch.randn(config.local_experts, config.capacity, config.hidden,
                            generator=torch.Generator().manual_seed(3)).to(torch.bfloat16)
-        y = group.combine(y_in.cuda(), d)
+        if in_place:  # the expert outputs written where the group holds them, read there
+            group.expert_out.copy_(y_in.cuda())
+            y = group.combine(group.expert_out, d)
+        else:
+            y = group.combine(y_in.cuda(), d)
         torch.cuda.synchronize()
         assert group.path == path if path != "auto" else group.path in ("lsa", "fallback")
         for name in ("expert_count", "overflow", "error", "global_scale"):

@@ -68,6 +68,9 @@ symmcomm_status_t symmcomm_moe_create(symmcomm_comm_t comm, const symmcomm_moe_c
         c.wire, SYMMCOMM_DTYPE_FP32, "config.wire", "symmcomm_dtype_t"));
     int const path = symmcomm::c_api::enum_value(c.path, SYMMCOMM_PATH_FALLBACK, "config.path",
                                                  "symmcomm_path_t");
+    SYMMCOMM_EXPECTS(c.combine_in_place == 0 || c.combine_in_place == 1,
+                     "config.combine_in_place must be 0 or 1, got " << c.combine_in_place);
+    cfg.combine_in_place = c.combine_in_place != 0;
     out = new symmcomm_moe_s{
         symmcomm::MoeGroup(comm_of(comm), cfg, stream, static_cast<symmcomm::PathChoice>(path))};
   });
@@ -93,6 +96,7 @@ symmcomm_status_t symmcomm_moe_buffers(symmcomm_moe_t group, symmcomm_moe_buffer
     b.expert_scale_bytes = g.expert_scale_bytes();
     b.path =
         g.path() == symmcomm::Path::LsaKernel ? SYMMCOMM_TOOK_LSA_KERNEL : SYMMCOMM_TOOK_FALLBACK;
+    b.expert_out = reinterpret_cast<std::uint16_t*>(d.expert_out);
   });
 }
 

@@ -54,6 +54,7 @@ MoeFallbackLayout MoeFallbackLayout::of(const lsa::MoeShape& s) {
   take(l.stage_scales, s.bf16_wire ? 0 : T * H / 16);
   take(l.partial, W * T * H * 4);
   take(l.sums, T * H * 4);
+  take(l.expert_out, s.in_place ? L * static_cast<std::size_t>(s.capacity) * H * 2 : 0);
   l.bytes = at;
   return l;
 }
@@ -66,6 +67,11 @@ void MoeGroup::Impl::make_fallback(cudaStream_t stream) {
   comm = std::make_unique<detail::CommAlias>(state);
   char* base = block.get();
   set_buffers(base, fallback.rows, fallback.scales, fallback.expert_count, fallback.words);
+  if (shape.in_place) {
+    buffers.expert_out = reinterpret_cast<bf16*>(base + fallback.expert_out);
+    SYMMCOMM_CUDA_TRY(cudaMemsetAsync(base + fallback.expert_out, 0,
+                                      fallback.bytes - fallback.expert_out, stream));
+  }
   // Nothing dispatched yet: no pair placed (row -1), no rows, no error.
   SYMMCOMM_CUDA_TRY(cudaMemsetAsync(base, 0, fallback.pair_row_all, stream));
   SYMMCOMM_CUDA_TRY(cudaMemsetAsync(base + fallback.pair_row_all, 0xff,

@@ -65,6 +65,8 @@ void MoeGroup::Impl::make_lsa(const Communicator& user, cudaStream_t stream) {
   auto* base = static_cast<char*>(window.data());
   set_buffers(base, layout.rows, layout.scales, layout.expert_count, layout.words);
   pair_row = reinterpret_cast<std::int32_t*>(base + layout.pair_row);
+  pair_expert = reinterpret_cast<std::int32_t*>(base + layout.pair_expert);
+  if (shape.in_place) buffers.expert_out = reinterpret_cast<bf16*>(base + layout.expert_out);
   weights = reinterpret_cast<float*>(base + layout.weights);
   // Nothing dispatched yet: no pair placed (row -1), no rows, no error - what check() and a
   // combine read before any dispatch; rows and scales zero until a dispatch writes them (a
@@ -87,6 +89,7 @@ void MoeGroup::Impl::dispatch_lsa(detail::lsa::MoeRowsArgs rows, const float* gl
   c.global_scale = global_scale;
   c.table = layout.table;
   c.pair_row = pair_row;
+  c.pair_expert = pair_expert;
   c.weights = weights;
   c.expert_count = buffers.expert_count;
   c.overflow = buffers.overflow;
@@ -104,9 +107,28 @@ void MoeGroup::Impl::dispatch_lsa(detail::lsa::MoeRowsArgs rows, const float* gl
   after(stream);
 }
 
-// The send-back and the sum.
+// In place: the outputs copied into the window unless the GEMM wrote them there, then each
+// token's rows read from their experts' ranks and summed. Else the send-back and the sum.
 void MoeGroup::Impl::combine_lsa(const bf16* expert_out, bf16* out, cudaStream_t stream) {
   detail::refuse_in_group("MoeGroup::combine", "symmcomm's own kernels");
+  if (shape.in_place) {
+    detail::lsa::MoePullArgs p;
+    p.shape = shape;
+    p.layout = layout;
+    p.pair_row = pair_row;
+    p.pair_expert = pair_expert;
+    p.weights = weights;
+    p.tokens = tokens;
+    p.out = out;
+    before(stream);
+    if (expert_out != buffers.expert_out) {
+      detail::lsa::moe_copy_placed_rows(shape, buffers.expert_count, expert_out, buffers.expert_out,
+                                        stream);
+    }
+    detail::lsa::moe_pull(peers(), p, stream);
+    after(stream);
+    return;
+  }
   detail::lsa::MoeSendBackArgs b;
   b.shape = shape;
   b.expert_out = expert_out;
@@ -203,6 +225,7 @@ MoeGroup::MoeGroup(const Communicator& comm, const MoeConfig& config, cudaStream
   g.shape.max_tokens = g.config.max_tokens_per_rank;
   g.shape.capacity = g.config.capacity;
   g.shape.bf16_wire = g.config.wire == DataType::Bf16;
+  g.shape.in_place = g.config.combine_in_place;
   if (path != PathChoice::Fallback && lsa_blocked.empty()) {
     g.path = Path::LsaKernel;
     g.why =

@@ -49,8 +49,9 @@ struct MoeFallbackLayout {
   std::size_t idx_all = 0, weights_all = 0, tokens_all = 0;       ///< gathered routing
   std::size_t pair_row_all = 0;  ///< int32 [ranks][pairs]: rows of this rank's experts
   std::size_t stage_data = 0, stage_scales = 0;  ///< this rank's BF16 tokens quantized
-  std::size_t partial = 0;  ///< float [ranks * max_tokens][hidden]: sums of this rank's rows
-  std::size_t sums = 0;     ///< float [max_tokens][hidden]: reduce-scattered
+  std::size_t partial = 0;     ///< float [ranks * max_tokens][hidden]: sums of this rank's rows
+  std::size_t sums = 0;        ///< float [max_tokens][hidden]: reduce-scattered
+  std::size_t expert_out = 0;  ///< bf16 [L][capacity][hidden] where in_place (else empty)
   std::size_t bytes = 0;
 
   static MoeFallbackLayout of(const lsa::MoeShape& s);
@@ -70,6 +71,7 @@ struct MoeGroup::Impl {
   detail::lsa::MoeLayout layout;
   SymmetricBuffer window;
   std::int32_t* pair_row = nullptr;
+  std::int32_t* pair_expert = nullptr;
   float* weights = nullptr;
   std::int32_t* tokens = nullptr;  ///< [1] after the dispatch's words: its tokens (clamped)
 

@@ -27,21 +27,10 @@ __global__ void __launch_bounds__(kThreadsPerCta)
     for (int j = 0; j < s.top_k; ++j) {
       std::size_t const p = t * s.top_k + j;
       if (a.pair_row[p] < 0) continue;
-      float const w = a.weights[p];
-      uint4 const v = reinterpret_cast<const uint4*>(a.back + p * s.hidden)[g];
-      const auto* h = reinterpret_cast<const __nv_bfloat162*>(&v);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        float2 const f = __bfloat1622float2(h[k]);
-        acc[2 * k] += w * f.x;
-        acc[2 * k + 1] += w * f.y;
-      }
+      add_weighted_bf16x8(acc, a.weights[p],
+                          reinterpret_cast<const uint4*>(a.back + p * s.hidden)[g]);
     }
-    uint4 packed;
-    auto* h = reinterpret_cast<__nv_bfloat162*>(&packed);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) h[k] = __floats2bfloat162_rn(acc[2 * k], acc[2 * k + 1]);
-    reinterpret_cast<uint4*>(a.out + t * s.hidden)[g] = packed;
+    reinterpret_cast<uint4*>(a.out + t * s.hidden)[g] = packed_bf16x8(acc);
   }
 }
 
@@ -65,8 +54,10 @@ MoeLayout MoeLayout::of(const MoeShape& s) {
   l.origin = l.scales + aligned16(L * s.expert_scale_bytes());
   l.back = l.origin + aligned16(L * cap * 4);
   auto const pairs = static_cast<std::size_t>(s.pairs());
-  l.pair_row = l.back + aligned16(pairs * s.hidden * 2);
-  l.weights = l.pair_row + aligned16(pairs * 4);
+  l.expert_out = l.back + aligned16(pairs * s.hidden * 2);
+  l.pair_row = l.expert_out + (s.in_place ? aligned16(L * cap * s.hidden * 2) : 0);
+  l.pair_expert = l.pair_row + aligned16(pairs * 4);
+  l.weights = l.pair_expert + aligned16(pairs * 4);
   l.expert_count = l.weights + aligned16(pairs * 4);
   l.words = l.expert_count + aligned16(L * 4);
   l.bytes = l.words + 16;
@@ -83,6 +74,10 @@ void moe_rows(const Peers& peers, const MoeRowsArgs& args, cudaStream_t stream) 
 
 void moe_send_back(const Peers& peers, const MoeSendBackArgs& args, cudaStream_t stream) {
   launch_moe_send_back(peers, args, stream);
+}
+
+void moe_pull(const Peers& peers, const MoePullArgs& args, cudaStream_t stream) {
+  launch_moe_pull(peers, args, stream);
 }
 
 void moe_sum(const MoeSumArgs& args, cudaStream_t stream) {

@@ -52,6 +52,9 @@ struct MoeShape {
   int max_tokens = 1;      ///< tokens per rank, at most
   int capacity = 1;        ///< rows per expert on its rank
   bool bf16_wire = false;  ///< rows move as BF16 (no block scales), else as NVFP4
+  /// The experts' outputs live in the window (MoeLayout::expert_out) and the combine reads them
+  /// in place (MoePullArgs), else they are sent back (MoeSendBackArgs, MoeSumArgs).
+  bool in_place = false;
 
   SYMMCOMM_HD int local_experts() const { return experts / ranks; }
   SYMMCOMM_HD int pairs() const { return max_tokens * top_k; }
@@ -77,8 +80,12 @@ struct MoeLayout {
   std::size_t scales = 0;  ///< uint8 [L][expert_scale_bytes]
   std::size_t origin = 0;  ///< int32 [L][capacity]: (source * max_tokens + token) * top_k + slot
   std::size_t back = 0;    ///< bf16 [max_tokens][top_k][hidden]: rows sent back for the combine
+  /// bf16 [L][capacity][hidden] where MoeShape::in_place (else empty): the experts' outputs,
+  /// which the tokens' ranks read in place
+  std::size_t expert_out = 0;
   // This rank's own (in the window only to make one allocation): MoeCountsArgs' outputs.
   std::size_t pair_row = 0;      ///< int32 [max_tokens][top_k]
+  std::size_t pair_expert = 0;   ///< int32 [max_tokens][top_k]
   std::size_t weights = 0;       ///< float [max_tokens][top_k]
   std::size_t expert_count = 0;  ///< int32 [L]
   std::size_t words = 0;         ///< overflow, error (int32), group scale (float)
@@ -99,6 +106,7 @@ struct MoeCountsArgs {
   /// [max_tokens][top_k]: the pair's row on its expert, or -1; like `weights`, written for the
   /// `tokens` placed only (every reader stops there: a step of 1 token touches its own pairs)
   std::int32_t* pair_row = nullptr;
+  std::int32_t* pair_expert = nullptr;   ///< [max_tokens][top_k]: the pair's expert, or -1
   float* weights = nullptr;              ///< [max_tokens][top_k]: the weights, kept for the combine
   std::int32_t* expert_count = nullptr;  ///< [L]
   std::int32_t* overflow = nullptr;      ///< [1]: this rank's experts' pairs past capacity
@@ -146,6 +154,19 @@ struct MoeSumArgs {
   bf16* out = nullptr;                     ///< [max_tokens][hidden]
 };
 
+/// The combine of MoeShape::in_place: after a barrier (every rank's expert outputs in its
+/// window), each of this rank's dispatched tokens reads its placed pairs' rows from their
+/// experts' ranks, weights and sums them in fp32 in slot order and rounds once - one pass.
+struct MoePullArgs {
+  MoeShape shape{};
+  MoeLayout layout{};
+  const std::int32_t* pair_row = nullptr;     ///< MoeCountsArgs::pair_row
+  const std::int32_t* pair_expert = nullptr;  ///< MoeCountsArgs::pair_expert
+  const float* weights = nullptr;             ///< MoeCountsArgs::weights
+  const std::int32_t* tokens = nullptr;       ///< MoeCountsArgs::tokens: the rows of out written
+  bf16* out = nullptr;                        ///< [max_tokens][hidden]
+};
+
 /// The fallback's dispatch on rank `me` (collectives/moe_group.cpp): every rank's NVFP4 tokens
 /// and routing gathered (rank-major) into local memory by NCCL, this rank places the pairs
 /// routed to its experts, in the same order and layout as the LSA path.
@@ -183,6 +204,10 @@ struct MoePartialArgs {
 void moe_place_local(const MoeLocalArgs& args, cudaStream_t stream);
 void moe_partial_sums(const MoePartialArgs& args, cudaStream_t stream);
 void moe_round_bf16(const float* in, bf16* out, std::size_t count, cudaStream_t stream);
+/// Each local expert's counted rows of `src` ([L][capacity][hidden] bf16) copied to `dst` (the
+/// same layout): expert outputs computed elsewhere, into the window of an in-place combine.
+void moe_copy_placed_rows(const MoeShape& shape, const std::int32_t* expert_count, const bf16* src,
+                          bf16* dst, cudaStream_t stream);
 
 /// Launch one step for the calling rank (arguments checked by MoeGroup; the launchers assert
 /// only what a bug in symmcomm could break).
@@ -190,5 +215,6 @@ void moe_counts(const Peers& peers, const MoeCountsArgs& args, cudaStream_t stre
 void moe_rows(const Peers& peers, const MoeRowsArgs& args, cudaStream_t stream);
 void moe_send_back(const Peers& peers, const MoeSendBackArgs& args, cudaStream_t stream);
 void moe_sum(const MoeSumArgs& args, cudaStream_t stream);
+void moe_pull(const Peers& peers, const MoePullArgs& args, cudaStream_t stream);
 
 }  // namespace symmcomm::detail::lsa

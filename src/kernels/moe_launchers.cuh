@@ -28,6 +28,26 @@ __device__ __forceinline__ int moe_tokens(const MoeCountsArgs& a, std::int32_t& 
   return n;
 }
 
+// The combine's arithmetic, one 16-byte group of 8 bf16 at a time: `acc` += w x v in fp32, and
+// the sum rounded once to bf16.
+__device__ __forceinline__ void add_weighted_bf16x8(float (&acc)[8], float w, uint4 v) {
+  const auto* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    float2 const f = __bfloat1622float2(h[k]);
+    acc[2 * k] += w * f.x;
+    acc[2 * k + 1] += w * f.y;
+  }
+}
+
+__device__ __forceinline__ uint4 packed_bf16x8(const float (&acc)[8]) {
+  uint4 packed;
+  auto* h = reinterpret_cast<__nv_bfloat162*>(&packed);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) h[k] = __floats2bfloat162_rn(acc[2 * k], acc[2 * k + 1]);
+  return packed;
+}
+
 // The shared memory of the counts launch: per expert the pair count, then the next row.
 struct MoeCountsShared {
   std::int32_t run[kMaxMoeExperts];
@@ -120,7 +140,11 @@ __device__ __forceinline__ void moe_place_pairs(const MoeCountsArgs& a, int n,
     __syncwarp();
     if (valid && (group & below) == 0) sh.run[e] += __popc(group);
     __syncwarp();
-    if (p < pairs) a.pair_row[p] = row >= 0 && row < s.capacity ? row : -1;
+    bool const placed = row >= 0 && row < s.capacity;
+    if (p < pairs) {
+      a.pair_row[p] = placed ? row : -1;
+      a.pair_expert[p] = placed ? e : -1;
+    }
   }
 }
 
@@ -265,6 +289,35 @@ __global__ void __launch_bounds__(kThreads)
   programmatic_release(peers);
 }
 
+// ---- pull: each token's rows read in place from its experts' ranks, summed ----------------------
+
+template <class P>
+__global__ void __launch_bounds__(kThreads)
+    moe_pull_kernel(const __grid_constant__ P peers, const __grid_constant__ MoePullArgs a) {
+  programmatic_wait(peers);
+  if (!peers.barrier()) return;  // every rank's expert outputs written (its earlier work done)
+  const MoeShape& s = a.shape;
+  int const L = s.local_experts();
+  std::size_t const groups = static_cast<std::size_t>(s.hidden) / 8;  // 8 elements: 16 bytes
+  std::size_t const total = static_cast<std::size_t>(*a.tokens) * groups;
+  for (std::size_t i = global_thread(); i < total; i += grid_threads()) {
+    std::size_t const t = i / groups, g = i % groups;
+    float acc[8] = {};
+    for (int j = 0; j < s.top_k; ++j) {
+      std::size_t const p = t * s.top_k + j;
+      int const row = a.pair_row[p];
+      if (row < 0) continue;
+      int const e = a.pair_expert[p];
+      std::size_t const slot = static_cast<std::size_t>(e % L) * s.capacity + row;
+      uint4 const v = reinterpret_cast<const uint4*>(
+          peers.ptr(SymRef{0, a.layout.expert_out + slot * s.hidden * 2}, e / L))[g];
+      add_weighted_bf16x8(acc, a.weights[p], v);
+    }
+    reinterpret_cast<uint4*>(a.out + t * s.hidden)[g] = packed_bf16x8(acc);
+  }
+  programmatic_release(peers);
+}
+
 // ---- launch bodies ----------------------------------------------------------------------------
 
 inline void check_moe_shape(const MoeShape& s) {
@@ -295,6 +348,18 @@ void launch_moe_rows(const Desc& peers, const MoeRowsArgs& a, cudaStream_t strea
   unsigned const grid = grid_for_units(bytes / 64, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
     launch_resident(moe_rows_kernel<std::decay_t<decltype(p)>>, peers.sm_share, grid, stream, p, a);
+  });
+}
+
+template <class Desc>
+void launch_moe_pull(const Desc& peers, const MoePullArgs& a, cudaStream_t stream) {
+  check_moe_shape(a.shape);
+  SYMMCOMM_EXPECTS(a.shape.in_place, "lsa moe: a pull without expert outputs in the window");
+  check_ref(peers, SymRef{0, a.layout.expert_out}, "moe group window");
+  std::size_t const bytes = static_cast<std::size_t>(a.shape.max_tokens) * a.shape.hidden * 2;
+  unsigned const grid = grid_for_units(bytes / 64, grid_cap(peers, kCtasPerSm));
+  with_policy(peers, [&](const auto& p) {
+    launch_resident(moe_pull_kernel<std::decay_t<decltype(p)>>, peers.sm_share, grid, stream, p, a);
   });
 }
 

@@ -153,6 +153,18 @@ __global__ void __launch_bounds__(kThreadsPerCta)
   }
 }
 
+__global__ void __launch_bounds__(kThreadsPerCta)
+    moe_copy_placed_rows_kernel(MoeShape s, const std::int32_t* expert_count, const uint4* src,
+                                uint4* dst) {
+  std::size_t const groups = static_cast<std::size_t>(s.hidden) / 8;  // 16 bytes each
+  std::size_t const per_expert = static_cast<std::size_t>(s.capacity) * groups;
+  std::size_t const total = static_cast<std::size_t>(s.local_experts()) * per_expert;
+  for (std::size_t i = global_thread(); i < total; i += grid_threads()) {
+    std::size_t const l = i / per_expert, m = i % per_expert / groups;
+    if (m < static_cast<std::size_t>(expert_count[l])) dst[i] = src[i];
+  }
+}
+
 // Loaded with the rest of this module when a communicator is made (core/kernel_preload.hpp).
 [[maybe_unused]] const bool kModuleRegistered = register_kernel_module(
     reinterpret_cast<const void*>(&moe_round_kernel), "kernels/moe_local.cu");
@@ -182,6 +194,15 @@ void moe_partial_sums(const MoePartialArgs& a, cudaStream_t stream) {
 
 void moe_round_bf16(const float* in, bf16* out, std::size_t count, cudaStream_t stream) {
   moe_round_kernel<<<grid_for(count), kThreadsPerCta, 0, stream>>>(in, out, count);
+  SYMMCOMM_CHECK_LAUNCH();
+}
+
+void moe_copy_placed_rows(const MoeShape& shape, const std::int32_t* expert_count, const bf16* src,
+                          bf16* dst, cudaStream_t stream) {
+  std::size_t const groups = static_cast<std::size_t>(shape.local_experts()) * shape.capacity *
+                             (static_cast<std::size_t>(shape.hidden) / 8);
+  moe_copy_placed_rows_kernel<<<grid_for(groups), kThreadsPerCta, 0, stream>>>(
+      shape, expert_count, reinterpret_cast<const uint4*>(src), reinterpret_cast<uint4*>(dst));
   SYMMCOMM_CHECK_LAUNCH();
 }
 

@@ -31,6 +31,7 @@ lsa::MoeShape shape_of(const MoeCase& c) {
   s.max_tokens = c.max_tokens;
   s.capacity = c.cap();
   s.bf16_wire = c.bf16_wire;
+  s.in_place = c.in_place;
   return s;
 }
 
@@ -90,6 +91,7 @@ struct World {
         a.global_scale = c.bf16_wire ? nullptr : scale[i]->get();
         a.table = layout.table;
         a.pair_row = reinterpret_cast<std::int32_t*>(at(r, layout.pair_row));
+        a.pair_expert = reinterpret_cast<std::int32_t*>(at(r, layout.pair_expert));
         a.weights = reinterpret_cast<float*>(at(r, layout.weights));
         a.expert_count = reinterpret_cast<std::int32_t*>(at(r, layout.expert_count));
         auto* words = reinterpret_cast<std::int32_t*>(at(r, layout.words));
@@ -122,9 +124,12 @@ struct World {
     SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
   }
 
-  // One combine of every rank's expert outputs (bf16 bits [L][capacity][hidden]) into `out`.
+  // One combine of every rank's expert outputs (bf16 bits [L][capacity][hidden]) into `out`:
+  // in place (each rank's outputs written into its window, then every rank's pull), or sent
+  // back and summed.
   std::vector<std::vector<std::uint16_t>> combine(
       const std::vector<std::vector<std::uint16_t>>& expert_out) {
+    if (shape.in_place) return pull(expert_out);
     std::vector<std::unique_ptr<DeviceArray<std::uint16_t>>> y, out;
     for (int r = 0; r < c.ranks; ++r) {
       y.push_back(std::make_unique<DeviceArray<std::uint16_t>>(expert_out[0].size()));
@@ -149,6 +154,32 @@ struct World {
       a.tokens = reinterpret_cast<const std::int32_t*>(at(r, layout.words)) + 3;
       a.out = reinterpret_cast<bf16*>(out[static_cast<std::size_t>(r)]->get());
       lsa::moe_sum(a, nullptr);
+    }
+    SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
+    std::vector<std::vector<std::uint16_t>> got;
+    for (auto& o : out) got.push_back(o->download());
+    return got;
+  }
+
+  std::vector<std::vector<std::uint16_t>> pull(
+      const std::vector<std::vector<std::uint16_t>>& expert_out) {
+    std::vector<std::unique_ptr<DeviceArray<std::uint16_t>>> out;
+    for (int r = 0; r < c.ranks; ++r) {
+      support::upload_on(nullptr, at(r, layout.expert_out),
+                         expert_out[static_cast<std::size_t>(r)]);
+      out.push_back(std::make_unique<DeviceArray<std::uint16_t>>(
+          static_cast<std::size_t>(c.max_tokens) * c.hidden));
+    }
+    for (int r = 0; r < c.ranks; ++r) {
+      lsa::MoePullArgs a;
+      a.shape = shape;
+      a.layout = layout;
+      a.pair_row = reinterpret_cast<const std::int32_t*>(at(r, layout.pair_row));
+      a.pair_expert = reinterpret_cast<const std::int32_t*>(at(r, layout.pair_expert));
+      a.weights = reinterpret_cast<const float*>(at(r, layout.weights));
+      a.tokens = reinterpret_cast<const std::int32_t*>(at(r, layout.words)) + 3;
+      a.out = reinterpret_cast<bf16*>(out[static_cast<std::size_t>(r)]->get());
+      lsa::moe_pull(peers(r), a, nullptr);
     }
     SYMMCOMM_CUDA_TRY(cudaDeviceSynchronize());
     std::vector<std::vector<std::uint16_t>> got;
@@ -254,6 +285,19 @@ TEST(MoeLoopback, DispatchPlacesEveryRowAndCombineSumsThem) {
     c.experts = 4 * ranks;
     for (MoeRoutingKind kind : {MoeRoutingKind::Random, MoeRoutingKind::Holes}) {
       dispatch_and_combine(c, kind, 11 + static_cast<std::uint32_t>(ranks));
+    }
+  }
+}
+
+TEST(MoeLoopback, InPlaceCombineReadsTheExpertOutputsFromTheirRanks) {
+  SYMMCOMM_REQUIRE_GPU();
+  for (int ranks : {2, 4, 8}) {
+    MoeCase c;
+    c.ranks = ranks;
+    c.experts = 4 * ranks;
+    c.in_place = true;
+    for (MoeRoutingKind kind : {MoeRoutingKind::Random, MoeRoutingKind::Holes}) {
+      dispatch_and_combine(c, kind, 41 + static_cast<std::uint32_t>(ranks));
     }
   }
 }

@@ -232,6 +232,39 @@ TEST(MultiRankMoe, DispatchAndCombineEagerThenReplayedFromOneGraph) {
   for (PathChoice path : moe_paths()) dispatch_and_combine_eager_then_replayed(path);
 }
 
+TEST(MultiRankMoe, InPlaceCombineReadsTheExpertOutputsWhereTheGroupHoldsThem) {
+  for (PathChoice path : moe_paths()) {
+    SCOPED_TRACE(name_of(path));
+    World& w = world();
+    MoeCase c = moe_case();
+    c.in_place = true;
+    MoeGroup g(w.comm, c.config(), w.stream, path);
+    ASSERT_NE(g.buffers().expert_out, nullptr);
+    Inputs t(c);
+    int round = 0;
+    for (MoeRoutingKind kind : {MoeRoutingKind::Random, MoeRoutingKind::Holes}) {
+      auto const in = moe_inputs(c, kind, 500 + static_cast<std::uint32_t>(round));
+      auto const y = expert_outputs(c, 600 + static_cast<std::uint32_t>(round));
+      t.upload(in[static_cast<std::size_t>(w.rank)], y[static_cast<std::size_t>(w.rank)]);
+      g.dispatch(t.x(), t.idx.get(), t.weights.get(), t.tokens.get(), w.stream);
+      // Round 0: the outputs written where the group holds them (a GEMM writing there), read
+      // in place; round 1: outputs elsewhere, copied in first.
+      const bf16* y_at = reinterpret_cast<const bf16*>(t.expert_out.get());
+      if (round == 0) {
+        SYMMCOMM_CUDA_TRY(cudaMemcpyAsync(g.buffers().expert_out, y_at,
+                                          t.expert_out.count() * sizeof(std::uint16_t),
+                                          cudaMemcpyDeviceToDevice, w.stream));
+        y_at = g.buffers().expert_out;
+      }
+      g.combine(y_at, reinterpret_cast<bf16*>(t.out.get()), w.stream);
+      sync();
+      expect_step(g, t, in, y, round == 0 ? "expert outputs in place" : "expert outputs copied");
+      ++round;
+    }
+    EXPECT_EQ(g.check(w.stream), 0);
+  }
+}
+
 TEST(MultiRankMoe, Bf16WireMovesRowsAsTheyAre) {
   for (PathChoice path : moe_paths()) {
     SCOPED_TRACE(name_of(path));

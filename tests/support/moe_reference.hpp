@@ -22,6 +22,7 @@ namespace symmcomm::test {
 struct MoeCase {
   int ranks = 2, experts = 8, top_k = 3, hidden = 128, max_tokens = 37, capacity = 0;
   bool bf16_wire = false;  ///< rows move as BF16 (no block scales)
+  bool in_place = false;   ///< the combine reads the expert outputs in place
   int local() const { return experts / ranks; }
   int pairs() const { return max_tokens * top_k; }
   int cap() const { return capacity > 0 ? capacity : ranks * max_tokens; }
@@ -40,6 +41,7 @@ struct MoeCase {
     c.max_tokens_per_rank = max_tokens;
     c.capacity = capacity;
     c.wire = bf16_wire ? DataType::Bf16 : DataType::Nvfp4;
+    c.combine_in_place = in_place;
     return c;
   }
 };

@@ -43,6 +43,9 @@
 ///   each rank placing the rows of its experts in the same order and layout, and the combine's
 ///   per-rank fp32 sums reduce-scattered in fp32, rounded once. PathChoice::LsaKernel is refused
 ///   where it cannot run; PathChoice::Fallback forces the fallback.
+/// - **Combine in place** (MoeConfig::combine_in_place): the group also holds the experts'
+///   outputs (MoeDispatch::expert_out); a GEMM writing there lets combine() read each row where
+///   it was computed, in one pass, instead of sending it back first.
 /// - **Stream**: use one stream per communicator for the group's calls and symmcomm's other
 ///   collectives, in the same order on every rank (each call meets its peers in barriers).
 
@@ -76,6 +79,12 @@ struct MoeConfig {
   /// swizzled block scales, for NVFP4 grouped GEMMs) or DataType::Bf16 (rows as they are, for
   /// BF16 grouped GEMMs on Hopper; no block scales, no global scale).
   DataType wire = DataType::Nvfp4;
+  /// The combine reads the experts' outputs in place: the group holds them
+  /// (MoeDispatch::expert_out, [L][capacity][hidden] bf16, in its window on the LSA path) and
+  /// each token's rank reads and sums its rows from there in one pass, where the default sends
+  /// every row back to its token's rank first. A GEMM that writes its output into expert_out
+  /// saves that traffic; outputs elsewhere are copied in first (their counted rows).
+  bool combine_in_place = false;
 };
 
 /// @brief What a dispatch leaves on this rank: device pointers into the group's window, the
@@ -89,6 +98,8 @@ struct MoeDispatch {
   float* global_scale = nullptr;         ///< [1]: rank 0's global scale (every expert's alpha)
   std::int32_t* overflow = nullptr;      ///< [1]: this rank's experts' pairs dropped past capacity
   std::int32_t* error = nullptr;         ///< [1]: kMoeError* bits of every rank's input
+  bf16* expert_out = nullptr;  ///< [L][capacity][hidden] where MoeConfig::combine_in_place: where
+                               ///< the experts' GEMM may write its outputs for combine()
 };
 
 /// @brief Expert-parallel dispatch and combine of one MoE layer shape (see the file comment).

@@ -54,4 +54,8 @@ void moe_send_back(const LoopbackPeers& peers, const MoeSendBackArgs& args, cuda
   launch_moe_send_back(peers, args, stream);
 }
 
+void moe_pull(const LoopbackPeers& peers, const MoePullArgs& args, cudaStream_t stream) {
+  launch_moe_pull(peers, args, stream);
+}
+
 }  // namespace symmcomm::detail::lsa

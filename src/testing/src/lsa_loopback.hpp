@@ -45,5 +45,6 @@ void device_counts_reduce(const LoopbackPeers& peers, const DeviceCountsReduceAr
 void moe_counts(const LoopbackPeers& peers, const MoeCountsArgs& args, cudaStream_t stream);
 void moe_rows(const LoopbackPeers& peers, const MoeRowsArgs& args, cudaStream_t stream);
 void moe_send_back(const LoopbackPeers& peers, const MoeSendBackArgs& args, cudaStream_t stream);
+void moe_pull(const LoopbackPeers& peers, const MoePullArgs& args, cudaStream_t stream);
 
 }  // namespace symmcomm::detail::lsa

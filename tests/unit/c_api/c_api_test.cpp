@@ -59,7 +59,8 @@ TEST(CApi, NullArgumentsAreInvalidArguments) {
   EXPECT_EQ(symmcomm_torch_set_pool(nullptr), SYMMCOMM_ERROR_INVALID_ARGUMENT);
   // MoE groups: a NULL group or config is named; destroying NULL succeeds.
   symmcomm_moe_t group = nullptr;
-  symmcomm_moe_config_t const config = {8, 2, 64, 4, 0, SYMMCOMM_PATH_AUTO, SYMMCOMM_DTYPE_NVFP4};
+  symmcomm_moe_config_t const config = {8, 2, 64, 4, 0, SYMMCOMM_PATH_AUTO, SYMMCOMM_DTYPE_NVFP4,
+                                        0};
   EXPECT_EQ(symmcomm_moe_create(nullptr, &config, nullptr, &group),
             SYMMCOMM_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(last_error_has("comm is NULL"));

@@ -19,8 +19,10 @@ namespace {
 using namespace symmcomm;
 namespace lsa = detail::lsa;
 
-lsa::MoeShape shape(int ranks, int experts, int top_k, int hidden, int tokens, int capacity) {
+lsa::MoeShape shape(int ranks, int experts, int top_k, int hidden, int tokens, int capacity,
+                    bool in_place = false) {
   lsa::MoeShape s;
+  s.in_place = in_place;
   s.ranks = ranks;
   s.experts = experts;
   s.top_k = top_k;
@@ -31,8 +33,10 @@ lsa::MoeShape shape(int ranks, int experts, int top_k, int hidden, int tokens, i
 }
 
 TEST(MoeLayout, PartsAreAlignedInOrderAndAsLargeAsTheirTensors) {
-  for (const lsa::MoeShape& s : {shape(2, 8, 3, 128, 37, 74), shape(8, 256, 8, 7168, 256, 2048),
-                                 shape(4, 16, 1, 64, 1, 3), shape(8, 1024, 8, 7168, 5, 7)}) {
+  for (const lsa::MoeShape& s :
+       {shape(2, 8, 3, 128, 37, 74), shape(8, 256, 8, 7168, 256, 2048), shape(4, 16, 1, 64, 1, 3),
+        shape(8, 1024, 8, 7168, 5, 7), shape(2, 8, 3, 128, 37, 74, true),
+        shape(8, 256, 8, 7168, 256, 512, true)}) {
     lsa::MoeLayout const l = lsa::MoeLayout::of(s);
     auto const L = static_cast<std::size_t>(s.local_experts());
     auto const cap = static_cast<std::size_t>(s.capacity);
@@ -44,7 +48,9 @@ TEST(MoeLayout, PartsAreAlignedInOrderAndAsLargeAsTheirTensors) {
         {l.scales, L * swizzled_scale_bytes(cap, s.hidden / 16)},
         {l.origin, L * cap * 4},
         {l.back, pairs * s.hidden * 2},
+        {l.expert_out, s.in_place ? L * cap * s.hidden * 2 : 0},
         {l.pair_row, pairs * 4},
+        {l.pair_expert, pairs * 4},
         {l.weights, pairs * 4},
         {l.expert_count, L * 4},
         {l.words, 12}};
