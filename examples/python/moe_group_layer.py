@@ -7,9 +7,11 @@ to the ranks of their experts in the masked expert-major layout ([L, capacity, h
 swizzled block scales, expert_count), runs its experts on that layout - a BF16 batched matmul
 over the dequantized rows, the stand-in for the NVFP4 grouped GEMM Hopper lacks; rows past
 expert_count are not tokens (zero on path="python", as an earlier dispatch left them on the
-library's paths), cost nothing but FLOPs and are never sent back - and combines the outputs back to the tokens'
-ranks (weights applied, fp32 sum, one rounding). The graph is replayed with new tokens; every
-replay is checked against the same step computed eagerly.
+library's paths), cost nothing but FLOPs and are never sent back - writing its outputs where
+the group holds them (MoeConfig(combine_in_place=True): MoeGroup.expert_out), and combines them
+from there to the tokens' ranks (weights applied, fp32 sum, one rounding), no copy between the
+GEMM and the combine. The graph is replayed with new tokens; every replay is checked against
+the same step computed eagerly.
 
 Usage: python3 examples/python/moe_group_layer.py           (one rank)
        torchrun --nproc-per-node N examples/python/moe_group_layer.py
@@ -65,7 +67,9 @@ class Layer:
         # stand-in dequantizes from the linear copy the rows came with.
         symmcomm.dequantize_nvfp4(symmcomm.Nvfp4Tensor(d.data.reshape(-1), self.linear_scales(d),
                                                        d.global_scale), rows)
-        y = torch.bmm(rows.view(c.local_experts, c.capacity, HIDDEN), self.w)
+        # The expert GEMM writes where the group holds its outputs: combine reads them there.
+        y = torch.bmm(rows.view(c.local_experts, c.capacity, HIDDEN), self.w,
+                      out=self.group.expert_out)
         return self.group.combine(y, d), d
 
     def linear_scales(self, d):
@@ -91,7 +95,8 @@ def main():
     else:
         uid = symmcomm.unique_id()
     comm = symmcomm.Communicator.init(world, uid, rank, device)
-    config = moe.MoeConfig(EXPERTS_PER_RANK * world, TOP_K, HIDDEN, TOKENS, world)
+    config = moe.MoeConfig(EXPERTS_PER_RANK * world, TOP_K, HIDDEN, TOKENS, world,
+                           combine_in_place=True)
     layer = Layer(comm, config, rank)
 
     # Warm up outside the capture (plans, workspaces), then capture one whole step.
