@@ -6,6 +6,9 @@ of group-limited routing: top-4 of 8 groups), side by side in one run:
                           the library can run them: each routed NVFP4 row written once into
                           its expert's rank in the masked expert-major layout, each output row
                           sent back and summed in fp32 on its token's rank);
+  "MoeGroup in place"     the same with MoeConfig(combine_in_place=True): the expert outputs
+                          written where the group holds them (MoeGroup.expert_out), each token's
+                          rank reading and summing its rows there in one pass;
   "MoeGroup fallback"     the same group forced onto its fallback (all-gathers of tokens and
                           routing, placement, fp32 reduce-scatter);
   "AG/RS device counts"   symmcomm's all-gather / reduce-scatter layer with the counts on the
@@ -40,7 +43,8 @@ import symmcomm  # noqa: E402
 from symmcomm import moe  # noqa: E402
 
 HIDDEN, EXPERTS, TOP_K, GROUPS, TOP_GROUPS = 7168, 256, 8, 8, 4
-WAYS = ("MoeGroup", "MoeGroup fallback", "AG/RS device counts", "all_to_all_single")
+WAYS = ("MoeGroup", "MoeGroup in place", "MoeGroup fallback", "AG/RS device counts",
+        "all_to_all_single")
 
 
 def routing(rank, tokens, seed):
@@ -77,11 +81,16 @@ class Way:
         if name.startswith("MoeGroup"):
             mean = W * tokens * TOP_K / EXPERTS
             self.config = moe.MoeConfig(EXPERTS, TOP_K, H, tokens, W,
-                                        capacity=max(8, int(2 * mean + 0.999)))
+                                        capacity=max(8, int(2 * mean + 0.999)),
+                                        combine_in_place=name.endswith("in place"))
             self.group = moe.MoeGroup(ctx.comm, self.config,
                                       path="fallback" if name.endswith("fallback") else "auto")
-            self.y = torch.zeros(self.config.local_experts, self.config.capacity, H,
-                                 dtype=torch.bfloat16, device="cuda")
+            if self.group.expert_out is not None:  # the GEMM's output where the group holds it
+                self.y = self.group.expert_out
+                self.y.zero_()
+            else:
+                self.y = torch.zeros(self.config.local_experts, self.config.capacity, H,
+                                     dtype=torch.bfloat16, device="cuda")
             self.d = self.group.dispatch(self.x, self.ids, self.weights, self.num_tokens)
         elif name == "AG/RS device counts":
             n = tokens * H
