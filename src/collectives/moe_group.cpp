@@ -96,6 +96,7 @@ void MoeGroup::Impl::dispatch_lsa(detail::lsa::MoeRowsArgs rows, const float* gl
   c.error = buffers.error;
   c.group_scale = buffers.global_scale;
   c.tokens = tokens;
+  c.epoch = reinterpret_cast<std::int32_t*>(static_cast<char*>(window.data()) + layout.epoch);
   rows.shape = shape;
   rows.topk_idx = topk_idx;
   rows.pair_row = pair_row;

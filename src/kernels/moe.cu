@@ -49,7 +49,7 @@ MoeLayout MoeLayout::of(const MoeShape& s) {
   auto const cap = static_cast<std::size_t>(s.capacity);
   MoeLayout l;
   l.table = 0;
-  l.rows = aligned16(static_cast<std::size_t>(s.ranks) * s.table_words() * 4);
+  l.rows = aligned16(2 * static_cast<std::size_t>(s.ranks) * s.table_words() * 4);
   l.scales = l.rows + aligned16(L * cap * s.row_bytes());
   l.origin = l.scales + aligned16(L * s.expert_scale_bytes());
   l.back = l.origin + aligned16(L * cap * 4);
@@ -60,7 +60,8 @@ MoeLayout MoeLayout::of(const MoeShape& s) {
   l.weights = l.pair_expert + aligned16(pairs * 4);
   l.expert_count = l.weights + aligned16(pairs * 4);
   l.words = l.expert_count + aligned16(L * 4);
-  l.bytes = l.words + 16;
+  l.epoch = l.words + 16;
+  l.bytes = l.epoch + 16;
   return l;
 }
 

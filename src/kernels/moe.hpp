@@ -7,9 +7,9 @@
 // the masked expert-major receive tensors (rows, swizzled block scales, each row's origin) and
 // the rows experts send back for the combine. Four launches, each ordered by the stream:
 //
-//   counts   (1 CTA)  barrier (every peer's earlier work on its stream is done, so its group
-//                     window is free); this rank's per-expert pair counts, error bits and global
-//                     scale into every peer's table; barrier; then, from the whole table, each of
+//   counts   (1 CTA)  this rank's per-expert pair counts, error bits and global scale into every
+//                     peer's table (one of two, alternating by dispatch); barrier; then, from
+//                     the whole table, each of
 //                     this rank's pairs' row on its expert (source rank, token, top-k slot order:
 //                     an exclusive prefix over the lower ranks' counts plus the pair's rank among
 //                     this rank's own), and this rank's expert counts, overflow and error word;
@@ -18,13 +18,16 @@
 //   send back (grid)  each row this rank's experts computed sent to its token's rank, into the
 //                     slot (token, top-k slot) there; barrier;
 //   sum      (grid)   each token's rows weighted by its top-k weights, summed in fp32, rounded
-//                     once to bf16 (local).
+//                     once to bf16 (local);
+//   or, in place (MoeShape::in_place), pull (grid): barrier; each token's rows read from the
+//                     expert outputs in their ranks' windows, summed in fp32, rounded once.
 //
 // No host synchronisation, so a layer's dispatch and combine capture in a CUDA graph and replay
-// with new routing. The window needs no second buffer: the counts launch's opening barrier
+// with new routing. The window needs no second buffer of rows: the counts launch's barrier
 // returns only once every peer finished its previous stream work (its expert GEMM read the
-// rows, its combine read the origins and summed the rows sent back), so the next dispatch
-// never overwrites what a slower peer still reads.
+// rows, its combine read the origins and the rows sent back or its peers' expert outputs), and
+// nothing but the count table is written before it - the table alternates by dispatch, so the
+// one written was last read two dispatches ago (docs/moe.md, "Double buffering").
 
 #include <cuda_runtime_api.h>
 
@@ -75,7 +78,9 @@ struct MoeShape {
 
 /// Byte offsets of the group window's parts (every one 16-byte aligned), the same on every rank.
 struct MoeLayout {
-  std::size_t table = 0;   ///< int32 [ranks][table_words]: written by every source
+  /// int32 [2][ranks][table_words]: written by every source, the two tables alternating by
+  /// dispatch
+  std::size_t table = 0;
   std::size_t rows = 0;    ///< [L][capacity] rows of row_bytes (NVFP4 codes or BF16)
   std::size_t scales = 0;  ///< uint8 [L][expert_scale_bytes]
   std::size_t origin = 0;  ///< int32 [L][capacity]: (source * max_tokens + token) * top_k + slot
@@ -88,7 +93,8 @@ struct MoeLayout {
   std::size_t pair_expert = 0;   ///< int32 [max_tokens][top_k]
   std::size_t weights = 0;       ///< float [max_tokens][top_k]
   std::size_t expert_count = 0;  ///< int32 [L]
-  std::size_t words = 0;         ///< overflow, error (int32), group scale (float)
+  std::size_t words = 0;         ///< overflow, error, group scale (float), tokens placed
+  std::size_t epoch = 0;         ///< int32 [1]: this rank's dispatches so far
   std::size_t bytes = 0;         ///< the window's size
 
   static MoeLayout of(const MoeShape& s);
@@ -113,6 +119,7 @@ struct MoeCountsArgs {
   std::int32_t* error = nullptr;         ///< [1]: error bits of every rank
   float* group_scale = nullptr;          ///< [1]: rank 0's global scale (every expert's alpha)
   std::int32_t* tokens = nullptr;        ///< [1]: this rank's tokens placed (num_tokens clamped)
+  std::int32_t* epoch = nullptr;         ///< [1]: MoeLayout::epoch (picks the table)
   /// 0: the whole launch (production). Loopback launches every virtual rank with 1 (its counts
   /// into every table) before any with 2 (the placement from the table).
   int phase = 0;

@@ -55,15 +55,17 @@ struct MoeCountsShared {
 };
 
 // Phase 1: this rank's per-expert counts, error bits and global scale into every peer's table
-// (after the opening barrier), and the weights kept for the combine; false when aborted.
+// (`table`: this dispatch's of the two), and the weights kept for the combine; false when
+// aborted. No barrier before: a peer still reading its table of the previous dispatch reads the
+// other one, and the one written now was last read two dispatches ago, before this rank passed
+// the previous dispatch's barrier.
 template <class P>
-__device__ bool moe_exchange_counts(const P& peers, const MoeCountsArgs& a, int n,
-                                    std::int32_t my_error, MoeCountsShared& sh) {
+__device__ bool moe_exchange_counts(const P& peers, const MoeCountsArgs& a, std::size_t table_at,
+                                    int n, std::int32_t my_error, MoeCountsShared& sh) {
   const MoeShape& s = a.shape;
   int const me = peers.rank(), n_ranks = peers.size();
   int const E = s.experts, words = s.table_words();
   int const tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
-  if (!peers.barrier()) return false;  // every peer's earlier work done: its window is free
   for (int e = tid; e < E; e += threads) sh.run[e] = 0;
   __syncthreads();
   for (int p = tid; p < n * s.top_k; p += threads) {
@@ -80,22 +82,26 @@ __device__ bool moe_exchange_counts(const P& peers, const MoeCountsArgs& a, int 
   for (int i = tid; i < n_ranks * words; i += threads) {
     int const peer = rotated(me, i / words, n_ranks), w = i % words;
     auto* table = reinterpret_cast<std::int32_t*>(
-        peers.ptr(SymRef{0, a.table + static_cast<std::size_t>(me) * words * 4}, peer));
+        peers.ptr(SymRef{0, table_at + static_cast<std::size_t>(me) * words * 4}, peer));
     table[w] = w < E ? sh.run[w] : (w == E ? sh.error : scale_bits);
   }
   for (int p = tid; p < n * s.top_k; p += threads) a.weights[p] = a.topk_weights[p];
-  return peers.barrier();  // every rank's counts in every table
+  // Every rank's counts in every table - and every rank past its previous dispatch's launches
+  // and whatever its stream ran before this one (its expert GEMM, its combine), so the rows
+  // written after this barrier overwrite nothing a peer still reads.
+  return peers.barrier();
 }
 
 // Phase 2, from the whole table: this rank's experts' counts, overflow, error word and group
 // scale, and each expert's first row for this rank's pairs (the lower ranks' counts).
 template <class P>
-__device__ void moe_tally(const P& peers, const MoeCountsArgs& a, MoeCountsShared& sh) {
+__device__ void moe_tally(const P& peers, const MoeCountsArgs& a, std::size_t table_at,
+                          MoeCountsShared& sh) {
   const MoeShape& s = a.shape;
   int const me = peers.rank(), n_ranks = peers.size();
   int const E = s.experts, words = s.table_words(), L = s.local_experts();
   int const tid = static_cast<int>(threadIdx.x), threads = static_cast<int>(blockDim.x);
-  const auto* table = reinterpret_cast<const std::int32_t*>(peers.ptr(SymRef{0, a.table}, me));
+  const auto* table = reinterpret_cast<const std::int32_t*>(peers.ptr(SymRef{0, table_at}, me));
   for (int e = tid; e < E; e += threads) {
     std::int32_t base = 0;  // rows the lower ranks' pairs take on expert e
     for (int r = 0; r < me; ++r) base += table[r * words + e];
@@ -160,17 +166,23 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   std::int32_t my_error = 0;
   int const n = moe_tokens(a, my_error);
+  // This dispatch's table of the two: they alternate (the epoch counts this rank's dispatches,
+  // the same sequence on every rank).
+  std::size_t const table_at = a.table + static_cast<std::size_t>(*a.epoch & 1) *
+                                             static_cast<std::size_t>(a.shape.ranks) *
+                                             a.shape.table_words() * 4;
   if (a.phase != 2) {
-    if (!moe_exchange_counts(peers, a, n, my_error, sh)) return;
+    if (!moe_exchange_counts(peers, a, table_at, n, my_error, sh)) return;
     if (a.phase == 1) return;
   }
   __syncthreads();
-  moe_tally(peers, a, sh);
+  moe_tally(peers, a, table_at, sh);
   __syncthreads();
   if (threadIdx.x < 32) moe_place_pairs(a, n, sh);
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0) {  // every thread read the epoch before the first __syncthreads
     *a.overflow = sh.overflow;
     *a.tokens = n;
+    *a.epoch += 1;
   }
   programmatic_release(peers);
 }

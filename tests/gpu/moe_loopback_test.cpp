@@ -98,6 +98,7 @@ struct World {
         a.overflow = words;
         a.error = words + 1;
         a.group_scale = reinterpret_cast<float*>(words + 2);
+        a.epoch = reinterpret_cast<std::int32_t*>(at(r, layout.epoch));
         a.tokens = words + 3;
         a.phase = phase;
         lsa::moe_counts(peers(r), a, nullptr);

@@ -34,9 +34,9 @@
 ///   max_tokens_per_rank tokens (kMoeErrorNumTokens); both bits are seen by every rank. check()
 ///   reads the error word and throws naming the argument.
 /// - **Buffers**: the group owns its buffers (on the LSA path one symmetric window per rank,
-///   window_bytes()); a dispatch's tensors live there until the next dispatch. A dispatch starts
-///   with a barrier over the ranks, so it never overwrites rows a slower peer's expert GEMM or
-///   combine still reads: no second buffer is needed, inside CUDA graphs too.
+///   window_bytes()); a dispatch's tensors live there until the next dispatch. A dispatch writes
+///   rows only after a barrier over the ranks, so it never overwrites rows a slower peer's expert
+///   GEMM or combine still reads: no second buffer is needed, inside CUDA graphs too.
 /// - **Path** (reason() says which and why): symmcomm's LSA kernels over the group's window
 ///   where an LSA team spans the communicator (NCCL's device API; MoeGroup::supported), else
 ///   the fallback over NCCL's collectives: every rank's NVFP4 tokens and routing all-gathered,

@@ -43,7 +43,7 @@ TEST(MoeLayout, PartsAreAlignedInOrderAndAsLargeAsTheirTensors) {
     auto const pairs = static_cast<std::size_t>(s.pairs());
     // (offset, bytes the part needs), in window order.
     std::vector<std::pair<std::size_t, std::size_t>> const parts = {
-        {l.table, static_cast<std::size_t>(s.ranks) * s.table_words() * 4},
+        {l.table, 2 * static_cast<std::size_t>(s.ranks) * s.table_words() * 4},
         {l.rows, L * cap * s.hidden / 2},
         {l.scales, L * swizzled_scale_bytes(cap, s.hidden / 16)},
         {l.origin, L * cap * 4},
@@ -53,7 +53,8 @@ TEST(MoeLayout, PartsAreAlignedInOrderAndAsLargeAsTheirTensors) {
         {l.pair_expert, pairs * 4},
         {l.weights, pairs * 4},
         {l.expert_count, L * 4},
-        {l.words, 12}};
+        {l.words, 16},
+        {l.epoch, 4}};
     for (std::size_t i = 0; i < parts.size(); ++i) {
       SCOPED_TRACE("part " + std::to_string(i) + " of " + std::to_string(s.experts) + " experts");
       EXPECT_EQ(parts[i].first % 16, 0u);
