@@ -6,6 +6,8 @@
 //                   where they can run;
 //   "moe-lsa-in-place" the same with MoeConfig::combine_in_place, the expert outputs written
 //                   into the group's window and read there by the tokens' ranks;
+//   "moe-lsa-at-max" the LSA path with one group made for --moe-max-tokens, dispatching T of
+//                   them (as an engine decodes below its largest batch);
 //   "moe-group-fallback" the group's fallback over NCCL (all-gathers, local placement, fp32
 //                   reduce-scatter);
 //   "ag-rs"         moe-dp's all-gather / reduce-scatter layer at T tokens per rank on Auto's
@@ -83,10 +85,17 @@ int group_capacity(int ranks, int tokens, int experts, int top_k) {
   return std::max(8, static_cast<int>(2.0 * mean + 0.999));
 }
 
-// The group on `path`; `in_place` (the LSA path): its combine reads the expert outputs where
-// the group holds them (the GEMM writing there).
-MoeResult run_group(const Config& c, Ranks& ranks, int tokens, PathChoice path,
-                    bool in_place = false) {
+// One row of the MoE group: its path, its name, whether its combine reads the expert outputs
+// where the group holds them (the GEMM writing there), and the most tokens it is made for (0:
+// the tokens dispatched; an engine makes one group for its largest batch and decodes below it).
+struct GroupRow {
+  PathChoice path;
+  const char* name;
+  bool in_place = false;
+  int max_tokens = 0;
+};
+
+MoeResult run_group(const Config& c, Ranks& ranks, int tokens, const GroupRow& row) {
   std::size_t const local = static_cast<std::size_t>(ranks.local());
   std::vector<double> dispatch(local), combine(local);
   Barrier barrier(ranks.local(), ranks.mpi);
@@ -97,13 +106,14 @@ MoeResult run_group(const Config& c, Ranks& ranks, int tokens, PathChoice path,
     cfg.num_experts = c.moe_experts;
     cfg.top_k = c.moe_topk;
     cfg.hidden = c.moe_hidden;
-    cfg.max_tokens_per_rank = tokens;
-    cfg.capacity = group_capacity(comm.size(), tokens, c.moe_experts, c.moe_topk);
+    int const most = std::max(tokens, row.max_tokens);
+    cfg.max_tokens_per_rank = most;
+    cfg.capacity = group_capacity(comm.size(), most, c.moe_experts, c.moe_topk);
     cfg.wire = c.moe_wire;
-    cfg.combine_in_place = in_place;
-    MoeGroup group(comm, cfg, s, path);
+    cfg.combine_in_place = row.in_place;
+    MoeGroup group(comm, cfg, s, row.path);
     Buffers b(*ranks.pools[static_cast<std::size_t>(r)]);
-    std::size_t const count = static_cast<std::size_t>(tokens) * c.moe_hidden;
+    std::size_t const count = static_cast<std::size_t>(most) * c.moe_hidden;
     ConstNvfp4View x{b.get(count / 2, false), b.get(count / 16, false), b.get<float>(4, false),
                      count};
     ConstBf16Span const x16{b.get<bf16>(count * 2, false), count};
@@ -111,7 +121,7 @@ MoeResult run_group(const Config& c, Ranks& ranks, int tokens, PathChoice path,
     fill(s, const_cast<std::uint8_t*>(x.block_scales), count / 16, repeat(std::uint8_t{0x38}));
     std::vector<std::int32_t> ids;
     std::vector<float> weights;
-    group_limited_routing(comm.rank(), tokens, c.moe_experts, c.moe_topk, ids, weights);
+    group_limited_routing(comm.rank(), most, c.moe_experts, c.moe_topk, ids, weights);
     auto* d_ids = b.get<std::int32_t>(ids.size() * 4, false);
     auto* d_weights = b.get<float>(weights.size() * 4, false);
     auto* d_tokens = b.get<std::int32_t>(4, false);
@@ -120,12 +130,11 @@ MoeResult run_group(const Config& c, Ranks& ranks, int tokens, PathChoice path,
     support::upload_value_on(s, d_tokens, static_cast<std::int32_t>(tokens));
     std::size_t const out_rows = static_cast<std::size_t>(group.local_experts()) * cfg.capacity;
     auto* y =
-        in_place ? group.buffers().expert_out : b.get<bf16>(out_rows * c.moe_hidden * 2, false);
+        row.in_place ? group.buffers().expert_out : b.get<bf16>(out_rows * c.moe_hidden * 2, false);
     auto* out = b.get<bf16>(count * 2, false);
     fill(s, y, out_rows * c.moe_hidden * 2, repeat(std::uint16_t{0x3f80}));
-    std::string const what = "moe-a2a moe-group (" + std::string(to_string(path)) + "), " +
-                             std::to_string(tokens) + " tokens per rank on rank " +
-                             std::to_string(comm.rank());
+    std::string const what = "moe-a2a " + std::string(row.name) + ", " + std::to_string(tokens) +
+                             " tokens per rank on rank " + std::to_string(comm.rank());
     auto const run_dispatch = [&] {
       if (c.moe_wire == DataType::Bf16) {
         group.dispatch(x16, nullptr, d_ids, d_weights, d_tokens, s);
@@ -138,8 +147,7 @@ MoeResult run_group(const Config& c, Ranks& ranks, int tokens, PathChoice path,
         dispatch[static_cast<std::size_t>(r)], combine[static_cast<std::size_t>(r)]);
     group.check(s);  // bad routing would have timed other work than this row says
   });
-  std::string name = path == PathChoice::LsaKernel ? "moe-group-lsa" : "moe-group-fallback";
-  return moe_result(c, ranks, tokens, in_place ? "moe-lsa-in-place" : name, dispatch, combine);
+  return moe_result(c, ranks, tokens, row.name, dispatch, combine);
 }
 
 MoeResult run_alltoall(const Config& c, Ranks& ranks, int tokens) {
@@ -192,10 +200,15 @@ std::vector<MoeResult> run_moe_a2a(const Config& c, Ranks& ranks) {
       std::fprintf(stderr, "[symmcomm-bench] moe-a2a: %d tokens per rank\n", tokens);
     }
     if (lsa) {
-      results.push_back(run_group(c, ranks, tokens, PathChoice::LsaKernel));
-      results.push_back(run_group(c, ranks, tokens, PathChoice::LsaKernel, true));
+      results.push_back(run_group(c, ranks, tokens, {PathChoice::LsaKernel, "moe-group-lsa"}));
+      results.push_back(
+          run_group(c, ranks, tokens, {PathChoice::LsaKernel, "moe-lsa-in-place", true}));
+      if (tokens < c.moe_max_tokens) {
+        results.push_back(run_group(
+            c, ranks, tokens, {PathChoice::LsaKernel, "moe-lsa-at-max", false, c.moe_max_tokens}));
+      }
     }
-    results.push_back(run_group(c, ranks, tokens, PathChoice::Fallback));
+    results.push_back(run_group(c, ranks, tokens, {PathChoice::Fallback, "moe-group-fallback"}));
     MoeResult ag_rs = run_moe_padded(c, ranks, tokens, BenchPath::Auto);
     ag_rs.path = "ag-rs";
     results.push_back(ag_rs);
