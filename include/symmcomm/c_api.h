@@ -424,17 +424,17 @@ typedef struct {
 /** A group's dispatch tensors on this rank (symmcomm::MoeDispatch plus their shapes): device
  *  pointers into the group's window, the same for every dispatch. */
 typedef struct {
-  uint8_t* data;             /**< [local_experts][capacity] rows: hidden / 2 bytes of packed
-                                  e2m1, or hidden bf16 on a BF16 wire */
-  uint8_t* block_scales;     /**< [local_experts][expert_scale_bytes], 128 x 4 per expert
-                                  (NULL on a BF16 wire) */
-  int32_t* expert_count;     /**< [local_experts] */
-  float* global_scale;       /**< [1]: every expert's alpha (rank 0's global scale) */
-  int32_t* overflow;         /**< [1]: this rank's experts' pairs dropped past capacity */
-  int32_t* error;            /**< [1]: SYMMCOMM_MOE_ERROR_* bits of every rank's input */
-  int local_experts;         /**< experts this rank holds */
-  int capacity;              /**< rows per expert (resolved) */
-  size_t expert_scale_bytes; /**< bytes of one expert's swizzled block scales */
+  uint8_t* data;              /**< [local_experts][capacity] rows: hidden / 2 bytes of packed
+                                   e2m1, or hidden bf16 on a BF16 wire */
+  uint8_t* block_scales;      /**< [local_experts][expert_scale_bytes], 128 x 4 per expert
+                                   (NULL on a BF16 wire) */
+  int32_t* expert_count;      /**< [local_experts] */
+  float* global_scale;        /**< [1]: every expert's alpha (rank 0's global scale) */
+  int32_t* overflow;          /**< [1]: this rank's experts' pairs dropped past capacity */
+  int32_t* error;             /**< [1]: SYMMCOMM_MOE_ERROR_* bits of every rank's input */
+  int local_experts;          /**< experts this rank holds */
+  int capacity;               /**< rows per expert (resolved) */
+  size_t expert_scale_bytes;  /**< bytes of one expert's swizzled block scales */
   symmcomm_path_taken_t path; /**< the path the group's calls take */
   uint16_t* expert_out;       /**< bf16 [local_experts][capacity][hidden] where combine_in_place
                                    (else NULL): where the experts' GEMM may write its outputs */
