@@ -13,9 +13,11 @@ import symmcomm.ops as so  # noqa: E402
 from symmcomm import moe  # noqa: E402
 
 GROUPS = {"one": (0, 1), "two": (1, 2), "four": (3, 4)}  # name -> (rank, size)
-# The MoE groups by the same names: 8 experts, top-2, hidden 64, 64 tokens per rank.
+# The MoE groups by the same names: 8 experts, top-2, hidden 64, 64 tokens per rank ("two" on a
+# bf16 wire).
 MOE_HIDDEN, MOE_TOKENS = 64, 64
-MOE = {name: moe.MoeConfig(8, 2, MOE_HIDDEN, MOE_TOKENS, size, capacity=32)
+MOE = {name: moe.MoeConfig(8, 2, MOE_HIDDEN, MOE_TOKENS, size, capacity=32,
+                           wire="bf16" if name == "two" else "nvfp4")
        for name, (_, size) in GROUPS.items()}
 DTYPES = [torch.bfloat16, torch.float32, torch.uint8, torch.int8, torch.int32, torch.int64,
           torch.float16, torch.float64]
@@ -42,7 +44,8 @@ def groups(monkeypatch):
         if group not in MOE:
             raise symmcomm.LogicError("no MoE group registered as %r" % group)
         c = MOE[group]
-        return c, symmcomm.swizzled_scale_bytes(c.capacity, c.hidden // 16)
+        return c, 0 if c.wire == "bf16" else symmcomm.swizzled_scale_bytes(c.capacity,
+                                                                           c.hidden // 16)
     monkeypatch.setattr(so, "_moe_shape", moe_shape)
     if not hasattr(torch, "_check"):  # PyTorch before 2.1 (Debian's): the same contract
         def check(cond, message=None):
@@ -231,18 +234,25 @@ def moe_cases(sym, t, group):
     c = MOE[group]
     H, K, L = c.hidden, c.top_k, c.local_experts
     f8 = getattr(torch, "float8_e4m3fn", torch.uint8)
-    scale_bytes = symmcomm.swizzled_scale_bytes(c.capacity, H // 16)
-    outs = (sym.tensor((L, c.capacity, H // 2), torch.uint8),
-            sym.tensor((L, scale_bytes), torch.uint8), sym.tensor((L,), torch.int32),
-            sym.tensor((1,), torch.float32), sym.tensor((1,), torch.int32),
-            sym.tensor((1,), torch.int32))
     routing = (sym.tensor((t, K), torch.int32), sym.tensor((t, K), torch.float32))
     one = sym.tensor((1,), torch.float32)
-    return [
-        ("moe_dispatch", (sym.tensor((t, H), torch.bfloat16), None, one) + routing + (None,)
-         + outs + (group,)),
-        ("moe_dispatch", (sym.tensor((t, H // 2), torch.uint8), sym.tensor((t, H // 16), f8), one)
-         + routing + (sym.tensor((1,), torch.int32),) + outs + (group,)),
+    counts = (sym.tensor((L,), torch.int32), sym.tensor((1,), torch.float32),
+              sym.tensor((1,), torch.int32), sym.tensor((1,), torch.int32))
+    if c.wire == "bf16":  # rows as they are, no block scales, no global scale
+        outs = (sym.tensor((L, c.capacity, H), torch.bfloat16), sym.tensor((L, 0), torch.uint8))
+        dispatches = [("moe_dispatch", (sym.tensor((t, H), torch.bfloat16), None, None) + routing
+                       + (None,) + outs + counts + (group,))]
+    else:
+        scale_bytes = symmcomm.swizzled_scale_bytes(c.capacity, H // 16)
+        outs = (sym.tensor((L, c.capacity, H // 2), torch.uint8),
+                sym.tensor((L, scale_bytes), torch.uint8))
+        dispatches = [
+            ("moe_dispatch", (sym.tensor((t, H), torch.bfloat16), None, one) + routing + (None,)
+             + outs + counts + (group,)),
+            ("moe_dispatch", (sym.tensor((t, H // 2), torch.uint8), sym.tensor((t, H // 16), f8),
+                              one) + routing + (sym.tensor((1,), torch.int32),) + outs + counts
+             + (group,))]
+    return dispatches + [
         ("moe_combine", (sym.tensor((L, c.capacity, H), torch.bfloat16),
                          sym.tensor((L,), torch.int32), t, group)),
     ]
