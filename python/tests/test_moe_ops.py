@@ -1,5 +1,5 @@
-"""The MoE operators' Python implementations (symmcomm/_moe_ops.py) on CPU tensors, over a
-library group stood in for by a recording one: what reaches the group (rows padded to the
+"""The MoE operators' Python implementations (python/symmcomm/_moe_ops.py) on CPU tensors,
+over a library group stood in for by a recording one: what reaches the group (rows padded to the
 group's maximum, pairs past the rows never routed, num_tokens made from the rows), the
 dispatch's tensors delivered into the caller's (copied into others, left alone when they are
 the group's own), the combine's rows, and the refusals' texts (the C++ operators' too:

@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kThreads)
   moe_tally(peers, a, table_at, sh);
   __syncthreads();
   if (threadIdx.x < 32) moe_place_pairs(a, n, sh);
-  if (threadIdx.x == 0) {  // every thread read the epoch before the first __syncthreads
+  if (threadIdx.x == 0) {  // every thread read the epoch before a __syncthreads above
     *a.overflow = sh.overflow;
     *a.tokens = n;
     *a.epoch += 1;
