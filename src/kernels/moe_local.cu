@@ -129,16 +129,9 @@ __global__ void __launch_bounds__(kThreadsPerCta) moe_partial_kernel(const MoePa
       std::size_t const q = token * s.top_k + j;
       int const row = a.pair_row[q];
       if (row < 0) continue;
-      float const w = a.topk_weights[q];
       std::size_t const slot = static_cast<std::size_t>(a.topk_idx[q] - first) * s.capacity + row;
-      uint4 const v = reinterpret_cast<const uint4*>(a.expert_out + slot * s.hidden)[g];
-      const auto* h = reinterpret_cast<const __nv_bfloat162*>(&v);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        float2 const f = __bfloat1622float2(h[k]);
-        acc[2 * k] += w * f.x;
-        acc[2 * k + 1] += w * f.y;
-      }
+      add_weighted_bf16x8(acc, a.topk_weights[q],
+                          reinterpret_cast<const uint4*>(a.expert_out + slot * s.hidden)[g]);
     }
     auto* out = reinterpret_cast<float4*>(a.partial + token * s.hidden + g * 8);
     out[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
