@@ -96,6 +96,51 @@ trap 'tar czf "$dest/$phase.tgz" -C "$work" . ; echo "== $phase: $SECONDS s, log
 export OUT="$work" NCCL_NVLS_ENABLE=0 GTEST_COLOR=no PYTHONUNBUFFERED=1 SYMMCOMM_NO_TUNING_LOG=1
 left() { echo $((limit - SECONDS)); }  # seconds left of this call
 
+# The MoE tests of one suite (second: NCCL 2.30.7; system: the machine's), built first, the
+# suite given $3 seconds; logs ctest-moe-<$2>.log and skips-moe-<$2>.txt.
+moe_ctest() {
+  SYMMCOMM_SUITES="$1" SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" \
+    "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
+  SYMMCOMM_SUITES="$1" SYMMCOMM_SUITE_TIMEOUT_S="$3" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -R 'Moe'
+  mv "$work/ctest-$1.log" "$work/ctest-moe-$2.log"
+  mv "$work/skips-$1.txt" "$work/skips-moe-$2.txt" 2>/dev/null
+}
+
+# symmcomm-bench --scenario moe-a2a ($1: graph or eager) at $2 ranks sharing the GPU (2.30.7),
+# at most $3 seconds (then the host's backtraces); its 1, 16, 64 and 256-token rows printed.
+moe_a2a() {
+  local mode="$1" n="$2" f="$work/moe-a2a-$1-n$2" pid
+  local args=(-N 5 --moe-wire "${SYMMCOMM_MOE_WIRE:-nvfp4}")
+  [ "$mode" = graph ] && args+=(-G 10)
+  env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
+    "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm-bench" --scenario moe-a2a --ranks-per-gpu "$n" \
+    --moe-max-tokens "${SYMMCOMM_MOE_MAX_TOKENS:-256}" -T 30 "${args[@]}" --json "$f.json" \
+    >"$f.txt" 2>"$f.err" &
+  pid=$!
+  symmcomm_watch "$pid" "$3" "$f.bt" ||
+    echo "== moe-a2a $mode, $n ranks: overran; host backtraces in $f.bt"
+  wait "$pid"
+  echo "== moe-a2a $mode, $n ranks sharing the GPU: exit $?"
+  grep -E "^ +(1|16|64|256) " "$f.txt" | head -24
+  [ -s "$f.err" ] && grep -v "^\[symmcomm-bench\] moe-a2a: [0-9]" "$f.err" | tail -3
+}
+
+# The Python package's tests named by the arguments after $2 on NCCL 2.30.7 (PyTorch's too,
+# preloaded), within $2 seconds, logged as pytest-<$1>.txt; failures and skips printed.
+py_tests() {
+  local tag="$1" limit="$2"
+  shift 2
+  (cd "$SYMMCOMM_ROOT/python" && env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" \
+     LD_PRELOAD="$second/lib/libnccl.so.2" NCCL_MULTI_RANK_GPU_ENABLE=1 \
+     SYMMCOMM_ALLOWED_SKIPS="$SYMMCOMM_SKIPS_BY_DESIGN" \
+     SYMMCOMM_LIBRARY="$SYMMCOMM_ROOT/build-nccl2/src/libsymmcomm_c.so" \
+     timeout "$limit" "$(symmcomm_torch_python)" -m pytest -q -rfs -p no:cacheprovider \
+     --timeout 200 "$@" >"$work/pytest-$tag.txt" 2>&1)
+  echo "== pytest $tag: $(tail -1 "$work/pytest-$tag.txt")"
+  grep -E "^(E|FAILED) " "$work/pytest-$tag.txt" | cut -c1-250 | head -12
+  sed -n '/^Skipped tests (/,/^[^ ]/p' "$work/pytest-$tag.txt" | head -12
+}
+
 case "$phase" in
   first)
     export SYMMCOMM_SUITES=second
@@ -270,41 +315,19 @@ case "$phase" in
       timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     ;;
   moetorch)
-    SYMMCOMM_SUITES=second SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" \
-      "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
-    SYMMCOMM_SUITES=second SYMMCOMM_SUITE_TIMEOUT_S=90 "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -R 'Moe'
-    mv "$work/ctest-second.log" "$work/ctest-moe-2.30.7.log"
-    mv "$work/skips-second.txt" "$work/skips-moe-2.30.7.txt"
-    f="$work/moe-a2a-graph-n8"
-    env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 timeout 60 \
-      "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm-bench" --scenario moe-a2a --ranks-per-gpu 8 \
-      --moe-max-tokens 256 -T 30 -N 5 -G 10 --json "$f.json" >"$f.txt" 2>"$f.err"
-    echo "== moe-a2a graph, 8 ranks sharing the GPU: exit $?"
-    grep -E "^ +(1|8|16|64|256) +moe-group-lsa" "$f.txt" | tail -5
+    moe_ctest second 2.30.7 90
+    moe_a2a graph 8 60
     # SYMMCOMM_NO_TORCH_BUILD=1 (a short call): the Python operators only, the C++ half skips.
     [ "${SYMMCOMM_NO_TORCH_BUILD:-0}" = 1 ] ||
       symmcomm_build_torch_ops "$SYMMCOMM_ROOT/build-nccl2" "$work/build-torch-second.log"
-    (cd "$SYMMCOMM_ROOT/python" && env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" \
-       LD_PRELOAD="$second/lib/libnccl.so.2" NCCL_MULTI_RANK_GPU_ENABLE=1 \
-       SYMMCOMM_ALLOWED_SKIPS="$SYMMCOMM_SKIPS_BY_DESIGN" \
-       SYMMCOMM_LIBRARY="$SYMMCOMM_ROOT/build-nccl2/src/libsymmcomm_c.so" \
-       timeout "$(( $(left) - ${SYMMCOMM_LEAVE_S:-15} ))" "$(symmcomm_torch_python)" -m pytest -q -rfs \
-       -p no:cacheprovider --timeout 200 tests/test_moe.py tests/test_moe_group.py \
-       "tests/test_torch.py::test_a_moe_group_on_one_rank_places_every_row_and_combines" \
-       tests/test_torch_ranks.py::test_the_moe_group_dispatches_and_combines_as_the_one_process_world_at_two_ranks \
-       tests/test_torch_ranks.py::test_the_moe_group_example_replays_its_graph_at_two_ranks \
-       tests/test_ops.py \
-       >"$work/pytest-moe-ops-2.30.7.txt" 2>&1)
-    echo "== pytest operators + MoE, NCCL 2.30.7: $(tail -1 "$work/pytest-moe-ops-2.30.7.txt")"
-    grep -E "^(E|FAILED) " "$work/pytest-moe-ops-2.30.7.txt" | cut -c1-250 | head -12
-    sed -n '/^Skipped tests (/,/^[^ ]/p' "$work/pytest-moe-ops-2.30.7.txt" | head -12
+    py_tests moe-ops-2.30.7 "$(( $(left) - ${SYMMCOMM_LEAVE_S:-15} ))" tests/test_moe.py \
+      tests/test_moe_group.py tests/test_moe_ops.py \
+      "tests/test_torch.py::test_a_moe_group_on_one_rank_places_every_row_and_combines" \
+      tests/test_torch_ranks.py::test_the_moe_group_dispatches_and_combines_as_the_one_process_world_at_two_ranks \
+      tests/test_torch_ranks.py::test_the_moe_group_example_replays_its_graph_at_two_ranks \
+      tests/test_ops.py
     [ "$(left)" -gt 70 ] || exit 0
-    SYMMCOMM_SUITES=system SYMMCOMM_BUILD_ONLY=1 timeout "$(( $(left) - 20 ))" \
-      "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
-    SYMMCOMM_SUITES=system SYMMCOMM_SUITE_TIMEOUT_S=$(( $(left) - 10 )) \
-      "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -R 'Moe'
-    mv "$work/ctest-system.log" "$work/ctest-moe-2.28.3.log"
-    mv "$work/skips-system.txt" "$work/skips-moe-2.28.3.txt" 2>/dev/null
+    moe_ctest system 2.28.3 "$(( $(left) - 60 ))"
     ;;
   moesan)
     SYMMCOMM_SUITES=second SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" \
@@ -404,65 +427,26 @@ case "$phase" in
     done
     ;;
   a2abench)
-    export SYMMCOMM_SUITES=second
-    SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
+    SYMMCOMM_SUITES=second SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" \
+      "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
     parts=6
     for mode in graph eager; do
       for n in 2 4 8; do
-        f="$work/moe-a2a-$mode-n$n"
-        args=(-N 5 --moe-wire "${SYMMCOMM_MOE_WIRE:-nvfp4}"); [ "$mode" = graph ] && args+=(-G 10)
-        env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
-          "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm-bench" --scenario moe-a2a --ranks-per-gpu "$n" \
-          --moe-max-tokens "${SYMMCOMM_MOE_MAX_TOKENS:-256}" -T 30 "${args[@]}" --json "$f.json" \
-          >"$f.txt" 2>"$f.err" &
-        pid=$!
-        symmcomm_watch "$pid" "$(( ($(left) - 10) / parts ))" "$f.bt" ||
-          echo "== moe-a2a $mode, $n ranks: overran; host backtraces in $f.bt"
-        wait "$pid"
-        echo "== moe-a2a $mode, $n ranks sharing the GPU: exit $?"
-        grep -E "^ +(1|16|64|256) " "$f.txt" | head -24
-        [ -s "$f.err" ] && grep -v "^\[symmcomm-bench\] moe-a2a: [0-9]" "$f.err" | tail -3
+        moe_a2a "$mode" "$n" "$(( ($(left) - 10) / parts ))"
         parts=$((parts - 1))
       done
     done
     ;;
   moeproof)
-    SYMMCOMM_SUITES=second SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" \
-      "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
-    SYMMCOMM_SUITES=second SYMMCOMM_SUITE_TIMEOUT_S=120 "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -R 'Moe'
-    mv "$work/ctest-second.log" "$work/ctest-moe-2.30.7.log"
-    mv "$work/skips-second.txt" "$work/skips-moe-2.30.7.txt"
-    # The Python package's MoE tests on 2.30.7 (the library's group on its paths, one rank and
-    # two, the example's graph).
-    (cd "$SYMMCOMM_ROOT/python" && env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" \
-       LD_PRELOAD="$second/lib/libnccl.so.2" NCCL_MULTI_RANK_GPU_ENABLE=1 \
-       SYMMCOMM_ALLOWED_SKIPS="$SYMMCOMM_SKIPS_BY_DESIGN" \
-       SYMMCOMM_LIBRARY="$SYMMCOMM_ROOT/build-nccl2/src/libsymmcomm_c.so" \
-       timeout 170 "$(symmcomm_torch_python)" -m pytest -q -rfs -p no:cacheprovider --timeout 120 \
-       tests/test_moe.py tests/test_moe_group.py tests/test_torch.py tests/test_torch_ranks.py \
-       -k "moe or Moe" >"$work/pytest-moe-2.30.7.txt" 2>&1)
-    echo "== pytest MoE, NCCL 2.30.7: $(tail -1 "$work/pytest-moe-2.30.7.txt")"
-    grep -E "^(E|FAILED) " "$work/pytest-moe-2.30.7.txt" | cut -c1-250 | head -8
-    SYMMCOMM_SUITES=system SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" \
-      "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
-    SYMMCOMM_SUITES=system SYMMCOMM_SUITE_TIMEOUT_S=120 "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh -R 'Moe'
-    mv "$work/ctest-system.log" "$work/ctest-moe-2.28.3.log"
-    mv "$work/skips-system.txt" "$work/skips-moe-2.28.3.txt" 2>/dev/null
+    moe_ctest second 2.30.7 120
+    # The Python package's MoE tests (the library's group on its paths, one rank and two, the
+    # example's graph).
+    py_tests moe-2.30.7 170 tests/test_moe.py tests/test_moe_group.py tests/test_torch.py \
+      tests/test_torch_ranks.py -k "moe or Moe"
+    moe_ctest system 2.28.3 120
     parts=4
     for run in graph-8 graph-4 graph-2 eager-8; do
-      mode="${run%-*}" n="${run#*-}" f="$work/moe-a2a-${run%-*}-n${run#*-}"
-      args=(-N 5 --moe-wire "${SYMMCOMM_MOE_WIRE:-nvfp4}"); [ "$mode" = graph ] && args+=(-G 10)
-      env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
-        "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm-bench" --scenario moe-a2a --ranks-per-gpu "$n" \
-        --moe-max-tokens "${SYMMCOMM_MOE_MAX_TOKENS:-256}" -T 30 "${args[@]}" --json "$f.json" \
-        >"$f.txt" 2>"$f.err" &
-      pid=$!
-      symmcomm_watch "$pid" "$(( ($(left) - 10) / parts ))" "$f.bt" ||
-        echo "== moe-a2a $mode, $n ranks: overran; host backtraces in $f.bt"
-      wait "$pid"
-      echo "== moe-a2a $mode, $n ranks sharing the GPU: exit $?"
-      grep -E "^ +(1|16|64|256) " "$f.txt" | head -24
-      [ -s "$f.err" ] && grep -v "^\[symmcomm-bench\] moe-a2a: [0-9]" "$f.err" | tail -3
+      moe_a2a "${run%-*}" "${run#*-}" "$(( ($(left) - 10) / parts ))"
       parts=$((parts - 1))
     done
     ;;
