@@ -323,6 +323,7 @@ case "$phase" in
     py_tests moe-ops-2.30.7 "$(( $(left) - ${SYMMCOMM_LEAVE_S:-15} ))" tests/test_moe.py \
       tests/test_moe_group.py tests/test_moe_ops.py \
       "tests/test_torch.py::test_a_moe_group_on_one_rank_places_every_row_and_combines" \
+      "tests/test_torch.py::test_a_moe_group_on_an_fp8_wire_quantizes_each_block_of_128_as_the_reference" \
       tests/test_torch_ranks.py::test_the_moe_group_dispatches_and_combines_as_the_one_process_world_at_two_ranks \
       tests/test_torch_ranks.py::test_the_moe_group_example_replays_its_graph_at_two_ranks \
       tests/test_ops.py

@@ -171,9 +171,9 @@ void add_run_options(CLI::App& app, Config& c, Flags& f) {
   app.add_option("--moe-experts", c.moe_experts, "moe-a2a experts (a multiple of the ranks)")
       ->check(CLI::Range(1, 1024));
   app.add_option("--moe-wire", f.wire,
-                 "moe-a2a rows' format: nvfp4 | bf16 (the group's wire and the bytes "
-                 "ncclAlltoAll moves)")
-      ->check(CLI::IsMember({"bf16", "nvfp4"}));
+                 "moe-a2a rows' format: nvfp4 | fp8e4m3 | bf16 (the group's wire and the "
+                 "bytes ncclAlltoAll moves)")
+      ->check(CLI::IsMember({"bf16", "fp8e4m3", "nvfp4"}));
   app.add_option("--moe-hidden", c.moe_hidden, "moe-dp hidden size")
       ->check(CLI::Range(16, 1 << 20));
   app.add_option("--moe-topk", c.moe_topk, "moe-dp experts per token")->check(CLI::Range(1, 256));

@@ -52,7 +52,7 @@ struct Config {
   int moe_topk = 8;
   int moe_max_tokens = 4096;
   int moe_experts = 256;                  // moe-a2a: experts of the layer (a multiple of the ranks)
-  DataType moe_wire = DataType::Nvfp4;    // moe-a2a: the rows' format (Nvfp4 or Bf16)
+  DataType moe_wire = DataType::Nvfp4;    // moe-a2a: the rows' format (Nvfp4, Fp8E4M3, Bf16)
   DataType moe_combine = DataType::Bf16;  // Bf16 or Nvfp4
   std::string command_line;
 };

@@ -13,7 +13,8 @@
 //   "ag-rs"         moe-dp's all-gather / reduce-scatter layer at T tokens per rank on Auto's
 //                   path (every token to every rank);
 //   "nccl-alltoall" ncclAlltoAll padded, as engines without a dispatch kernel do: T rows of
-//                   NVFP4 data + block scales (bf16 rows with --moe-wire bf16) to every peer,
+//                   NVFP4 data + block scales (fp8 codes + scales, or bf16 rows, with
+//                   --moe-wire fp8e4m3 or bf16) to every peer,
 //                   and T bf16 output rows back.
 // The group's capacity per expert is twice the mean rows an expert gets (at least 8); pairs past
 // it are dropped and counted, as an engine sizing its buffers would see.
@@ -136,7 +137,7 @@ MoeResult run_group(const Config& c, Ranks& ranks, int tokens, const GroupRow& r
     std::string const what = "moe-a2a " + std::string(row.name) + ", " + std::to_string(tokens) +
                              " tokens per rank on rank " + std::to_string(comm.rank());
     auto const run_dispatch = [&] {
-      if (c.moe_wire == DataType::Bf16) {
+      if (c.moe_wire != DataType::Nvfp4) {  // bf16 rows moved, or quantized per 128 (fp8)
         group.dispatch(x16, nullptr, d_ids, d_weights, d_tokens, s);
       } else {
         group.dispatch(x, d_ids, d_weights, d_tokens, s);
@@ -159,9 +160,10 @@ MoeResult run_alltoall(const Config& c, Ranks& ranks, int tokens) {
     cudaStream_t const s = ranks.streams[static_cast<std::size_t>(r)];
     Buffers b(*ranks.pools[static_cast<std::size_t>(r)]);
     auto const n = static_cast<std::size_t>(comm.size());
-    std::size_t const row = c.moe_wire == DataType::Bf16
-                                ? static_cast<std::size_t>(c.moe_hidden) * 2
-                                : static_cast<std::size_t>(c.moe_hidden) / 2 + c.moe_hidden / 16;
+    auto const h = static_cast<std::size_t>(c.moe_hidden);
+    std::size_t const row = c.moe_wire == DataType::Bf16      ? h * 2
+                            : c.moe_wire == DataType::Fp8E4M3 ? h + h / 128 * 4
+                                                              : h / 2 + h / 16;
     std::size_t const rows = static_cast<std::size_t>(tokens);
     auto* send = b.get(rows * row * n, false);
     auto* recv = b.get(rows * row * n, false);

@@ -412,11 +412,12 @@ typedef struct symmcomm_moe_s* symmcomm_moe_t; /**< a MoE group (symmcomm::MoeGr
 typedef struct {
   int num_experts;         /**< a multiple of the comm size, <= 1024 */
   int top_k;               /**< 1..num_experts */
-  int hidden;              /**< elements per token, a multiple of 64 */
+  int hidden;              /**< elements per token, a multiple of 64 (of 128: FP8_E4M3 wire) */
   int max_tokens_per_rank; /**< the most tokens a rank dispatches in one call */
   int capacity;            /**< rows per expert on its rank; 0: comm size x max tokens */
   symmcomm_path_t path;    /**< AUTO, LSA_KERNEL (refused where it cannot run) or FALLBACK */
-  symmcomm_dtype_t wire;   /**< the rows' format: NVFP4 (0, the default) or BF16 */
+  symmcomm_dtype_t wire;   /**< the rows' format (symmcomm::MoeConfig::wire): NVFP4 (0, the
+                                default), FP8_E4M3 (an fp32 scale per 128 elements) or BF16 */
   int combine_in_place;    /**< 1: the combine reads the experts' outputs where the group holds
                                 them (symmcomm_moe_buffers_t.expert_out); 0: sent back */
 } symmcomm_moe_config_t;
@@ -425,16 +426,17 @@ typedef struct {
  *  pointers into the group's window, the same for every dispatch. */
 typedef struct {
   uint8_t* data;              /**< [local_experts][capacity] rows: hidden / 2 bytes of packed
-                                   e2m1, or hidden bf16 on a BF16 wire */
-  uint8_t* block_scales;      /**< [local_experts][expert_scale_bytes], 128 x 4 per expert
-                                   (NULL on a BF16 wire) */
+                                   e2m1, hidden e4m3 codes (FP8 wire) or hidden bf16 (BF16) */
+  uint8_t* block_scales;      /**< [local_experts][expert_scale_bytes]: NVFP4 128 x 4 swizzled,
+                                   FP8 float [hidden / 128][capacity rounded up to 4] per expert
+                                   (column-major), NULL on a BF16 wire */
   int32_t* expert_count;      /**< [local_experts] */
   float* global_scale;        /**< [1]: every expert's alpha (rank 0's global scale) */
   int32_t* overflow;          /**< [1]: this rank's experts' pairs dropped past capacity */
   int32_t* error;             /**< [1]: SYMMCOMM_MOE_ERROR_* bits of every rank's input */
   int local_experts;          /**< experts this rank holds */
   int capacity;               /**< rows per expert (resolved) */
-  size_t expert_scale_bytes;  /**< bytes of one expert's swizzled block scales */
+  size_t expert_scale_bytes;  /**< bytes of one expert's block scales */
   symmcomm_path_taken_t path; /**< the path the group's calls take */
   uint16_t* expert_out;       /**< bf16 [local_experts][capacity][hidden] where combine_in_place
                                    (else NULL): where the experts' GEMM may write its outputs */
@@ -461,8 +463,9 @@ symmcomm_status_t symmcomm_moe_reason(symmcomm_moe_t group, char* text, size_t s
                                       size_t* needed);
 /** Collective dispatch (MoeGroup::dispatch): `x` max_tokens_per_rank x hidden elements, NVFP4
  *  with linear block scales (its scales field the global scale; `global_scale` NULL) or BF16:
- *  on an NVFP4 wire quantized inside the dispatch with the device float `global_scale`, on a
- *  BF16 wire moved as it is (`global_scale` NULL); topk_idx int32 and
+ *  on an NVFP4 wire quantized inside the dispatch with the device float `global_scale`, on an
+ *  FP8_E4M3 wire quantized there per 128-element block (`global_scale` NULL), on a BF16 wire
+ *  moved as it is (`global_scale` NULL); topk_idx int32 and
  *  topk_weights float [max_tokens_per_rank][top_k], num_tokens int32 [1]; all device
  *  pointers. */
 symmcomm_status_t symmcomm_moe_dispatch(symmcomm_moe_t group, const symmcomm_tensor_t* x,

@@ -215,8 +215,8 @@ class MoeGroup:
         needs the group's static global scale)."""
         c = self.config
         T, H = c.max_tokens_per_rank, c.hidden
-        if isinstance(x, Nvfp4Tensor) and c.wire == "bf16":
-            _fail("x is an Nvfp4Tensor but config.wire is \"bf16\": pass bf16 tokens")
+        if isinstance(x, Nvfp4Tensor) and c.wire != "nvfp4":
+            _fail("x is an Nvfp4Tensor but config.wire is \"%s\": pass bf16 tokens" % c.wire)
         if isinstance(x, Nvfp4Tensor):
             _check_tensor(x.data, "x.data", (T, H // 2), ("uint8", "float4_e2m1fn_x2"))
             _check_tensor(x.block_scales, "x.block_scales", (T, H // 16),

@@ -46,12 +46,12 @@ class NativeGroup:
         def view(ptr, shape, typestr):
             return torch.as_tensor(_Window(self, ptr, shape, typestr), device=dev)
 
-        self.bf16_wire = config.wire == "bf16"
-        if self.bf16_wire:  # bf16 has no array-interface type string: bytes viewed as bf16
+        self.wire = config.wire
+        if self.wire == "bf16":  # bf16 has no array-interface type string: bytes viewed as bf16
             self.data = view(b.data, (L, cap, 2 * H), "|u1").view(torch.bfloat16)
             self.block_scales = None
-        else:
-            self.data = view(b.data, (L, cap, H // 2), "|u1")
+        else:  # scales as bytes on both wires (moe.fp8_scales views fp8e4m3's as float32)
+            self.data = view(b.data, (L, cap, H if self.wire == "fp8e4m3" else H // 2), "|u1")
             self.block_scales = view(b.block_scales, (L, b.expert_scale_bytes), "|u1")
         self.expert_count = view(b.expert_count, (L,), "<i4")
         self.global_scale = view(b.global_scale, (1,), "<f4")
@@ -77,7 +77,7 @@ class NativeGroup:
             t, scale = _nvfp4(x, "x", self.device, 1), None
         else:
             t = _plain(x, "x", ("bfloat16",), self.device)
-            scale = None if self.bf16_wire else ctypes.c_void_p(global_scale.data_ptr())
+            scale = ctypes.c_void_p(global_scale.data_ptr()) if self.wire == "nvfp4" else None
         _check(_lib.symmcomm_moe_dispatch(
             self.handle, ctypes.byref(t), scale, ctypes.c_void_p(topk_idx.data_ptr()),
             ctypes.c_void_p(topk_weights.data_ptr()), ctypes.c_void_p(num_tokens.data_ptr()),

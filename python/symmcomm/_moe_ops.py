@@ -12,7 +12,7 @@ defines them with the other operators and registers the groups by name).
 moe_dispatch(x, block_scales, global_scale, topk_idx, topk_weights, num_tokens, out_data,
 out_block_scales, out_expert_count, out_global_scale, out_overflow, out_error, group) -> ():
 x bf16 [rows, hidden] (quantized in the dispatch with `global_scale`, the layer's static NVFP4
-scale; None on a bf16 wire) or NVFP4 data [rows, hidden / 2] with `block_scales`
+scale; None on the fp8e4m3 wire, quantized per 128-element block, and on a bf16 wire) or NVFP4 data [rows, hidden / 2] with `block_scales`
 [rows, hidden / 16] and its `global_scale` [1]; topk_idx int32 and topk_weights float32
 [rows, top_k]; num_tokens int32 [1] on the device, or None: all `rows` are tokens. `rows` may be
 anything up to the group's max_tokens_per_rank, a symbolic size under torch.compile (rows past it
@@ -35,8 +35,9 @@ import torch
 import symmcomm
 
 #: A registered group's dispatch tensors, views of its buffers (the same for every dispatch):
-#: data uint8 [L, capacity, hidden / 2] (bf16 [L, capacity, hidden] on a bf16 wire),
-#: block_scales uint8 [L, expert scale bytes] (uint8 [L, 0] on a bf16 wire), expert_count int32
+#: data uint8 [L, capacity, hidden / 2] (uint8 [L, capacity, hidden] e4m3 codes on an fp8e4m3
+#: wire, bf16 [L, capacity, hidden] on a bf16 wire), block_scales uint8 [L, expert scale bytes]
+#: (symmcomm.moe.fp8_scales views an fp8e4m3 wire's as float32; uint8 [L, 0] on a bf16 wire), expert_count int32
 #: [L], global_scale float32 [1], overflow int32 [1], error int32 [1].
 MoeBuffers = collections.namedtuple(
     "MoeBuffers", ["data", "block_scales", "expert_count", "global_scale", "overflow", "error"])
@@ -92,8 +93,9 @@ def check_tokens(config, x, block_scales, global_scale, topk_idx, topk_weights, 
     elif rows > T:
         _fail("x has %d rows; the group takes at most max_tokens_per_rank = %d" % (rows, T))
     if block_scales is not None:
-        if config.wire == "bf16":
-            _fail("x is NVFP4 (block_scales given) but the group's wire is bf16: pass bf16 tokens")
+        if config.wire != "nvfp4":
+            _fail("x is NVFP4 (block_scales given) but the group's wire is %s: pass bf16 tokens"
+                  % config.wire)
         _expect(x, "x", (rows, H // 2), _DATA)
         _expect(block_scales, "block_scales", (rows, H // 16), _SCALES)
         if global_scale is None:
@@ -101,9 +103,9 @@ def check_tokens(config, x, block_scales, global_scale, topk_idx, topk_weights, 
         _expect(global_scale, "global_scale", (1,), ("float32",))
     else:
         _expect(x, "x", (rows, H), ("bfloat16",))
-        if config.wire == "bf16":
+        if config.wire != "nvfp4":
             if global_scale is not None:
-                _fail("global_scale must be None on a bf16 wire")
+                _fail("global_scale must be None on a %s wire" % config.wire)
         elif global_scale is None:
             _fail("global_scale: bf16 x is quantized in the dispatch with the layer's static "
                   "NVFP4 scale; pass it (float32 [1])")
@@ -122,6 +124,9 @@ def check_outputs(config, scale_bytes, outs):
     if config.wire == "bf16":
         _expect(outs[0], "out_data", (L, cap, H), ("bfloat16",))
         _expect(outs[1], "out_block_scales", (L, 0), _SCALES)
+    elif config.wire == "fp8e4m3":
+        _expect(outs[0], "out_data", (L, cap, H), _SCALES)
+        _expect(outs[1], "out_block_scales", (L, scale_bytes), _SCALES)
     else:
         _expect(outs[0], "out_data", (L, cap, H // 2), _DATA)
         _expect(outs[1], "out_block_scales", (L, scale_bytes), _SCALES)

@@ -24,7 +24,7 @@ of `error` (ERROR_EXPERT_ID, ERROR_NUM_TOKENS), which the host reads when it cho
 from . import shapes
 from ._core import _fail, _int_arg
 
-__all__ = ["MoeConfig", "reference_placement", "placement", "dispatch_rows", "combine_rows",
+__all__ = ["MoeConfig", "WIRES", "FP8_BLOCK", "fp8_scales", "reference_placement", "placement", "dispatch_rows", "combine_rows",
            "ERROR_EXPERT_ID", "ERROR_NUM_TOKENS", "ERROR_GLOBAL_SCALE", "MoeGroup", "MoeDispatch",
            "check_dispatch", "pack_routing", "unpack_routing", "routing_words", "place_gathered",
            "combine_partials"]
@@ -36,6 +36,10 @@ ERROR_EXPERT_ID = 1
 ERROR_NUM_TOKENS = 2
 
 _BLOCK = shapes.NVFP4_BLOCK
+#: Elements per scale on the fp8e4m3 wire (DeepSeek's per-128 activation scaling).
+FP8_BLOCK = 128
+#: The wire formats a MoeConfig takes.
+WIRES = ("nvfp4", "fp8e4m3", "bf16")
 
 
 class MoeConfig:
@@ -46,8 +50,11 @@ class MoeConfig:
     tiles); max_tokens_per_rank: the most tokens a rank dispatches in one call; world: ranks;
     capacity: rows per expert on its rank (default world * max_tokens_per_rank: no pair is ever
     dropped, since a token names an expert at most once); wire: the rows' format, "nvfp4"
-    (packed codes and swizzled block scales, for NVFP4 grouped GEMMs) or "bf16" (rows as they
-    are, for BF16 grouped GEMMs on Hopper; the library's paths only); combine_in_place: the
+    (packed codes and swizzled block scales, for NVFP4 grouped GEMMs), "fp8e4m3" (e4m3 codes
+    and a float32 scale per 128 elements, column-major per expert: the layout DeepGEMM's masked
+    FP8 grouped GEMM reads, see fp8_scales; hidden a multiple of 128; bf16 tokens quantized in
+    the dispatch, no global scale) or "bf16" (rows as they are, for BF16 grouped GEMMs; the
+    fp8e4m3 and bf16 wires on the library's paths only); combine_in_place: the
     combine reads the experts' outputs where the group holds them (MoeGroup.expert_out, where
     the GEMM may write them) instead of sending every row back first (the library's paths
     only)."""
@@ -68,8 +75,11 @@ class MoeConfig:
                   "scale tiles)" % hidden)
         default = world * max_tokens_per_rank
         self.capacity = default if capacity is None else _int_arg(capacity, "capacity", 1)
-        if wire not in ("nvfp4", "bf16"):
-            _fail("wire must be \"nvfp4\" or \"bf16\", got %r" % (wire,))
+        if wire not in WIRES:
+            _fail("wire must be one of %s, got %r" % (", ".join('"%s"' % w for w in WIRES), wire))
+        if wire == "fp8e4m3" and hidden % FP8_BLOCK:
+            _fail("hidden %d is not a multiple of %d (one fp8e4m3 wire scale per %d elements)"
+                  % (hidden, FP8_BLOCK, FP8_BLOCK))
         self.wire = wire
         if combine_in_place not in (False, True):
             _fail("combine_in_place must be a bool, got %r" % (combine_in_place,))
@@ -82,22 +92,34 @@ class MoeConfig:
 
     @property
     def scale_cols(self):
-        """NVFP4 block scales per token (hidden / 16)."""
-        return self.hidden // _BLOCK
+        """Scales per token: NVFP4 block scales (hidden / 16), fp8e4m3 scales (hidden / 128), or
+        0 on a bf16 wire."""
+        return {"nvfp4": self.hidden // _BLOCK, "fp8e4m3": self.hidden // FP8_BLOCK}.get(
+            self.wire, 0)
+
+    @property
+    def scale_rows(self):
+        """fp8e4m3 wire: rows of each expert's column-major scale matrix, capacity rounded up to
+        4 (every column 16-byte aligned, as TMA loads need)."""
+        return (self.capacity + 3) // 4 * 4
 
     @property
     def expert_scale_bytes(self):
-        """Bytes of one expert's swizzled block scales (capacity rows, padding included)."""
+        """Bytes of one expert's block scales (capacity rows, padding included; 0 on bf16)."""
+        if self.wire == "fp8e4m3":
+            return self.scale_cols * self.scale_rows * 4
+        if self.wire == "bf16":
+            return 0
         return shapes.swizzled_scale_bytes(self.capacity, self.scale_cols)
 
     def dispatch_shapes(self):
         """The receive tensors of a dispatch: name -> (shape, dtype name); a BF16 wire has no
-        block scales."""
-        L = self.local_experts
+        block scales. Scales are bytes (fp8_scales views an fp8e4m3 wire's as float32)."""
+        L, cap, H = self.local_experts, self.capacity, self.hidden
         if self.wire == "bf16":
-            return {"data": ((L, self.capacity, self.hidden), "bfloat16"),
-                    "expert_count": ((L,), "int32")}
-        return {"data": ((L, self.capacity, self.hidden // 2), "uint8"),
+            return {"data": ((L, cap, H), "bfloat16"), "expert_count": ((L,), "int32")}
+        row = H if self.wire == "fp8e4m3" else H // 2
+        return {"data": ((L, cap, row), "uint8"),
                 "block_scales": ((L, self.expert_scale_bytes), "uint8"),
                 "expert_count": ((L,), "int32")}
 
@@ -106,6 +128,22 @@ class MoeConfig:
                 "world=%d, capacity=%d, wire=%r)" % (self.num_experts, self.top_k, self.hidden,
                                                      self.max_tokens_per_rank, self.world,
                                                      self.capacity, self.wire))
+
+
+def fp8_scales(config, block_scales):
+    """An fp8e4m3 wire's dispatched scales (block_scales uint8 [L, expert_scale_bytes]) as
+    float32 [L, capacity, hidden / 128] with MN-major strides (rows adjacent, each block's column
+    16-byte aligned): the scale tensor DeepGEMM's m_grouped_fp8_gemm_nt_masked takes with the
+    data viewed as float8_e4m3fn. A view, no copy."""
+    if config.wire != "fp8e4m3":
+        _fail("fp8_scales needs an fp8e4m3 wire; config.wire is %r" % (config.wire,))
+    L, cols = config.local_experts, config.scale_cols
+    if tuple(block_scales.shape) != (L, config.expert_scale_bytes):
+        _fail("block_scales has shape %s; expected [%d, %d]"
+              % (list(block_scales.shape), L, config.expert_scale_bytes))
+    import torch
+    columns = block_scales.view(torch.float32).view(L, cols, config.scale_rows)
+    return columns.transpose(1, 2)[:, :config.capacity]
 
 
 def _rank_arg(config, rank):

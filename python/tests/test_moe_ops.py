@@ -20,9 +20,10 @@ class RecordingNative:
         L, cap, H = config.local_experts, config.capacity, config.hidden
         bf16 = config.wire == "bf16"
         self.data = (torch.zeros(L, cap, H, dtype=torch.bfloat16) if bf16
-                     else torch.zeros(L, cap, H // 2, dtype=torch.uint8))
-        self.block_scales = None if bf16 else torch.zeros(
-            L, symmcomm.swizzled_scale_bytes(cap, H // 16), dtype=torch.uint8)
+                     else torch.zeros(L, cap, H if config.wire == "fp8e4m3" else H // 2,
+                                      dtype=torch.uint8))
+        self.block_scales = None if bf16 else torch.zeros(L, config.expert_scale_bytes,
+                                                          dtype=torch.uint8)
         self.expert_count = torch.zeros(L, dtype=torch.int32)
         self.global_scale = torch.zeros(1)
         self.overflow = torch.zeros(1, dtype=torch.int32)
@@ -113,6 +114,41 @@ def test_a_bf16_wire_group_has_no_block_scales_and_takes_no_global_scale():
     assert group._native.dispatched[-1]["global_scale"] is None
     with pytest.raises(ValueError, match="global_scale must be None on a bf16 wire"):
         _moe_ops.dispatch(group, x, None, torch.ones(1), *routing, None, fresh(own))
+
+
+def test_an_fp8_wire_group_takes_bf16_tokens_without_a_global_scale():
+    config = moe.MoeConfig(4, 2, 256, 4, 1, capacity=6, wire="fp8e4m3")
+    assert config.scale_cols == 2 and config.scale_rows == 8
+    assert config.expert_scale_bytes == 2 * 8 * 4
+    group = Group(config)
+    own = _moe_ops.buffers_of(group)
+    assert own.data.shape == (4, 6, 256) and own.block_scales.shape == (4, 64)
+    x = torch.ones(3, 256, dtype=torch.bfloat16)
+    routing = (torch.zeros(3, 2, dtype=torch.int32), torch.ones(3, 2))
+    _moe_ops.dispatch(group, x, None, None, *routing, None, fresh(own))
+    assert group._native.dispatched[-1]["global_scale"] is None
+    with pytest.raises(ValueError, match="global_scale must be None on a fp8e4m3 wire"):
+        _moe_ops.dispatch(group, x, None, torch.ones(1), *routing, None, fresh(own))
+    with pytest.raises(ValueError, match="x is NVFP4 .* the group's wire is fp8e4m3"):
+        _moe_ops.dispatch(group, torch.zeros(3, 128, dtype=torch.uint8),
+                          torch.zeros(3, 16, dtype=torch.uint8), torch.ones(1), *routing, None,
+                          fresh(own))
+    with pytest.raises(ValueError, match=r"out_data has shape \[4, 6, 128\]"):
+        bad = fresh(own)
+        _moe_ops.dispatch(group, x, None, None, *routing, None,
+                          (torch.zeros(4, 6, 128, dtype=torch.uint8),) + bad[1:])
+
+
+def test_fp8_scales_views_the_column_major_scales_as_the_gemm_reads_them():
+    config = moe.MoeConfig(4, 2, 256, 4, 1, capacity=6, wire="fp8e4m3")
+    columns = torch.arange(4 * 2 * 8, dtype=torch.float32).view(4, 2, 8)  # [L, blocks, rows]
+    view = moe.fp8_scales(config, columns.view(torch.uint8).view(4, 64))
+    assert view.shape == (4, 6, 2) and view.stride() == (16, 1, 8)
+    assert view[1, 5, 1].item() == columns[1, 1, 5].item()
+    with pytest.raises(ValueError, match="fp8_scales needs an fp8e4m3 wire"):
+        moe.fp8_scales(moe.MoeConfig(4, 2, 256, 4, 1), columns)
+    with pytest.raises(ValueError, match="not a multiple of 128"):
+        moe.MoeConfig(4, 2, 192, 4, 1, wire="fp8e4m3")
 
 
 def test_combine_returns_the_rows_asked_for():

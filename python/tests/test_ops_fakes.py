@@ -13,11 +13,12 @@ import symmcomm.ops as so  # noqa: E402
 from symmcomm import moe  # noqa: E402
 
 GROUPS = {"one": (0, 1), "two": (1, 2), "four": (3, 4)}  # name -> (rank, size)
-# The MoE groups by the same names: 8 experts, top-2, hidden 64, 64 tokens per rank ("two" on a
-# bf16 wire).
-MOE_HIDDEN, MOE_TOKENS = 64, 64
-MOE = {name: moe.MoeConfig(8, 2, MOE_HIDDEN, MOE_TOKENS, size, capacity=32,
-                           wire="bf16" if name == "two" else "nvfp4")
+# The MoE groups by the same names: 8 experts, top-2, 64 tokens per rank; "one" on an nvfp4
+# wire (hidden 64), "two" on a bf16 wire (64), "four" on an fp8e4m3 wire (128).
+MOE_TOKENS = 64
+MOE_WIRES = {"one": ("nvfp4", 64), "two": ("bf16", 64), "four": ("fp8e4m3", 128)}
+MOE = {name: moe.MoeConfig(8, 2, MOE_WIRES[name][1], MOE_TOKENS, size, capacity=32,
+                           wire=MOE_WIRES[name][0])
        for name, (_, size) in GROUPS.items()}
 DTYPES = [torch.bfloat16, torch.float32, torch.uint8, torch.int8, torch.int32, torch.int64,
           torch.float16, torch.float64]
@@ -44,8 +45,7 @@ def groups(monkeypatch):
         if group not in MOE:
             raise symmcomm.LogicError("no MoE group registered as %r" % group)
         c = MOE[group]
-        return c, 0 if c.wire == "bf16" else symmcomm.swizzled_scale_bytes(c.capacity,
-                                                                           c.hidden // 16)
+        return c, c.expert_scale_bytes
     monkeypatch.setattr(so, "_moe_shape", moe_shape)
     if not hasattr(torch, "_check"):  # PyTorch before 2.1 (Debian's): the same contract
         def check(cond, message=None):
@@ -242,6 +242,11 @@ def moe_cases(sym, t, group):
         outs = (sym.tensor((L, c.capacity, H), torch.bfloat16), sym.tensor((L, 0), torch.uint8))
         dispatches = [("moe_dispatch", (sym.tensor((t, H), torch.bfloat16), None, None) + routing
                        + (None,) + outs + counts + (group,))]
+    elif c.wire == "fp8e4m3":  # bf16 tokens quantized per 128 elements, no global scale
+        outs = (sym.tensor((L, c.capacity, H), f8),
+                sym.tensor((L, c.expert_scale_bytes), torch.uint8))
+        dispatches = [("moe_dispatch", (sym.tensor((t, H), torch.bfloat16), None, None) + routing
+                       + (sym.tensor((1,), torch.int32),) + outs + counts + (group,))]
     else:
         scale_bytes = symmcomm.swizzled_scale_bytes(c.capacity, H // 16)
         outs = (sym.tensor((L, c.capacity, H // 2), torch.uint8),

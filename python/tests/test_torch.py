@@ -162,6 +162,50 @@ def test_every_c_entry_point_on_one_rank(comm):
         fb.float().abs().max().item() * 2.0 ** -7
 
 
+@pytest.mark.parametrize("path", ["auto", "fallback"])
+def test_a_moe_group_on_an_fp8_wire_quantizes_each_block_of_128_as_the_reference(comm, path):
+    # bf16 tokens quantized in the dispatch: every placed row's e4m3 codes and its blocks'
+    # float32 scales (through moe.fp8_scales, the view DeepGEMM reads) against torch's
+    # quantization of the same blocks (scale amax / 448, 1 for a block of zeros; codes of
+    # x * (1 / scale)); the combine as on the other wires.
+    from symmcomm import moe
+    T, H, K = 19, 256, 3
+    config = moe.MoeConfig(8, K, H, T, 1, wire="fp8e4m3")
+    gen = torch.Generator().manual_seed(11)
+    x = (torch.randn(T, H, generator=gen) * torch.rand(T, 1, generator=gen) * 50).to(torch.bfloat16)
+    x[4, 128:] = 0  # a block of zeros
+    idx = torch.stack([torch.randperm(8, generator=gen)[:K] for _ in range(T)]).to(torch.int32)
+    idx[2, 1] = -1
+    weights = torch.rand(T, K, generator=gen)
+    n = torch.tensor([T - 2], dtype=torch.int32)
+    group = moe.MoeGroup(comm, config, path=path)
+    try:
+        d = group.dispatch(x.cuda(), idx.cuda(), weights.cuda(), n.cuda())
+        y_in = torch.randn(config.local_experts, config.capacity, H, generator=gen).to(torch.bfloat16)
+        y = group.combine(y_in.cuda(), d)
+        torch.cuda.synchronize()
+        assert group.check(d) == 0
+        blocks = x.float().view(T, H // 128, 128)
+        amax = blocks.abs().amax(-1)
+        scale = torch.where(amax > 0, amax / 448.0, torch.ones_like(amax))
+        codes = (blocks * (1.0 / scale).unsqueeze(-1)).to(torch.float8_e4m3fn).view(torch.uint8)
+        want = moe.reference_placement(config, 0, [idx.tolist()], [T - 2])
+        assert d.expert_count.cpu().tolist() == want["expert_count"]
+        data = d.data.cpu()
+        scales = moe.fp8_scales(config, d.block_scales).cpu()
+        for e, rows in enumerate(want["rows"]):
+            for m, (_, t, _) in enumerate(rows):
+                assert torch.equal(data[e, m], codes[t].reshape(-1)), "expert %d row %d" % (e, m)
+                assert torch.equal(scales[e, m], scale[t]), "expert %d row %d's scales" % (e, m)
+        exact = torch.zeros(T - 2, H, dtype=torch.float64)
+        for e, rows in enumerate(want["rows"]):
+            for m, (_, t, j) in enumerate(rows):
+                exact[t] += weights[t, j].double() * y_in[e, m].double()
+        assert torch.allclose(y.cpu().double()[:T - 2], exact, rtol=2 ** -8, atol=1e-5)
+    finally:
+        group.destroy()
+
+
 @pytest.mark.parametrize("path, in_place", [("auto", False), ("fallback", False),
                                             ("python", False), ("auto", True),
                                             ("fallback", True)])

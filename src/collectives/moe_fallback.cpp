@@ -1,9 +1,10 @@
 // The MoE group's fallback path (moe_group_impl.hpp), for communicators where symmcomm's LSA
-// kernels cannot run: the dispatch all-gathers every rank's tokens (NVFP4, or BF16 rows on a
-// BF16 wire) and routing with one NCCL call (symmcomm's all_gather, on its NCCL path: the buffers
-// are not in windows), then this rank places the pairs routed to its experts (kernels/moe_local.cu:
-// the LSA path's order, layout, counts and error bits); the combine sums each gathered token's rows
-// computed here in fp32, reduce-scatters the sums in fp32 and rounds them once to bf16.
+// kernels cannot run: the dispatch all-gathers every rank's rows (NVFP4, FP8 with its block
+// scales, or BF16) and routing with one NCCL call (symmcomm's all_gather, on its NCCL path: the
+// buffers are not in windows), then this rank places the pairs routed to its experts
+// (kernels/moe_local.cu: the LSA path's order, layout, counts and error bits); the combine sums
+// each gathered token's rows computed here in fp32, reduce-scatters the sums in fp32 and rounds
+// them once to bf16.
 
 #include <cuda_runtime_api.h>
 
@@ -44,14 +45,14 @@ MoeFallbackLayout MoeFallbackLayout::of(const lsa::MoeShape& s) {
   take(l.expert_count, L * 4);
   take(l.words, 16);
   take(l.data_all, W * T * s.row_bytes());
-  take(l.scales_all, s.bf16_wire ? 0 : W * T * H / 16);
+  take(l.scales_all, W * T * s.token_scale_bytes());
   take(l.global_all, W * 4);
   take(l.idx_all, W * pairs * 4);
   take(l.weights_all, W * pairs * 4);
   take(l.tokens_all, W * 4);
   take(l.pair_row_all, W * pairs * 4);
-  take(l.stage_data, s.bf16_wire ? 0 : T * H / 2);
-  take(l.stage_scales, s.bf16_wire ? 0 : T * H / 16);
+  take(l.stage_data, s.bf16_wire() ? 0 : T * s.row_bytes());
+  take(l.stage_scales, T * s.token_scale_bytes());
   take(l.partial, W * T * H * 4);
   take(l.sums, T * H * 4);
   take(l.expert_out, s.in_place ? L * static_cast<std::size_t>(s.capacity) * H * 2 : 0);
@@ -92,10 +93,23 @@ void MoeGroup::Impl::dispatch_fallback(detail::lsa::MoeRowsArgs rows, const floa
   auto* data_all = reinterpret_cast<std::uint8_t*>(base + fallback.data_all);
   const float* global_all = nullptr;
   const std::uint8_t* scales_all = nullptr;
-  if (shape.bf16_wire) {
+  if (shape.bf16_wire()) {
     // BF16 rows gathered as bytes with the routing, in one call.
     routing.push_back(GatherItem{rows.data, data_all, n * 2, "x"});
     all_gather(comm->get(), routing, stream);
+  } else if (shape.fp8_wire()) {
+    // Quantized here per 128-element block as the LSA path's launch does, then the codes and
+    // their linear scales gathered as bytes with the routing, in one call.
+    auto* stage = reinterpret_cast<std::uint8_t*>(base + fallback.stage_data);
+    auto* stage_scales = reinterpret_cast<float*>(base + fallback.stage_scales);
+    detail::lsa::moe_quantize_fp8(rows.bf16_tokens, shape.max_tokens, shape.hidden, stage,
+                                  stage_scales, stream);
+    auto const T = static_cast<std::size_t>(shape.max_tokens);
+    routing.push_back(GatherItem{stage, data_all, T * shape.row_bytes(), "x"});
+    routing.push_back(GatherItem{stage_scales, base + fallback.scales_all,
+                                 T * shape.token_scale_bytes(), "x scales"});
+    all_gather(comm->get(), routing, stream);
+    scales_all = reinterpret_cast<const std::uint8_t*>(base + fallback.scales_all);
   } else {
     ConstNvfp4View mine{rows.data, rows.block_scales, global_scale, n};
     if (rows.bf16_tokens != nullptr) {

@@ -26,7 +26,8 @@ using detail::CommState;
 void MoeGroup::Impl::set_buffers(char* base, std::size_t rows, std::size_t scales,
                                  std::size_t expert_count, std::size_t words) {
   buffers.data = reinterpret_cast<std::uint8_t*>(base + rows);
-  buffers.block_scales = shape.bf16_wire ? nullptr : reinterpret_cast<std::uint8_t*>(base + scales);
+  buffers.block_scales =
+      shape.bf16_wire() ? nullptr : reinterpret_cast<std::uint8_t*>(base + scales);
   buffers.expert_count = reinterpret_cast<std::int32_t*>(base + expert_count);
   auto* w = reinterpret_cast<std::int32_t*>(base + words);
   buffers.overflow = w;
@@ -181,8 +182,11 @@ MoeConfig resolved(const MoeConfig& c, int ranks) {
               "must be at least 1");
   check_field(c.capacity >= 0, "capacity", c.capacity,
               "must be 0 (comm.size() x max_tokens_per_rank) or more");
-  SYMMCOMM_EXPECTS(c.wire == DataType::Nvfp4 || c.wire == DataType::Bf16,
-                   "MoeGroup: config.wire = " << to_string(c.wire) << ": must be nvfp4 or bf16");
+  SYMMCOMM_EXPECTS(
+      c.wire == DataType::Nvfp4 || c.wire == DataType::Fp8E4M3 || c.wire == DataType::Bf16,
+      "MoeGroup: config.wire = " << to_string(c.wire) << ": must be nvfp4, fp8e4m3 or bf16");
+  check_field(c.wire != DataType::Fp8E4M3 || c.hidden % kFp8BlockSize == 0, "hidden", c.hidden,
+              "must be a multiple of 128 on an fp8e4m3 wire (one scale per 128 elements)");
   MoeConfig r = c;
   long long const pairs = static_cast<long long>(c.max_tokens_per_rank) * c.top_k;
   long long const all = static_cast<long long>(ranks) * c.max_tokens_per_rank;
@@ -225,23 +229,27 @@ MoeGroup::MoeGroup(const Communicator& comm, const MoeConfig& config, cudaStream
   g.shape.hidden = g.config.hidden;
   g.shape.max_tokens = g.config.max_tokens_per_rank;
   g.shape.capacity = g.config.capacity;
-  g.shape.bf16_wire = g.config.wire == DataType::Bf16;
+  g.shape.wire = g.config.wire;
   g.shape.in_place = g.config.combine_in_place;
   if (path != PathChoice::Fallback && lsa_blocked.empty()) {
     g.path = Path::LsaKernel;
-    g.why =
-        "lsa: symmcomm's MoE kernels over the group's window: each rank's per-expert counts "
-        "exchanged on the device, then each routed row written once, straight into its "
-        "expert's rank (masked layout, swizzled scales); combine sends each output row back "
-        "to its token's rank and sums there in fp32";
+    g.why = std::string(
+                "lsa: symmcomm's MoE kernels over the group's window: each rank's per-expert "
+                "counts exchanged on the device, then each routed row written once, straight "
+                "into its expert's rank (masked layout, the grouped GEMM's scale layout); ") +
+            (g.shape.in_place ? "combine reads each token's rows where its experts computed them "
+                                "and sums them in fp32"
+                              : "combine sends each output row back to its token's rank and sums "
+                                "there in fp32");
     g.make_lsa(comm, stream);
   } else {
     g.path = Path::Fallback;
-    g.why = std::string(
-                "fallback: every rank's NVFP4 tokens and routing all-gathered by NCCL, "
-                "each rank placing the rows of its experts; combine sums each token's "
-                "rows per rank in fp32 and reduce-scatters the sums in fp32 (") +
-            (path == PathChoice::Fallback ? "asked for" : "not the LSA path: " + lsa_blocked) + ")";
+    g.why =
+        std::string(
+            "fallback: every rank's rows (in the wire's format) and routing all-gathered by NCCL, "
+            "each rank placing the rows of its experts; combine sums each token's "
+            "rows per rank in fp32 and reduce-scatters the sums in fp32 (") +
+        (path == PathChoice::Fallback ? "asked for" : "not the LSA path: " + lsa_blocked) + ")";
     g.make_fallback(stream);
   }
   SYMMCOMM_LOG_DEBUG("MoeGroup: " << g.config.num_experts << " experts, top " << g.config.top_k
@@ -279,8 +287,7 @@ std::string MoeGroup::reason() const {
 
 namespace {
 
-// The launches of a dispatch whose tokens `rows` describes (NVFP4 or BF16), after the checks
-// common to both.
+// The routing's pointers, checked by both dispatches.
 void check_routing(const std::int32_t* topk_idx, const float* topk_weights,
                    const std::int32_t* num_tokens) {
   check_pointer(topk_idx, 4, "topk_idx");
@@ -300,9 +307,9 @@ const MoeDispatch& MoeGroup::dispatch(ConstNvfp4View x, const std::int32_t* topk
                    "MoeGroup::dispatch: x.count = " << x.count
                                                     << "; expected max_tokens_per_rank x hidden = "
                                                     << g.tokens_elements());
-  SYMMCOMM_EXPECTS(!g.shape.bf16_wire,
+  SYMMCOMM_EXPECTS(g.shape.wire == DataType::Nvfp4,
                    "MoeGroup::dispatch: x is NVFP4 but the group's wire is "
-                   "bf16 (config.wire): pass BF16 tokens");
+                       << to_string(g.shape.wire) << " (config.wire): pass BF16 tokens");
   SYMMCOMM_EXPECTS(x.scale_layout == ScaleLayout::Linear,
                    "MoeGroup::dispatch: x.block_scales must be linear (one row of hidden / 16 "
                    "scales per token); the dispatch swizzles them");
@@ -334,11 +341,16 @@ const MoeDispatch& MoeGroup::dispatch(ConstBf16Span x, const float* global_scale
   check_pointer(x.data, 16, "x");
   check_routing(topk_idx, topk_weights, num_tokens);
   detail::lsa::MoeRowsArgs r;
-  if (g.shape.bf16_wire) {
+  if (g.shape.bf16_wire()) {
     SYMMCOMM_EXPECTS(global_scale == nullptr,
                      "MoeGroup::dispatch: global_scale must be null on "
                      "a BF16 wire (the rows move unquantized)");
     r.data = reinterpret_cast<const std::uint8_t*>(x.data);
+  } else if (g.shape.fp8_wire()) {
+    SYMMCOMM_EXPECTS(global_scale == nullptr,
+                     "MoeGroup::dispatch: global_scale must be null on an fp8e4m3 wire (each "
+                     "128-element block gets its own scale in the dispatch)");
+    r.bf16_tokens = x.data;
   } else {
     check_pointer(global_scale, 4, "global_scale");
     r.bf16_tokens = x.data;

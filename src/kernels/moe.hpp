@@ -35,6 +35,8 @@
 #include <cstdint>
 
 #include "lsa.hpp"
+#include "symmcomm/formats/fp8.hpp"
+#include "symmcomm/formats/traits.hpp"
 
 namespace symmcomm::detail::lsa {
 
@@ -51,25 +53,48 @@ struct MoeShape {
   int ranks = 1;
   int experts = 1;  ///< a multiple of ranks
   int top_k = 1;
-  int hidden = 64;         ///< elements per token, a multiple of 64
-  int max_tokens = 1;      ///< tokens per rank, at most
-  int capacity = 1;        ///< rows per expert on its rank
-  bool bf16_wire = false;  ///< rows move as BF16 (no block scales), else as NVFP4
+  int hidden = 64;     ///< elements per token, a multiple of 64
+  int max_tokens = 1;  ///< tokens per rank, at most
+  int capacity = 1;    ///< rows per expert on its rank
+  /// The rows' format on the wire and in the dispatch layout: Nvfp4 (packed e2m1, e4m3 block
+  /// scales per 16 elements swizzled 128 x 4), Fp8E4M3 (e4m3 codes, an fp32 scale per 128
+  /// elements, per expert column-major [hidden / 128][scale_rows]) or Bf16 (no scales).
+  DataType wire = DataType::Nvfp4;
   /// The experts' outputs live in the window (MoeLayout::expert_out) and the combine reads them
   /// in place (MoePullArgs), else they are sent back (MoeSendBackArgs, MoeSumArgs).
   bool in_place = false;
 
   SYMMCOMM_HD int local_experts() const { return experts / ranks; }
   SYMMCOMM_HD int pairs() const { return max_tokens * top_k; }
+  SYMMCOMM_HD bool fp8_wire() const { return wire == DataType::Fp8E4M3; }
+  SYMMCOMM_HD bool bf16_wire() const { return wire == DataType::Bf16; }
   /// Bytes of one row on the wire and in the dispatch layout.
   SYMMCOMM_HD std::size_t row_bytes() const {
-    return static_cast<std::size_t>(hidden) * (bf16_wire ? 2 : 1) / (bf16_wire ? 1 : 2);
+    auto const h = static_cast<std::size_t>(hidden);
+    return bf16_wire() ? 2 * h : (fp8_wire() ? h : h / 2);
   }
-  SYMMCOMM_HD std::size_t scale_cols() const { return static_cast<std::size_t>(hidden) / 16; }
-  /// Bytes of one expert's swizzled block scales (capacity rows, padding included; none for a
-  /// BF16 wire).
+  /// Scales per row: one per 16 elements (NVFP4) or per 128 (FP8); none on a BF16 wire.
+  SYMMCOMM_HD std::size_t scale_cols() const {
+    auto const h = static_cast<std::size_t>(hidden);
+    return bf16_wire() ? 0 : (fp8_wire() ? h / kFp8BlockSize : h / 16);
+  }
+  /// Bytes of one token's scales in a linear layout (1 per NVFP4 scale, 4 per FP8 scale).
+  SYMMCOMM_HD std::size_t token_scale_bytes() const { return scale_cols() * (fp8_wire() ? 4 : 1); }
+  /// FP8 wire: the rows of an expert's column-major scale matrix, capacity rounded up to 4 (the
+  /// 16-byte alignment of each column that TMA loads need).
+  SYMMCOMM_HD std::size_t scale_rows() const {
+    return round_up_to(static_cast<std::size_t>(capacity), 4);
+  }
+  /// Bytes of one expert's block scales (capacity rows, padding included; none for a BF16 wire).
   SYMMCOMM_HD std::size_t expert_scale_bytes() const {
-    return bf16_wire ? 0 : swizzled_scale_bytes(static_cast<std::size_t>(capacity), scale_cols());
+    if (bf16_wire()) return 0;
+    if (fp8_wire()) return scale_cols() * scale_rows() * 4;
+    return swizzled_scale_bytes(static_cast<std::size_t>(capacity), scale_cols());
+  }
+  /// Where row `row`'s scale `col` lies in its expert's scales, in bytes.
+  SYMMCOMM_HD std::size_t scale_offset(std::size_t row, std::size_t col) const {
+    return fp8_wire() ? (col * scale_rows() + row) * 4
+                      : swizzled_scale_offset(row, col, scale_cols());
   }
   /// int32 words per source in the count table: a count per expert, the error bits and the
   /// global scale's bits.
@@ -81,8 +106,9 @@ struct MoeLayout {
   /// int32 [2][ranks][table_words]: written by every source, the two tables alternating by
   /// dispatch
   std::size_t table = 0;
-  std::size_t rows = 0;    ///< [L][capacity] rows of row_bytes (NVFP4 codes or BF16)
-  std::size_t scales = 0;  ///< uint8 [L][expert_scale_bytes]
+  std::size_t rows = 0;  ///< [L][capacity] rows of row_bytes (NVFP4 or FP8 codes, or BF16)
+  std::size_t scales =
+      0;  ///< [L][expert_scale_bytes]: each expert's scales (MoeShape::scale_offset)
   std::size_t origin = 0;  ///< int32 [L][capacity]: (source * max_tokens + token) * top_k + slot
   std::size_t back = 0;    ///< bf16 [max_tokens][top_k][hidden]: rows sent back for the combine
   /// bf16 [L][capacity][hidden] where MoeShape::in_place (else empty): the experts' outputs,
@@ -125,16 +151,16 @@ struct MoeCountsArgs {
   int phase = 0;
 };
 
-/// What the rows launch needs: this rank's tokens - NVFP4 (linear block scales), or BF16 that
-/// the launch quantizes with `global_scale`, or (a BF16 wire) BF16 rows copied as they are - and
-/// the placement the counts launch wrote.
+/// What the rows launch needs: this rank's tokens - NVFP4 or FP8 rows with linear scales, or
+/// BF16 that the launch quantizes (NVFP4 with `global_scale`, FP8 per 128-element block), or (a
+/// BF16 wire) BF16 rows copied as they are - and the placement the counts launch wrote.
 struct MoeRowsArgs {
   MoeShape shape{};
   const std::uint8_t* data = nullptr;          ///< [max_tokens] rows of row_bytes, local
-  const std::uint8_t* block_scales = nullptr;  ///< [max_tokens][hidden / 16], local, linear
-  /// Non-null: BF16 tokens [max_tokens][hidden] (16-byte aligned) quantized to NVFP4 in the
-  /// launch with the global scale at `global_scale`, each block as symmcomm's codecs do
-  /// (data and block_scales unused).
+  const std::uint8_t* block_scales = nullptr;  ///< [max_tokens][token_scale_bytes], linear
+  /// Non-null: BF16 tokens [max_tokens][hidden] (16-byte aligned) quantized in the launch to the
+  /// wire's format, each block as symmcomm's codecs do: NVFP4 with the global scale at
+  /// `global_scale`, FP8 as fp8_quantize_block (data and block_scales unused).
   const bf16* bf16_tokens = nullptr;
   const float* global_scale = nullptr;
   const std::int32_t* topk_idx = nullptr;  ///< as MoeCountsArgs
@@ -174,9 +200,9 @@ struct MoePullArgs {
   bf16* out = nullptr;                        ///< [max_tokens][hidden]
 };
 
-/// The fallback's dispatch on rank `me` (collectives/moe_group.cpp): every rank's NVFP4 tokens
-/// and routing gathered (rank-major) into local memory by NCCL, this rank places the pairs
-/// routed to its experts, in the same order and layout as the LSA path.
+/// The fallback's dispatch on rank `me` (collectives/moe_fallback.cpp): every rank's rows (NVFP4
+/// or FP8 with linear scales, or BF16) and routing gathered (rank-major) into local memory by NCCL,
+/// this rank places the pairs routed to its experts, in the same order and layout as the LSA path.
 struct MoeLocalArgs {
   MoeShape shape{};
   int me = 0;
@@ -184,7 +210,7 @@ struct MoeLocalArgs {
   const std::int32_t* num_tokens = nullptr;    ///< [ranks], gathered
   const float* global_scales = nullptr;        ///< [ranks], gathered (null: a BF16 wire)
   const std::uint8_t* data = nullptr;          ///< [ranks * max_tokens] rows, gathered
-  const std::uint8_t* block_scales = nullptr;  ///< [ranks * max_tokens][hidden / 16], linear
+  const std::uint8_t* block_scales = nullptr;  ///< [ranks * max_tokens][token_scale_bytes]
   std::int32_t* pair_row = nullptr;  ///< [ranks][pairs]: the row of a pair on this rank's expert
   std::int32_t* expert_count = nullptr;  ///< as MoeCountsArgs
   std::int32_t* overflow = nullptr;
@@ -211,6 +237,11 @@ struct MoePartialArgs {
 void moe_place_local(const MoeLocalArgs& args, cudaStream_t stream);
 void moe_partial_sums(const MoePartialArgs& args, cudaStream_t stream);
 void moe_round_bf16(const float* in, bf16* out, std::size_t count, cudaStream_t stream);
+/// The fallback's FP8 wire: `tokens` rows of BF16 `in` ([tokens][hidden], 16-byte aligned)
+/// quantized per 128-element block as the rows launch does, codes into `data` [tokens][hidden]
+/// and scales into `scales` [tokens][hidden / 128] (linear).
+void moe_quantize_fp8(const bf16* in, int tokens, int hidden, std::uint8_t* data, float* scales,
+                      cudaStream_t stream);
 /// Each local expert's counted rows of `src` ([L][capacity][hidden] bf16) copied to `dst` (the
 /// same layout): expert outputs computed elsewhere, into the window of an in-place combine.
 void moe_copy_placed_rows(const MoeShape& shape, const std::int32_t* expert_count, const bf16* src,

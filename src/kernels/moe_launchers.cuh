@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "formats/device_codecs.cuh"
 #include "formats/quantize_block.cuh"
 #include "lsa_launch.cuh"
 #include "lsa_policy.cuh"
@@ -196,16 +197,44 @@ __device__ __forceinline__ int grid_warps() {
   return static_cast<int>(grid_threads() / 32);
 }
 
-// One pair's row and its block scales into its expert's rank (`out`, `scales`: that expert's
-// rows and swizzled scales there), by the 32 lanes of a warp: NVFP4 tokens copied, BF16 ones
-// quantized block by block (`quant_table`, `scale_factor`: quantize_block.cuh's); on a BF16
-// wire the row alone, copied.
+// One 128-element block of BF16 `block` quantized to e4m3 by the 32 lanes of a warp, 4 elements
+// each, as fp8_quantize_block does: the lane's 4 codes (first in the low byte); returns the
+// block's scale (every lane).
+__device__ __forceinline__ float moe_fp8_block(const bf16* block, std::uint32_t& codes) {
+  int const lane = static_cast<int>(threadIdx.x % 32);
+  uint2 const v = reinterpret_cast<const uint2*>(block)[lane];
+  float const x[4] = {bf16_lo(v.x), bf16_hi(v.x), bf16_lo(v.y), bf16_hi(v.y)};
+  float amax = fmaxf(fmaxf(fabsf(x[0]), fabsf(x[1])), fmaxf(fabsf(x[2]), fabsf(x[3])));
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  float const scale = fp8_scale_from_amax(amax, Fp8Format::E4M3);
+  float const inv = 1.0f / scale;
+  codes = encode_fp8x2(x[0] * inv, x[1] * inv, Fp8Format::E4M3) |
+          (encode_fp8x2(x[2] * inv, x[3] * inv, Fp8Format::E4M3) << 16);
+  return scale;
+}
+
+// One pair's row and its scales into its expert's rank (`out`, `scales`: that expert's rows and
+// scales there), by the 32 lanes of a warp: NVFP4 or FP8 tokens copied with their linear scales
+// put at their places (MoeShape::scale_offset), BF16 ones quantized block by block (NVFP4 with
+// `quant_table`, `scale_factor`: quantize_block.cuh's; FP8 per 128 elements); on a BF16 wire
+// the row alone, copied.
 __device__ __forceinline__ void moe_row_to_expert(const MoeRowsArgs& a, int t, int row, uint4* out,
                                                   char* scales, const float* quant_table,
                                                   float scale_factor) {
   const MoeShape& s = a.shape;
   int const lane = static_cast<int>(threadIdx.x % 32);
   std::size_t const row_bytes = s.row_bytes(), cols = s.scale_cols();
+  if (a.bf16_tokens != nullptr && s.fp8_wire()) {
+    const bf16* token = a.bf16_tokens + static_cast<std::size_t>(t) * s.hidden;
+    for (std::size_t b = 0; b < cols; ++b) {
+      std::uint32_t codes = 0;
+      float const scale = moe_fp8_block(token + b * kFp8BlockSize, codes);
+      reinterpret_cast<std::uint32_t*>(out)[b * (kFp8BlockSize / 4) + lane] = codes;
+      if (lane == 0) *reinterpret_cast<float*>(scales + s.scale_offset(row, b)) = scale;
+    }
+    return;
+  }
   if (a.bf16_tokens != nullptr) {
     for (std::size_t b = lane; b < cols; b += 32) {
       Vectors<bf16, 16> in;
@@ -214,16 +243,24 @@ __device__ __forceinline__ void moe_row_to_expert(const MoeRowsArgs& a, int t, i
       std::uint8_t scale;
       quantize_one_block(in, scale_factor, quant_table, packed, scale);
       reinterpret_cast<uint2*>(out)[b] = packed;
-      scales[swizzled_scale_offset(row, b, cols)] = static_cast<char>(scale);
+      scales[s.scale_offset(row, b)] = static_cast<char>(scale);
     }
     return;
   }
   const auto* in = reinterpret_cast<const uint4*>(a.data + t * row_bytes);
   for (std::size_t i = lane; i < row_bytes / 16; i += 32) out[i] = in[i];
-  if (s.bf16_wire) return;  // rows only
-  const auto* linear = reinterpret_cast<const std::uint32_t*>(a.block_scales + t * cols);
-  for (std::size_t c = 4 * lane; c < cols; c += 4 * 32) {
-    *reinterpret_cast<std::uint32_t*>(scales + swizzled_scale_offset(row, c, cols)) = linear[c / 4];
+  if (s.bf16_wire()) return;  // rows only
+  const auto* linear = a.block_scales + t * s.token_scale_bytes();
+  if (s.fp8_wire()) {  // one float per column, each to its column-major place
+    for (std::size_t c = lane; c < cols; c += 32) {
+      *reinterpret_cast<float*>(scales + s.scale_offset(row, c)) =
+          reinterpret_cast<const float*>(linear)[c];
+    }
+    return;
+  }
+  for (std::size_t c = 4 * lane; c < cols; c += 4 * 32) {  // 4 columns: 4 contiguous bytes
+    *reinterpret_cast<std::uint32_t*>(scales + s.scale_offset(row, c)) =
+        reinterpret_cast<const std::uint32_t*>(linear)[c / 4];
   }
 }
 
@@ -236,7 +273,7 @@ __global__ void __launch_bounds__(kThreads)
   int const me = peers.rank();
   int const L = s.local_experts();
   float scale_factor = 0.0f;
-  if (a.bf16_tokens != nullptr) {
+  if (a.bf16_tokens != nullptr && s.wire == DataType::Nvfp4) {
     float const g = *a.global_scale;
     scale_factor = nvfp4_scale_factor(g);
     fill_quant_table(quant_table, g);
@@ -334,7 +371,8 @@ __global__ void __launch_bounds__(kThreads)
 
 inline void check_moe_shape(const MoeShape& s) {
   SYMMCOMM_EXPECTS(s.ranks >= 1 && s.experts % s.ranks == 0 && s.experts <= kMaxMoeExperts &&
-                       s.hidden % 64 == 0 && s.top_k >= 1 && s.max_tokens >= 1 && s.capacity >= 1,
+                       s.hidden % (s.fp8_wire() ? kFp8BlockSize : 64) == 0 && s.top_k >= 1 &&
+                       s.max_tokens >= 1 && s.capacity >= 1,
                    "lsa moe: shape of " << s.experts << " experts over " << s.ranks
                                         << " ranks, hidden " << s.hidden
                                         << " (a bug in symmcomm: MoeGroup checks it)");
@@ -353,8 +391,9 @@ void launch_moe_counts(const Desc& peers, const MoeCountsArgs& a, cudaStream_t s
 template <class Desc>
 void launch_moe_rows(const Desc& peers, const MoeRowsArgs& a, cudaStream_t stream) {
   check_moe_shape(a.shape);
-  SYMMCOMM_EXPECTS(a.bf16_tokens == nullptr || a.global_scale != nullptr,
-                   "lsa moe: BF16 tokens without a global scale (a bug in symmcomm)");
+  SYMMCOMM_EXPECTS(
+      a.bf16_tokens == nullptr || a.shape.wire != DataType::Nvfp4 || a.global_scale != nullptr,
+      "lsa moe: BF16 tokens without a global scale (a bug in symmcomm)");
   check_ref(peers, SymRef{0, a.layout.rows}, "moe group window");
   std::size_t const bytes = static_cast<std::size_t>(a.shape.pairs()) * a.shape.row_bytes();
   unsigned const grid = grid_for_units(bytes / 64, grid_cap(peers, kCtasPerSm));

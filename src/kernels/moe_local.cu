@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(kThreads) moe_local_rows_kernel(const MoeLocal
     std::size_t const slot = static_cast<std::size_t>(l) * s.capacity + row;
     moe_row_to_expert(
         rows, src * s.max_tokens + t, row, reinterpret_cast<uint4*>(a.rows + slot * s.row_bytes()),
-        reinterpret_cast<char*>(a.scales + l * s.expert_scale_bytes()), nullptr, 0.0f);
+        reinterpret_cast<char*>(a.scales) + l * s.expert_scale_bytes(), nullptr, 0.0f);
   }
 }
 
@@ -158,6 +158,17 @@ __global__ void __launch_bounds__(kThreadsPerCta)
   }
 }
 
+// A warp per (token, 128-element block): its codes and scale, linear.
+__global__ void __launch_bounds__(kThreadsPerCta)
+    moe_quantize_fp8_kernel(const bf16* in, std::size_t blocks, std::uint8_t* data, float* scales) {
+  for (std::size_t b = global_thread() / 32; b < blocks; b += grid_threads() / 32) {
+    std::uint32_t codes = 0;
+    float const scale = moe_fp8_block(in + b * kFp8BlockSize, codes);
+    reinterpret_cast<std::uint32_t*>(data + b * kFp8BlockSize)[threadIdx.x % 32] = codes;
+    if (threadIdx.x % 32 == 0) scales[b] = scale;
+  }
+}
+
 // Loaded with the rest of this module when a communicator is made (core/kernel_preload.hpp).
 [[maybe_unused]] const bool kModuleRegistered = register_kernel_module(
     reinterpret_cast<const void*>(&moe_round_kernel), "kernels/moe_local.cu");
@@ -187,6 +198,17 @@ void moe_partial_sums(const MoePartialArgs& a, cudaStream_t stream) {
 
 void moe_round_bf16(const float* in, bf16* out, std::size_t count, cudaStream_t stream) {
   moe_round_kernel<<<grid_for(count), kThreadsPerCta, 0, stream>>>(in, out, count);
+  SYMMCOMM_CHECK_LAUNCH();
+}
+
+void moe_quantize_fp8(const bf16* in, int tokens, int hidden, std::uint8_t* data, float* scales,
+                      cudaStream_t stream) {
+  SYMMCOMM_EXPECTS(tokens >= 0 && hidden % kFp8BlockSize == 0,
+                   "lsa moe: fp8 quantize of " << tokens << " x " << hidden);
+  std::size_t const blocks = static_cast<std::size_t>(tokens) * hidden / kFp8BlockSize;
+  if (blocks == 0) return;
+  moe_quantize_fp8_kernel<<<grid_for(blocks * 32), kThreadsPerCta, 0, stream>>>(in, blocks, data,
+                                                                                scales);
   SYMMCOMM_CHECK_LAUNCH();
 }
 

@@ -61,6 +61,12 @@ void deliver(const at::Tensor& out, void* ptr) {
   out.copy_(at::from_blob(ptr, out.sizes(), out.options()));
 }
 
+/// The Python name of a group's wire (symmcomm.moe.WIRES).
+const char* wire_name(symmcomm_dtype_t wire) {
+  return wire == SYMMCOMM_DTYPE_BF16 ? "bf16"
+                                     : (wire == SYMMCOMM_DTYPE_FP8_E4M3 ? "fp8e4m3" : "nvfp4");
+}
+
 /// The dispatch's inputs checked against the group's shape: the rows of x (at most
 /// max_tokens_per_rank); x NVFP4 data where block_scales is given.
 int64_t check_tokens(const MoeGroupEntry& g, const at::Tensor& x,
@@ -68,24 +74,24 @@ int64_t check_tokens(const MoeGroupEntry& g, const at::Tensor& x,
                      const Optional<at::Tensor>& global_scale, const at::Tensor& topk_idx,
                      const at::Tensor& topk_weights, const Optional<at::Tensor>& num_tokens) {
   const symmcomm_moe_config_t& c = g.config;
-  bool const bf16_wire = c.wire == SYMMCOMM_DTYPE_BF16;
+  bool const nvfp4_wire = c.wire == SYMMCOMM_DTYPE_NVFP4;
+  char const* const wire = wire_name(c.wire);
   TORCH_CHECK_VALUE(x.dim() == 2, "x must be 2-D (tokens, hidden; NVFP4 data: hidden / 2 bytes), ",
                     "got shape ", shape_text(x.sizes()));
   int64_t const rows = x.size(0);
   TORCH_CHECK_VALUE(rows <= c.max_tokens_per_rank, "x has ", rows,
                     " rows; the group takes at most max_tokens_per_rank = ", c.max_tokens_per_rank);
   if (given(block_scales)) {
-    TORCH_CHECK_VALUE(!bf16_wire,
-                      "x is NVFP4 (block_scales given) but the group's wire is bf16: "
-                      "pass bf16 tokens");
+    TORCH_CHECK_VALUE(nvfp4_wire, "x is NVFP4 (block_scales given) but the group's wire is ", wire,
+                      ": pass bf16 tokens");
     expect(x, "x", {rows, c.hidden / 2}, kNvfp4Data, g.device);
     expect(*block_scales, "block_scales", {rows, c.hidden / kNvfp4Block}, kBlockScales, g.device);
     TORCH_CHECK_VALUE(given(global_scale), "global_scale: NVFP4 x needs its global scale");
     expect(*global_scale, "global_scale", {1}, kF32Only, g.device);
   } else {
     expect(x, "x", {rows, c.hidden}, kBf16Only, g.device);
-    if (bf16_wire) {
-      TORCH_CHECK_VALUE(!given(global_scale), "global_scale must be None on a bf16 wire");
+    if (!nvfp4_wire) {
+      TORCH_CHECK_VALUE(!given(global_scale), "global_scale must be None on a ", wire, " wire");
     } else {
       TORCH_CHECK_VALUE(given(global_scale), "global_scale: bf16 x is quantized in the dispatch ",
                         "with the layer's static NVFP4 scale; pass it (float32 [1])");
@@ -107,6 +113,10 @@ void check_outputs(const MoeGroupEntry& g, const at::Tensor& data, const at::Ten
   if (c.wire == SYMMCOMM_DTYPE_BF16) {
     expect(data, "out_data", {L, cap, c.hidden}, kBf16Only, g.device);
     expect(scales, "out_block_scales", {L, 0}, kBlockScales, g.device);
+  } else if (c.wire == SYMMCOMM_DTYPE_FP8_E4M3) {
+    expect(data, "out_data", {L, cap, c.hidden}, kBlockScales, g.device);
+    expect(scales, "out_block_scales", {L, static_cast<int64_t>(g.buffers.expert_scale_bytes)},
+           kBlockScales, g.device);
   } else {
     expect(data, "out_data", {L, cap, c.hidden / 2}, kNvfp4Data, g.device);
     expect(scales, "out_block_scales", {L, static_cast<int64_t>(g.buffers.expert_scale_bytes)},

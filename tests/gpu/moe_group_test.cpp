@@ -50,8 +50,8 @@ void expect_one_rank_step(MoeGroup& g, const MoeCase& c, const std::vector<MoeRa
   } else {
     bf16_tokens.upload(x.bf16);
     g.dispatch(ConstBf16Span{reinterpret_cast<const bf16*>(bf16_tokens.get()), x.bf16.size()},
-               c.bf16_wire ? nullptr : scale.get(), idx.get(), weights.get(), tokens.get(),
-               nullptr);
+               c.wire == DataType::Nvfp4 ? scale.get() : nullptr, idx.get(), weights.get(),
+               tokens.get(), nullptr);
   }
   auto const y =
       to_bf16_bits(random_floats(static_cast<std::size_t>(c.local()) * c.cap() * c.hidden, 99));
@@ -68,22 +68,7 @@ void expect_one_rank_step(MoeGroup& g, const MoeCase& c, const std::vector<MoeRa
       nullptr, d.data, static_cast<std::size_t>(c.local()) * c.cap() * c.row_bytes());
   auto const got_scales = support::download_on<std::uint8_t>(nullptr, d.block_scales,
                                                              c.local() * c.expert_scale_bytes());
-  long bad = 0;
-  for (int l = 0; l < c.local(); ++l) {
-    for (std::size_t m = 0; m < want.rows[static_cast<std::size_t>(l)].size(); ++m) {
-      auto const t =
-          static_cast<std::size_t>((want.rows[static_cast<std::size_t>(l)][m]) / c.top_k);
-      std::size_t const slot = static_cast<std::size_t>(l) * c.cap() + m;
-      for (std::size_t b = 0; b < c.row_bytes(); ++b) {
-        bad += rows[slot * c.row_bytes() + b] != x.data[t * c.row_bytes() + b];
-      }
-      for (std::size_t k = 0; k < (c.bf16_wire ? 0 : c.scale_cols()); ++k) {
-        bad +=
-            got_scales[l * c.expert_scale_bytes() + swizzled_scale_offset(m, k, c.scale_cols())] !=
-            x.scales[t * c.scale_cols() + k];
-      }
-    }
-  }
+  long const bad = moe_placed_bytes_wrong(c, in, want.rows, rows, got_scales);
   EXPECT_EQ(bad, 0) << "placed bytes that differ from the specification";
   auto const sums = moe_combined(c, in, {y})[0];
   auto const got = out.download();
@@ -109,11 +94,16 @@ TEST(MoeGroupOneRank, BothPathsPlaceEveryRowAndCombine) {
     moe_use_bf16(c, in, 6);
     expect_one_rank_step(g, c, in);
     MoeCase wire = c;
-    wire.bf16_wire = true;
+    wire.wire = DataType::Bf16;
     MoeGroup gw(comm, wire.config(), nullptr, path);
     auto rows = moe_inputs(wire, MoeRoutingKind::Random, 7);
     moe_use_bf16_wire(wire, rows, 8);
     expect_one_rank_step(gw, wire, rows);
+    wire.wire = DataType::Fp8E4M3;
+    MoeGroup g8(comm, wire.config(), nullptr, path);
+    rows = moe_inputs(wire, MoeRoutingKind::Holes, 9);
+    moe_use_fp8_wire(wire, rows, 10);
+    expect_one_rank_step(g8, wire, rows);
   }
 }
 
@@ -132,6 +122,28 @@ TEST(MoeGroupOneRank, RefusalsNameTheFieldOrArgument) {
               MoeGroup g(comm, one_rank_case().config(), nullptr, PathChoice::NcclSymmetric);
             }).find("path NcclSymmetric"),
             std::string::npos);
+  c = one_rank_case().config();
+  c.wire = DataType::Fp8E4M3;
+  c.hidden = 192;  // whole NVFP4 tiles, not whole FP8 blocks
+  EXPECT_NE(logic_error_text([&] { MoeGroup g(comm, c); }).find("config.hidden = 192"),
+            std::string::npos);
+  c.hidden = 128;
+  MoeGroup fp8(comm, c, nullptr, PathChoice::Fallback);
+  {
+    DeviceArray<std::uint8_t> b(128 * 37);
+    DeviceArray<std::int32_t> i(37 * 3);
+    DeviceArray<float> f(37 * 3);
+    ConstNvfp4View nv{b.get(), b.get(), f.get(), 37 * 128};
+    EXPECT_NE(logic_error_text([&] {
+                fp8.dispatch(nv, i.get(), f.get(), i.get(), nullptr);
+              }).find("x is NVFP4 but the group's wire is fp8e4m3"),
+              std::string::npos);
+    ConstBf16Span x{reinterpret_cast<const bf16*>(b.get()), 37 * 128};
+    EXPECT_NE(logic_error_text([&] {
+                fp8.dispatch(x, f.get(), i.get(), f.get(), i.get(), nullptr);
+              }).find("global_scale must be null on an fp8e4m3 wire"),
+              std::string::npos);
+  }
   MoeGroup g(comm, one_rank_case().config(), nullptr, PathChoice::Fallback);
   DeviceArray<std::uint8_t> bytes(4096);
   DeviceArray<std::int32_t> ints(4096);

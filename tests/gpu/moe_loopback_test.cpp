@@ -30,7 +30,7 @@ lsa::MoeShape shape_of(const MoeCase& c) {
   s.hidden = c.hidden;
   s.max_tokens = c.max_tokens;
   s.capacity = c.cap();
-  s.bf16_wire = c.bf16_wire;
+  s.wire = c.wire;
   s.in_place = c.in_place;
   return s;
 }
@@ -50,7 +50,8 @@ struct World {
     for (int r = 0; r < c.ranks; ++r) {
       window.push_back(std::make_unique<DeviceArray<std::uint8_t>>(layout.bytes));
       data.push_back(std::make_unique<DeviceArray<std::uint8_t>>(c.max_tokens * c.row_bytes()));
-      scales.push_back(std::make_unique<DeviceArray<std::uint8_t>>(c.max_tokens * c.scale_cols()));
+      scales.push_back(std::make_unique<DeviceArray<std::uint8_t>>(c.max_tokens * c.scale_cols() *
+                                                                   c.scale_bytes()));
       idx.push_back(std::make_unique<DeviceArray<std::int32_t>>(c.pairs()));
       weights.push_back(std::make_unique<DeviceArray<float>>(c.pairs()));
       tokens.push_back(std::make_unique<DeviceArray<std::int32_t>>(1));
@@ -88,7 +89,7 @@ struct World {
         a.topk_idx = idx[i]->get();
         a.topk_weights = weights[i]->get();
         a.num_tokens = tokens[i]->get();
-        a.global_scale = c.bf16_wire ? nullptr : scale[i]->get();
+        a.global_scale = c.wire == DataType::Nvfp4 ? scale[i]->get() : nullptr;
         a.table = layout.table;
         a.pair_row = reinterpret_cast<std::int32_t*>(at(r, layout.pair_row));
         a.pair_expert = reinterpret_cast<std::int32_t*>(at(r, layout.pair_expert));
@@ -114,11 +115,11 @@ struct World {
       a.pair_row = reinterpret_cast<const std::int32_t*>(at(r, layout.pair_row));
       a.tokens = reinterpret_cast<const std::int32_t*>(at(r, layout.words)) + 3;
       a.layout = layout;
-      if (!in[i].bf16.empty() && !c.bf16_wire) {  // quantized in the launch
+      if (!in[i].bf16.empty() && !c.bf16_wire()) {  // quantized in the launch
         a.data = nullptr;
         a.block_scales = nullptr;
         a.bf16_tokens = reinterpret_cast<const bf16*>(bf16_tokens[i]->get());
-        a.global_scale = scale[i]->get();
+        a.global_scale = c.fp8_wire() ? nullptr : scale[i]->get();
       }
       lsa::moe_rows(peers(r), a, nullptr);
     }
@@ -195,8 +196,8 @@ struct World {
 };
 
 // Rank r's dispatch against the specification: counts, overflow, error, the group scale, and for
-// every row below its expert's count its data bytes, its scales at their swizzled places and
-// its origin.
+// every row below its expert's count its data bytes, its scales at their places (swizzled or
+// column-major) and its origin.
 void expect_dispatch(const World& w, const std::vector<MoeRankInput>& in, int r) {
   SCOPED_TRACE("rank " + std::to_string(r));
   const MoeCase& c = w.c;
@@ -213,28 +214,8 @@ void expect_dispatch(const World& w, const std::vector<MoeRankInput>& in, int r)
   auto const scales = w.read<std::uint8_t>(r, w.layout.scales, c.local() * c.expert_scale_bytes());
   auto const origin =
       w.read<std::int32_t>(r, w.layout.origin, static_cast<std::size_t>(c.local()) * c.cap());
-  int bad = 0;
-  for (int l = 0; l < c.local(); ++l) {
-    for (std::size_t m = 0; m < want.rows[static_cast<std::size_t>(l)].size(); ++m) {
-      std::int32_t const o = want.rows[static_cast<std::size_t>(l)][m];
-      std::size_t const slot = static_cast<std::size_t>(l) * c.cap() + m;
-      const MoeRankInput& x = in[static_cast<std::size_t>(o / c.pairs())];
-      std::size_t const t = static_cast<std::size_t>((o % c.pairs()) / c.top_k);
-      bad += origin[slot] != o;
-      for (std::size_t b = 0; b < c.row_bytes(); ++b) {
-        bad += rows[slot * c.row_bytes() + b] != x.data[t * c.row_bytes() + b];
-      }
-      for (std::size_t k = 0; k < (c.bf16_wire ? 0 : c.scale_cols()); ++k) {
-        std::size_t const at =
-            l * c.expert_scale_bytes() + swizzled_scale_offset(m, k, c.scale_cols());
-        bad += scales[at] != x.scales[t * c.scale_cols() + k];
-      }
-      if (bad > 0) {
-        ADD_FAILURE() << "expert " << l << " row " << m << " (origin " << o << ") differs";
-        return;
-      }
-    }
-  }
+  EXPECT_EQ(moe_placed_bytes_wrong(c, in, want.rows, rows, scales, &origin), 0)
+      << "placed bytes or origins that differ from the specification";
 }
 
 // Every rank's combined output within one bf16 rounding of the double-precision sum (the kernel
@@ -320,7 +301,7 @@ TEST(MoeLoopback, Bf16WireMovesRowsAsTheyAre) {
     MoeCase c;
     c.ranks = ranks;
     c.experts = 4 * ranks;
-    c.bf16_wire = true;
+    c.wire = DataType::Bf16;
     SCOPED_TRACE(std::to_string(ranks) + " ranks, bf16 wire");
     World w(c);
     auto in = moe_inputs(c, MoeRoutingKind::Random, 31);
@@ -328,6 +309,26 @@ TEST(MoeLoopback, Bf16WireMovesRowsAsTheyAre) {
     w.dispatch(in);
     for (int r = 0; r < c.ranks; ++r) expect_dispatch(w, in, r);
     auto const y = random_expert_out(c, 33);
+    expect_combine(c, in, y, w.combine(y));
+  }
+}
+
+TEST(MoeLoopback, Fp8WireQuantizesEachBlockOf128WithItsOwnScale) {
+  SYMMCOMM_REQUIRE_GPU();
+  for (int ranks : {2, 8}) {
+    MoeCase c;
+    c.ranks = ranks;
+    c.experts = 2 * ranks;
+    c.hidden = 512;
+    c.max_tokens = 21;  // capacity 42 or 168: scale columns padded to 44 or 168 rows
+    c.wire = DataType::Fp8E4M3;
+    SCOPED_TRACE(std::to_string(ranks) + " ranks, fp8 wire");
+    World w(c);
+    auto in = moe_inputs(c, MoeRoutingKind::Holes, 71);
+    moe_use_fp8_wire(c, in, 72);
+    w.dispatch(in);
+    for (int r = 0; r < c.ranks; ++r) expect_dispatch(w, in, r);
+    auto const y = random_expert_out(c, 73);
     expect_combine(c, in, y, w.combine(y));
   }
 }

@@ -47,7 +47,7 @@ struct Inputs {
   explicit Inputs(const MoeCase& mc)
       : c(mc),
         data(c.max_tokens * c.row_bytes()),
-        scales(c.max_tokens * c.scale_cols()),
+        scales(c.max_tokens * c.scale_cols() * c.scale_bytes()),
         idx(c.pairs()),
         tokens(1),
         weights(c.pairs()),
@@ -78,7 +78,7 @@ struct Inputs {
     if (use_bf16) {
       g.dispatch(
           ConstBf16Span{reinterpret_cast<const bf16*>(bf16_tokens.get()), bf16_tokens.count()},
-          c.bf16_wire ? nullptr : scale.get(), idx.get(), weights.get(), tokens.get(),
+          c.wire == DataType::Nvfp4 ? scale.get() : nullptr, idx.get(), weights.get(), tokens.get(),
           world().stream);
     } else {
       g.dispatch(x(), idx.get(), weights.get(), tokens.get(), world().stream);
@@ -119,22 +119,7 @@ void expect_step(const MoeGroup& g, const Inputs& t, const std::vector<MoeRankIn
   auto const rows =
       download<std::uint8_t>(d.data, static_cast<std::size_t>(c.local()) * c.cap() * c.row_bytes());
   auto const scales = download<std::uint8_t>(d.block_scales, c.local() * c.expert_scale_bytes());
-  long bad = 0;
-  for (int l = 0; l < c.local(); ++l) {
-    for (std::size_t m = 0; m < want.rows[static_cast<std::size_t>(l)].size(); ++m) {
-      std::int32_t const o = want.rows[static_cast<std::size_t>(l)][m];
-      const MoeRankInput& x = in[static_cast<std::size_t>(o / c.pairs())];
-      std::size_t const tok = static_cast<std::size_t>((o % c.pairs()) / c.top_k);
-      std::size_t const slot = static_cast<std::size_t>(l) * c.cap() + m;
-      for (std::size_t b = 0; b < c.row_bytes(); ++b) {
-        bad += rows[slot * c.row_bytes() + b] != x.data[tok * c.row_bytes() + b];
-      }
-      for (std::size_t k = 0; k < (c.bf16_wire ? 0 : c.scale_cols()); ++k) {
-        bad += scales[l * c.expert_scale_bytes() + swizzled_scale_offset(m, k, c.scale_cols())] !=
-               x.scales[tok * c.scale_cols() + k];
-      }
-    }
-  }
+  long const bad = moe_placed_bytes_wrong(c, in, want.rows, rows, scales);
   EXPECT_EQ(bad, 0) << "placed bytes that differ from the specification";
   auto const sums = moe_combined(c, in, y)[static_cast<std::size_t>(me)];
   auto const got = t.out.download();
@@ -270,7 +255,7 @@ TEST(MultiRankMoe, Bf16WireMovesRowsAsTheyAre) {
     SCOPED_TRACE(name_of(path));
     World& w = world();
     MoeCase c = moe_case();
-    c.bf16_wire = true;
+    c.wire = DataType::Bf16;
     MoeGroup g(w.comm, c.config(), w.stream, path);
     EXPECT_EQ(g.buffers().block_scales, nullptr);
     Inputs t(c);
@@ -281,6 +266,28 @@ TEST(MultiRankMoe, Bf16WireMovesRowsAsTheyAre) {
     t.step(g);
     sync();
     expect_step(g, t, in, y, "bf16 wire");
+    EXPECT_EQ(g.check(w.stream), 0);
+  }
+}
+
+TEST(MultiRankMoe, Fp8WireQuantizesEachBlockOf128WithItsOwnScale) {
+  for (PathChoice path : moe_paths()) {
+    SCOPED_TRACE(name_of(path));
+    World& w = world();
+    MoeCase c = moe_case();
+    c.wire = DataType::Fp8E4M3;
+    MoeGroup g(w.comm, c.config(), w.stream, path);
+    EXPECT_EQ(g.expert_scale_bytes(), c.expert_scale_bytes());
+    Inputs t(c);
+    for (std::uint32_t seed : {81u, 82u}) {
+      auto in = moe_inputs(c, MoeRoutingKind::Holes, seed);
+      moe_use_fp8_wire(c, in, seed + 10);
+      auto const y = expert_outputs(c, seed + 20);
+      t.upload(in[static_cast<std::size_t>(w.rank)], y[static_cast<std::size_t>(w.rank)]);
+      t.step(g);
+      sync();
+      expect_step(g, t, in, y, "fp8 wire, seed " + std::to_string(seed));
+    }
     EXPECT_EQ(g.check(w.stream), 0);
   }
 }

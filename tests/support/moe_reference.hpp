@@ -13,6 +13,7 @@
 
 #include "symmcomm/collectives/moe.hpp"
 #include "symmcomm/formats/bf16.hpp"
+#include "symmcomm/formats/fp8.hpp"
 #include "symmcomm/formats/nvfp4.hpp"
 #include "symmcomm/formats/scale_layout.hpp"
 
@@ -21,17 +22,33 @@ namespace symmcomm::test {
 /// The group's shape as the tests use it (capacity resolved).
 struct MoeCase {
   int ranks = 2, experts = 8, top_k = 3, hidden = 128, max_tokens = 37, capacity = 0;
-  bool bf16_wire = false;  ///< rows move as BF16 (no block scales)
-  bool in_place = false;   ///< the combine reads the expert outputs in place
+  DataType wire = DataType::Nvfp4;  ///< the rows' format: Nvfp4, Fp8E4M3 or Bf16
+  bool in_place = false;            ///< the combine reads the expert outputs in place
   int local() const { return experts / ranks; }
   int pairs() const { return max_tokens * top_k; }
   int cap() const { return capacity > 0 ? capacity : ranks * max_tokens; }
+  bool bf16_wire() const { return wire == DataType::Bf16; }
+  bool fp8_wire() const { return wire == DataType::Fp8E4M3; }
   std::size_t row_bytes() const {
-    return bf16_wire ? static_cast<std::size_t>(hidden) * 2 : static_cast<std::size_t>(hidden) / 2;
+    auto const h = static_cast<std::size_t>(hidden);
+    return bf16_wire() ? 2 * h : (fp8_wire() ? h : h / 2);
   }
-  std::size_t scale_cols() const { return static_cast<std::size_t>(hidden) / 16; }
+  /// Scales per token: one e4m3 byte per 16 elements (NVFP4), one float per 128 (FP8), none.
+  std::size_t scale_cols() const {
+    auto const h = static_cast<std::size_t>(hidden);
+    return bf16_wire() ? 0 : (fp8_wire() ? h / 128 : h / 16);
+  }
+  std::size_t scale_bytes() const { return fp8_wire() ? 4 : 1; }  ///< bytes of one scale
+  /// FP8: rows of an expert's column-major scale matrix (capacity rounded up to 4).
+  std::size_t scale_rows() const { return (static_cast<std::size_t>(cap()) + 3) / 4 * 4; }
   std::size_t expert_scale_bytes() const {
-    return bf16_wire ? 0 : swizzled_scale_bytes(static_cast<std::size_t>(cap()), scale_cols());
+    if (bf16_wire()) return 0;
+    if (fp8_wire()) return scale_cols() * scale_rows() * 4;
+    return swizzled_scale_bytes(static_cast<std::size_t>(cap()), scale_cols());
+  }
+  /// Where row m's scale k lies in its expert's scales (bytes): FP8 column-major, NVFP4 swizzled.
+  std::size_t scale_offset(std::size_t m, std::size_t k) const {
+    return fp8_wire() ? (k * scale_rows() + m) * 4 : swizzled_scale_offset(m, k, scale_cols());
   }
   MoeConfig config() const {
     MoeConfig c;
@@ -40,7 +57,7 @@ struct MoeCase {
     c.hidden = hidden;
     c.max_tokens_per_rank = max_tokens;
     c.capacity = capacity;
-    c.wire = bf16_wire ? DataType::Bf16 : DataType::Nvfp4;
+    c.wire = wire;
     c.combine_in_place = in_place;
     return c;
   }
@@ -59,8 +76,8 @@ struct MoeRankInput {
   int num_tokens = 0;
   std::vector<std::int32_t> idx;     ///< [max_tokens][top_k]
   std::vector<float> weights;        ///< [max_tokens][top_k]
-  std::vector<std::uint8_t> data;    ///< [max_tokens][hidden / 2]
-  std::vector<std::uint8_t> scales;  ///< [max_tokens][hidden / 16], linear
+  std::vector<std::uint8_t> data;    ///< [max_tokens][row_bytes]
+  std::vector<std::uint8_t> scales;  ///< [max_tokens][scale_cols x scale_bytes], linear
   float global_scale = 0.5f;
   std::vector<std::uint16_t> bf16;  ///< [max_tokens][hidden] bits, when the tokens are BF16
 };
@@ -78,6 +95,64 @@ inline void moe_use_bf16_wire(const MoeCase& c, std::vector<MoeRankInput>& in, s
     std::memcpy(x.data.data(), x.bf16.data(), x.data.size());
     x.scales.clear();
   }
+}
+
+/// For an FP8 wire: every rank's tokens BF16 (random, from `seed`, a few blocks all zero), its
+/// data and scales their per-128-element e4m3 quantization as fp8_quantize_block computes it
+/// (scales as float bytes): what a dispatch must place. No global scale (0).
+inline void moe_use_fp8_wire(const MoeCase& c, std::vector<MoeRankInput>& in, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (MoeRankInput& x : in) {
+    x.global_scale = 0.0f;
+    x.bf16.resize(static_cast<std::size_t>(c.max_tokens) * c.hidden);
+    for (auto& b : x.bf16) {
+      float const v = normal(rng);
+      b = float_to_bf16_bits(rng() % 8 == 0 ? 300.0f * v : v);  // blocks of unlike ranges
+    }
+    std::size_t const blocks = x.bf16.size() / kFp8BlockSize;
+    x.data.resize(x.bf16.size());
+    x.scales.resize(blocks * 4);
+    for (std::size_t blk = 0; blk < blocks; ++blk) {
+      float v[kFp8BlockSize];
+      bool const zero = blk % 7 == 3;  // a block of zeros: scale 1, codes 0
+      for (int k = 0; k < kFp8BlockSize; ++k) {
+        if (zero) x.bf16[blk * kFp8BlockSize + k] = 0;
+        v[k] = bf16_bits_to_float(x.bf16[blk * kFp8BlockSize + k]);
+      }
+      float const scale = fp8_quantize_block(v, kFp8BlockSize, &x.data[blk * kFp8BlockSize]);
+      std::memcpy(&x.scales[blk * 4], &scale, 4);
+    }
+  }
+}
+
+/// Rank `rank`'s placed bytes that differ from the specification: for every row below its
+/// expert's count, its data (`rows`: [L][capacity][row_bytes]), its scales at their places
+/// (`scales`: [L][expert_scale_bytes]) and, where given, its origin ([L][capacity]).
+inline long moe_placed_bytes_wrong(const MoeCase& c, const std::vector<MoeRankInput>& in,
+                                   const std::vector<std::vector<std::int32_t>>& placed,
+                                   const std::vector<std::uint8_t>& rows,
+                                   const std::vector<std::uint8_t>& scales,
+                                   const std::vector<std::int32_t>* origin = nullptr) {
+  long bad = 0;
+  std::size_t const rb = c.row_bytes(), sb = c.scale_bytes();
+  for (int l = 0; l < c.local(); ++l) {
+    for (std::size_t m = 0; m < placed[static_cast<std::size_t>(l)].size(); ++m) {
+      std::int32_t const o = placed[static_cast<std::size_t>(l)][m];
+      const MoeRankInput& x = in[static_cast<std::size_t>(o / c.pairs())];
+      auto const t = static_cast<std::size_t>((o % c.pairs()) / c.top_k);
+      std::size_t const slot = static_cast<std::size_t>(l) * c.cap() + m;
+      if (origin != nullptr) bad += (*origin)[slot] != o;
+      for (std::size_t b = 0; b < rb; ++b) bad += rows[slot * rb + b] != x.data[t * rb + b];
+      for (std::size_t k = 0; k < c.scale_cols(); ++k) {
+        for (std::size_t b = 0; b < sb; ++b) {
+          bad += scales[l * c.expert_scale_bytes() + c.scale_offset(m, k) + b] !=
+                 x.scales[(t * c.scale_cols() + k) * sb + b];
+        }
+      }
+    }
+  }
+  return bad;
 }
 
 /// Gives every rank BF16 tokens (random, from `seed`) and, as data and scales, their NVFP4
@@ -133,7 +208,7 @@ inline std::vector<MoeRankInput> moe_inputs(const MoeCase& c, MoeRoutingKind kin
       if (x.num_tokens == 0) x.num_tokens = 1;
     }
     x.data.resize(static_cast<std::size_t>(c.max_tokens) * c.row_bytes());
-    x.scales.resize(static_cast<std::size_t>(c.max_tokens) * c.scale_cols());
+    x.scales.resize(static_cast<std::size_t>(c.max_tokens) * c.scale_cols() * c.scale_bytes());
     for (auto& b : x.data) b = static_cast<std::uint8_t>(rng());
     for (auto& b : x.scales) b = static_cast<std::uint8_t>(rng() % 0x7e);
   }

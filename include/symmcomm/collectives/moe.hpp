@@ -1,10 +1,10 @@
 #pragma once
 /// @file moe.hpp
-/// @brief MoE dispatch and combine by expert over a communicator: each routed token's NVFP4
-/// row sent only to the rank holding its expert, written straight into the masked expert-major
-/// layout the grouped GEMMs read, and each expert's output sent back and summed per token, with
-/// the routing on the device and no host synchronisation (capturable in a CUDA graph, replayed
-/// with new routing).
+/// @brief MoE dispatch and combine by expert over a communicator: each routed token's row
+/// (NVFP4, FP8 with a scale per 128 elements, or BF16) sent only to the rank holding its expert,
+/// written straight into the masked expert-major layout the grouped GEMMs read, and each expert's
+/// output sent back and summed per token, with the routing on the device and no host
+/// synchronisation (capturable in a CUDA graph, replayed with new routing).
 ///
 /// Expert parallelism over the communicator's `comm.size()` ranks: rank r holds the
 /// L = num_experts / comm.size() experts [r L, (r + 1) L). On every rank alike:
@@ -26,9 +26,10 @@
 ///   capacity, comm.size() x max_tokens_per_rank, drops nothing. Rows and block scales past an
 ///   expert's count are zero when the group is made, then left as an earlier dispatch wrote
 ///   them (a masked grouped GEMM reads only expert_count rows).
-/// - **Global scale**: a grouped GEMM applies one alpha per expert, so every rank must quantize
-///   with the same NVFP4 global scale (a layer's static scale); a dispatch compares the ranks'
-///   scales on the device and sets kMoeErrorGlobalScale where they differ.
+/// - **Global scale** (NVFP4 wire): a grouped GEMM applies one alpha per expert, so every rank
+///   must quantize with the same NVFP4 global scale (a layer's static scale); a dispatch
+///   compares the ranks' scales on the device and sets kMoeErrorGlobalScale where they differ.
+///   An FP8 wire needs none: each row's blocks carry their own scales.
 /// - **Bad input loses nothing**: an expert id outside -1..num_experts-1 is not placed
 ///   (kMoeErrorExpertId), a num_tokens outside 0..max_tokens_per_rank places its first
 ///   max_tokens_per_rank tokens (kMoeErrorNumTokens); both bits are seen by every rank. check()
@@ -72,12 +73,14 @@ inline constexpr std::int32_t kMoeErrorGlobalScale = 4;  ///< the ranks' global 
 struct MoeConfig {
   int num_experts = 0;          ///< experts in the layer, a multiple of comm.size(), <= 1024
   int top_k = 0;                ///< experts per token, 1..num_experts
-  int hidden = 0;               ///< elements per token, a multiple of 64
+  int hidden = 0;               ///< elements per token, a multiple of 64 (128: an FP8 wire)
   int max_tokens_per_rank = 0;  ///< the most tokens a rank dispatches in one call
   int capacity = 0;             ///< rows per expert on its rank; 0: comm.size() x max tokens
   /// The rows' format on the wire and in the dispatch layout: DataType::Nvfp4 (packed e2m1 and
-  /// swizzled block scales, for NVFP4 grouped GEMMs) or DataType::Bf16 (rows as they are, for
-  /// BF16 grouped GEMMs on Hopper; no block scales, no global scale).
+  /// swizzled block scales, for NVFP4 grouped GEMMs), DataType::Fp8E4M3 (e4m3 codes and an fp32
+  /// scale per 128 elements, the layout of DeepEP's low-latency FP8 dispatch that DeepGEMM's
+  /// m_grouped_fp8_gemm_nt_masked reads; BF16 tokens quantized in the dispatch, no global
+  /// scale) or DataType::Bf16 (rows as they are, for BF16 grouped GEMMs; no scales).
   DataType wire = DataType::Nvfp4;
   /// The combine reads the experts' outputs in place: the group holds them
   /// (MoeDispatch::expert_out, [L][capacity][hidden] bf16, in its window on the LSA path) and
@@ -90,14 +93,16 @@ struct MoeConfig {
 /// @brief What a dispatch leaves on this rank: device pointers into the group's window, the
 /// same for every dispatch of a group (a graph captures them once).
 struct MoeDispatch {
-  std::uint8_t* data = nullptr;          ///< [L][capacity] rows: hidden / 2 bytes of packed e2m1
-                                         ///< (NVFP4 wire) or hidden bf16 (BF16 wire)
-  std::uint8_t* block_scales = nullptr;  ///< [L][expert_scale_bytes], 128 x 4 per expert (null
-                                         ///< on a BF16 wire)
+  std::uint8_t* data = nullptr;  ///< [L][capacity] rows: hidden / 2 bytes of packed e2m1
+                                 ///< (NVFP4 wire), hidden e4m3 codes (FP8) or hidden bf16 (BF16)
+  /// [L][expert_scale_bytes]: NVFP4, each expert's e4m3 block scales swizzled 128 x 4; FP8, each
+  /// expert's float scales column-major, [hidden / 128][capacity rounded up to 4] (row m's
+  /// scale of block b at float b x rows + m: the MN-major layout TMA loads); null on BF16.
+  std::uint8_t* block_scales = nullptr;
   std::int32_t* expert_count = nullptr;  ///< [L]: each local expert's rows (masked_m)
-  float* global_scale = nullptr;         ///< [1]: rank 0's global scale (every expert's alpha)
-  std::int32_t* overflow = nullptr;      ///< [1]: this rank's experts' pairs dropped past capacity
-  std::int32_t* error = nullptr;         ///< [1]: kMoeError* bits of every rank's input
+  float* global_scale = nullptr;     ///< [1]: rank 0's global scale, every expert's alpha (NVFP4)
+  std::int32_t* overflow = nullptr;  ///< [1]: this rank's experts' pairs dropped past capacity
+  std::int32_t* error = nullptr;     ///< [1]: kMoeError* bits of every rank's input
   bf16* expert_out = nullptr;  ///< [L][capacity][hidden] where MoeConfig::combine_in_place: where
                                ///< the experts' GEMM may write its outputs for combine()
 };
@@ -129,7 +134,7 @@ class MoeGroup {
   const MoeConfig& config() const noexcept;
   /// @brief L: the experts each rank holds.
   int local_experts() const noexcept;
-  /// @brief Bytes of one expert's swizzled block scales (capacity rows, padding included).
+  /// @brief Bytes of one expert's block scales (capacity rows, padding included; 0 on BF16).
   std::size_t expert_scale_bytes() const noexcept;
   /// @brief Bytes of the group's window on each rank (0 on the fallback, which has none).
   std::size_t window_bytes() const noexcept;
@@ -153,7 +158,9 @@ class MoeGroup {
   /// @brief As above with BF16 tokens `x` (max_tokens_per_rank x hidden elements, 16-byte
   /// aligned): on an NVFP4 wire quantized inside the dispatch with the device float
   /// `global_scale` (the layer's static scale), each block as quantize() does, no separate
-  /// quantize launch; on a BF16 wire moved as they are (`global_scale` null).
+  /// quantize launch; on an FP8 wire quantized there per 128-element block as
+  /// fp8_quantize_block does (`global_scale` null); on a BF16 wire moved as they are
+  /// (`global_scale` null).
   const MoeDispatch& dispatch(ConstBf16Span x, const float* global_scale,
                               const std::int32_t* topk_idx, const float* topk_weights,
                               const std::int32_t* num_tokens, cudaStream_t stream);

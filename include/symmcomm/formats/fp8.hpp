@@ -115,4 +115,23 @@ SYMMCOMM_HD float fp8_scale_from_amax(float amax, Fp8Format f) {
   return usable ? amax / fp8_max(f) : 1.0f;
 }
 
+/// @brief Elements of one block of per-block FP8 scaling (DeepSeek's activations, a MoE group's
+/// FP8 wire): one fp32 dequantization scale per 128 consecutive elements of a row.
+inline constexpr int kFp8BlockSize = 128;
+
+/// @brief Quantizes one block of `n` floats to e4m3 with one scale, as symmcomm's kernels do:
+/// the scale is fp8_scale_from_amax(the block's absolute maximum), each code
+/// encode_e4m3(x * (1 / scale)). Writes `n` codes and returns the scale (real = code x scale).
+SYMMCOMM_HD float fp8_quantize_block(const float* x, int n, std::uint8_t* codes) {
+  float amax = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    float const a = x[i] < 0.0f ? -x[i] : x[i];
+    if (a > amax) amax = a;  // NaN ignored, as fmaxf does on the device
+  }
+  float const scale = fp8_scale_from_amax(amax, Fp8Format::E4M3);
+  float const inv = 1.0f / scale;
+  for (int i = 0; i < n; ++i) codes[i] = encode_e4m3(x[i] * inv);
+  return scale;
+}
+
 }  // namespace symmcomm

@@ -68,6 +68,27 @@ TEST(MoeLayout, PartsAreAlignedInOrderAndAsLargeAsTheirTensors) {
   EXPECT_EQ(big.scales - big.rows, std::size_t{32} * 2048 * 3584);
 }
 
+TEST(MoeLayout, Fp8WireScalesAreColumnMajorPerExpertWithColumnsOf16Bytes) {
+  lsa::MoeShape s = shape(8, 256, 8, 7168, 5, 41);
+  s.wire = DataType::Fp8E4M3;
+  EXPECT_EQ(s.row_bytes(), 7168u);
+  EXPECT_EQ(s.scale_cols(), 56u);
+  EXPECT_EQ(s.token_scale_bytes(), 56u * 4);
+  EXPECT_EQ(s.scale_rows(), 44u);  // 41 rounded up to 4: every column starts 16-byte aligned
+  EXPECT_EQ(s.expert_scale_bytes(), 56u * 44 * 4);
+  EXPECT_EQ(s.scale_offset(0, 0), 0u);
+  EXPECT_EQ(s.scale_offset(3, 0), 12u);      // rows of one block adjacent
+  EXPECT_EQ(s.scale_offset(0, 1), 44u * 4);  // the next block a column further
+  EXPECT_EQ(s.scale_offset(40, 55), (55u * 44 + 40) * 4);
+  lsa::MoeLayout const l = lsa::MoeLayout::of(s);
+  EXPECT_EQ(l.scales - l.rows, std::size_t{32} * 41 * 7168);
+  EXPECT_GE(l.origin - l.scales, std::size_t{32} * 56 * 44 * 4);
+  s.wire = DataType::Bf16;
+  EXPECT_EQ(s.scale_cols(), 0u);
+  EXPECT_EQ(s.expert_scale_bytes(), 0u);
+  EXPECT_EQ(s.row_bytes(), 7168u * 2);
+}
+
 TEST(MoeLayout, AGroupOnAnEmptyCommunicatorNamesTheCommunicator) {
   Communicator const empty;
   MoeConfig c;

@@ -2,6 +2,7 @@
 #include <cuda_fp8.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -117,6 +118,31 @@ INSTANTIATE_TEST_SUITE_P(Formats, Fp8Codec, ::testing::Values(Fp8Format::E4M3, F
                          [](const auto& p) {
                            return p.param == Fp8Format::E4M3 ? "E4M3" : "E5M2";
                          });
+
+TEST(Fp8Block, ABlockMapsItsAbsoluteMaximumTo448AndKeepsItsScale) {
+  std::vector<float> x(symmcomm::kFp8BlockSize);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 10.0f);
+  for (float& v : x) v = normal(rng);
+  x[17] = -896.0f;  // the block's amax: scale 2
+  std::vector<std::uint8_t> codes(x.size());
+  float const scale =
+      symmcomm::fp8_quantize_block(x.data(), static_cast<int>(x.size()), codes.data());
+  EXPECT_EQ(scale, 2.0f);
+  EXPECT_EQ(codes[17], 0xfe);  // -448
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(codes[i], cuda_encode(x[i] * 0.5f, Fp8Format::E4M3)) << i;
+    // Dequantized within half an e4m3 ulp (2^-4 relative) of the input, or below its
+    // subnormal step.
+    double const back = symmcomm::decode_e4m3(codes[i]) * scale;
+    EXPECT_LE(std::abs(back - x[i]), std::max(std::abs(x[i]) / 16.0, scale * std::ldexp(1.0, -10)))
+        << i;
+  }
+  std::vector<float> const zeros(symmcomm::kFp8BlockSize, 0.0f);
+  EXPECT_EQ(symmcomm::fp8_quantize_block(zeros.data(), symmcomm::kFp8BlockSize, codes.data()),
+            1.0f);
+  for (std::uint8_t c : codes) EXPECT_EQ(c, 0);
+}
 
 TEST(Bf16, MillionRandomFloatsRoundAsCuda) {
   std::mt19937 rng(7);
