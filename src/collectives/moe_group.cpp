@@ -102,6 +102,7 @@ void MoeGroup::Impl::dispatch_lsa(detail::lsa::MoeRowsArgs rows, const float* gl
   rows.topk_idx = topk_idx;
   rows.pair_row = pair_row;
   rows.tokens = tokens;
+  rows.expert_count = buffers.expert_count;
   rows.layout = layout;
   before(stream);
   detail::lsa::moe_counts(p, c, stream);

@@ -51,7 +51,8 @@ MoeLayout MoeLayout::of(const MoeShape& s) {
   l.table = 0;
   l.rows = aligned16(2 * static_cast<std::size_t>(s.ranks) * s.table_words() * 4);
   l.scales = l.rows + aligned16(L * cap * s.row_bytes());
-  l.origin = l.scales + aligned16(L * s.expert_scale_bytes());
+  l.staged = l.scales + aligned16(L * s.expert_scale_bytes());
+  l.origin = l.staged + aligned16(L * cap * s.token_scale_bytes());
   l.back = l.origin + aligned16(L * cap * 4);
   auto const pairs = static_cast<std::size_t>(s.pairs());
   l.expert_out = l.back + aligned16(pairs * s.hidden * 2);
