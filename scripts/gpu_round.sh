@@ -21,6 +21,8 @@
 #             fallback, 2/4/8 ranks sharing the GPU), moe-a2a in CUDA graphs at 8 ranks,
 #             libsymmcomm_torch.so built, the operator suite (test_ops.py, both implementations)
 #             and the Python MoE tests on 2.30.7, then, with 70 s left, the MoE tests on 2.28.3
+#   a2awires  symmcomm-bench --scenario moe-a2a at 8 ranks sharing the GPU in CUDA graphs, once
+#             per wire (nvfp4, fp8e4m3, bf16), 5 cycles each
 #   moesan    the sanitizers over the MoE group's kernels (2.30.7 build): memcheck, racecheck,
 #             initcheck and synccheck over the loopback and one-rank tests, then memcheck and
 #             initcheck over MultiRankMoe at 2 ranks sharing the GPU (memcheck on both ranks,
@@ -85,7 +87,7 @@
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh first|moeonly|moefirst|moeproof|moetorch|moesan|tests230|bench|lines|moe|a2a|a2abench|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh first|moeonly|moefirst|moeproof|moetorch|a2awires|moesan|tests230|bench|lines|moe|a2a|a2abench|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -109,7 +111,7 @@ moe_ctest() {
 # symmcomm-bench --scenario moe-a2a ($1: graph or eager) at $2 ranks sharing the GPU (2.30.7),
 # at most $3 seconds (then the host's backtraces); its 1, 16, 64 and 256-token rows printed.
 moe_a2a() {
-  local mode="$1" n="$2" f="$work/moe-a2a-$1-n$2" pid
+  local mode="$1" n="$2" f="$work/moe-a2a-$1-n$2${SYMMCOMM_MOE_WIRE:+-$SYMMCOMM_MOE_WIRE}" pid
   local args=(-N 5 --moe-wire "${SYMMCOMM_MOE_WIRE:-nvfp4}")
   [ "$mode" = graph ] && args+=(-G 10)
   env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
@@ -424,6 +426,15 @@ case "$phase" in
         ${SYMMCOMM_STEP_TOKENS:+--tokens "$SYMMCOMM_STEP_TOKENS"} >"$work/${script//_/-}-n$n.txt" 2>&1
       echo "== $script, $n ranks sharing the GPU: exit $?"
       grep -E "^\||not measured|Error|error" "$work/${script//_/-}-n$n.txt" | cut -c1-230 | head -40
+      parts=$((parts - 1))
+    done
+    ;;
+  a2awires)
+    SYMMCOMM_SUITES=second SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" \
+      "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
+    parts=3
+    for wire in nvfp4 fp8e4m3 bf16; do
+      SYMMCOMM_MOE_WIRE=$wire moe_a2a graph 8 "$(( ($(left) - 10) / parts ))"
       parts=$((parts - 1))
     done
     ;;
