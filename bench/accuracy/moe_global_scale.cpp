@@ -11,6 +11,8 @@
 //             rounding of every block scale;
 //   static/2  the static scheme calibrated at half the live amax (a calibration that missed the
 //             largest activations): blocks past the calibrated range clip.
+// And the FP8 wire beside them (MoeConfig::wire = Fp8E4M3: e4m3 with a scale per 128 elements,
+// no global scale, twice NVFP4's bytes), the reference point for what NVFP4 costs in accuracy.
 //
 // The tokens: bf16 rows ~ N(0, sigma_r^2) with sigma growing with the rank (ranks see different
 // batches) and a few outlier channels (20x), as LLM activations have; the expert: one [H, D]
@@ -18,7 +20,7 @@
 // bit (tests/gpu/codecs_test.cpp), so the figures are those of the GPU path. Output: one table
 // row per scheme, the relative Frobenius error of x_q W against x W, and (with --check) exit 1
 // unless static <= 1.25 x dynamic (the claim docs/moe.md makes).
-// Usage: symmcomm_moe_accuracy [--hidden 7168] [--out 256] [--tokens 64] [--ranks 8] [--check]
+// Usage: symmcomm_moe_accuracy [--hidden 7168 (a multiple of 128)] [--out 256] [--tokens 64] [--ranks 8] [--check]
 
 #include <cmath>
 #include <cstdint>
@@ -90,6 +92,22 @@ void rescale(Quantized& q, float to) {
   q.global_scale = to;
 }
 
+// x through the FP8 wire: each 128-element block quantized as the dispatch does
+// (fp8_quantize_block), then dequantized.
+std::vector<float> through_fp8(const std::vector<float>& x) {
+  std::vector<float> y(x.size());
+  std::vector<std::uint8_t> codes(symmcomm::kFp8BlockSize);
+  for (std::size_t b = 0; b < x.size() / symmcomm::kFp8BlockSize; ++b) {
+    const float* in = &x[b * symmcomm::kFp8BlockSize];
+    float const scale = symmcomm::fp8_quantize_block(in, symmcomm::kFp8BlockSize, codes.data());
+    for (int i = 0; i < symmcomm::kFp8BlockSize; ++i) {
+      y[b * symmcomm::kFp8BlockSize + static_cast<std::size_t>(i)] =
+          symmcomm::decode_e4m3(codes[static_cast<std::size_t>(i)]) * scale;
+    }
+  }
+  return y;
+}
+
 std::vector<float> dequantize(const Quantized& q) {
   std::vector<float> x(q.data.size() * 2);
   for (std::size_t i = 0; i < x.size(); ++i) {
@@ -147,8 +165,8 @@ Shape parse(int argc, char** argv) {
       std::exit(2);
     }
   }
-  if (s.hidden % static_cast<int>(kNvfp4BlockSize) != 0) {
-    std::fprintf(stderr, "symmcomm_moe_accuracy: --hidden %d is not a multiple of 16\n", s.hidden);
+  if (s.hidden % symmcomm::kFp8BlockSize != 0) {
+    std::fprintf(stderr, "symmcomm_moe_accuracy: --hidden %d is not a multiple of 128\n", s.hidden);
     std::exit(2);
   }
   return s;
@@ -177,7 +195,7 @@ int main(int argc, char** argv) {
   const char* const names[] = {"static", "dynamic", "rescaled", "static/2"};
   constexpr int kSchemes = 4;
   double err[kSchemes] = {};
-  double ref_norm = 0.0;
+  double ref_norm = 0.0, err_fp8 = 0.0;
   for (int r = 0; r < s.ranks; ++r) {
     std::vector<double> const ref = matmul(live[static_cast<std::size_t>(r)], w, s);
     for (double v : ref) ref_norm += v * v;
@@ -190,6 +208,8 @@ int main(int argc, char** argv) {
       std::vector<double> const y = matmul(dequantize(q[k]), w, s);
       for (std::size_t i = 0; i < y.size(); ++i) err[k] += (y[i] - ref[i]) * (y[i] - ref[i]);
     }
+    std::vector<double> const y8 = matmul(through_fp8(x), w, s);
+    for (std::size_t i = 0; i < y8.size(); ++i) err_fp8 += (y8[i] - ref[i]) * (y8[i] - ref[i]);
   }
   std::printf(
       "# NVFP4 MoE dispatch accuracy against BF16: %d ranks x %d tokens, hidden %d, "
@@ -200,6 +220,8 @@ int main(int argc, char** argv) {
     std::printf("| %s | %.5f | %.3f |\n", names[k], std::sqrt(err[k] / ref_norm),
                 std::sqrt(err[k] / err[1]));
   }
+  std::printf("| fp8 wire (e4m3, a scale per 128) | %.5f | %.3f |\n",
+              std::sqrt(err_fp8 / ref_norm), std::sqrt(err_fp8 / err[1]));
   if (s.check && std::sqrt(err[0] / err[1]) > 1.25) {
     std::fprintf(stderr,
                  "symmcomm_moe_accuracy: the static scale's error is %.3f x the "
