@@ -62,6 +62,7 @@ MoeLayout MoeLayout::of(const MoeShape& s) {
   l.expert_count = l.weights + aligned16(pairs * 4);
   l.words = l.expert_count + aligned16(L * 4);
   l.epoch = l.words + 16;
+  l.passed = l.epoch + 4;
   l.bytes = l.epoch + 16;
   return l;
 }

@@ -126,7 +126,8 @@ struct MoeLayout {
   std::size_t expert_count = 0;  ///< int32 [L]
   std::size_t words = 0;         ///< overflow, error, group scale (float), tokens placed
   std::size_t epoch = 0;         ///< int32 [1]: this rank's dispatches so far
-  std::size_t bytes = 0;         ///< the window's size
+  std::size_t passed = 0;  ///< uint32 [2]: the rows launch's CTAs past their barrier, generation
+  std::size_t bytes = 0;   ///< the window's size
 
   static MoeLayout of(const MoeShape& s);
 };
@@ -172,6 +173,9 @@ struct MoeRowsArgs {
   const std::int32_t* pair_row = nullptr;      ///< MoeCountsArgs::pair_row
   const std::int32_t* tokens = nullptr;        ///< MoeCountsArgs::tokens: the pairs to place
   const std::int32_t* expert_count = nullptr;  ///< MoeCountsArgs::expert_count: rows to lay out
+  /// MoeLayout::passed, local: the count of this launch's CTAs past their barrier, then its
+  /// generation (moe_all_ctas_passed)
+  std::uint32_t* passed = nullptr;
   MoeLayout layout{};
   /// 0: the whole launch (production). Loopback launches every virtual rank with 1 (its rows
   /// and staged scales into every rank) before any with 2 (its experts' scales laid out).

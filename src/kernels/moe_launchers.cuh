@@ -4,6 +4,7 @@
 // Peers, the testing library for LoopbackPeers.
 
 #include <cuda_bf16.h>
+#include <cuda/atomic>
 
 #include <cstdint>
 #include <type_traits>
@@ -316,6 +317,35 @@ __device__ __forceinline__ void moe_lay_out_scales(const MoeShape& s,
   }
 }
 
+// After this CTA's barrier: waits until every CTA of this launch passed its own (so every CTA of
+// every peer arrived), a sense-reversing count in two words of the rank's window that only rows
+// launches touch (`passed`: the CTAs arrived; then the generation): the last CTA to arrive resets
+// the count and advances the generation the others wait on. A CTA reads the generation before it
+// arrives, and the generation advances only once every CTA has arrived, so no CTA misses it;
+// the CTAs are resident together (launch_resident). False when the communicator was aborted.
+template <class P>
+__device__ bool moe_all_ctas_passed(const P& peers, const MoeRowsArgs& a) {
+  __syncthreads();
+  bool aborted = false;
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device> count(a.passed[0]);
+    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device> generation(a.passed[1]);
+    std::uint32_t const mine = generation.load(cuda::memory_order_acquire);
+    if (count.fetch_add(1u, cuda::memory_order_acq_rel) == gridDim.x - 1) {
+      count.store(0u, cuda::memory_order_relaxed);
+      generation.store(mine + 1u, cuda::memory_order_release);
+    } else {
+      for (unsigned polls = 1; generation.load(cuda::memory_order_acquire) == mine; ++polls) {
+        if (polls % kAbortPolls == 0 && peers.aborted()) {
+          aborted = true;
+          break;
+        }
+      }
+    }
+  }
+  return __syncthreads_or(aborted ? 1 : 0) == 0;
+}
+
 template <class P>
 __global__ void __launch_bounds__(kThreads)
     moe_rows_kernel(const __grid_constant__ P peers, const __grid_constant__ MoeRowsArgs a) {
@@ -348,7 +378,9 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   if (a.phase == 1) return;
-  if (a.phase == 0 && !peers.barrier()) return;  // every row and staged scale on its rank
+  // Every row and staged scale on its rank: this CTA's barrier says its partner CTAs arrived;
+  // the layout reads what any of theirs wrote, so it waits for this launch's every CTA.
+  if (a.phase == 0 && !(peers.barrier() && moe_all_ctas_passed(peers, a))) return;
   if (!s.bf16_wire()) {
     moe_lay_out_scales(
         s, a.expert_count,
@@ -450,7 +482,8 @@ void launch_moe_counts(const Desc& peers, const MoeCountsArgs& a, cudaStream_t s
 template <class Desc>
 void launch_moe_rows(const Desc& peers, const MoeRowsArgs& a, cudaStream_t stream) {
   check_moe_shape(a.shape);
-  SYMMCOMM_EXPECTS(a.phase >= 0 && a.phase <= 2 && a.expert_count != nullptr,
+  SYMMCOMM_EXPECTS(a.phase >= 0 && a.phase <= 2 && a.expert_count != nullptr &&
+                       (a.phase != 0 || a.passed != nullptr),
                    "lsa moe: rows phase " << a.phase);
   SYMMCOMM_EXPECTS(
       a.bf16_tokens == nullptr || a.shape.wire != DataType::Nvfp4 || a.global_scale != nullptr,
