@@ -30,7 +30,8 @@ ERROR_GLOBAL_SCALE = 4
 
 #: What a dispatch leaves on this rank, all on the device: `data` uint8 [L, capacity, hidden/2]
 #: and `block_scales` uint8 [L, expert_scale_bytes] (swizzled 128 x 4 per expert) in the masked
-#: expert-major layout (rows and scales past an expert's count: zero on path="python"; on the
+#: expert-major layout (an fp8e4m3 wire: data uint8 [L, capacity, hidden] e4m3 codes, scales
+#: column-major per expert, symmcomm.moe.fp8_scales; a bf16 wire: data bf16, no scales) (rows and scales past an expert's count: zero on path="python"; on the
 #: library's paths zero when the group is made, then as an earlier dispatch left them - there
 #: the tensors are views of the group's buffers, the same for every dispatch), `expert_count` int32 [L], `global_scale` float32 [1] (rank 0's, the one
 #: alpha of every expert), `overflow` int32 [1] (pairs past capacity), `error` int32 [1] (bits
