@@ -102,8 +102,6 @@ void MoeGroup::Impl::dispatch_lsa(detail::lsa::MoeRowsArgs rows, const float* gl
   rows.topk_idx = topk_idx;
   rows.pair_row = pair_row;
   rows.tokens = tokens;
-  rows.expert_count = buffers.expert_count;
-  rows.passed = reinterpret_cast<std::uint32_t*>(static_cast<char*>(window.data()) + layout.passed);
   rows.layout = layout;
   before(stream);
   detail::lsa::moe_counts(p, c, stream);

@@ -51,8 +51,7 @@ MoeLayout MoeLayout::of(const MoeShape& s) {
   l.table = 0;
   l.rows = aligned16(2 * static_cast<std::size_t>(s.ranks) * s.table_words() * 4);
   l.scales = l.rows + aligned16(L * cap * s.row_bytes());
-  l.staged = l.scales + aligned16(L * s.expert_scale_bytes());
-  l.origin = l.staged + aligned16(L * cap * s.token_scale_bytes());
+  l.origin = l.scales + aligned16(L * s.expert_scale_bytes());
   l.back = l.origin + aligned16(L * cap * 4);
   auto const pairs = static_cast<std::size_t>(s.pairs());
   l.expert_out = l.back + aligned16(pairs * s.hidden * 2);
@@ -62,7 +61,6 @@ MoeLayout MoeLayout::of(const MoeShape& s) {
   l.expert_count = l.weights + aligned16(pairs * 4);
   l.words = l.expert_count + aligned16(L * 4);
   l.epoch = l.words + 16;
-  l.passed = l.epoch + 4;
   l.bytes = l.epoch + 16;
   return l;
 }

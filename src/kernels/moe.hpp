@@ -13,9 +13,8 @@
 //                     this rank's pairs' row on its expert (source rank, token, top-k slot order:
 //                     an exclusive prefix over the lower ranks' counts plus the pair's rank among
 //                     this rank's own), and this rank's expert counts, overflow and error word;
-//   rows     (grid)   each placed pair's row, its scales (linear, staged) and origin written
-//                     straight into its expert's rank; barrier; this rank's experts' staged
-//                     scales put in their layout (swizzled 128 x 4, or FP8's column-major);
+//   rows     (grid)   each placed pair's packed row, block scales (at their 128 x 4 places) and
+//                     origin written straight into its expert's rank; barrier;
 //   send back (grid)  each row this rank's experts computed sent to its token's rank, into the
 //                     slot (token, top-k slot) there; barrier;
 //   sum      (grid)   each token's rows weighted by its top-k weights, summed in fp32, rounded
@@ -108,12 +107,8 @@ struct MoeLayout {
   /// dispatch
   std::size_t table = 0;
   std::size_t rows = 0;  ///< [L][capacity] rows of row_bytes (NVFP4 or FP8 codes, or BF16)
-  /// [L][expert_scale_bytes]: each expert's scales in their layout (MoeShape::scale_offset)
-  std::size_t scales = 0;
-  /// [L][capacity][token_scale_bytes]: each row's scales as its source wrote them, linear (one
-  /// contiguous write per row, where the final layout scatters them in 4-byte pieces), put in
-  /// their layout by the expert's rank after the rows barrier (empty on a BF16 wire)
-  std::size_t staged = 0;
+  std::size_t scales =
+      0;  ///< [L][expert_scale_bytes]: each expert's scales (MoeShape::scale_offset)
   std::size_t origin = 0;  ///< int32 [L][capacity]: (source * max_tokens + token) * top_k + slot
   std::size_t back = 0;    ///< bf16 [max_tokens][top_k][hidden]: rows sent back for the combine
   /// bf16 [L][capacity][hidden] where MoeShape::in_place (else empty): the experts' outputs,
@@ -126,8 +121,7 @@ struct MoeLayout {
   std::size_t expert_count = 0;  ///< int32 [L]
   std::size_t words = 0;         ///< overflow, error, group scale (float), tokens placed
   std::size_t epoch = 0;         ///< int32 [1]: this rank's dispatches so far
-  std::size_t passed = 0;  ///< uint32 [2]: the rows launch's CTAs past their barrier, generation
-  std::size_t bytes = 0;   ///< the window's size
+  std::size_t bytes = 0;         ///< the window's size
 
   static MoeLayout of(const MoeShape& s);
 };
@@ -169,17 +163,10 @@ struct MoeRowsArgs {
   /// `global_scale`, FP8 as fp8_quantize_block (data and block_scales unused).
   const bf16* bf16_tokens = nullptr;
   const float* global_scale = nullptr;
-  const std::int32_t* topk_idx = nullptr;      ///< as MoeCountsArgs
-  const std::int32_t* pair_row = nullptr;      ///< MoeCountsArgs::pair_row
-  const std::int32_t* tokens = nullptr;        ///< MoeCountsArgs::tokens: the pairs to place
-  const std::int32_t* expert_count = nullptr;  ///< MoeCountsArgs::expert_count: rows to lay out
-  /// MoeLayout::passed, local: the count of this launch's CTAs past their barrier, then its
-  /// generation (moe_all_ctas_passed)
-  std::uint32_t* passed = nullptr;
+  const std::int32_t* topk_idx = nullptr;  ///< as MoeCountsArgs
+  const std::int32_t* pair_row = nullptr;  ///< MoeCountsArgs::pair_row
+  const std::int32_t* tokens = nullptr;    ///< MoeCountsArgs::tokens: the pairs to place
   MoeLayout layout{};
-  /// 0: the whole launch (production). Loopback launches every virtual rank with 1 (its rows
-  /// and staged scales into every rank) before any with 2 (its experts' scales laid out).
-  int phase = 0;
 };
 
 /// What the send-back launch needs: this rank's experts' outputs in the dispatch's layout.

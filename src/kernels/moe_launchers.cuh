@@ -4,7 +4,6 @@
 // Peers, the testing library for LoopbackPeers.
 
 #include <cuda_bf16.h>
-#include <cuda/atomic>
 
 #include <cstdint>
 #include <type_traits>
@@ -215,22 +214,14 @@ __device__ __forceinline__ float moe_fp8_block(const bf16* block, std::uint32_t&
   return scale;
 }
 
-// Where scale `col` of row `row` goes: `scales` + its place in the expert's layout
-// (MoeShape::scale_offset), or, `staged`, + col x its size (`scales` then the row's staged
-// scales, linear).
-__device__ __forceinline__ char* moe_scale_at(const MoeShape& s, char* scales, bool staged,
-                                              std::size_t row, std::size_t col) {
-  return scales + (staged ? col * (s.fp8_wire() ? 4 : 1) : s.scale_offset(row, col));
-}
-
-// One pair's row and its scales into its expert's rank (`out`: the row there; `scales`: the
-// expert's scales there, or the row's staged scales), by the 32 lanes of a warp: NVFP4 or FP8
-// tokens copied with their linear scales, BF16 ones quantized block by block (NVFP4 with
-// `quant_table`, `scale_factor`: quantize_block.cuh's; FP8 per 128 elements); on a BF16 wire the
-// row alone, copied.
+// One pair's row and its scales into its expert's rank (`out`, `scales`: that expert's rows and
+// scales there), by the 32 lanes of a warp: NVFP4 or FP8 tokens copied with their linear scales
+// put at their places (MoeShape::scale_offset), BF16 ones quantized block by block (NVFP4 with
+// `quant_table`, `scale_factor`: quantize_block.cuh's; FP8 per 128 elements); on a BF16 wire
+// the row alone, copied.
 __device__ __forceinline__ void moe_row_to_expert(const MoeRowsArgs& a, int t, int row, uint4* out,
-                                                  char* scales, bool staged,
-                                                  const float* quant_table, float scale_factor) {
+                                                  char* scales, const float* quant_table,
+                                                  float scale_factor) {
   const MoeShape& s = a.shape;
   int const lane = static_cast<int>(threadIdx.x % 32);
   std::size_t const row_bytes = s.row_bytes(), cols = s.scale_cols();
@@ -240,7 +231,7 @@ __device__ __forceinline__ void moe_row_to_expert(const MoeRowsArgs& a, int t, i
       std::uint32_t codes = 0;
       float const scale = moe_fp8_block(token + b * kFp8BlockSize, codes);
       reinterpret_cast<std::uint32_t*>(out)[b * (kFp8BlockSize / 4) + lane] = codes;
-      if (lane == 0) *reinterpret_cast<float*>(moe_scale_at(s, scales, staged, row, b)) = scale;
+      if (lane == 0) *reinterpret_cast<float*>(scales + s.scale_offset(row, b)) = scale;
     }
     return;
   }
@@ -252,7 +243,7 @@ __device__ __forceinline__ void moe_row_to_expert(const MoeRowsArgs& a, int t, i
       std::uint8_t scale;
       quantize_one_block(in, scale_factor, quant_table, packed, scale);
       reinterpret_cast<uint2*>(out)[b] = packed;
-      *moe_scale_at(s, scales, staged, row, b) = static_cast<char>(scale);
+      scales[s.scale_offset(row, b)] = static_cast<char>(scale);
     }
     return;
   }
@@ -260,90 +251,17 @@ __device__ __forceinline__ void moe_row_to_expert(const MoeRowsArgs& a, int t, i
   for (std::size_t i = lane; i < row_bytes / 16; i += 32) out[i] = in[i];
   if (s.bf16_wire()) return;  // rows only
   const auto* linear = a.block_scales + t * s.token_scale_bytes();
-  if (s.fp8_wire()) {  // one float per column
+  if (s.fp8_wire()) {  // one float per column, each to its column-major place
     for (std::size_t c = lane; c < cols; c += 32) {
-      *reinterpret_cast<float*>(moe_scale_at(s, scales, staged, row, c)) =
+      *reinterpret_cast<float*>(scales + s.scale_offset(row, c)) =
           reinterpret_cast<const float*>(linear)[c];
     }
     return;
   }
   for (std::size_t c = 4 * lane; c < cols; c += 4 * 32) {  // 4 columns: 4 contiguous bytes
-    *reinterpret_cast<std::uint32_t*>(moe_scale_at(s, scales, staged, row, c)) =
+    *reinterpret_cast<std::uint32_t*>(scales + s.scale_offset(row, c)) =
         reinterpret_cast<const std::uint32_t*>(linear)[c / 4];
   }
-}
-
-// After the rows barrier, this rank's experts' staged scales (`staged`, [L][capacity][token
-// scale bytes]) into their layout (`scales`, [L][expert_scale_bytes]), their counted rows only,
-// each unit of work a warp's: NVFP4, one 512-byte 128 x 4 tile (lane i the 16 bytes of rows
-// i, i + 32, i + 64, i + 96 - zero past the count - for 4 columns); FP8, 32 rows of one column.
-__device__ __forceinline__ void moe_lay_out_scales(const MoeShape& s,
-                                                   const std::int32_t* expert_count,
-                                                   const std::uint8_t* staged, char* scales) {
-  int const lane = static_cast<int>(threadIdx.x % 32);
-  int const warp = global_warp(), warps = grid_warps();
-  auto const cols = static_cast<int>(s.scale_cols());
-  int const unit_rows = s.fp8_wire() ? 32 : 128, unit_cols = s.fp8_wire() ? 1 : 4;
-  int const col_units = cols / unit_cols;
-  int before = 0;  // units of the experts before l
-  for (int l = 0; l < s.local_experts(); ++l) {
-    int const count = expert_count[l];
-    int const units = (count + unit_rows - 1) / unit_rows * col_units;
-    const std::uint8_t* from =
-        staged + static_cast<std::size_t>(l) * s.capacity * s.token_scale_bytes();
-    char* to = scales + static_cast<std::size_t>(l) * s.expert_scale_bytes();
-    for (int u = ((warp - before) % warps + warps) % warps; u < units; u += warps) {
-      int const rows0 = u / col_units * unit_rows, c = u % col_units * unit_cols;
-      if (s.fp8_wire()) {
-        int const m = rows0 + lane;
-        if (m < count) {
-          *reinterpret_cast<float*>(to + s.scale_offset(m, c)) =
-              reinterpret_cast<const float*>(from)[static_cast<std::size_t>(m) * cols + c];
-        }
-        continue;
-      }
-      std::uint32_t w[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        int const m = rows0 + 32 * j + lane;
-        w[j] = m < count ? *reinterpret_cast<const std::uint32_t*>(
-                               from + static_cast<std::size_t>(m) * cols + c)
-                         : 0u;
-      }
-      *reinterpret_cast<uint4*>(to + s.scale_offset(rows0 + lane, c)) =
-          make_uint4(w[0], w[1], w[2], w[3]);
-    }
-    before += units;
-  }
-}
-
-// After this CTA's barrier: waits until every CTA of this launch passed its own (so every CTA of
-// every peer arrived), a sense-reversing count in two words of the rank's window that only rows
-// launches touch (`passed`: the CTAs arrived; then the generation): the last CTA to arrive resets
-// the count and advances the generation the others wait on. A CTA reads the generation before it
-// arrives, and the generation advances only once every CTA has arrived, so no CTA misses it;
-// the CTAs are resident together (launch_resident). False when the communicator was aborted.
-template <class P>
-__device__ bool moe_all_ctas_passed(const P& peers, const MoeRowsArgs& a) {
-  __syncthreads();
-  bool aborted = false;
-  if (threadIdx.x == 0) {
-    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device> count(a.passed[0]);
-    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device> generation(a.passed[1]);
-    std::uint32_t const mine = generation.load(cuda::memory_order_acquire);
-    if (count.fetch_add(1u, cuda::memory_order_acq_rel) == gridDim.x - 1) {
-      count.store(0u, cuda::memory_order_relaxed);
-      generation.store(mine + 1u, cuda::memory_order_release);
-    } else {
-      for (unsigned polls = 1; generation.load(cuda::memory_order_acquire) == mine; ++polls) {
-        if (polls % kAbortPolls == 0 && peers.aborted()) {
-          aborted = true;
-          break;
-        }
-      }
-    }
-  }
-  return __syncthreads_or(aborted ? 1 : 0) == 0;
 }
 
 template <class P>
@@ -361,7 +279,7 @@ __global__ void __launch_bounds__(kThreads)
     fill_quant_table(quant_table, g);
   }
   int const pairs = *a.tokens * s.top_k;  // the counts launch placed these only
-  for (int p = global_warp(); a.phase != 2 && p < pairs; p += grid_warps()) {
+  for (int p = global_warp(); p < pairs; p += grid_warps()) {
     int const row = a.pair_row[p];
     if (row < 0) continue;
     int const e = a.topk_idx[p];
@@ -370,23 +288,14 @@ __global__ void __launch_bounds__(kThreads)
     moe_row_to_expert(
         a, p / s.top_k, row,
         reinterpret_cast<uint4*>(peers.ptr(SymRef{0, a.layout.rows + slot * s.row_bytes()}, dest)),
-        peers.ptr(SymRef{0, a.layout.staged + slot * s.token_scale_bytes()}, dest), true,
-        quant_table, scale_factor);
+        peers.ptr(SymRef{0, a.layout.scales + l * s.expert_scale_bytes()}, dest), quant_table,
+        scale_factor);
     if (threadIdx.x % 32 == 0) {
       reinterpret_cast<std::int32_t*>(peers.ptr(SymRef{0, a.layout.origin}, dest))[slot] =
           me * s.pairs() + p;
     }
   }
-  if (a.phase == 1) return;
-  // Every row and staged scale on its rank: this CTA's barrier says its partner CTAs arrived;
-  // the layout reads what any of theirs wrote, so it waits for this launch's every CTA.
-  if (a.phase == 0 && !(peers.barrier() && moe_all_ctas_passed(peers, a))) return;
-  if (!s.bf16_wire()) {
-    moe_lay_out_scales(
-        s, a.expert_count,
-        reinterpret_cast<const std::uint8_t*>(peers.ptr(SymRef{0, a.layout.staged}, me)),
-        peers.ptr(SymRef{0, a.layout.scales}, me));
-  }
+  if (!peers.barrier()) return;  // every row on its expert's rank before its GEMM
   programmatic_release(peers);
 }
 
@@ -482,9 +391,6 @@ void launch_moe_counts(const Desc& peers, const MoeCountsArgs& a, cudaStream_t s
 template <class Desc>
 void launch_moe_rows(const Desc& peers, const MoeRowsArgs& a, cudaStream_t stream) {
   check_moe_shape(a.shape);
-  SYMMCOMM_EXPECTS(a.phase >= 0 && a.phase <= 2 && a.expert_count != nullptr &&
-                       (a.phase != 0 || a.passed != nullptr),
-                   "lsa moe: rows phase " << a.phase);
   SYMMCOMM_EXPECTS(
       a.bf16_tokens == nullptr || a.shape.wire != DataType::Nvfp4 || a.global_scale != nullptr,
       "lsa moe: BF16 tokens without a global scale (a bug in symmcomm)");

@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(kThreads) moe_local_rows_kernel(const MoeLocal
     std::size_t const slot = static_cast<std::size_t>(l) * s.capacity + row;
     moe_row_to_expert(
         rows, src * s.max_tokens + t, row, reinterpret_cast<uint4*>(a.rows + slot * s.row_bytes()),
-        reinterpret_cast<char*>(a.scales) + l * s.expert_scale_bytes(), false, nullptr, 0.0f);
+        reinterpret_cast<char*>(a.scales) + l * s.expert_scale_bytes(), nullptr, 0.0f);
   }
 }
 

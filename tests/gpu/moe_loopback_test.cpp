@@ -105,18 +105,15 @@ struct World {
         lsa::moe_counts(peers(r), a, nullptr);
       }
     }
-    for (int k = 0; k < c.ranks * 2; ++k) {  // every rank's rows, then its scales laid out
-      int const r = k % c.ranks;
+    for (int r = 0; r < c.ranks; ++r) {
       auto const i = static_cast<std::size_t>(r);
       lsa::MoeRowsArgs a;
-      a.phase = k < c.ranks ? 1 : 2;
       a.shape = shape;
       a.data = data[i]->get();
       a.block_scales = scales[i]->get();
       a.topk_idx = idx[i]->get();
       a.pair_row = reinterpret_cast<const std::int32_t*>(at(r, layout.pair_row));
       a.tokens = reinterpret_cast<const std::int32_t*>(at(r, layout.words)) + 3;
-      a.expert_count = reinterpret_cast<const std::int32_t*>(at(r, layout.expert_count));
       a.layout = layout;
       if (!in[i].bf16.empty() && !c.bf16_wire()) {  // quantized in the launch
         a.data = nullptr;
