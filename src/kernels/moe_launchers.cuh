@@ -197,12 +197,10 @@ __device__ __forceinline__ int grid_warps() {
   return static_cast<int>(grid_threads() / 32);
 }
 
-// One 128-element block of BF16 `block` quantized to e4m3 by the 32 lanes of a warp, 4 elements
-// each, as fp8_quantize_block does: the lane's 4 codes (first in the low byte); returns the
-// block's scale (every lane).
-__device__ __forceinline__ float moe_fp8_block(const bf16* block, std::uint32_t& codes) {
-  int const lane = static_cast<int>(threadIdx.x % 32);
-  uint2 const v = reinterpret_cast<const uint2*>(block)[lane];
+// One 128-element block of BF16 quantized to e4m3 by the 32 lanes of a warp, 4 elements each
+// (`v`: the lane's, elements 4 * lane.. of the block), as fp8_quantize_block does: the lane's 4
+// codes (first in the low byte); returns the block's scale (every lane).
+__device__ __forceinline__ float moe_fp8_block(uint2 v, std::uint32_t& codes) {
   float const x[4] = {bf16_lo(v.x), bf16_hi(v.x), bf16_lo(v.y), bf16_hi(v.y)};
   float amax = fmaxf(fmaxf(fabsf(x[0]), fabsf(x[1])), fmaxf(fabsf(x[2]), fabsf(x[3])));
 #pragma unroll
@@ -226,12 +224,27 @@ __device__ __forceinline__ void moe_row_to_expert(const MoeRowsArgs& a, int t, i
   int const lane = static_cast<int>(threadIdx.x % 32);
   std::size_t const row_bytes = s.row_bytes(), cols = s.scale_cols();
   if (a.bf16_tokens != nullptr && s.fp8_wire()) {
-    const bf16* token = a.bf16_tokens + static_cast<std::size_t>(t) * s.hidden;
-    for (std::size_t b = 0; b < cols; ++b) {
-      std::uint32_t codes = 0;
-      float const scale = moe_fp8_block(token + b * kFp8BlockSize, codes);
-      reinterpret_cast<std::uint32_t*>(out)[b * (kFp8BlockSize / 4) + lane] = codes;
-      if (lane == 0) *reinterpret_cast<float*>(scales + s.scale_offset(row, b)) = scale;
+    // The loads of kBatch blocks are issued before any of their stores: the compiler cannot move
+    // a load above a store that may alias it, so one block at a time leaves one load in flight.
+    constexpr std::size_t kBatch = 8;
+    constexpr std::size_t kLanesPerBlock = kFp8BlockSize / 4;  // 4 elements (8 bytes) per lane
+    const auto* token =
+        reinterpret_cast<const uint2*>(a.bf16_tokens + static_cast<std::size_t>(t) * s.hidden);
+    auto* codes_out = reinterpret_cast<std::uint32_t*>(out);
+    for (std::size_t first = 0; first < cols; first += kBatch) {
+      uint2 v[kBatch];
+#pragma unroll
+      for (std::size_t u = 0; u < kBatch; ++u) {
+        if (first + u < cols) v[u] = token[(first + u) * kLanesPerBlock + lane];
+      }
+#pragma unroll
+      for (std::size_t u = 0; u < kBatch; ++u) {
+        if (first + u >= cols) break;  // the same for every lane: the shuffles see all 32
+        std::uint32_t codes = 0;
+        float const scale = moe_fp8_block(v[u], codes);
+        codes_out[(first + u) * kLanesPerBlock + lane] = codes;
+        if (lane == 0) *reinterpret_cast<float*>(scales + s.scale_offset(row, first + u)) = scale;
+      }
     }
     return;
   }

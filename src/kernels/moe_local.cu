@@ -163,7 +163,8 @@ __global__ void __launch_bounds__(kThreadsPerCta)
     moe_quantize_fp8_kernel(const bf16* in, std::size_t blocks, std::uint8_t* data, float* scales) {
   for (std::size_t b = global_thread() / 32; b < blocks; b += grid_threads() / 32) {
     std::uint32_t codes = 0;
-    float const scale = moe_fp8_block(in + b * kFp8BlockSize, codes);
+    uint2 const v = reinterpret_cast<const uint2*>(in + b * kFp8BlockSize)[threadIdx.x % 32];
+    float const scale = moe_fp8_block(v, codes);
     reinterpret_cast<std::uint32_t*>(data + b * kFp8BlockSize)[threadIdx.x % 32] = codes;
     if (threadIdx.x % 32 == 0) scales[b] = scale;
   }
