@@ -226,7 +226,7 @@ __device__ __forceinline__ void moe_row_to_expert(const MoeRowsArgs& a, int t, i
   if (a.bf16_tokens != nullptr && s.fp8_wire()) {
     // The loads of kBatch blocks are issued before any of their stores: the compiler cannot move
     // a load above a store that may alias it, so one block at a time leaves one load in flight.
-    constexpr std::size_t kBatch = 8;
+    constexpr std::size_t kBatch = 4;
     constexpr std::size_t kLanesPerBlock = kFp8BlockSize / 4;  // 4 elements (8 bytes) per lane
     const auto* token =
         reinterpret_cast<const uint2*>(a.bf16_tokens + static_cast<std::size_t>(t) * s.hidden);
@@ -277,8 +277,10 @@ __device__ __forceinline__ void moe_row_to_expert(const MoeRowsArgs& a, int t, i
   }
 }
 
+// kCtasPerSm resident per SM (64 registers at most), as the grid cap assumes: a longer batch of
+// FP8 loads (8 blocks) took 81 registers and would have halved the occupancy of every wire.
 template <class P>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kCtasPerSm)
     moe_rows_kernel(const __grid_constant__ P peers, const __grid_constant__ MoeRowsArgs a) {
   programmatic_wait(peers);
   __shared__ float quant_table[256];
