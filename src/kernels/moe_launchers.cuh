@@ -197,6 +197,22 @@ __device__ __forceinline__ int grid_warps() {
   return static_cast<int>(grid_threads() / 32);
 }
 
+// A warp's copy of `units` 16-byte units, lane k taking units k, k + 32, ...: kUnroll loads
+// issued before their stores, as the gather kernels do (the compiler cannot move a load above a
+// store that may alias it, so a plain loop keeps one load in flight per lane).
+__device__ __forceinline__ void warp_copy16(uint4* out, const uint4* in, std::size_t units) {
+  constexpr std::size_t kUnroll = 4;
+  std::size_t i = threadIdx.x % 32;
+  for (; i + 32 * (kUnroll - 1) < units; i += 32 * kUnroll) {
+    uint4 v[kUnroll];
+#pragma unroll
+    for (std::size_t u = 0; u < kUnroll; ++u) v[u] = in[i + 32 * u];
+#pragma unroll
+    for (std::size_t u = 0; u < kUnroll; ++u) out[i + 32 * u] = v[u];
+  }
+  for (; i < units; i += 32) out[i] = in[i];
+}
+
 // One 128-element block of BF16 quantized to e4m3 by the 32 lanes of a warp, 4 elements each
 // (`v`: the lane's, elements 4 * lane.. of the block), as fp8_quantize_block does: the lane's 4
 // codes (first in the low byte); returns the block's scale (every lane).
@@ -327,11 +343,11 @@ __device__ __forceinline__ void moe_send_row_back(const P& peers, const MoeSendB
   auto* out = reinterpret_cast<uint4*>(
       peers.ptr(SymRef{0, a.layout.back + static_cast<std::size_t>(q) * row_bytes}, src));
   const auto* in = reinterpret_cast<const uint4*>(a.expert_out) + i * (row_bytes / 16);
-  for (std::size_t k = threadIdx.x % 32; k < row_bytes / 16; k += 32) out[k] = in[k];
+  warp_copy16(out, in, row_bytes / 16);
 }
 
 template <class P>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kCtasPerSm)
     moe_send_back_kernel(const __grid_constant__ P peers,
                          const __grid_constant__ MoeSendBackArgs a) {
   programmatic_wait(peers);
