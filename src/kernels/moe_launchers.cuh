@@ -200,8 +200,8 @@ __device__ __forceinline__ int grid_warps() {
 // A warp's copy of `units` 16-byte units, lane k taking units k, k + 32, ...: kUnroll loads
 // issued before their stores, as the gather kernels do (the compiler cannot move a load above a
 // store that may alias it, so a plain loop keeps one load in flight per lane).
+template <std::size_t kUnroll = 4>
 __device__ __forceinline__ void warp_copy16(uint4* out, const uint4* in, std::size_t units) {
-  constexpr std::size_t kUnroll = 4;
   std::size_t i = threadIdx.x % 32;
   for (; i + 32 * (kUnroll - 1) < units; i += 32 * kUnroll) {
     uint4 v[kUnroll];
@@ -228,18 +228,42 @@ __device__ __forceinline__ float moe_fp8_block(uint2 v, std::uint32_t& codes) {
   return scale;
 }
 
-// One pair's row and its scales into its expert's rank (`out`, `scales`: that expert's rows and
-// scales there), by the 32 lanes of a warp: NVFP4 or FP8 tokens copied with their linear scales
-// put at their places (MoeShape::scale_offset), BF16 ones quantized block by block (NVFP4 with
-// `quant_table`, `scale_factor`: quantize_block.cuh's; FP8 per 128 elements); on a BF16 wire
-// the row alone, copied.
-__device__ __forceinline__ void moe_row_to_expert(const MoeRowsArgs& a, int t, int row, uint4* out,
-                                                  char* scales, const float* quant_table,
-                                                  float scale_factor) {
+// One pair's row, already in the wire's format, and its linear scales into its expert's rank
+// (`out`, `scales`: that expert's rows and scales there), by the 32 lanes of a warp: the scales
+// put at their places (MoeShape::scale_offset); a BF16 wire has none.
+__device__ __forceinline__ void moe_copy_row_to_expert(const MoeRowsArgs& a, int t, int row,
+                                                       uint4* out, char* scales) {
   const MoeShape& s = a.shape;
   int const lane = static_cast<int>(threadIdx.x % 32);
   std::size_t const row_bytes = s.row_bytes(), cols = s.scale_cols();
-  if (a.bf16_tokens != nullptr && s.fp8_wire()) {
+  warp_copy16<3>(out, reinterpret_cast<const uint4*>(a.data + t * row_bytes), row_bytes / 16);
+  if (s.bf16_wire()) return;  // rows only
+  const auto* linear = a.block_scales + t * s.token_scale_bytes();
+  if (s.fp8_wire()) {  // one float per column, each to its column-major place
+    for (std::size_t c = lane; c < cols; c += 32) {
+      *reinterpret_cast<float*>(scales + s.scale_offset(row, c)) =
+          reinterpret_cast<const float*>(linear)[c];
+    }
+    return;
+  }
+  for (std::size_t c = 4 * lane; c < cols; c += 4 * 32) {  // 4 columns: 4 contiguous bytes
+    *reinterpret_cast<std::uint32_t*>(scales + s.scale_offset(row, c)) =
+        reinterpret_cast<const std::uint32_t*>(linear)[c / 4];
+  }
+}
+
+// One pair's BF16 token quantized into its expert's rank (`out`, `scales`: that expert's rows
+// and scales there) by the 32 lanes of a warp, block by block, each scale put at its place
+// (MoeShape::scale_offset): NVFP4 with `quant_table`, `scale_factor` (quantize_block.cuh's),
+// FP8 per 128 elements.
+__device__ __forceinline__ void moe_quantize_row_to_expert(const MoeRowsArgs& a, int t, int row,
+                                                           uint4* out, char* scales,
+                                                           const float* quant_table,
+                                                           float scale_factor) {
+  const MoeShape& s = a.shape;
+  int const lane = static_cast<int>(threadIdx.x % 32);
+  std::size_t const cols = s.scale_cols();
+  if (s.fp8_wire()) {
     // The loads of kBatch blocks are issued before any of their stores: the compiler cannot move
     // a load above a store that may alias it, so one block at a time leaves one load in flight.
     constexpr std::size_t kBatch = 4;
@@ -262,9 +286,7 @@ __device__ __forceinline__ void moe_row_to_expert(const MoeRowsArgs& a, int t, i
         if (lane == 0) *reinterpret_cast<float*>(scales + s.scale_offset(row, first + u)) = scale;
       }
     }
-    return;
-  }
-  if (a.bf16_tokens != nullptr) {
+  } else {
     for (std::size_t b = lane; b < cols; b += 32) {
       Vectors<bf16, 16> in;
       load(a.bf16_tokens, static_cast<std::size_t>(t) * cols + b, in);
@@ -274,28 +296,12 @@ __device__ __forceinline__ void moe_row_to_expert(const MoeRowsArgs& a, int t, i
       reinterpret_cast<uint2*>(out)[b] = packed;
       scales[s.scale_offset(row, b)] = static_cast<char>(scale);
     }
-    return;
-  }
-  const auto* in = reinterpret_cast<const uint4*>(a.data + t * row_bytes);
-  for (std::size_t i = lane; i < row_bytes / 16; i += 32) out[i] = in[i];
-  if (s.bf16_wire()) return;  // rows only
-  const auto* linear = a.block_scales + t * s.token_scale_bytes();
-  if (s.fp8_wire()) {  // one float per column, each to its column-major place
-    for (std::size_t c = lane; c < cols; c += 32) {
-      *reinterpret_cast<float*>(scales + s.scale_offset(row, c)) =
-          reinterpret_cast<const float*>(linear)[c];
-    }
-    return;
-  }
-  for (std::size_t c = 4 * lane; c < cols; c += 4 * 32) {  // 4 columns: 4 contiguous bytes
-    *reinterpret_cast<std::uint32_t*>(scales + s.scale_offset(row, c)) =
-        reinterpret_cast<const std::uint32_t*>(linear)[c / 4];
   }
 }
 
 // kCtasPerSm resident per SM (64 registers at most), as the grid cap assumes: a longer batch of
 // FP8 loads (8 blocks) took 81 registers and would have halved the occupancy of every wire.
-template <class P>
+template <class P, bool kQuantize>
 __global__ void __launch_bounds__(kThreads, kCtasPerSm)
     moe_rows_kernel(const __grid_constant__ P peers, const __grid_constant__ MoeRowsArgs a) {
   programmatic_wait(peers);
@@ -304,7 +310,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm)
   int const me = peers.rank();
   int const L = s.local_experts();
   float scale_factor = 0.0f;
-  if (a.bf16_tokens != nullptr && s.wire == DataType::Nvfp4) {
+  if (kQuantize && s.wire == DataType::Nvfp4) {
     float const g = *a.global_scale;
     scale_factor = nvfp4_scale_factor(g);
     fill_quant_table(quant_table, g);
@@ -316,11 +322,14 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm)
     int const e = a.topk_idx[p];
     int const dest = e / L, l = e % L;
     std::size_t const slot = static_cast<std::size_t>(l) * s.capacity + row;
-    moe_row_to_expert(
-        a, p / s.top_k, row,
-        reinterpret_cast<uint4*>(peers.ptr(SymRef{0, a.layout.rows + slot * s.row_bytes()}, dest)),
-        peers.ptr(SymRef{0, a.layout.scales + l * s.expert_scale_bytes()}, dest), quant_table,
-        scale_factor);
+    auto* out =
+        reinterpret_cast<uint4*>(peers.ptr(SymRef{0, a.layout.rows + slot * s.row_bytes()}, dest));
+    char* scales = peers.ptr(SymRef{0, a.layout.scales + l * s.expert_scale_bytes()}, dest);
+    if constexpr (kQuantize) {
+      moe_quantize_row_to_expert(a, p / s.top_k, row, out, scales, quant_table, scale_factor);
+    } else {
+      moe_copy_row_to_expert(a, p / s.top_k, row, out, scales);
+    }
     if (threadIdx.x % 32 == 0) {
       reinterpret_cast<std::int32_t*>(peers.ptr(SymRef{0, a.layout.origin}, dest))[slot] =
           me * s.pairs() + p;
@@ -429,7 +438,12 @@ void launch_moe_rows(const Desc& peers, const MoeRowsArgs& a, cudaStream_t strea
   std::size_t const bytes = static_cast<std::size_t>(a.shape.pairs()) * a.shape.row_bytes();
   unsigned const grid = grid_for_units(bytes / 64, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
-    launch_resident(moe_rows_kernel<std::decay_t<decltype(p)>>, peers.sm_share, grid, stream, p, a);
+    using P = std::decay_t<decltype(p)>;
+    if (a.bf16_tokens != nullptr) {
+      launch_resident(moe_rows_kernel<P, true>, peers.sm_share, grid, stream, p, a);
+    } else {
+      launch_resident(moe_rows_kernel<P, false>, peers.sm_share, grid, stream, p, a);
+    }
   });
 }
 

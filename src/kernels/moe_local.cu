@@ -110,9 +110,9 @@ __global__ void __launch_bounds__(kThreads) moe_local_rows_kernel(const MoeLocal
     int const l = a.topk_idx[q] - first;
     int const src = q / s.pairs(), t = (q % s.pairs()) / s.top_k;
     std::size_t const slot = static_cast<std::size_t>(l) * s.capacity + row;
-    moe_row_to_expert(
-        rows, src * s.max_tokens + t, row, reinterpret_cast<uint4*>(a.rows + slot * s.row_bytes()),
-        reinterpret_cast<char*>(a.scales) + l * s.expert_scale_bytes(), nullptr, 0.0f);
+    moe_copy_row_to_expert(rows, src * s.max_tokens + t, row,
+                           reinterpret_cast<uint4*>(a.rows + slot * s.row_bytes()),
+                           reinterpret_cast<char*>(a.scales) + l * s.expert_scale_bytes());
   }
 }
 
