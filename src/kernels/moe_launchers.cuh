@@ -299,8 +299,9 @@ __device__ __forceinline__ void moe_quantize_row_to_expert(const MoeRowsArgs& a,
   }
 }
 
-// kCtasPerSm resident per SM (64 registers at most), as the grid cap assumes: a longer batch of
-// FP8 loads (8 blocks) took 81 registers and would have halved the occupancy of every wire.
+// kQuantize: the tokens are BF16, quantized on the way (the wire is NVFP4 or FP8); else they are
+// in the wire's format already and copied. Two variants, so that each holds only its own path's
+// registers within the 64 that kCtasPerSm resident CTAs allow (the grid cap assumes them).
 template <class P, bool kQuantize>
 __global__ void __launch_bounds__(kThreads, kCtasPerSm)
     moe_rows_kernel(const __grid_constant__ P peers, const __grid_constant__ MoeRowsArgs a) {
