@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs an MPI-launched GPU test (mpiexec ... symmcomm-bench ...) only where an NVIDIA device node
+# exists. Without one CUDA cannot see a GPU, and each such test would otherwise start mpiexec
+# and its ranks (1-2 s) to learn that, serially (the tests are RUN_SERIAL): it prints the reason
+# the way the programs do ("SYMMCOMM_SKIP: ...", which scripts/ctest_skips.sh reads) and exits
+# with the test's skip code, or with 1 under SYMMCOMM_REQUIRE_GPU=1 (a missing GPU is a
+# failure there). Where a node exists the command runs as given and decides for itself.
+# Usage: tests/support/mpi_gpu_test.sh <skip-exit-code> <command> [args...]
+# (SYMMCOMM_DEV_DIR: the device directory, /dev unless a test of this script sets it.)
+set -euo pipefail
+skip_code="$1"
+shift
+dev="${SYMMCOMM_DEV_DIR:-/dev}"
+shopt -s nullglob
+nodes=("$dev"/nvidia[0-9]* "$dev"/dx[g])  # globs: with nullglob only existing nodes remain
+if [ "${#nodes[@]}" -eq 0 ]; then
+  if [ "${SYMMCOMM_REQUIRE_GPU:-}" = 1 ]; then
+    echo "no NVIDIA device node (/dev/nvidia[0-9]*, /dev/dxg) and SYMMCOMM_REQUIRE_GPU=1"
+    exit 1
+  fi
+  echo "SYMMCOMM_SKIP: needs a GPU: no NVIDIA device node on this machine (/dev/nvidia[0-9]*, /dev/dxg)"
+  exit "$skip_code"
+fi
+exec "$@"
