@@ -10,7 +10,7 @@ build_dir="${1:-$SYMMCOMM_ROOT/build-test}"
 shift || true
 export NCCL_NVLS_ENABLE=0
 echo "symmcomm tests: install missing Debian packages, configure and build into $build_dir" \
-  "(about 3-4 minutes from scratch on 2 cores), then run CTest (about 1.5 minutes; GPU tests" \
+  "(about 3-4 minutes from scratch on 2 cores), then run CTest (about 1 minute; GPU tests" \
   "skip with their reason on a machine without a GPU) and list every skip by reason."
 symmcomm_install_missing
 symmcomm_configure_build "$build_dir"
