@@ -44,15 +44,19 @@ def fp8_of(x):
     return q
 
 
-def nvfp4_values(q):
-    """fp32 values of an NVFP4 tensor, decoded by PyTorch from the format's definition:
-    e2m1 code (element 2i in the low nibble) x e4m3 block scale / global scale."""
-    table = torch.tensor(E2M1, device="cuda")
+def e2m1_values(q):
+    """The e2m1 codes of an NVFP4 tensor as fp32 values (element 2i in the low nibble)."""
+    table = torch.tensor(E2M1, device=q.data.device)
     lo = (q.data & 0x0F).long()
     hi = (q.data >> 4).long()
-    codes = torch.stack([table[lo], table[hi]], dim=1).reshape(-1)
+    return torch.stack([table[lo], table[hi]], dim=1).reshape(-1)
+
+
+def nvfp4_values(q):
+    """fp32 values of an NVFP4 tensor, decoded by PyTorch from the format's definition:
+    e2m1 code x e4m3 block scale / global scale."""
     block = q.block_scales.view(torch.float8_e4m3fn).float().repeat_interleave(16)
-    return codes * block / q.global_scale[0]
+    return e2m1_values(q) * block / q.global_scale[0]
 
 
 def fp8_values(q):

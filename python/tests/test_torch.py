@@ -8,6 +8,8 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU visible to PyTorch", allow_module_level=True)
 
+from ranks_worker import e2m1_values  # noqa: E402 (beside this file; needs PyTorch)
+
 
 def nvfp4_zeros(n, scales=1):
     """An NVFP4 tensor of n elements (and `scales` global scales) on the GPU, zeroed."""
@@ -57,19 +59,13 @@ def test_the_librarys_argument_errors_reach_python(comm):
         assert text in str(e.value), (text, str(e.value))
 
 
-E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
-               -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
-
-
 def reduce_like_kernel(q):
     """One rank's NVFP4 tensor summed as the reduce kernels do: code * (block scale * (1 / g))
     in fp32, rounded once to bf16. Dequantization divides instead (block scale / g, one
     rounding), so the two may differ by one bf16 step where the multipliers round apart."""
-    codes = torch.stack((q.data & 0xF, q.data >> 4), dim=1).flatten().long()
-    values = torch.tensor(E2M1_VALUES, device=q.data.device)[codes]
     inv_g = torch.reciprocal(q.global_scale[0:1])
     mult = q.block_scales.view(torch.float8_e4m3fn).float() * inv_g
-    return (values * mult.repeat_interleave(16)).to(torch.bfloat16)
+    return (e2m1_values(q) * mult.repeat_interleave(16)).to(torch.bfloat16)
 
 
 def test_nvfp4_round_trip_and_gather_match_torch(comm):
