@@ -13,8 +13,10 @@
 //                     this rank's pairs' row on its expert (source rank, token, top-k slot order:
 //                     an exclusive prefix over the lower ranks' counts plus the pair's rank among
 //                     this rank's own), and this rank's expert counts, overflow and error word;
-//   rows     (grid)   each placed pair's packed row, block scales (at their 128 x 4 places) and
-//                     origin written straight into its expert's rank; barrier;
+//   rows     (grid)   each placed pair's row (NVFP4 or FP8 codes, quantized on the way from BF16
+//                     tokens, or copied), its scales at their places (NVFP4's 128 x 4 tiles,
+//                     FP8's column-major) and its origin written straight into its expert's
+//                     rank; barrier;
 //   send back (grid)  each row this rank's experts computed sent to its token's rank, into the
 //                     slot (token, top-k slot) there; barrier;
 //   sum      (grid)   each token's rows weighted by its top-k weights, summed in fp32, rounded
@@ -107,8 +109,8 @@ struct MoeLayout {
   /// dispatch
   std::size_t table = 0;
   std::size_t rows = 0;  ///< [L][capacity] rows of row_bytes (NVFP4 or FP8 codes, or BF16)
-  std::size_t scales =
-      0;  ///< [L][expert_scale_bytes]: each expert's scales (MoeShape::scale_offset)
+  /// [L][expert_scale_bytes]: each expert's scales in their layout (MoeShape::scale_offset)
+  std::size_t scales = 0;
   std::size_t origin = 0;  ///< int32 [L][capacity]: (source * max_tokens + token) * top_k + slot
   std::size_t back = 0;    ///< bf16 [max_tokens][top_k][hidden]: rows sent back for the combine
   /// bf16 [L][capacity][hidden] where MoeShape::in_place (else empty): the experts' outputs,
