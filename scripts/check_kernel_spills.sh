@@ -47,7 +47,8 @@ for src in $(cd "$root" && git ls-files 'src/kernels/*.cu' 'src/formats/*.cu'); 
     *) echo "check_kernel_spills: no nvcc command for $object in $build"; exit 1 ;;
   esac
   # sm_90 only, the object to scratch, no dependency file.
-  cmd="$(sed -E 's/--generate-code=arch=compute_[0-9]+,code=\[[^]]*\]//g; s/ -MD -MT [^ ]+ -MF [^ ]+//; s| -o [^ ]+| -o '"$work"'/k.o|' <<<"$cmd")"
+  cmd="$(sed -E -e 's/--generate-code=arch=compute_[0-9]+,code=\[[^]]*\]//g' \
+    -e 's/ -MD -MT [^ ]+ -MF [^ ]+//' -e 's| -o [^ ]+| -o '"$work"'/k.o|' <<<"$cmd")"
   report="$work/report.txt"
   if ! (cd "$build" && eval "$cmd --generate-code=arch=compute_90,code=[sm_90] -Xptxas=-v") \
     >"$report" 2>&1; then
