@@ -11,7 +11,7 @@ shift || true
 extra=("$@")
 export NCCL_NVLS_ENABLE=0
 # A GPU first: without one there is nothing to measure, and no reason to build for minutes.
-if ! { nvidia-smi -L 2>/dev/null | grep -q "^GPU "; } && ! ls /dev/nvidia[0-9]* >/dev/null 2>&1; then
+if ! { nvidia-smi -L 2>/dev/null | grep -q "^GPU "; } && ! symmcomm_gpu_node_exists; then
   echo "symmcomm-bench: no NVIDIA GPU on this machine (nvidia-smi lists none, no /dev/nvidia*)." \
        "The benchmark measures collectives on GPUs and needs at least one." >&2
   exit 2

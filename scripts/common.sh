@@ -38,6 +38,16 @@ symmcomm_dev_architectures() {
   fi
 }
 
+# True where an NVIDIA GPU's device node exists (/dev/nvidia0.., or WSL's /dev/dxg): without one
+# CUDA sees no GPU. SYMMCOMM_DEV_DIR replaces /dev for tests of the scripts that ask.
+symmcomm_gpu_node_exists() {
+  local dev="${SYMMCOMM_DEV_DIR:-/dev}" node
+  for node in "$dev"/nvidia[0-9]* "$dev"/dxg; do
+    [ -e "$node" ] && return 0
+  done
+  return 1
+}
+
 # symmcomm_configure_build <build-dir> [extra cmake args...]
 symmcomm_configure_build() {
   local build_dir="$1"; shift

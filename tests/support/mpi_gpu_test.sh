@@ -7,14 +7,12 @@
 # and exits with the test's skip code, or with 1 under SYMMCOMM_REQUIRE_GPU=1 (a missing GPU is a
 # failure there). Where a node exists the command runs as given and decides for itself.
 # Usage: tests/support/mpi_gpu_test.sh <skip-exit-code> <command> [args...]
-# (SYMMCOMM_DEV_DIR: the device directory, /dev unless a test of this script sets it.)
+# (SYMMCOMM_DEV_DIR: /dev unless a test sets it; scripts/common.sh's symmcomm_gpu_node_exists.)
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
 skip_code="$1"
 shift
-dev="${SYMMCOMM_DEV_DIR:-/dev}"
-shopt -s nullglob
-nodes=("$dev"/nvidia[0-9]* "$dev"/dx[g])  # globs: with nullglob only existing nodes remain
-if [ "${#nodes[@]}" -eq 0 ]; then
+if ! symmcomm_gpu_node_exists; then
   if [ "${SYMMCOMM_REQUIRE_GPU:-}" = 1 ]; then
     echo "no NVIDIA device node (/dev/nvidia[0-9]*, /dev/dxg) and SYMMCOMM_REQUIRE_GPU=1"
     exit 1
