@@ -22,7 +22,6 @@ known_spills() {
 void symmcomm::detail::lsa::reduce_kernel<symmcomm::detail::lsa::LsaPolicy, __nv_bfloat16, true, 8, 8>	4	NVFP4 one-shot reduce over 8 peers: 40 registers under ReduceShape::kMinCtasPerSm resident CTAs
 void symmcomm::detail::lsa::reduce_kernel<symmcomm::detail::lsa::LsaPolicy, float, true, 8, 8>	8	the same with fp32 output
 void symmcomm::detail::lsa::(anonymous namespace)::ll_device_counts_reduce_kernel<true>	8	NVFP4 device-count LL reduce, at 128 registers
-void symmcomm::detail::lsa::(anonymous namespace)::ll_device_counts_reduce_kernel<false>	120	BF16 device-count LL reduce: ptxas keeps 64 registers (two CTAs of 512 per SM); __launch_bounds__(kThreads, 1) gives 92 and no spill, one CTA per SM
 KNOWN
 }
 

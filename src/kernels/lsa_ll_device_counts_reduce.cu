@@ -226,8 +226,11 @@ __device__ __forceinline__ void reduce_gathered(const LlDeviceCountsReduceArgs& 
   }
 }
 
+// One resident CTA per SM is enough (the LL grid is capped below the SM count): ptxas then keeps
+// the BF16 variant in 92 registers instead of spilling at the 64 that two CTAs of kThreads leave,
+// which measured faster at decode sizes (docs/design-notes.md, device counts).
 template <bool kNvfp4>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 1)
     ll_device_counts_reduce_kernel(const LlLaunch launch_flags,
                                    const __grid_constant__ LlDeviceCountsReduceArgs a) {
   programmatic_wait(launch_flags);
