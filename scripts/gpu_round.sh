@@ -58,7 +58,8 @@
 #             torch operator libraries, then 2.30.7's suite and the Python examples
 #   step      one DeepSeek-R1 MoE layer's decode step (bench/python/moe_step.py) at 2, 4 and 8
 #             ranks sharing the GPU, symmcomm and PyTorch both on NCCL 2.30.7: symmcomm with
-#             device counts and padded against torch.distributed padded (and symmetric)
+#             device counts and padded against torch.distributed padded (and symmetric);
+#             SYMMCOMM_STEP_MPS=1 runs the ranks under CUDA MPS (not time-sliced)
 #   a2a       MoE dispatch + combine by expert (bench/python/moe_a2a.py) at 2, 4 and 8 ranks
 #             sharing the GPU: symmcomm.moe.MoeGroup, symmcomm's AG/RS layer with device counts
 #             and torch.distributed.all_to_all_single padded, eager and in graphs
@@ -417,6 +418,15 @@ case "$phase" in
       >"$work/build-$phase.log" 2>&1 || { tail -20 "$work/build-$phase.log"; exit 1; }
     { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; date -u
       git -C "$SYMMCOMM_ROOT" log -1 --format=%h; } >"$work/machine.txt" 2>&1
+    # SYMMCOMM_STEP_MPS=1: the ranks (processes) under a CUDA MPS daemon of this call's own, so
+    # that their kernels run at once instead of time-sliced; stopped when the runs end.
+    mps=0
+    if [ "${SYMMCOMM_STEP_MPS:-0}" = 1 ]; then
+      export CUDA_MPS_PIPE_DIRECTORY="$work/mps-pipe" CUDA_MPS_LOG_DIRECTORY="$work/mps-log"
+      mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+      if nvidia-cuda-mps-control -d; then mps=1; echo "MPS: on" >>"$work/machine.txt"
+      else echo "== MPS did not start: the ranks time-slice the GPU"; unset CUDA_MPS_PIPE_DIRECTORY; fi
+    fi
     parts=3
     for n in ${SYMMCOMM_STEP_RANKS:-2 4 8}; do
       env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" LD_PRELOAD="$second/lib/libnccl.so.2" \
@@ -428,6 +438,7 @@ case "$phase" in
       grep -E "^\||not measured|Error|error" "$work/${script//_/-}-n$n.txt" | cut -c1-230 | head -40
       parts=$((parts - 1))
     done
+    [ "$mps" = 1 ] && echo quit | nvidia-cuda-mps-control
     ;;
   a2awires)
     SYMMCOMM_SUITES=second SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" \

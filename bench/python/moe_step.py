@@ -27,7 +27,9 @@ replay; medians with min-max over the runs, rank 0's. tokens/s = sum of T_r / st
 Usage: torchrun --nproc-per-node N bench/python/moe_step.py OUT_PREFIX [--tokens 1,4,16,64,256]
 Writes OUT_PREFIX.json (every run) and OUT_PREFIX.md (the table); prints progress and the table.
 Ranks sharing one GPU (more ranks than GPUs): NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1,
-PyTorch's NCCL too (LD_PRELOAD the same libnccl). Exit 77: no PyTorch or GPU.
+PyTorch's NCCL too (LD_PRELOAD the same libnccl). Processes sharing a GPU are time-sliced by it
+unless a CUDA MPS daemon serves them (`SYMMCOMM_STEP_MPS=1 scripts/gpu_round.sh step`); the
+table's heading says which. Exit 77: no PyTorch or GPU.
 """
 import argparse
 import json
@@ -276,6 +278,8 @@ class Context:
         self.rank, self.world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
         local_world = int(os.environ.get("LOCAL_WORLD_SIZE", self.world))
         self.sharing = symmcomm.share_gpus_if_needed(self.rank, local_world)
+        if self.sharing != "one GPU per rank" and os.environ.get("CUDA_MPS_PIPE_DIRECTORY"):
+            self.sharing += ", under CUDA MPS (the ranks' kernels run at once, not time-sliced)"
         self.device = int(os.environ.get("LOCAL_RANK", self.rank)) % torch.cuda.device_count()
         torch.cuda.set_device(self.device)
         dist.init_process_group("nccl", device_id=torch.device("cuda", self.device))
