@@ -15,8 +15,11 @@
 //   3  the kernel's launch alone: lsa::ll_gather with its arguments built once
 //   4  the whole call: all_gather, the same call every time (replayed: collectives/replay.hpp)
 //   5  an empty kernel launch (<<<1, 1>>>)
-//   6  the whole call alternating between two receive tensors: never the communicator's kept
-//      call, so validated and planned every time
+//   6  the whole call over kKeptCalls + 1 receive tensors in turn: never one of the
+//      communicator's kept calls (the least recently used is replaced each time), so validated
+//      and planned every time
+//   7  the whole call alternating between two receive tensors (double-buffered activations):
+//      both kept, so replayed
 // The stream is drained after each iteration, outside the timing.
 
 #include <benchmark/benchmark.h>
@@ -28,6 +31,7 @@
 #include <vector>
 
 #include "collectives/executors.hpp"
+#include "collectives/replay.hpp"
 #include "collectives/scratch.hpp"
 #include "collectives/validate_call.hpp"
 #include "comm/dev_comm.hpp"
@@ -46,17 +50,21 @@ constexpr std::size_t kCount = 2048;  // elements: 1 KiB of packed NVFP4 data
 
 __global__ void stage_empty_kernel() {}
 
-// The call's two tensors in the one-rank world's pool, made once.
+// The call's tensors in the one-rank world's pool, made once: its send, and more receive
+// tensors than the communicator keeps calls.
 struct StageTensors {
-  std::unique_ptr<PoolNvfp4> send, recv, other_recv;
+  std::unique_ptr<PoolNvfp4> send;
+  std::vector<std::unique_ptr<PoolNvfp4>> recv;
 };
 
 StageTensors& stage_tensors() {
   static StageTensors* t = [] {
     OneRank& o = one_rank();
-    return new StageTensors{std::make_unique<PoolNvfp4>(*o.pool, kCount),
-                            std::make_unique<PoolNvfp4>(*o.pool, kCount),
-                            std::make_unique<PoolNvfp4>(*o.pool, kCount)};
+    auto* made = new StageTensors{std::make_unique<PoolNvfp4>(*o.pool, kCount), {}};
+    for (std::size_t i = 0; i <= detail::kKeptCalls; ++i) {
+      made->recv.push_back(std::make_unique<PoolNvfp4>(*o.pool, kCount));
+    }
+    return made;
   }();
   return *t;
 }
@@ -99,6 +107,17 @@ double seconds_per_call(F&& f) {
   return std::chrono::duration<double>(end - start).count() / kCalls;
 }
 
+// Stages 4, 6 and 7: the whole call into the first receive tensor every time, into each in
+// turn, or into the first two in turn.
+double whole_call_seconds(int stage, OneRank& s, const StageTensors& tensors) {
+  std::size_t const turn = stage == 4 ? 1 : stage == 6 ? tensors.recv.size() : 2;
+  std::size_t k = 0;
+  return seconds_per_call([&] {
+    all_gather(s.comm, ConstNvfp4View(tensors.send->view), tensors.recv[k++ % turn]->view, s.stream,
+               Options{});
+  });
+}
+
 void BM_HostCostStage(benchmark::State& state) {
   int const stage = static_cast<int>(state.range(0));
   OneRank* one = nullptr;
@@ -114,8 +133,7 @@ void BM_HostCostStage(benchmark::State& state) {
   CommState& cs = *detail::state_of(s.comm);
   Options const options;
   ConstNvfp4View const send = tensors->send->view;
-  Nvfp4View const recv = tensors->recv->view;
-  Nvfp4View const other_recv = tensors->other_recv->view;
+  Nvfp4View const recv = tensors->recv[0]->view;
   detail::CollectiveCall const call =
       detail::gather_call(detail::tensor_ref(send), detail::tensor_ref(ConstNvfp4View(recv)));
   std::vector<detail::GatherPart> const parts =
@@ -123,10 +141,14 @@ void BM_HostCostStage(benchmark::State& state) {
   detail::PlannedCall around(cs, Operation::AllGather, options, "all_gather");
   plan_parts(around, parts, s.stream);
   detail::lsa::LlGatherArgs const ll = ll_args_of(cs, parts);
-  const char* const labels[] = {
-      "entry: checks and validation",  "parts and plan", "launch order around the kernel",
-      "the kernel's launch",           "the whole call", "empty kernel launch",
-      "the whole call, never replayed"};
+  const char* const labels[] = {"entry: checks and validation",
+                                "parts and plan",
+                                "launch order around the kernel",
+                                "the kernel's launch",
+                                "the whole call",
+                                "empty kernel launch",
+                                "the whole call, never replayed",
+                                "the whole call, two receive tensors in turn"};
   for (auto _ : state) {
     double t = 0.0;
     switch (stage) {
@@ -152,20 +174,13 @@ void BM_HostCostStage(benchmark::State& state) {
       case 3:
         t = seconds_per_call([&] { detail::lsa::ll_gather(ll, cs.caps.lsa_sm_share, s.stream); });
         break;
-      case 4:
-        t = seconds_per_call([&] { all_gather(s.comm, send, recv, s.stream, options); });
-        break;
       case 5:
         t = seconds_per_call([&] { stage_empty_kernel<<<1, 1, 0, s.stream>>>(); });
         SYMMCOMM_CUDA_TRY(cudaGetLastError());
         break;
-      default: {
-        int k = 0;
-        t = seconds_per_call([&] {
-          all_gather(s.comm, send, (k++ % 2 == 0) ? recv : other_recv, s.stream, options);
-        });
+      default:
+        t = whole_call_seconds(stage, s, *tensors);
         break;
-      }
     }
     state.SetIterationTime(t);
     SYMMCOMM_CUDA_TRY(cudaStreamSynchronize(s.stream));
@@ -176,7 +191,7 @@ void BM_HostCostStage(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_HostCostStage)
-    ->DenseRange(0, 6)
+    ->DenseRange(0, 7)
     ->ArgName("stage")
     ->Iterations(kIterations)
     ->UseManualTime()

@@ -1,4 +1,4 @@
-// A communicator's kept call and its replay (replay.hpp).
+// A communicator's kept calls and their replay (replay.hpp).
 
 #include "replay.hpp"
 
@@ -17,18 +17,7 @@
 
 namespace symmcomm::detail {
 
-struct KeptCall {
-  CollectiveCall call;
-  Options options;
-  std::uint64_t generation = 0;  ///< the provenance registry's, read before planning
-  bool ll_gather = false;        ///< lsa::ll_gather_enabled() then
-  Plan plan;
-  ReplayLaunch launch;
-  const char* type = "";
-  std::size_t count = 0;
-};
-
-void KeptCallDeleter::operator()(KeptCall* kept) const noexcept {
+void KeptCallsDeleter::operator()(KeptCalls* kept) const noexcept {
   delete kept;
 }
 
@@ -69,6 +58,30 @@ std::uint64_t registry_generation() noexcept {
 
 }  // namespace
 
+KeptCall* KeptCalls::find(const CollectiveCall& call, const Options& options,
+                          std::uint64_t generation, bool ll_gather) noexcept {
+  for (KeptCall& k : calls_) {
+    if (k.last_use != 0 && k.generation == generation && k.ll_gather == ll_gather &&
+        same_call(k.call, call) && same_options(k.options, options)) {
+      return &k;
+    }
+  }
+  return nullptr;
+}
+
+KeptCall& KeptCalls::entry_for(const CollectiveCall& call, const Options& options) noexcept {
+  KeptCall* oldest = &calls_[0];
+  for (KeptCall& k : calls_) {
+    if (k.last_use != 0 && same_call(k.call, call) && same_options(k.options, options)) return k;
+    if (k.last_use < oldest->last_use) oldest = &k;
+  }
+  return *oldest;
+}
+
+void KeptCalls::touch(KeptCall& entry) noexcept {
+  entry.last_use = ++uses_;
+}
+
 bool replayable(const CollectiveCall& call, const Options& options) noexcept {
   return call.counts == Counts::Equal && !call.items_only && call.item_count == 0 &&
          call.row_item_count == 0 && !options.agree_plan && !agree_plans_from_environment();
@@ -91,18 +104,17 @@ bool replay_call(CommState& state, const CollectiveCall& call, const char* opera
   std::size_t count = 0;
   {
     std::lock_guard lock(scratch.replay_mutex);
-    const KeptCall* kept = scratch.kept.get();
-    if (kept == nullptr || kept->generation != registry_generation() ||
-        kept->ll_gather != lsa::ll_gather_enabled() || !same_call(kept->call, call) ||
-        !same_options(kept->options, options)) {
-      return false;
-    }
-    plan = kept->plan;
-    launch.fn = kept->launch.fn;
-    launch.bytes = kept->launch.bytes;
-    std::memcpy(launch.args, kept->launch.args, kept->launch.bytes);
-    type = kept->type;
-    count = kept->count;
+    if (!scratch.kept) return false;
+    KeptCalls& kept = *scratch.kept;
+    KeptCall* const hit = kept.find(call, options, registry_generation(), lsa::ll_gather_enabled());
+    if (hit == nullptr) return false;
+    kept.touch(*hit);
+    plan = hit->plan;
+    launch.fn = hit->launch.fn;
+    launch.bytes = hit->launch.bytes;
+    std::memcpy(launch.args, hit->launch.args, hit->launch.bytes);
+    type = hit->type;
+    count = hit->count;
   }
   static const std::vector<PlannedBuffer> kNone;  // an LSA plan touches windows by definition
   DeviceGuard guard(state.device);
@@ -121,8 +133,9 @@ void keep_call(CommState& state, const CollectiveCall& call, const Options& opti
   }
   CollectiveScratch& scratch = scratch_of(state);
   std::lock_guard lock(scratch.replay_mutex);
-  if (!scratch.kept) scratch.kept.reset(new KeptCall);
-  KeptCall& kept = *scratch.kept;
+  if (!scratch.kept) scratch.kept.reset(new KeptCalls);
+  KeptCall& kept = scratch.kept->entry_for(call, options);
+  scratch.kept->touch(kept);
   kept.call = call;
   kept.options = options;
   kept.generation = planned.generation();

@@ -1,11 +1,12 @@
 #pragma once
-// Private: a communicator's last call that ran as one launch of symmcomm's own kernel, kept so
+// Private: a communicator's last calls that ran as one launch of symmcomm's own kernel, kept so
 // that the same call again launches without being validated, resolved and planned again.
 //
-// Engines call the same collective on the same buffers every step (a decode layer's dispatch
-// and combine): descriptor, options and windows are what they were, and so is the plan. A
-// communicator keeps one such call. The next call is replayed only when
-//   - every field of its descriptor and of its options equals the kept call's (equal counts,
+// Engines call the same collectives on the same buffers every step (a decode layer's dispatch
+// and combine; double-buffered activations alternate between two sets): descriptor, options and
+// windows are what they were, and so is the plan. A communicator keeps its kKeptCalls most
+// recently used such calls. A call is replayed only when
+//   - every field of its descriptor and of its options equals a kept call's (equal counts,
 //     no extra items: the descriptor is then the whole input of validation and planning),
 //   - no window was added or removed anywhere since the kept call was planned (the provenance
 //     registry's generation), so every buffer's provenance and the plan are the same,
@@ -17,6 +18,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -30,6 +32,10 @@
 namespace symmcomm::detail {
 
 class PlannedCall;
+
+/// Distinct calls a communicator keeps for replay: an engine's collectives of one step on
+/// alternating buffers (two per collective), the least recently used one replaced.
+inline constexpr std::size_t kKeptCalls = 8;
 
 /// One launch of symmcomm's kernel: the function that launches it and its arguments, copied.
 struct ReplayLaunch {
@@ -94,9 +100,40 @@ bool replayable(const CollectiveCall& call, const Options& options) noexcept;
 bool same_call(const CollectiveCall& a, const CollectiveCall& b) noexcept;
 bool same_options(const Options& a, const Options& b) noexcept;
 
-/// Replays `call` when it is the communicator's kept call (see the top of this file): launches
-/// it on `stream` with the bookkeeping of the full path, sets `plan` and returns true. False,
-/// having done nothing: run the full path.
+/// A call kept for replay: what planning decided and the launch it made.
+struct KeptCall {
+  CollectiveCall call;
+  Options options;
+  std::uint64_t generation = 0;  ///< the provenance registry's, read before planning
+  bool ll_gather = false;        ///< lsa::ll_gather_enabled() then
+  Plan plan;
+  ReplayLaunch launch;
+  const char* type = "";
+  std::size_t count = 0;
+  std::uint64_t last_use = 0;  ///< when last kept or replayed (KeptCalls' count); 0: empty
+};
+
+/// A communicator's kept calls (under CollectiveScratch::replay_mutex).
+class KeptCalls {
+ public:
+  /// The entry `call` with `options` replays: the same fields, planned when the registry's
+  /// generation was `generation` and the LL gather switch `ll_gather`; null when none.
+  KeptCall* find(const CollectiveCall& call, const Options& options, std::uint64_t generation,
+                 bool ll_gather) noexcept;
+  /// Where to keep `call` with `options`: the entry holding the same call planned from an older
+  /// state, else an empty one, else the least recently used.
+  KeptCall& entry_for(const CollectiveCall& call, const Options& options) noexcept;
+  /// Marks `entry` the most recently used (kept or replayed now).
+  void touch(KeptCall& entry) noexcept;
+
+ private:
+  std::array<KeptCall, kKeptCalls> calls_;
+  std::uint64_t uses_ = 0;  ///< entries kept or replayed so far: their recency
+};
+
+/// Replays `call` when it is one of the communicator's kept calls (see the top of this file):
+/// launches it on `stream` with the bookkeeping of the full path, sets `plan` and returns true.
+/// False, having done nothing: run the full path.
 bool replay_call(CommState& state, const CollectiveCall& call, const char* operation,
                  cudaStream_t stream, const Options& options, Plan& plan);
 

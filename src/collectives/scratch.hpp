@@ -21,9 +21,9 @@
 
 namespace symmcomm::detail {
 
-struct KeptCall;  // replay.cpp
-struct KeptCallDeleter {
-  void operator()(KeptCall* kept) const noexcept;
+struct KeptCalls;  // replay.cpp
+struct KeptCallsDeleter {
+  void operator()(KeptCalls* kept) const noexcept;
 };
 
 /// The collectives' switches (layer_switches): a bit is on unless its variable is "0" here.
@@ -73,10 +73,10 @@ class CollectiveScratch final : public LayerState {
   std::vector<void*> retired;
   /// Options::agree_plan's words (one per rank, and this rank's), made on first use.
   void* agreement = nullptr;
-  /// The communicator's last call that ran as one launch of symmcomm's kernel (replay.hpp),
-  /// under `replay_mutex`.
+  /// The communicator's last kKeptCalls distinct calls that ran as one launch of symmcomm's
+  /// kernel (replay.hpp), under `replay_mutex`.
   std::mutex replay_mutex;
-  std::unique_ptr<KeptCall, KeptCallDeleter> kept;
+  std::unique_ptr<KeptCalls, KeptCallsDeleter> kept;
 };
 
 /// The collectives' state of `state` (made with it: no lock).

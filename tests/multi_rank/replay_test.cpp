@@ -1,6 +1,7 @@
-// The communicator's kept call (src/collectives/replay.hpp): the same call again is launched
+// The communicator's kept calls (src/collectives/replay.hpp): the same call again is launched
 // with the kept plan and arguments, reads the inputs as they are now, and stops being replayed
-// as soon as anything planning read changes (the tensors, the options, the windows). Checked
+// as soon as anything planning read changes (the tensors, the options, the windows); the least
+// recently used of more calls than kept is planned again. Checked
 // across real ranks on symmcomm's small all-gather and push reduce-scatter, every result
 // against the host; the communicator's replay counter says which calls were replayed.
 
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/replay.hpp"
 #include "comm/comm_state.hpp"
 #include "multi_rank/checks.hpp"
 #include "multi_rank/world.hpp"
@@ -86,7 +88,9 @@ TEST(MultiRankReplay, TheSameCallIsReplayedWithTodaysInputsAndNothingElseIs) {
     EXPECT_EQ(again.reason(), first.reason());
   });
   expect_replays(0, "another receive buffer", [&] { b.run(3); });
-  expect_replays(0, "back to the first call, no longer kept", [&] { a.run(4); });
+  expect_replays(1, "back to the first call, kept beside the second", [&] { a.run(4); });
+  expect_replays(1, "the second again (buffers in turn, as double-buffered engines use them)",
+                 [&] { b.run(4); });
   Options forced;
   forced.path = PathChoice::LsaKernel;
   expect_replays(0, "other options", [&] { a.run(5, forced); });
@@ -99,6 +103,19 @@ TEST(MultiRankReplay, TheSameCallIsReplayedWithTodaysInputsAndNothingElseIs) {
   }
   expect_replays(0, "after a window was deregistered", [&] { a.run(9, forced); });
   expect_path(PathChoice::LsaKernel, a.run(10, forced).path, "replayed, forced");
+}
+
+TEST(MultiRankReplay, TheLeastRecentlyUsedOfMoreCallsThanKeptIsPlannedAgain) {
+  if (!lsa_can()) GTEST_SKIP() << "no LSA team spanning the ranks: " << caps().reason;
+  std::vector<Gather> gathers(detail::kKeptCalls + 1);
+  for (Gather& g : gathers) g.run(0);  // each kept; the last one replaces the first
+  expect_replays(0, "the first call, replaced", [&] { gathers.front().run(1); });
+  expect_replays(1, "the first call again, kept in place of the second",
+                 [&] { gathers.front().run(2); });
+  expect_replays(detail::kKeptCalls - 1, "the third call on, still kept", [&] {
+    for (std::size_t i = 2; i < gathers.size(); ++i) gathers[i].run(3);
+  });
+  expect_replays(0, "the second call, replaced", [&] { gathers[1].run(4); });
 }
 
 TEST(MultiRankReplay, PushReduceScatterReplayedSumsTodaysInputs) {

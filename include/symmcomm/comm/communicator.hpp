@@ -47,9 +47,9 @@ struct Capabilities {
 /// @brief Per-communicator counters of collective calls by path (thread-safe).
 struct CommStats {
   std::array<std::atomic<std::uint64_t>, kPathCount> calls{};  ///< by Path (use count())
-  /// @brief Of those, calls that repeated the communicator's previous call of symmcomm's kernel
-  /// exactly (same tensors, options and windows) and were launched with its plan and arguments,
-  /// without being validated and planned again.
+  /// @brief Of those, calls that repeated one of the communicator's recent calls of symmcomm's
+  /// kernel exactly (same tensors, options and windows; it keeps 8) and were launched with its
+  /// plan and arguments, without being validated and planned again.
   std::atomic<std::uint64_t> replayed{0};
   /// @brief Calls that took `path` so far.
   std::uint64_t count(Path path) const noexcept {

@@ -1,6 +1,7 @@
-// The kept call's key (src/collectives/replay.hpp): which calls may be kept, and that every
-// field of a call's descriptor and options, and every change of the windows, makes a call
-// another one. The replay itself runs on the device (tests/multi_rank/replay_test.cpp).
+// The kept calls' key (src/collectives/replay.hpp): which calls may be kept, that every field of
+// a call's descriptor and options, and every change of the windows, makes a call another one,
+// and which entry a call is kept in. The replay itself runs on the device
+// (tests/multi_rank/replay_test.cpp).
 
 #include <gtest/gtest.h>
 
@@ -139,6 +140,65 @@ TEST(ReplayKey, EveryChangeOfTheWindowsAndOnlyThatChangesTheGeneration) {
   EXPECT_FALSE(changed()) << "remove of no window";
   EXPECT_TRUE(reg.remove(7, fake<const void>(0x100000)));
   EXPECT_TRUE(changed()) << "remove";
+}
+
+// A gather into its own receive buffer `i` (distinct calls, as an engine's alternating buffers).
+CollectiveCall gather_into(std::size_t i) {
+  CollectiveCall c = nvfp4_gather();
+  c.recv.data = fake<void>(0x100000 * (i + 1));
+  return c;
+}
+
+// Keeps `call` with `options` as keep_call does (marking the entry used) and returns it.
+KeptCall& keep(KeptCalls& kept, const CollectiveCall& call, std::uint64_t generation = 1,
+               const Options& options = {}) {
+  KeptCall& k = kept.entry_for(call, options);
+  kept.touch(k);
+  k.call = call;
+  k.options = options;
+  k.generation = generation;
+  return k;
+}
+
+bool found(KeptCalls& kept, const CollectiveCall& call, std::uint64_t generation = 1) {
+  return kept.find(call, Options{}, generation, false) != nullptr;
+}
+
+TEST(KeptCalls, KeepsEveryDistinctCallUpToItsRoomAndReplacesTheLeastRecentlyUsed) {
+  KeptCalls kept;
+  EXPECT_FALSE(found(kept, gather_into(0))) << "nothing kept yet";
+  for (std::size_t i = 0; i < kKeptCalls; ++i) keep(kept, gather_into(i));
+  for (std::size_t i = 0; i < kKeptCalls; ++i) EXPECT_TRUE(found(kept, gather_into(i))) << i;
+  // A replay makes its entry the most recently used: the second call is now the oldest.
+  kept.touch(*kept.find(gather_into(0), Options{}, 1, false));
+  keep(kept, gather_into(kKeptCalls));
+  EXPECT_TRUE(found(kept, gather_into(kKeptCalls)));
+  EXPECT_TRUE(found(kept, gather_into(0))) << "replayed last, so kept";
+  EXPECT_FALSE(found(kept, gather_into(1))) << "the least recently used, replaced";
+  for (std::size_t i = 2; i < kKeptCalls; ++i) EXPECT_TRUE(found(kept, gather_into(i))) << i;
+}
+
+TEST(KeptCalls, ACallPlannedAgainAfterTheWindowsChangedTakesItsOwnEntry) {
+  KeptCalls kept;
+  for (std::size_t i = 0; i < kKeptCalls; ++i) keep(kept, gather_into(i));
+  EXPECT_FALSE(found(kept, gather_into(3), 2)) << "planned before the windows changed";
+  KeptCall& again = keep(kept, gather_into(3), 2);
+  EXPECT_EQ(&again, kept.find(gather_into(3), Options{}, 2, false));
+  for (std::size_t i = 0; i < kKeptCalls; ++i) {
+    EXPECT_EQ(found(kept, gather_into(i), 1), i != 3) << "no other entry replaced: " << i;
+  }
+}
+
+TEST(KeptCalls, OptionsAndTheLlSwitchAreOfTheKey) {
+  KeptCalls kept;
+  keep(kept, gather_into(0));
+  Options forced;
+  forced.path = PathChoice::LsaKernel;
+  EXPECT_EQ(kept.find(gather_into(0), forced, 1, false), nullptr);
+  EXPECT_EQ(kept.find(gather_into(0), Options{}, 1, true), nullptr);
+  keep(kept, gather_into(0), 1, forced);
+  EXPECT_NE(kept.find(gather_into(0), forced, 1, false), nullptr);
+  EXPECT_NE(kept.find(gather_into(0), Options{}, 1, false), nullptr) << "both kept";
 }
 
 }  // namespace
