@@ -26,7 +26,8 @@
 #   moesan    the sanitizers over the MoE group's kernels (2.30.7 build): memcheck, racecheck,
 #             initcheck and synccheck over the loopback and one-rank tests, then memcheck and
 #             initcheck over MultiRankMoe at 2 ranks sharing the GPU (memcheck on both ranks,
-#             initcheck on one rank at a time)
+#             initcheck on one rank at a time), then initcheck over moe-a2a (each wire) with 2
+#             ranks as threads of one process
 #   tests230  build against NCCL 2.30.7 (.nccl-2.30.7, a copy of ../shared/nccl-2.30.7); the
 #             multi-rank tier (2/4/8 ranks sharing the GPU, the counts-in-lines tests among
 #             them), then the single-GPU tier
@@ -81,7 +82,9 @@
 #             cuda-gdb's view of the kernels still running (SYMMCOMM_HANG_CASES)
 #   sanitize  compute-sanitizer's memcheck over every test of the single-GPU suite (a call of its
 #             own), then initcheck over 2 ranks sharing the GPU: both ranks under the tool, then
-#             each rank alone under it beside a plain one (where rank 1 failed to start)
+#             each rank alone under it beside a plain one (where rank 1 failed to start), then
+#             over symmcomm-bench's NVFP4 gather and reduce-scatter and moe-dp with 2 ranks as
+#             threads of one process (every rank's stores visible to the tool)
 #   checks    the abort word broken on purpose (its tests must fail), a skip the run does not
 #             allow failing the run, then compute-sanitizer's four tools over symmcomm's kernels
 #             (one GPU, and 2 ranks sharing it on 2.30.7)
@@ -126,6 +129,20 @@ moe_a2a() {
   echo "== moe-a2a $mode, $n ranks sharing the GPU: exit $?"
   grep -E "^ +(1|16|64|256) " "$f.txt" | head -24
   [ -s "$f.err" ] && grep -v "^\[symmcomm-bench\] moe-a2a: [0-9]" "$f.err" | tail -3
+}
+
+# initcheck over symmcomm-bench with 2 ranks as threads of one process sharing the GPU (2.30.7):
+# every rank's stores are then the watched process's own, which initcheck can follow (a peer
+# process's stores through its mapping are invisible to it). $1: the log's tag; then the
+# benchmark's arguments (small sizes: the tool serialises every kernel).
+initcheck_threads() {
+  local tag="$1" log="$work/initcheck-threads-$1.log"
+  shift
+  env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" NCCL_MULTI_RANK_GPU_ENABLE=1 \
+    SYMMCOMM_WAIT_TIMEOUT_S=120 timeout "$(( ($(left) - 10) / 4 ))" \
+    compute-sanitizer --tool initcheck --report-api-errors no --error-exitcode 99 \
+    "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm-bench" --ranks-per-gpu 2 -T 60 "$@" >"$log" 2>&1
+  echo "initcheck over 2 threaded ranks, $tag: exit $?; $(grep -E "ERROR SUMMARY" "$log" | tail -1)"
 }
 
 # The Python package's tests named by the arguments after $2 on NCCL 2.30.7 (PyTorch's too,
@@ -363,6 +380,10 @@ case "$phase" in
         "$work/$run-moe-ranks.log" | sort | uniq -c | tr '\n' ' ')$(grep -cE "^\[  PASSED  \]" \
         "$work/$run-moe-ranks.log") rank(s) passed"
     done
+    for wire in nvfp4 fp8e4m3 bf16; do
+      initcheck_threads "moe-a2a-$wire" --scenario moe-a2a --moe-wire "$wire" --moe-max-tokens 16 \
+        -n 2 -w 1 -N 1
+    done
     ;;
   sanitize)
     # memcheck over every test of the single-GPU suite, in a call of its own: the suite less its
@@ -404,6 +425,10 @@ case "$phase" in
         "$work/initcheck-ranks-$who.log") rank(s) passed; $(grep -m1 -E "failed|Error" \
         "$work/initcheck-ranks-$who.log" | cut -c1-200)"
     done
+    initcheck_threads gather-nvfp4 --op allgather -d nvfp4 --path lsa-kernel -b 1K -e 64K -f 8 -n 2 -w 1
+    initcheck_threads scatter-nvfp4 --op reducescatter -d nvfp4 --path lsa-kernel -b 1K -e 64K -f 8 \
+      -n 2 -w 1
+    initcheck_threads moe-dp --scenario moe-dp --moe-max-tokens 16 -n 2 -w 1 -N 1
     ;;
   step|a2a)
     # step: one DeepSeek-R1 MoE layer's decode step (bench/python/moe_step.py); a2a: MoE
