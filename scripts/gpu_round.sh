@@ -23,6 +23,10 @@
 #             and the Python MoE tests on 2.30.7, then, with 70 s left, the MoE tests on 2.28.3
 #   a2awires  symmcomm-bench --scenario moe-a2a at 8 ranks sharing the GPU in CUDA graphs, once
 #             per wire (nvfp4, fp8e4m3, bf16), 5 cycles each
+#   moeprof   Nsight Compute over the MoE group's kernels on one rank (NCCL 2.30.7: a one-rank
+#             LSA team, so no kernel waits for a peer that ncu's serialisation would hold back):
+#             moe-a2a at 256 tokens, NVFP4 and FP8 wires, each kernel's speed of light, memory
+#             workload (global store requests against sectors) and warp stalls (moe-prof-*.txt)
 #   moesan    the sanitizers over the MoE group's kernels (2.30.7 build): memcheck, racecheck,
 #             initcheck and synccheck over the loopback and one-rank tests, then memcheck and
 #             initcheck over MultiRankMoe at 2 ranks sharing the GPU (memcheck on both ranks,
@@ -91,7 +95,7 @@
 # Usage: OUT=/tmp/o scripts/gpu_round.sh <phase> [seconds, default 570]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-phase="${1:?usage: scripts/gpu_round.sh first|moeonly|moefirst|moeproof|moetorch|a2awires|moesan|tests230|bench|lines|moe|a2a|a2abench|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
+phase="${1:?usage: scripts/gpu_round.sh first|moeonly|moefirst|moeproof|moetorch|a2awires|moeprof|moesan|tests230|bench|lines|moe|a2a|a2abench|hangs|hostcost|torch|python|suites|step|segv228|tests228|multi228|checks|sanitize [seconds]}"
 limit="${2:-570}"
 dest="${OUT:-$SYMMCOMM_ROOT/gpu-out}"
 work="$(mktemp -d)"
@@ -349,6 +353,21 @@ case "$phase" in
       tests/test_ops.py
     [ "$(left)" -gt 70 ] || exit 0
     moe_ctest system 2.28.3 "$(( $(left) - 60 ))"
+    ;;
+  moeprof)
+    SYMMCOMM_SUITES=second SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" \
+      "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
+    for wire in nvfp4 fp8e4m3; do
+      env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" timeout "$(( ($(left) - 10) / 2 ))" \
+        ncu --kernel-name regex:'moe_(counts|rows|send_back|pull|sum)_kernel' --launch-skip 4 \
+        --launch-count 12 --section SpeedOfLight --section MemoryWorkloadAnalysis_Tables \
+        --section WarpStateStats --section LaunchStats \
+        "$SYMMCOMM_ROOT/build-nccl2/bench/symmcomm-bench" --scenario moe-a2a --moe-wire "$wire" \
+        --moe-min-tokens 256 --moe-max-tokens 256 -n 3 -w 1 -N 1 >"$work/moe-prof-$wire.txt" 2>&1
+      echo "== ncu over the MoE kernels, one rank, $wire wire: exit $?"
+      grep -E "moe_[a-z_]+_kernel|Duration|DRAM Throughput|Memory Throughput|L2 Hit" \
+        "$work/moe-prof-$wire.txt" | head -40
+    done
     ;;
   moesan)
     SYMMCOMM_SUITES=second SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" \

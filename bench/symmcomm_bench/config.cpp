@@ -179,6 +179,10 @@ void add_run_options(CLI::App& app, Config& c, Flags& f) {
   app.add_option("--moe-topk", c.moe_topk, "moe-dp experts per token")->check(CLI::Range(1, 256));
   app.add_option("--moe-max-tokens", c.moe_max_tokens, "moe-dp largest tokens per rank")
       ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--moe-min-tokens", c.moe_min_tokens,
+                 "the scenarios' first tokens per rank, doubled up to --moe-max-tokens (one "
+                 "size alone for a profiler: both the same)")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--moe-combine", f.combine, "moe-dp combine format: bf16 | nvfp4")
       ->check(CLI::IsMember({"bf16", "nvfp4"}));
 }
@@ -202,6 +206,10 @@ std::string refusal(const CLI::App& app, const Config& c, const Flags& f) {
            ": the host cannot wait for calls inside a captured graph";
   }
   if (f.scenario == "none") return "";
+  if (c.moe_min_tokens > c.moe_max_tokens) {
+    return "--moe-min-tokens " + std::to_string(c.moe_min_tokens) + " is above --moe-max-tokens " +
+           std::to_string(c.moe_max_tokens);
+  }
   for (const CLI::Option* o : std::initializer_list<const CLI::Option*>{
            app.get_option("--dtype"), f.min_option, f.max_option, f.factor_option, f.step_option,
            app.get_option("--op"), f.path_option, app.get_option("--local_register")}) {

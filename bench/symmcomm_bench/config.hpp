@@ -51,7 +51,8 @@ struct Config {
   int moe_hidden = 7168;
   int moe_topk = 8;
   int moe_max_tokens = 4096;
-  int moe_experts = 256;                  // moe-a2a: experts of the layer (a multiple of the ranks)
+  int moe_min_tokens = 1;  // the scenarios' first tokens per rank, doubled up to moe_max_tokens
+  int moe_experts = 256;   // moe-a2a: experts of the layer (a multiple of the ranks)
   DataType moe_wire = DataType::Nvfp4;    // moe-a2a: the rows' format (Nvfp4, Fp8E4M3, Bf16)
   DataType moe_combine = DataType::Bf16;  // Bf16 or Nvfp4
   std::string command_line;

@@ -283,7 +283,7 @@ MoeResult run_moe_padded(const Config& c, Ranks& ranks, int tokens, BenchPath pa
 std::vector<MoeResult> run_moe(const Config& c, Ranks& ranks) {
   std::vector<MoeResult> results;
   int const n = ranks.world();
-  for (int tokens = 1; tokens <= c.moe_max_tokens; tokens *= 2) {
+  for (int tokens = c.moe_min_tokens; tokens <= c.moe_max_tokens; tokens *= 2) {
     for (BenchPath path : {BenchPath::Auto, BenchPath::Fallback, BenchPath::Nccl}) {
       if (ranks.prints()) {
         std::fprintf(stderr, "[symmcomm-bench] moe-dp: %d tokens per rank, %s\n", tokens,

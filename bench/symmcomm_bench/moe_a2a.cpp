@@ -197,7 +197,7 @@ std::vector<MoeResult> run_moe_a2a(const Config& c, Ranks& ranks) {
   if (!lsa && ranks.prints()) {
     std::fprintf(stderr, "[symmcomm-bench] moe-a2a: no moe-group-lsa rows: %s\n", why.c_str());
   }
-  for (int tokens = 1; tokens <= c.moe_max_tokens; tokens *= 2) {
+  for (int tokens = c.moe_min_tokens; tokens <= c.moe_max_tokens; tokens *= 2) {
     if (ranks.prints()) {
       std::fprintf(stderr, "[symmcomm-bench] moe-a2a: %d tokens per rank\n", tokens);
     }

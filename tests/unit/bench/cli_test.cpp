@@ -362,6 +362,14 @@ TEST(BenchCli, FlagsWithoutMeaningHereAreRefusedByName) {
         << flag << ": " << text;
   }
   EXPECT_TRUE(parse({"--scenario", "moe-dp", "--moe-max-tokens", "256"}).config.has_value());
+  // One size alone (a profiler's run), and a first size past the last refused by name.
+  auto const one =
+      parse({"--scenario", "moe-a2a", "--moe-min-tokens", "256", "--moe-max-tokens", "256"});
+  ASSERT_TRUE(one.config.has_value());
+  EXPECT_EQ(one.config->moe_min_tokens, 256);
+  EXPECT_NE(refusal({"--scenario", "moe-dp", "--moe-min-tokens", "512", "--moe-max-tokens", "256"})
+                .find("--moe-min-tokens 512 is above --moe-max-tokens 256"),
+            std::string::npos);
   // CUDA graphs apply to moe-dp's layers as to the sweep (decode runs in graphs).
   auto const graphs = parse({"--scenario", "moe-dp", "-G", "10"});
   ASSERT_TRUE(graphs.config.has_value());
