@@ -180,11 +180,40 @@ __device__ __forceinline__ bool poll_batch(const LlDeviceCountsGatherArgs& a, st
   }
 }
 
+// What the call writes besides the rows, from warp 0 of CTA 0 once its lanes hold every rank's
+// count (`raw`: lane r's rank's count as sent, `count` clamped, `first` the prefix of the clamped
+// counts): the raw counts, the offsets, the overflow flag, and every rank's scale float (line 1
+// of its slot; this rank's own from scale_src). The other warps copy rows meanwhile, so none of it
+// waits behind the copy. False when aborted while a lane waited for a scale line.
+__device__ __forceinline__ bool land_counts_and_scales(const LlDeviceCountsGatherArgs& a,
+                                                       const char* mine_half, std::int32_t raw,
+                                                       std::int32_t count, std::int32_t first,
+                                                       std::uint32_t flag) {
+  int const lane = static_cast<int>(threadIdx.x % 32);
+  bool const rank_lane = lane < a.size;
+  if (rank_lane) {
+    a.counts[lane] = raw;
+    a.offsets[lane] = first;
+  }
+  if (__any_sync(0xffffffffu, rank_lane && count != raw) && lane == 0) *a.overflow = 1;
+  if (a.scale_recv == nullptr || !rank_lane) return true;
+  uint2 d;
+  if (lane == a.rank) {
+    a.scale_recv[lane] = *a.scale_src;
+  } else if (wait_line(mine_half, lane, 1, flag, a.abort_word, d)) {
+    a.scale_recv[lane] = __uint_as_float(d.x);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 // The send-all gather's receive (every rank sent every row below capacity): each thread loads
 // its first batch of lines and lane r of its warp rank r's count line, polls them together, the
 // warp takes the prefix of the clamped counts (first_row: this warp's kWarpRanks + 1 entries in
-// shared memory), then every batch lands at its compact place. No CTA barrier: a warp waits for
-// its own lines only. False when aborted.
+// shared memory), warp 0 of CTA 0 writes the counts, offsets, overflow flag and scales, then
+// every batch lands at its compact place. No CTA barrier: a warp waits for its own lines only.
+// False when aborted.
 __device__ __forceinline__ bool land_every_row(const LlDeviceCountsGatherArgs& a,
                                                const RowLines& rl, const char* mine_half,
                                                std::int32_t mine_raw, std::uint32_t flag,
@@ -213,6 +242,11 @@ __device__ __forceinline__ bool land_every_row(const LlDeviceCountsGatherArgs& a
   if (lane < n) first_row[lane] = sum - count;
   if (lane == n - 1) first_row[n] = sum;
   __syncwarp();
+  if (blockIdx.x == 0 && threadIdx.x < 32 &&
+      !__all_sync(0xffffffffu,
+                  land_counts_and_scales(a, mine_half, mine, count, sum - count, flag))) {
+    return false;
+  }
   for (std::size_t i0 = global_thread();;) {
     if (!land_copy_batch(a, rl, mine_half, first_row, flag, it)) return false;
     i0 += kDeviceCountsCopyBatch * stride;
@@ -302,13 +336,11 @@ __global__ void __launch_bounds__(kThreads)
   }
   const char* const mine_half = sh.slots[me] + half;
   if (send_all) {
-    // Each warp waits for its rows and the counts at once; CTA 0 then writes the counts, the
-    // offsets, the overflow flag and the scale floats (every peer's count line read in every
-    // call, as the halves' reuse needs).
+    // Each warp waits for its rows and the counts at once (every peer's count line read in
+    // every call by every warp, as the halves' reuse needs); warp 0 of CTA 0 writes the counts,
+    // the offsets, the overflow flag and the scale floats.
     __shared__ std::int32_t warp_first_row[kThreads / 32][kWarpRanks + 1];
     land_every_row(a, rl, mine_half, mine_raw, flag, warp_first_row[threadIdx.x / 32]);
-    if (blockIdx.x == 0 && read_counts(a, mine_half, mine_raw, flag, sh))
-      land_scales(a, mine_half, flag);
     advance_call(a.calls, c);
     programmatic_release(launch_flags);
     return;
