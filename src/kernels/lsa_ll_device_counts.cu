@@ -57,6 +57,10 @@ __device__ __forceinline__ uint2 own_row_bytes(const LlDeviceCountsGatherArgs& a
   return read_raw(static_cast<const unsigned char*>(a.part[part].src) + row * bytes, bytes, offset);
 }
 
+static_assert(static_cast<std::size_t>(kMaxRanks) * (kLlMaxBytesPerRank / kLlLineData) <=
+                  UINT32_MAX,
+              "the gather's copy indexes every rank's lines in 32 bits");
+
 // Items (lines of rows) one thread of the gather's copy loads at once before completing them:
 // one round trip for the batch instead of one per line.
 constexpr int kDeviceCountsCopyBatch = 4;
@@ -85,18 +89,24 @@ __device__ __forceinline__ void load_copy_batch(const LlDeviceCountsGatherArgs& 
                                                 std::size_t stride,
                                                 CopyItem (&it)[kDeviceCountsCopyBatch]) {
   std::size_t const items = static_cast<std::size_t>(a.size) * a.capacity * row_lines;
+  // Every index fits 32 bits (a slot holds at most kLlMaxBytesPerRank / kLlLineData lines of each
+  // of kMaxRanks ranks), and 32-bit division is a fraction of 64-bit's instructions.
+  auto const lines32 = static_cast<std::uint32_t>(row_lines);
+  auto const cap32 = static_cast<std::uint32_t>(a.capacity);
 #pragma unroll
   for (int b = 0; b < kDeviceCountsCopyBatch; ++b) {
     std::size_t const i = i0 + b * stride;
     it[b].q = -1;
     if (i >= items) continue;
-    std::size_t const row = i / row_lines;
-    auto const q = static_cast<int>(row / a.capacity);
-    std::size_t const j = row % a.capacity;
-    if (first_row != nullptr && j >= static_cast<std::size_t>(first_row[q + 1] - first_row[q])) {
+    auto const i32 = static_cast<std::uint32_t>(i);
+    std::uint32_t const row = i32 / lines32;
+    std::uint32_t const q32 = row / cap32;
+    std::uint32_t const j = row - q32 * cap32;
+    auto const q = static_cast<int>(q32);
+    if (first_row != nullptr && j >= static_cast<std::uint32_t>(first_row[q + 1] - first_row[q])) {
       continue;
     }
-    it[b] = CopyItem{q, j, i % row_lines, make_uint4(0u, 0u, 0u, 0u)};
+    it[b] = CopyItem{q, j, i32 - row * lines32, make_uint4(0u, 0u, 0u, 0u)};
     if (q != a.rank) it[b].v = load_line(line_at(mine_half, q, 2 + j * row_lines + it[b].li));
   }
 }
