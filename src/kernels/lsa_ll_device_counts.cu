@@ -71,7 +71,7 @@ constexpr int kDeviceCountsCopyBatch = 4;
 constexpr int kDeviceCountsSendUnroll = 2;
 
 // One item of the gather's copy: line `li` of row `j` of rank `q`'s slot (q < 0: none), and the
-// line as loaded.
+// line as loaded (this rank's own: its 8 bytes in x and z, from its send).
 struct CopyItem {
   int q;
   std::size_t j, li;
@@ -79,15 +79,17 @@ struct CopyItem {
 };
 
 // Loads the batch of items from `i0` (stride `stride`) of the copy's space: every rank's
-// capacity rows, rank after rank, row_lines lines a row. Only rank q's counted rows
+// capacity rows, rank after rank, row_lines lines a row; this rank's own rows from its send, so
+// that landing them waits for no load. Only rank q's counted rows
 // (first_row[q + 1] - first_row[q]) are loaded, except in the first batch, loaded before the
 // counts are known (`first_row` null): every row below capacity, a line past the count loaded and
 // never used.
 __device__ __forceinline__ void load_copy_batch(const LlDeviceCountsGatherArgs& a,
-                                                std::size_t row_lines, const char* mine_half,
+                                                const RowLines& rl, const char* mine_half,
                                                 const std::int32_t* first_row, std::size_t i0,
                                                 std::size_t stride,
                                                 CopyItem (&it)[kDeviceCountsCopyBatch]) {
+  std::size_t const row_lines = rl.row_lines();
   std::size_t const items = static_cast<std::size_t>(a.size) * a.capacity * row_lines;
   // Every index fits 32 bits (a slot holds at most kLlMaxBytesPerRank / kLlLineData lines of each
   // of kMaxRanks ranks), and 32-bit division is a fraction of 64-bit's instructions.
@@ -107,7 +109,14 @@ __device__ __forceinline__ void load_copy_batch(const LlDeviceCountsGatherArgs& 
       continue;
     }
     it[b] = CopyItem{q, j, i32 - row * lines32, make_uint4(0u, 0u, 0u, 0u)};
-    if (q != a.rank) it[b].v = load_line(line_at(mine_half, q, 2 + j * row_lines + it[b].li));
+    if (q != a.rank) {
+      it[b].v = load_line(line_at(mine_half, q, 2 + j * row_lines + it[b].li));
+    } else {
+      std::size_t offset = 0;
+      int const k = part_at(a, rl, it[b].li, offset);
+      uint2 const d = own_row_bytes(a, k, j, offset);
+      it[b].v = make_uint4(d.x, 0u, d.y, 0u);
+    }
   }
 }
 
@@ -127,7 +136,7 @@ __device__ __forceinline__ bool land_copy_batch(const LlDeviceCountsGatherArgs& 
     int const k = part_at(a, rl, it[b].li, offset);
     uint2 d;
     if (q == a.rank) {
-      d = own_row_bytes(a, k, it[b].j, offset);
+      d = make_uint2(it[b].v.x, it[b].v.z);
     } else if (complete_line(line_at(mine_half, q, 2 + it[b].j * row_lines + it[b].li), it[b].v,
                              flag, a.abort_word)) {
       d = make_uint2(it[b].v.x, it[b].v.z);
@@ -234,7 +243,7 @@ __device__ __forceinline__ bool land_every_row(const LlDeviceCountsGatherArgs& a
   std::size_t const stride = grid_threads();
   std::size_t const items = static_cast<std::size_t>(n) * a.capacity * row_lines;
   CopyItem it[kDeviceCountsCopyBatch];
-  load_copy_batch(a, row_lines, mine_half, nullptr, global_thread(), stride, it);
+  load_copy_batch(a, rl, mine_half, nullptr, global_thread(), stride, it);
   const char* const count_at = lane < n && lane != a.rank ? line_at(mine_half, lane, 0) : nullptr;
   uint4 count_line = make_uint4(0u, 0u, 0u, 0u);
   if (count_at != nullptr) count_line = load_line(count_at);
@@ -261,7 +270,7 @@ __device__ __forceinline__ bool land_every_row(const LlDeviceCountsGatherArgs& a
     if (!land_copy_batch(a, rl, mine_half, first_row, flag, it)) return false;
     i0 += kDeviceCountsCopyBatch * stride;
     if (i0 >= items) return true;
-    load_copy_batch(a, row_lines, mine_half, first_row, i0, stride, it);
+    load_copy_batch(a, rl, mine_half, first_row, i0, stride, it);
   }
 }
 
@@ -276,7 +285,7 @@ __device__ __forceinline__ void land_device_counts_rows(const LlDeviceCountsGath
   std::size_t const row_lines = rl.row_lines();
   std::size_t const stride = grid_threads();
   CopyItem it[kDeviceCountsCopyBatch];
-  load_copy_batch(a, row_lines, mine_half, nullptr, global_thread(), stride, it);
+  load_copy_batch(a, rl, mine_half, nullptr, global_thread(), stride, it);
   if (!read_counts(a, mine_half, mine_raw, flag, sh)) return;
   if (blockIdx.x == 0) land_scales(a, mine_half, flag);
   std::size_t const items = static_cast<std::size_t>(a.size) * a.capacity * row_lines;
@@ -284,7 +293,7 @@ __device__ __forceinline__ void land_device_counts_rows(const LlDeviceCountsGath
        land_copy_batch(a, rl, mine_half, sh.first_row, flag, it);) {
     i0 += kDeviceCountsCopyBatch * stride;
     if (i0 >= items) return;
-    load_copy_batch(a, row_lines, mine_half, sh.first_row, i0, stride, it);
+    load_copy_batch(a, rl, mine_half, sh.first_row, i0, stride, it);
   }
 }
 
