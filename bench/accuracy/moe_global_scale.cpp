@@ -20,7 +20,8 @@
 // bit (tests/gpu/codecs_test.cpp), so the figures are those of the GPU path. Output: one table
 // row per scheme, the relative Frobenius error of x_q W against x W, and (with --check) exit 1
 // unless static <= 1.25 x dynamic (the claim docs/moe.md makes).
-// Usage: symmcomm_moe_accuracy [--hidden 7168 (a multiple of 128)] [--out 256] [--tokens 64] [--ranks 8] [--check]
+// Usage: symmcomm_moe_accuracy [--hidden 7168 (a multiple of 128)] [--out 256] [--tokens 64]
+//                              [--ranks 8] [--check]
 
 #include <cmath>
 #include <cstdint>
@@ -220,8 +221,8 @@ int main(int argc, char** argv) {
     std::printf("| %s | %.5f | %.3f |\n", names[k], std::sqrt(err[k] / ref_norm),
                 std::sqrt(err[k] / err[1]));
   }
-  std::printf("| fp8 wire (e4m3, a scale per 128) | %.5f | %.3f |\n",
-              std::sqrt(err_fp8 / ref_norm), std::sqrt(err_fp8 / err[1]));
+  std::printf("| fp8 wire (e4m3, a scale per 128) | %.5f | %.3f |\n", std::sqrt(err_fp8 / ref_norm),
+              std::sqrt(err_fp8 / err[1]));
   if (s.check && std::sqrt(err[0] / err[1]) > 1.25) {
     std::fprintf(stderr,
                  "symmcomm_moe_accuracy: the static scale's error is %.3f x the "

@@ -9,9 +9,9 @@
 /// launch of a kernel waits for the context to drain, while a peer's collective kernel spins
 /// for that rank's part of the collective, never returns; the other rank threads then queue
 /// behind the driver lock it holds (e.g. one rank thread in cuLaunchKernel of a kernel's first
-/// launch while NCCL's symmetric all-gather kernel spins on the GPU for that rank). NCCL loads its own kernels when a
-/// communicator is made; every communicator symmcomm makes or wraps calls preload_kernels()
-/// for its device, so symmcomm's are loaded too.
+/// launch while NCCL's symmetric all-gather kernel spins on the GPU for that rank). NCCL loads its
+/// own kernels when a communicator is made; every communicator symmcomm makes or wraps calls
+/// preload_kernels() for its device, so symmcomm's are loaded too.
 ///
 /// Each translation unit with kernels is a module of its own (the library is compiled without
 /// device linking) and registers one of its kernels at static initialisation; preloading

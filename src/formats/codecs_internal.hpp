@@ -19,9 +19,10 @@ enum class QuantizeLaunch { Separate, One };
 
 /// Largest input (elements) quantized in one launch by default. One launch saves the separate
 /// launches' cost at decode sizes and gains nothing at large ones (BM_QuantizeNvfp4Launches
-/// measures both; docs/design-notes.md quotes it). The bound stays where the gain is because a cooperative launch needs its whole grid
-/// resident at once: beside kernels that spin until this rank's next work (another stream's
-/// collective, ranks sharing a GPU in one process) a large grid could wait for ever.
+/// measures both; docs/design-notes.md quotes it). The bound stays where the gain is because a
+/// cooperative launch needs its whole grid resident at once: beside kernels that spin until this
+/// rank's next work (another stream's collective, ranks sharing a GPU in one process) a large grid
+/// could wait for ever.
 inline constexpr std::size_t kOneLaunchMaxElements = std::size_t{1} << 20;
 
 /// The launch shape ScaleMode::Compute takes for `count` elements by default.

@@ -51,8 +51,8 @@ SYMMCOMM_TORCH_API int symmcomm_torch_remove_communicator(const char* name);
  *  reachable from the MoE operators (moe_dispatch, moe_combine) as `name`, replacing any group
  *  of that name. `group` must stay valid until removed. */
 SYMMCOMM_TORCH_API int symmcomm_torch_set_moe_group(const char* name, symmcomm_moe_t group,
-                                                    const symmcomm_moe_config_t* config,
-                                                    int device, char* error, size_t capacity);
+                                                    const symmcomm_moe_config_t* config, int device,
+                                                    char* error, size_t capacity);
 /** Forgets the MoE group `name` (after every call using it has returned); 1 when it was
  *  registered, else 0. */
 SYMMCOMM_TORCH_API int symmcomm_torch_remove_moe_group(const char* name);

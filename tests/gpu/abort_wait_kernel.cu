@@ -25,8 +25,8 @@ __global__ void wait_for_flag_kernel(const std::uint32_t* flag, const std::uint3
 
 }  // namespace
 
-void launch_wait_for_flag(const std::uint32_t* flag, const std::uint32_t* abort_word,
-                          int* outcome, cudaStream_t stream) {
+void launch_wait_for_flag(const std::uint32_t* flag, const std::uint32_t* abort_word, int* outcome,
+                          cudaStream_t stream) {
   wait_for_flag_kernel<<<1, 1, 0, stream>>>(flag, abort_word, outcome);
   SYMMCOMM_CUDA_TRY(cudaGetLastError());
 }

@@ -10,7 +10,7 @@ namespace symmcomm::test {
 
 /// Launches one thread that spins until *flag != 0 (then writes 1 to *outcome) or until
 /// `abort_word` is raised (then writes 2). `outcome` is device memory.
-void launch_wait_for_flag(const std::uint32_t* flag, const std::uint32_t* abort_word,
-                          int* outcome, cudaStream_t stream);
+void launch_wait_for_flag(const std::uint32_t* flag, const std::uint32_t* abort_word, int* outcome,
+                          cudaStream_t stream);
 
 }  // namespace symmcomm::test
