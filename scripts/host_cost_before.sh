@@ -25,9 +25,11 @@ git archive "$commit" -- CMakeLists.txt cmake include src bench/CMakeLists.txt b
   bench/symmcomm_bench bench/python tests python scripts LICENSE | tar -x -C "$dest"
 cp bench/micro/host_cost_bench.cu bench/micro/one_rank.hpp "$dest/bench/micro/"
 cp bench/python/ops_overhead.py "$dest/bench/python/"
-# Add the benchmark to the old tree's micro-benchmark target (one source list in bench/).
-sed -i 's|micro/latency_ranks_bench.cu|micro/latency_ranks_bench.cu micro/host_cost_bench.cu|' \
-  "$dest/bench/CMakeLists.txt"
+# Add the benchmark to the old tree's micro-benchmark target (one source list in bench/) where
+# that tree did not have it yet.
+grep -q host_cost_bench.cu "$dest/bench/CMakeLists.txt" ||
+  sed -i 's|micro/latency_ranks_bench.cu|micro/latency_ranks_bench.cu micro/host_cost_bench.cu|' \
+    "$dest/bench/CMakeLists.txt"
 grep -q host_cost_bench.cu "$dest/bench/CMakeLists.txt" ||
   { echo "host_cost_before.sh: could not add the benchmark to $commit's bench/CMakeLists.txt" >&2
     exit 1; }
