@@ -21,8 +21,14 @@ git rev-parse --verify -q "$commit^{commit}" >/dev/null ||
 exclude="$(git rev-parse --git-path info/exclude)"
 grep -qx '/.host-cost-before/' "$exclude" 2>/dev/null || echo '/.host-cost-before/' >>"$exclude"
 rm -rf "$dest" && mkdir -p "$dest"
-git archive "$commit" -- CMakeLists.txt cmake include src bench/CMakeLists.txt bench/micro \
-  bench/symmcomm_bench bench/python tests python scripts LICENSE | tar -x -C "$dest"
+# What the tree's CMake reads, of the paths that commit has (examples and bench/accuracy came later
+# than some commits compared against).
+paths=()
+for p in CMakeLists.txt cmake include src bench/CMakeLists.txt bench/micro bench/symmcomm_bench \
+         bench/python bench/accuracy tests python scripts examples LICENSE; do
+  git cat-file -e "$commit:$p" 2>/dev/null && paths+=("$p")
+done
+git archive "$commit" -- "${paths[@]}" | tar -x -C "$dest"
 cp bench/micro/host_cost_bench.cu bench/micro/one_rank.hpp "$dest/bench/micro/"
 cp bench/python/ops_overhead.py "$dest/bench/python/"
 # Add the benchmark to the old tree's micro-benchmark target (one source list in bench/) where
