@@ -252,14 +252,21 @@ __device__ __forceinline__ void moe_copy_row_to_expert(const MoeRowsArgs& a, int
   }
 }
 
-// One pair's BF16 token quantized into its expert's rank (`out`, `scales`: that expert's rows
-// and scales there) by the 32 lanes of a warp, block by block, each scale put at its place
-// (MoeShape::scale_offset): NVFP4 with `quant_table`, `scale_factor` (quantize_block.cuh's),
-// FP8 per 128 elements.
+// Warps one FP8 row is quantized by, each a contiguous part of its blocks: a warp's blocks are a
+// chain of dependent loads and shuffle reductions, so a whole row on one warp would set the
+// dispatch's latency at decode sizes (a few pairs, most warps idle). NVFP4 rows take one warp:
+// each lane quantizes its own blocks without shuffles.
+constexpr int kFp8RowParts = 4;
+
+// Part `part` of `parts` of one pair's BF16 token quantized into its expert's rank (`out`,
+// `scales`: that expert's rows and scales there) by the 32 lanes of a warp, block by block, each
+// scale put at its place (MoeShape::scale_offset): NVFP4 with `quant_table`, `scale_factor`
+// (quantize_block.cuh's), the whole row (parts 1); FP8 per 128 elements, the part's blocks.
 __device__ __forceinline__ void moe_quantize_row_to_expert(const MoeRowsArgs& a, int t, int row,
                                                            uint4* out, char* scales,
                                                            const float* quant_table,
-                                                           float scale_factor) {
+                                                           float scale_factor, int part,
+                                                           int parts) {
   const MoeShape& s = a.shape;
   int const lane = static_cast<int>(threadIdx.x % 32);
   std::size_t const cols = s.scale_cols();
@@ -268,18 +275,21 @@ __device__ __forceinline__ void moe_quantize_row_to_expert(const MoeRowsArgs& a,
     // a load above a store that may alias it, so one block at a time leaves one load in flight.
     constexpr std::size_t kBatch = 4;
     constexpr std::size_t kLanesPerBlock = kFp8BlockSize / 4;  // 4 elements (8 bytes) per lane
+    std::size_t const per_part = (cols + parts - 1) / parts;
+    std::size_t const begin = static_cast<std::size_t>(part) * per_part;
+    std::size_t const end = begin + per_part < cols ? begin + per_part : cols;
     const auto* token =
         reinterpret_cast<const uint2*>(a.bf16_tokens + static_cast<std::size_t>(t) * s.hidden);
     auto* codes_out = reinterpret_cast<std::uint32_t*>(out);
-    for (std::size_t first = 0; first < cols; first += kBatch) {
+    for (std::size_t first = begin; first < end; first += kBatch) {
       uint2 v[kBatch];
 #pragma unroll
       for (std::size_t u = 0; u < kBatch; ++u) {
-        if (first + u < cols) v[u] = token[(first + u) * kLanesPerBlock + lane];
+        if (first + u < end) v[u] = token[(first + u) * kLanesPerBlock + lane];
       }
 #pragma unroll
       for (std::size_t u = 0; u < kBatch; ++u) {
-        if (first + u >= cols) break;  // the same for every lane: the shuffles see all 32
+        if (first + u >= end) break;  // the same for every lane: the shuffles see all 32
         std::uint32_t codes = 0;
         float const scale = moe_fp8_block(v[u], codes);
         codes_out[(first + u) * kLanesPerBlock + lane] = codes;
@@ -317,7 +327,9 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm)
     fill_quant_table(quant_table, g);
   }
   int const pairs = *a.tokens * s.top_k;  // the counts launch placed these only
-  for (int p = global_warp(); p < pairs; p += grid_warps()) {
+  int const parts = kQuantize && s.fp8_wire() ? kFp8RowParts : 1;
+  for (int w = global_warp(); w < pairs * parts; w += grid_warps()) {
+    int const p = w / parts, part = w % parts;
     int const row = a.pair_row[p];
     if (row < 0) continue;
     int const e = a.topk_idx[p];
@@ -327,11 +339,12 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm)
         reinterpret_cast<uint4*>(peers.ptr(SymRef{0, a.layout.rows + slot * s.row_bytes()}, dest));
     char* scales = peers.ptr(SymRef{0, a.layout.scales + l * s.expert_scale_bytes()}, dest);
     if constexpr (kQuantize) {
-      moe_quantize_row_to_expert(a, p / s.top_k, row, out, scales, quant_table, scale_factor);
+      moe_quantize_row_to_expert(a, p / s.top_k, row, out, scales, quant_table, scale_factor, part,
+                                 parts);
     } else {
       moe_copy_row_to_expert(a, p / s.top_k, row, out, scales);
     }
-    if (threadIdx.x % 32 == 0) {
+    if (part == 0 && threadIdx.x % 32 == 0) {
       reinterpret_cast<std::int32_t*>(peers.ptr(SymRef{0, a.layout.origin}, dest))[slot] =
           me * s.pairs() + p;
     }
