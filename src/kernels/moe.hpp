@@ -101,6 +101,17 @@ struct MoeShape {
   /// int32 words per source in the count table: a count per expert, the error bits and the
   /// global scale's bits.
   SYMMCOMM_HD int table_words() const { return experts + 2; }
+  /// The scale blocks [first, last) of a row that part `part` of `parts` quantizes (the dispatch
+  /// splits an FP8 row among warps): contiguous, in order, every block in exactly one part;
+  /// parts past the row's blocks are empty.
+  SYMMCOMM_HD void row_part(int part, int parts, std::size_t& first, std::size_t& last) const {
+    std::size_t const cols = scale_cols();
+    std::size_t const per =
+        (cols + static_cast<std::size_t>(parts) - 1) / static_cast<std::size_t>(parts);
+    first = static_cast<std::size_t>(part) * per;
+    last = first + per < cols ? first + per : cols;
+    if (first > last) first = last;
+  }
 };
 
 /// Byte offsets of the group window's parts (every one 16-byte aligned), the same on every rank.

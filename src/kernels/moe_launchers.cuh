@@ -275,9 +275,8 @@ __device__ __forceinline__ void moe_quantize_row_to_expert(const MoeRowsArgs& a,
     // a load above a store that may alias it, so one block at a time leaves one load in flight.
     constexpr std::size_t kBatch = 4;
     constexpr std::size_t kLanesPerBlock = kFp8BlockSize / 4;  // 4 elements (8 bytes) per lane
-    std::size_t const per_part = (cols + parts - 1) / parts;
-    std::size_t const begin = static_cast<std::size_t>(part) * per_part;
-    std::size_t const end = begin + per_part < cols ? begin + per_part : cols;
+    std::size_t begin = 0, end = 0;
+    s.row_part(part, parts, begin, end);
     const auto* token =
         reinterpret_cast<const uint2*>(a.bf16_tokens + static_cast<std::size_t>(t) * s.hidden);
     auto* codes_out = reinterpret_cast<std::uint32_t*>(out);

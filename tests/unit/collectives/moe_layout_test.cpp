@@ -89,6 +89,31 @@ TEST(MoeLayout, Fp8WireScalesAreColumnMajorPerExpertWithColumnsOf16Bytes) {
   EXPECT_EQ(s.row_bytes(), 7168u * 2);
 }
 
+TEST(MoeLayout, RowPartsCoverEveryScaleBlockOnceInOrder) {
+  for (int hidden : {128, 256, 512, 7168, 7296}) {
+    for (DataType wire : {DataType::Fp8E4M3, DataType::Nvfp4}) {
+      lsa::MoeShape s;
+      s.hidden = hidden;
+      s.wire = wire;
+      for (int parts : {1, 2, 3, 4, 7, 64}) {
+        std::size_t next = 0;
+        for (int part = 0; part < parts; ++part) {
+          std::size_t first = 0, last = 0;
+          s.row_part(part, parts, first, last);
+          std::string const at = "hidden " + std::to_string(hidden) + ", " + to_string(wire) +
+                                 ", part " + std::to_string(part) + " of " + std::to_string(parts);
+          ASSERT_LE(first, last) << at;
+          if (first < last) {
+            EXPECT_EQ(first, next) << at << ": a gap or an overlap before it";
+            next = last;
+          }
+        }
+        EXPECT_EQ(next, s.scale_cols()) << "hidden " << hidden << ", " << parts << " parts";
+      }
+    }
+  }
+}
+
 TEST(MoeLayout, AGroupOnAnEmptyCommunicatorNamesTheCommunicator) {
   Communicator const empty;
   MoeConfig c;
