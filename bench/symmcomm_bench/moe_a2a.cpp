@@ -6,6 +6,8 @@
 //                   where they can run;
 //   "moe-lsa-in-place" the same with MoeConfig::combine_in_place, the expert outputs written
 //                   into the group's window and read there by the tokens' ranks;
+//   "moe-lsa-in-place-bf16" (NVFP4 wire) the same from BF16 tokens, quantized to NVFP4 inside
+//                   the dispatch with the layer's static global scale;
 //   "moe-lsa-at-max" the LSA path with one group made for --moe-max-tokens, dispatching T of
 //                   them (as an engine decodes below its largest batch);
 //   "moe-group-fallback" the group's fallback over NCCL (all-gathers, local placement, fp32
@@ -87,13 +89,16 @@ int group_capacity(int ranks, int tokens, int experts, int top_k) {
 }
 
 // One row of the MoE group: its path, its name, whether its combine reads the expert outputs
-// where the group holds them (the GEMM writing there), and the most tokens it is made for (0:
-// the tokens dispatched; an engine makes one group for its largest batch and decodes below it).
+// where the group holds them (the GEMM writing there), the most tokens it is made for (0:
+// the tokens dispatched; an engine makes one group for its largest batch and decodes below it),
+// and, on an NVFP4 wire, whether the tokens come as BF16 and are quantized inside the dispatch
+// (an engine's natural call) instead of already NVFP4.
 struct GroupRow {
   PathChoice path;
   const char* name;
   bool in_place = false;
   int max_tokens = 0;
+  bool bf16_tokens = false;
 };
 
 MoeResult run_group(const Config& c, Ranks& ranks, int tokens, const GroupRow& row) {
@@ -119,6 +124,9 @@ MoeResult run_group(const Config& c, Ranks& ranks, int tokens, const GroupRow& r
                      count};
     ConstBf16Span const x16{b.get<bf16>(count * 2, false), count};
     fill(s, const_cast<float*>(x.global_scale), 4, repeat(1.0f));
+    // BF16 tokens of 1.0 (the FP8 and BF16 wires and the NVFP4 rows quantized in the dispatch
+    // read them): finite values, as an engine's activations are.
+    fill(s, const_cast<bf16*>(x16.data), x16.data_bytes(), repeat(std::uint16_t{0x3f80}));
     fill(s, const_cast<std::uint8_t*>(x.block_scales), count / 16, repeat(std::uint8_t{0x38}));
     std::vector<std::int32_t> ids;
     std::vector<float> weights;
@@ -139,6 +147,8 @@ MoeResult run_group(const Config& c, Ranks& ranks, int tokens, const GroupRow& r
     auto const run_dispatch = [&] {
       if (c.moe_wire != DataType::Nvfp4) {  // bf16 rows moved, or quantized per 128 (fp8)
         group.dispatch(x16, nullptr, d_ids, d_weights, d_tokens, s);
+      } else if (row.bf16_tokens) {  // quantized to NVFP4 inside the dispatch
+        group.dispatch(x16, x.global_scale, d_ids, d_weights, d_tokens, s);
       } else {
         group.dispatch(x, d_ids, d_weights, d_tokens, s);
       }
@@ -205,6 +215,10 @@ std::vector<MoeResult> run_moe_a2a(const Config& c, Ranks& ranks) {
       results.push_back(run_group(c, ranks, tokens, {PathChoice::LsaKernel, "moe-group-lsa"}));
       results.push_back(
           run_group(c, ranks, tokens, {PathChoice::LsaKernel, "moe-lsa-in-place", true}));
+      if (c.moe_wire == DataType::Nvfp4) {
+        results.push_back(run_group(
+            c, ranks, tokens, {PathChoice::LsaKernel, "moe-lsa-in-place-bf16", true, 0, true}));
+      }
       if (tokens < c.moe_max_tokens) {
         results.push_back(run_group(
             c, ranks, tokens, {PathChoice::LsaKernel, "moe-lsa-at-max", false, c.moe_max_tokens}));
