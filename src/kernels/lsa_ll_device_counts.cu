@@ -199,15 +199,14 @@ __device__ __forceinline__ bool poll_batch(const LlDeviceCountsGatherArgs& a, st
   }
 }
 
-// What the call writes besides the rows, from warp 0 of CTA 0 once its lanes hold every rank's
+// The counts, offsets and overflow flag, from warp 0 of CTA 0 once its lanes hold every rank's
 // count (`raw`: lane r's rank's count as sent, `count` clamped, `first` the prefix of the clamped
-// counts): the raw counts, the offsets, the overflow flag, and every rank's scale float (line 1
-// of its slot; this rank's own from scale_src). The other warps copy rows meanwhile, so none of it
-// waits behind the copy. False when aborted while a lane waited for a scale line.
-__device__ __forceinline__ bool land_counts_and_scales(const LlDeviceCountsGatherArgs& a,
-                                                       const char* mine_half, std::int32_t raw,
-                                                       std::int32_t count, std::int32_t first,
-                                                       std::uint32_t flag) {
+// counts), then every rank's scale float (land_scales). The other warps copy rows meanwhile, so
+// none of it waits behind the copy.
+__device__ __forceinline__ void land_counts(const LlDeviceCountsGatherArgs& a,
+                                            const char* mine_half, std::int32_t raw,
+                                            std::int32_t count, std::int32_t first,
+                                            std::uint32_t flag) {
   int const lane = static_cast<int>(threadIdx.x % 32);
   bool const rank_lane = lane < a.size;
   if (rank_lane) {
@@ -215,16 +214,7 @@ __device__ __forceinline__ bool land_counts_and_scales(const LlDeviceCountsGathe
     a.offsets[lane] = first;
   }
   if (__any_sync(0xffffffffu, rank_lane && count != raw) && lane == 0) *a.overflow = 1;
-  if (a.scale_recv == nullptr || !rank_lane) return true;
-  uint2 d;
-  if (lane == a.rank) {
-    a.scale_recv[lane] = *a.scale_src;
-  } else if (wait_line(mine_half, lane, 1, flag, a.abort_word, d)) {
-    a.scale_recv[lane] = __uint_as_float(d.x);
-  } else {
-    return false;
-  }
-  return true;
+  land_scales(a, mine_half, flag);
 }
 
 // The send-all gather's receive (every rank sent every row below capacity): each thread loads
@@ -261,11 +251,8 @@ __device__ __forceinline__ bool land_every_row(const LlDeviceCountsGatherArgs& a
   if (lane < n) first_row[lane] = sum - count;
   if (lane == n - 1) first_row[n] = sum;
   __syncwarp();
-  if (blockIdx.x == 0 && threadIdx.x < 32 &&
-      !__all_sync(0xffffffffu,
-                  land_counts_and_scales(a, mine_half, mine, count, sum - count, flag))) {
-    return false;
-  }
+  if (blockIdx.x == 0 && threadIdx.x < 32)
+    land_counts(a, mine_half, mine, count, sum - count, flag);
   for (std::size_t i0 = global_thread();;) {
     if (!land_copy_batch(a, rl, mine_half, first_row, flag, it)) return false;
     i0 += kDeviceCountsCopyBatch * stride;
