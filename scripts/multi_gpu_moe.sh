@@ -30,7 +30,7 @@ if [ "$gpus" -lt 2 ]; then
   echo "multi_gpu_moe: $gpus GPU(s) here; this script needs 2 or more (one rank per GPU)" >&2
   exit 1
 fi
-[ -f "$second/lib/libnccl.so.2" ] || symmcomm_repair_nccl_links "$second"
+symmcomm_repair_nccl_links "$second"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvidia-smi topo -m
   date -u; git -C "$SYMMCOMM_ROOT" log -1 --format=%h; } >"$work/machine.txt" 2>&1
 head -3 "$work/machine.txt"
