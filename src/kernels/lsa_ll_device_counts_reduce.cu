@@ -193,7 +193,7 @@ __device__ __forceinline__ bool check_peer_count(const LlDeviceCountsReduceArgs&
 // peer (a call here fits one slot: at most 96 KiB a rank), so that every line a rank waits for
 // comes whatever the counts; each rank sums its rows at once, the NVFP4 global scales loaded with
 // them. Line 0 of this rank's slot in peer p's scratch carries the count and the offset this
-// rank took for p, which p checks before its sum (CTA 0; every peer's line 0 read in every call,
+// rank took for p, which p checks after its sum (CTA 0; every peer's line 0 read in every call,
 // as the halves' reuse needs). Every thread of the CTA calls it.
 template <bool kNvfp4>
 __device__ __forceinline__ void reduce_gathered(const LlDeviceCountsReduceArgs& a,
@@ -212,19 +212,17 @@ __device__ __forceinline__ void reduce_gathered(const LlDeviceCountsReduceArgs& 
     store_line(sh.slots[p] + at + kLlLineBytes, make_uint4(scale_bits, flag, 0u, flag));
   }
   push_peer_rows(a, cr, sh.slots, at, sh.first_row, true, flag);
-  // CTA 0 checks every peer's line 0 before its sum: a peer stores it before its rows, so the
-  // wait overlaps the sum's wait for the rows instead of following the sum.
-  std::int32_t sent = 0;
-  for (int q = static_cast<int>(threadIdx.x); blockIdx.x == 0 && q < n;
-       q += static_cast<int>(blockDim.x)) {
-    if (q != me) check_peer_count(a, mine_half, q, mine_raw, sh.first_row[me], flag, sent);
-  }
   auto const rows = static_cast<std::size_t>(sh.first_row[me + 1] - sh.first_row[me]);
   auto const my_first = static_cast<std::size_t>(sh.first_row[me]);
   if constexpr (kNvfp4) {
     reduce_device_counts_nvfp4(a, cr, mine_half, rows, my_first, nullptr, flag);
   } else {
     reduce_device_counts_bf16(a, cr, mine_half, rows, my_first, flag);
+  }
+  std::int32_t sent = 0;
+  for (int q = static_cast<int>(threadIdx.x); blockIdx.x == 0 && q < n;
+       q += static_cast<int>(blockDim.x)) {
+    if (q != me) check_peer_count(a, mine_half, q, mine_raw, sh.first_row[me], flag, sent);
   }
 }
 

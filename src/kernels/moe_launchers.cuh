@@ -252,12 +252,6 @@ __device__ __forceinline__ void moe_copy_row_to_expert(const MoeRowsArgs& a, int
   }
 }
 
-// Warps one FP8 row is quantized by, each a contiguous part of its blocks: a warp's blocks are a
-// chain of dependent loads and shuffle reductions, so a whole row on one warp would set the
-// dispatch's latency at decode sizes (a few pairs, most warps idle). NVFP4 rows take one warp:
-// each lane quantizes its own blocks without shuffles.
-constexpr int kFp8RowParts = 4;
-
 // Part `part` of `parts` of one pair's BF16 token quantized into its expert's rank (`out`,
 // `scales`: that expert's rows and scales there) by the 32 lanes of a warp, block by block, each
 // scale put at its place (MoeShape::scale_offset): NVFP4 with `quant_table`, `scale_factor`
@@ -326,7 +320,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm)
     fill_quant_table(quant_table, g);
   }
   int const pairs = *a.tokens * s.top_k;  // the counts launch placed these only
-  int const parts = kQuantize && s.fp8_wire() ? kFp8RowParts : 1;
+  int const parts = kQuantize ? s.quantize_row_parts(pairs, grid_warps()) : 1;
   for (int w = global_warp(); w < pairs * parts; w += grid_warps()) {
     int const p = w / parts, part = w % parts;
     int const row = a.pair_row[p];

@@ -114,6 +114,32 @@ TEST(MoeLayout, RowPartsCoverEveryScaleBlockOnceInOrder) {
   }
 }
 
+TEST(MoeLayout, Fp8RowsAreSplitOnlyIntoIdleWarps) {
+  lsa::MoeShape s;
+  s.hidden = 7168;
+  s.wire = DataType::Fp8E4M3;
+  int const most = lsa::MoeShape::kMaxFp8RowParts;
+  EXPECT_EQ(s.quantize_row_parts(8, 1024), most) << "decode: a few pairs, most warps idle";
+  EXPECT_EQ(s.quantize_row_parts(300, 1024), 3) << "as many parts as idle warps allow";
+  EXPECT_EQ(s.quantize_row_parts(1024, 1024), 1) << "the pairs fill the grid";
+  EXPECT_EQ(s.quantize_row_parts(2048, 1024), 1);
+  EXPECT_EQ(s.quantize_row_parts(0, 1024), 1) << "no pair: nothing to split";
+  for (int pairs : {1, 7, 64, 512, 2048}) {
+    for (int warps : {1, 32, 1000, 4096}) {
+      int const parts = s.quantize_row_parts(pairs, warps);
+      EXPECT_GE(parts, 1) << pairs << " pairs, " << warps << " warps";
+      EXPECT_LE(parts, most) << pairs << " pairs, " << warps << " warps";
+      if (parts > 1) {
+        EXPECT_LE(pairs * parts, warps) << "a split never queues a part behind another";
+      }
+    }
+  }
+  for (DataType wire : {DataType::Nvfp4, DataType::Bf16}) {
+    s.wire = wire;
+    EXPECT_EQ(s.quantize_row_parts(1, 4096), 1) << to_string(wire) << " rows take one warp";
+  }
+}
+
 TEST(MoeLayout, AGroupOnAnEmptyCommunicatorNamesTheCommunicator) {
   Communicator const empty;
   MoeConfig c;
