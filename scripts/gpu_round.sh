@@ -49,8 +49,8 @@
 #             (SYMMCOMM_LL_COUNTS=1)
 #   hostcost  the host cost of a call (BM_HostCost*, the torch operator's overhead table, on
 #             2.30.7), this tree and, where .host-cost-before is carried
-#             (scripts/host_cost_before.sh), the tree before the one-descriptor call path, side
-#             by side (host-cost.md)
+#             (scripts/host_cost_before.sh <commit>), that earlier tree, side by side
+#             (host-cost.md)
 #   tests228  the Python suite on the system NCCL (2.28; 2.30.7's is in torch); symmcomm-info
 #             and python -m symmcomm.info there; then its single-GPU tier and the multi-rank
 #             tier at 2 ranks (NCCL_HOSTID: the fallback across processes)
