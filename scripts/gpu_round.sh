@@ -485,6 +485,10 @@ case "$phase" in
     [ "$mps" = 1 ] && echo quit | nvidia-cuda-mps-control
     ;;
   a2awires)
+    # 5 cycles of a wire take about 25 s on an H100 (8 ranks sharing it), 3 wires and the build
+    # about 150 s: below that the runs are cut (their JSON keeps the cycles they finished).
+    [ "$limit" -ge 150 ] ||
+      echo "== a2awires: $limit s is below the ~150 s three wires of 5 cycles take; expect cut runs"
     SYMMCOMM_SUITES=second SYMMCOMM_BUILD_ONLY=1 timeout "$(left)" \
       "$SYMMCOMM_ROOT"/scripts/gpu_nccl_matrix.sh || exit 1
     parts=3

@@ -24,7 +24,11 @@ def table(path):
     for r in doc["moe"]:
         rows.setdefault((r["tokens_per_rank"], r["path"]), []).append(r)
     cycles = max(len(v) for v in rows.values())
-    print("Medians of %d cycles (min-max), us; x: the sum's median over ag-rs's and "
+    asked, done = meta.get("cycles", cycles), meta.get("cycles_done", cycles)
+    if done < asked:
+        print("**Stopped after %d of %d cycles** (the rows of the cycles it finished).\n"
+              % (done, asked))
+    print("Medians of up to %d cycles (min-max), us; x: the sum's median over ag-rs's and "
           "nccl-alltoall's.\n" % cycles)
     print("| tokens/rank | path | dispatch | combine | sum | x ag-rs | x alltoall |")
     print("|---|---|---|---|---|---|---|")

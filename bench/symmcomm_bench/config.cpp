@@ -340,9 +340,11 @@ double bus_bandwidth(double algbw, int ranks) {
 std::string to_json(const Meta& meta, const std::vector<Result>& results,
                     const std::vector<MoeResult>& moe) {
   nlohmann::json doc;
-  doc["meta"] = {{"gpu", meta.gpu},     {"gpu_count", meta.gpu_count}, {"nccl", meta.nccl},
-                 {"date", meta.date},   {"command", meta.command},     {"symmcomm", meta.symmcomm},
-                 {"ranks", meta.ranks}, {"sharing", meta.sharing}};
+  doc["meta"] = {{"gpu", meta.gpu},         {"gpu_count", meta.gpu_count},
+                 {"nccl", meta.nccl},       {"date", meta.date},
+                 {"command", meta.command}, {"symmcomm", meta.symmcomm},
+                 {"ranks", meta.ranks},     {"sharing", meta.sharing},
+                 {"cycles", meta.cycles},   {"cycles_done", meta.cycles_done}};
   doc["results"] = nlohmann::json::array();
   for (const auto& r : results) {
     doc["results"].push_back({{"op", r.op},
@@ -406,6 +408,16 @@ std::string to_csv(const std::vector<MoeResult>& moe) {
        << m.total_us() << ',' << m.cycle << '\n';
   }
   return os.str();
+}
+
+bool write_file_atomically(const std::string& path, const std::string& text) {
+  std::string const partial = path + ".partial";
+  {
+    std::ofstream f(partial, std::ios::out | std::ios::trunc);
+    f << text;
+    if (!f.flush()) return false;
+  }
+  return std::rename(partial.c_str(), path.c_str()) == 0;
 }
 
 std::string check_output_paths(const Config& config) {

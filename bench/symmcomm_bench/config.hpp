@@ -134,11 +134,18 @@ struct Meta {
   std::string symmcomm;
   int ranks = 0;        ///< ranks in the communicator (gpu_count counts them as well)
   std::string sharing;  ///< how ranks map to GPUs ("one GPU per rank", or how they share)
+  int cycles = 1;       ///< -N: the cycles asked for
+  /// Cycles whose rows the outputs hold: the outputs are rewritten after every cycle, so a run
+  /// stopped early keeps what it measured and says so (cycles_done < cycles).
+  int cycles_done = 0;
 };
 
 /// JSON document: {"meta": {...}, "results": [...], "moe": [...]}.
 std::string to_json(const Meta& meta, const std::vector<Result>& results,
                     const std::vector<MoeResult>& moe);
+/// Writes `text` to `path` through a temporary file renamed over it, so that a run stopped while
+/// writing leaves the previous complete file, never a truncated one. False when it cannot.
+bool write_file_atomically(const std::string& path, const std::string& text);
 /// CSV with a header line, one row per result.
 std::string to_csv(const std::vector<Result>& results);
 /// CSV of the moe-dp scenario: a header line, one row per tokens-per-rank value.

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <fstream>
 #include <string>
 
 #include "config.hpp"
@@ -59,12 +58,6 @@ struct MpiSession {
 #endif
   }
 };
-
-bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  f << text;
-  return static_cast<bool>(f);
-}
 
 // Everything that can be refused before a GPU is touched, then the GPUs: 0 to go on with `gpus`
 // GPUs, else the exit code (after saying why).
@@ -136,10 +129,35 @@ void print_banner(const Meta& meta, const Ranks& ranks, int gpus) {
   std::printf("# symmetric memory: %s\n", caps.symmetric_memory ? "yes" : caps.reason.c_str());
 }
 
-// The sweep (-N cycles) or the moe-dp scenario, printed as they finish.
-void run_and_print(const Config& c, Ranks& ranks, std::vector<Result>& results,
+// --json and --csv with the rows so far: "" when written, else the flag and path that failed.
+std::string write_outputs(const Config& c, const Meta& meta, const std::vector<Result>& results,
+                          const std::vector<MoeResult>& moe) {
+  if (!c.json_path.empty() && !write_file_atomically(c.json_path, to_json(meta, results, moe))) {
+    return "--json " + c.json_path;
+  }
+  if (!c.csv_path.empty() &&
+      !write_file_atomically(c.csv_path,
+                             c.scenario != Scenario::None ? to_csv(moe) : to_csv(results))) {
+    return "--csv " + c.csv_path;
+  }
+  return "";
+}
+
+// After a cycle of several: the outputs rewritten with every row so far, so that a run stopped
+// before its last cycle (a time limit, a hang) keeps what it measured. Failures are reported
+// once, at the end (finish).
+void checkpoint(const Config& c, Meta& meta, int cycle, const std::vector<Result>& results,
+                const std::vector<MoeResult>& moe) {
+  meta.cycles_done = cycle + 1;
+  if (c.run_cycles > 1 && cycle + 1 < c.run_cycles) write_outputs(c, meta, results, moe);
+}
+
+// The sweep (-N cycles) or the moe-dp scenario, printed as they finish (the printing rank's
+// outputs rewritten after each cycle).
+void run_and_print(const Config& c, Meta& meta, Ranks& ranks, std::vector<Result>& results,
                    std::vector<MoeResult>& moe) {
   bool const prints = ranks.prints();
+  meta.cycles = c.run_cycles;
   if (c.scenario != Scenario::None) {
     // -N repeats the scenario (each row once per cycle: medians over cycles are the figures).
     for (int cycle = 0; cycle < c.run_cycles; ++cycle) {
@@ -156,6 +174,7 @@ void run_and_print(const Config& c, Ranks& ranks, std::vector<Result>& results,
         }
       }
       moe.insert(moe.end(), rows.begin(), rows.end());
+      if (prints) checkpoint(c, meta, cycle, results, moe);
     }
     // The figures: medians over the cycles with min-max, moe-a2a's beside the AG/RS layer's.
     if (prints) {
@@ -173,19 +192,15 @@ void run_and_print(const Config& c, Ranks& ranks, std::vector<Result>& results,
       std::printf("%s", table_footer(cycle_results).c_str());
     }
     results.insert(results.end(), cycle_results.begin(), cycle_results.end());
+    if (prints) checkpoint(c, meta, cycle, results, moe);
   }
 }
 
 // --json, --csv, and the verdict: 0, 1 (an output not written) or 3 (wrong values).
 int finish(const Config& c, const Meta& meta, const std::vector<Result>& results,
            const std::vector<MoeResult>& moe) {
-  if (!c.json_path.empty() && !write_file(c.json_path, to_json(meta, results, moe))) {
-    std::fprintf(stderr, "symmcomm-bench: cannot write --json %s\n", c.json_path.c_str());
-    return 1;
-  }
-  if (!c.csv_path.empty() &&
-      !write_file(c.csv_path, c.scenario != Scenario::None ? to_csv(moe) : to_csv(results))) {
-    std::fprintf(stderr, "symmcomm-bench: cannot write --csv %s\n", c.csv_path.c_str());
+  if (std::string const failed = write_outputs(c, meta, results, moe); !failed.empty()) {
+    std::fprintf(stderr, "symmcomm-bench: cannot write %s\n", failed.c_str());
     return 1;
   }
   long long wrong = 0;
@@ -237,7 +252,7 @@ int main(int argc, char** argv) {
     if (prints) print_banner(meta, ranks, gpus);
     std::vector<Result> results;
     std::vector<MoeResult> moe;
-    run_and_print(c, ranks, results, moe);
+    run_and_print(c, meta, ranks, results, moe);
     release_ranks(ranks);
     return prints ? finish(c, meta, results, moe) : 0;
   } catch (const std::exception& ex) {

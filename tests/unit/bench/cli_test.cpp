@@ -2,7 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -160,7 +163,11 @@ TEST(BenchCli, JsonSchemaAndTableRow) {
             "0.1.0",
             8,
             "8 ranks of this process share each GPU: NCCL_MULTI_RANK_GPU_ENABLE=1"};
+  meta.cycles = 5;
+  meta.cycles_done = 3;
   auto const doc = nlohmann::json::parse(to_json(meta, {r}, {m}));
+  EXPECT_EQ(doc["meta"]["cycles"], 5);
+  EXPECT_EQ(doc["meta"]["cycles_done"], 3) << "a run stopped early says how far it came";
   EXPECT_EQ(doc["meta"]["gpu_count"], 8);
   EXPECT_EQ(doc["meta"]["ranks"], 8);
   EXPECT_EQ(doc["meta"]["sharing"],
@@ -182,6 +189,20 @@ TEST(BenchCli, JsonSchemaAndTableRow) {
   EXPECT_NE(row.find("0.500"), std::string::npos);
   EXPECT_NE(table_header().find("busbw"), std::string::npos);
   EXPECT_NE(to_csv({r}).find("op,dtype,path,size"), std::string::npos);
+}
+
+TEST(BenchCli, OutputsAreReplacedWholeOrNotAtAll) {
+  std::string const dir = ::testing::TempDir();
+  std::string const path = dir + "/symmcomm-bench-outputs-test.json";
+  ASSERT_TRUE(write_file_atomically(path, "{\"cycle\": 1}"));
+  ASSERT_TRUE(write_file_atomically(path, "{\"cycle\": 2}"));
+  std::ifstream in(path);
+  std::string const text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "{\"cycle\": 2}") << "the later write replaces the earlier one whole";
+  EXPECT_FALSE(std::ifstream(path + ".partial").good()) << "no temporary file is left behind";
+  std::remove(path.c_str());
+  EXPECT_FALSE(write_file_atomically(dir + "/no-such-directory/out.json", "{}"))
+      << "an unwritable path is reported, not ignored";
 }
 
 TEST(BenchCli, NcclTestsNamesForTypesReductionRegistrationAndCheck) {
