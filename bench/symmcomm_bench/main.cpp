@@ -149,7 +149,7 @@ std::string write_outputs(const Config& c, const Meta& meta, const std::vector<R
 void checkpoint(const Config& c, Meta& meta, int cycle, const std::vector<Result>& results,
                 const std::vector<MoeResult>& moe) {
   meta.cycles_done = cycle + 1;
-  if (c.run_cycles > 1 && cycle + 1 < c.run_cycles) write_outputs(c, meta, results, moe);
+  if (cycle + 1 < c.run_cycles) write_outputs(c, meta, results, moe);  // finish() writes the last
 }
 
 // The sweep (-N cycles) or the moe-dp scenario, printed as they finish (the printing rank's

@@ -21,7 +21,7 @@
 
 namespace symmcomm::detail {
 
-struct KeptCalls;  // replay.cpp
+class KeptCalls;  // replay.hpp
 struct KeptCallsDeleter {
   void operator()(KeptCalls* kept) const noexcept;
 };
