@@ -52,12 +52,12 @@ if not torch.cuda.is_available():
     sys.exit(77)
 
 import symmcomm  # noqa: E402
+from step_table import PHASES, span, step_table  # noqa: E402
 
 HIDDEN, EXPERTS, TOP_K, GROUPS, TOP_GROUPS, INTERMEDIATE = 7168, 256, 8, 8, 4, 2048
 BLOCK = symmcomm.NVFP4_BLOCK
 WAYS = ("symmcomm device counts", "symmcomm padded", "torch.distributed padded",
         "torch.distributed symmetric")
-PHASES = ("quantize", "dispatch", "experts", "combine")
 # The activations' NVFP4 global scale: static and the same on every rank, as NVFP4 checkpoints
 # calibrate it (amax / (6 x 448) for the N(0, 1) tokens here), so every way dequantizes every
 # gathered row with it.
@@ -353,10 +353,6 @@ def timed(ctx, fn, args):
     return times
 
 
-def span(values):
-    return "%.1f (%.1f-%.1f)" % (statistics.median(values), min(values), max(values))
-
-
 def measure(ctx, args):
     results = []
     for tokens in args.tokens:
@@ -396,28 +392,6 @@ def measure(ctx, args):
     return results
 
 
-def table(results, unavailable, world, sharing):
-    lines = ["%d ranks (%s). Step and phases: us per step, median (min-max) of the runs; "
-             "speedup: torch.distributed padded's step time over this way's." % (world, sharing),
-             "",
-             "| tokens/rank | way | step | tokens/s | speedup | quantize | dispatch | experts | "
-             "combine | comm share |", "|---|---|---|---|---|---|---|---|---|---|"]
-    base = {r["tokens_per_rank"]: statistics.median(r["step_us"]) for r in results
-            if r["way"] == "torch.distributed padded"}
-    for r in results:
-        step = statistics.median(r["step_us"])
-        speed = base.get(r["tokens_per_rank"])
-        lines.append("| %d | %s | %s | %.0f | %s | %s | %s | %s | %s | %.2f |" % (
-            r["tokens_per_rank"], r["way"], span(r["step_us"]), r["tokens_per_s"],
-            "%.3f" % (speed / step) if speed else "-", span(r["quantize_us"]),
-            span(r["dispatch_us"]), span(r["experts_us"]), span(r["combine_us"]),
-            r["comm_share"]))
-    for way, why in unavailable.items():
-        lines.append("")
-        lines.append("%s: not measured (%s)" % (way, why))
-    return "\n".join(lines)
-
-
 def parse_args(doc):
     """The step benchmarks' arguments (OUT prefix, --tokens, --runs >= 5, --replays)."""
     parser = argparse.ArgumentParser(description=doc.split("\n")[0])
@@ -454,7 +428,8 @@ def main():
            torch.cuda.get_device_name(), args.tokens))
     results = measure(ctx, args)
     if ctx.rank == 0:
-        save(args.out, ctx, results, table(results, ctx.unavailable, ctx.world, ctx.sharing),
+        text = step_table(results, ctx.unavailable, ctx.world, ctx.sharing)
+        save(args.out, ctx, results, text,
              unavailable=ctx.unavailable,
              gemm="BF16 torch.bmm over the masked expert-major layout (Hopper has no NVFP4 GEMM)")
     dist.barrier(group=ctx.gloo)
