@@ -67,7 +67,8 @@ symmcomm_configure_build() {
   if command -v mpicxx >/dev/null 2>&1; then mpi=ON; fi
   # CTest runs the consumer's build with the locale variables set, which ccache would hash
   # (they change only the language of diagnostics): exported for this script's build and tests.
-  export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:+$CCACHE_SLOPPINESS,}locale"
+  [[ ",${CCACHE_SLOPPINESS:-}," == *,locale,* ]] ||
+    export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:+$CCACHE_SLOPPINESS,}locale"
   cmake -S "$SYMMCOMM_ROOT" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DSYMMCOMM_WARNINGS_AS_ERRORS=ON -DSYMMCOMM_WITH_MPI="$mpi" \
     -DCMAKE_CUDA_ARCHITECTURES="$(symmcomm_dev_architectures)" $(symmcomm_compiler_cache) "$@"

@@ -4,7 +4,8 @@
 # 1 MiB per rank, one rank and 2 ranks sharing the GPU, Auto's path and symmcomm's LSA kernel
 # forced, beside an empty kernel launch; 7 repetitions: medians with min-max) and the Python
 # operator's overhead table (bench/python/ops_overhead.py). Where .host-cost-before exists (the
-# earlier tree with the same benchmark: scripts/host_cost_before.sh <commit>, carried), it is built the same way and measured in the same call, before then after, and
+# earlier tree with the same benchmark: scripts/host_cost_before.sh <commit>, carried), it is
+# built the same way and measured in the same call, before then after, and
 # scripts/host_cost_table.py puts both side by side. Logs, JSON and host-cost.md under
 # ${OUT:-./gpu-out}.
 # Usage: OUT=/tmp/o scripts/gpu_host_cost.sh

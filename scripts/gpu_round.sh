@@ -336,10 +336,11 @@ case "$phase" in
       SYMMCOMM_RUNTIME_COPIES_TYPES=1 python3 "$SYMMCOMM_ROOT/scripts/check_runtime_copies.py" \
         "$SYMMCOMM_ROOT/$l/src/libsymmcomm_torch.so" | cut -c1-250
     done
-    # The Python examples before 2.30.7's suite: a limit that cuts the call then cuts the suite's
-    # end (its summary says how far it got) rather than the examples' verdicts.
+    # The Python examples (at most 150 s) before 2.30.7's suite: a limit that cuts the call then
+    # cuts the suite, whose progress lines say how far it got, rather than the examples' verdicts.
+    examples_s=$(( $(left) - 10 )); [ "$examples_s" -gt 150 ] && examples_s=150
     SYMMCOMM_SKIP="pytest pytest228 tests device_counts_tests pdl quantize overhead probe device_counts_bench moe_dp" \
-      timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
+      timeout "$examples_s" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     SYMMCOMM_SKIP="pytest228 tests device_counts_tests pdl quantize examples overhead probe device_counts_bench moe_dp" \
       timeout "$(( $(left) - 10 ))" "$SYMMCOMM_ROOT"/scripts/gpu_python.sh
     ;;
