@@ -5,7 +5,8 @@
 # libc10_cuda, then runs tests/torch_ops/check_registration.py (the signatures against the
 # schemas, and the operators' own argument checks on CPU tensors). The device runs the real
 # library (python/tests/test_ops.py). Then tests/torch_ops/fuzz_operators.py calls every
-# operator with random arguments: exceptions only, never a crash. SYMMCOMM_TORCH_CHECK_SANITIZE=1
+# operator with random arguments: exceptions only, never a crash; and, unsanitized, the decode
+# step's expert stand-in (tests/unit/bench/test_expert_standin.py). SYMMCOMM_TORCH_CHECK_SANITIZE=1
 # builds and runs it all under ASan+UBSan; SYMMCOMM_TORCH_CHECK_CXXFLAGS adds compiler flags.
 # Usage: [BUILD=build-test] [SYMMCOMM_TORCH_CHECK_SANITIZE=1] scripts/check_torch_ops_cpu.sh
 set -euo pipefail
@@ -78,3 +79,6 @@ run_py() {
 "$py" scripts/check_runtime_copies.py "$out/libsymmcomm_torch.so"
 run_py tests/torch_ops/check_registration.py
 run_py tests/torch_ops/fuzz_operators.py "${SYMMCOMM_FUZZ_SEED:-${sanitize:+1}0}" 3000
+# The decode step's expert stand-in (bench/python/expert_standin.py), which CTest skips where its
+# python3 has no PyTorch: once, with this PyTorch (no library of ours involved).
+[ -n "$sanitize" ] || "$py" tests/unit/bench/test_expert_standin.py

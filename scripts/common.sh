@@ -117,6 +117,45 @@ symmcomm_watch() {
   return 1
 }
 
+# symmcomm_watch_ranks <pid> <limit_s> <quiet_s> <log> <backtrace prefix> <pattern> (GPU session
+# scripts): waits for launcher <pid> (torchrun), whose ranks are the other processes matching
+# <pattern> (pgrep -f), while it writes <log>. When <log> has been silent for <quiet_s> seconds (a
+# hang: the benchmarks print a line per measured row), or 70 s before <limit_s> (the time the
+# backtraces take), every rank gets SIGUSR1 (the benchmarks' faulthandler prints its Python stacks
+# into <log>) and cuda-gdb writes its native backtraces to <prefix>-<pid>.bt, all ranks at once;
+# then the ranks and the launcher are killed and it returns 1. Returns 0 when the launcher ended.
+symmcomm_watch_ranks() {
+  local pid="$1" limit="$2" quiet="$3" log="$4" bt="$5" pattern="$6" start why p
+  start=$(date +%s)
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    if (( $(date +%s) - $(stat -c %Y "$log" 2>/dev/null || echo "$start") > quiet )); then
+      why="silent for $quiet s"
+    elif (( $(date +%s) - start > limit - 70 )); then
+      why="at $((limit - 70)) of its $limit s"
+    else
+      continue
+    fi
+    local -a ranks=() gdbs=()
+    mapfile -t ranks < <(pgrep -f "$pattern" | grep -vx "$pid")
+    echo "== ${pattern##*/}: $why; Python stacks and native backtraces of ${#ranks[@]} rank(s), then stopped"
+    for p in "${ranks[@]}"; do kill -USR1 "$p" 2>/dev/null; done
+    sleep 2
+    for p in "${ranks[@]}"; do
+      timeout 60 cuda-gdb -batch -p "$p" -ex "thread apply all bt" >"$bt-$p.bt" 2>&1 &
+      gdbs+=("$!")
+    done
+    [ "${#gdbs[@]}" -eq 0 ] || wait "${gdbs[@]}"
+    for p in "${ranks[@]}"; do
+      echo "-- rank process $p ($bt-$p.bt):"
+      grep -E "^#[0-9]+ " "$bt-$p.bt" | grep -vE "libc\.so|pthread" | cut -c1-150 | head -12
+    done
+    kill -9 "${ranks[@]}" "$pid" 2>/dev/null
+    return 1
+  done
+  return 0
+}
+
 # Skip reasons a GPU run on one machine may have by design (tests/support/skip_policy.hpp):
 # GPU counts the machine lacks, tests for machines without a GPU, a test run as its own entry
 # (its timeout), the wheel-only Python test.

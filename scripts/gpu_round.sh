@@ -65,7 +65,8 @@
 #   step      one DeepSeek-R1 MoE layer's decode step (bench/python/moe_step.py) at 2, 4 and 8
 #             ranks sharing the GPU, symmcomm and PyTorch both on NCCL 2.30.7: symmcomm with
 #             device counts and padded against torch.distributed padded (and symmetric);
-#             SYMMCOMM_STEP_MPS=1 runs the ranks under CUDA MPS (not time-sliced)
+#             SYMMCOMM_STEP_MPS=1 runs the ranks under CUDA MPS (not time-sliced),
+#             SYMMCOMM_STEP_EXPERTS=bmm the expert stand-in at capacity (default: grouped)
 #   a2a       MoE dispatch + combine by expert (bench/python/moe_a2a.py) at 2, 4 and 8 ranks
 #             sharing the GPU: symmcomm.moe.MoeGroup, symmcomm's AG/RS layer with device counts
 #             and torch.distributed.all_to_all_single padded, eager and in graphs
@@ -477,15 +478,37 @@ case "$phase" in
       if nvidia-cuda-mps-control -d; then mps=1; echo "MPS: on" >>"$work/machine.txt"
       else echo "== MPS did not start: the ranks time-slice the GPU"; unset CUDA_MPS_PIPE_DIRECTORY; fi
     fi
+    # SYMMCOMM_STEP_EXPERTS=bmm|grouped: the step's expert stand-in (moe_step.py's --experts).
+    experts=()
+    [ "$script" = moe_step ] && [ -n "${SYMMCOMM_STEP_EXPERTS:-}" ] &&
+      experts=(--experts "$SYMMCOMM_STEP_EXPERTS")
     parts=3
     for n in ${SYMMCOMM_STEP_RANKS:-2 4 8}; do
+      f="$work/${script//_/-}-n$n"
+      # A hang stops the run once its log has been silent for SYMMCOMM_STEP_QUIET_S (150 s), with
+      # every rank's Python and native stacks (symmcomm_watch_ranks), and leaves the time to the
+      # next rank count.
       env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" LD_PRELOAD="$second/lib/libnccl.so.2" \
         NCCL_MULTI_RANK_GPU_ENABLE=1 SYMMCOMM_LIBRARY="$SYMMCOMM_ROOT/build-nccl2/src/libsymmcomm_c.so" \
-        timeout "$(( ($(left) - 10) / parts ))" "$py" -m torch.distributed.run --nproc-per-node "$n" \
-        "$SYMMCOMM_ROOT/bench/python/$script.py" "$work/${script//_/-}-n$n" \
-        ${SYMMCOMM_STEP_TOKENS:+--tokens "$SYMMCOMM_STEP_TOKENS"} >"$work/${script//_/-}-n$n.txt" 2>&1
-      echo "== $script, $n ranks sharing the GPU: exit $?"
-      grep -E "^\||not measured|Error|error" "$work/${script//_/-}-n$n.txt" | cut -c1-230 | head -40
+        "$py" -m torch.distributed.run --nproc-per-node "$n" "$SYMMCOMM_ROOT/bench/python/$script.py" \
+        "$f" ${SYMMCOMM_STEP_TOKENS:+--tokens "$SYMMCOMM_STEP_TOKENS"} "${experts[@]}" >"$f.txt" 2>&1 &
+      pid=$!
+      if symmcomm_watch_ranks "$pid" "$(( ($(left) - 10) / parts ))" "${SYMMCOMM_STEP_QUIET_S:-150}" \
+        "$f.txt" "$f" "bench/python/$script.py"; then
+        wait "$pid"
+        echo "== $script, $n ranks sharing the GPU: exit $?"
+      else
+        echo "== $script, $n ranks sharing the GPU: stopped (stacks in $f.txt, backtraces in $f-*.bt)"
+        # Killed clients can leave the MPS server refusing new ones (cudaErrorDevicesUnavailable):
+        # a fresh daemon for the next rank count.
+        if [ "$mps" = 1 ]; then
+          echo quit | nvidia-cuda-mps-control; sleep 3
+          nvidia-cuda-mps-control -d || { mps=0; unset CUDA_MPS_PIPE_DIRECTORY
+            echo "== MPS did not restart: the next ranks time-slice the GPU"; }
+        fi
+      fi
+      grep -E "^\||not measured|Error|error|^Thread|^Current thread|File .*bench/python" "$f.txt" |
+        cut -c1-230 | head -60
       parts=$((parts - 1))
     done
     [ "$mps" = 1 ] && echo quit | nvidia-cuda-mps-control

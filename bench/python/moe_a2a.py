@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, HERE)
 
 from moe_step import (BLOCK, GLOBAL_SCALE, log, parse_args, save, span,  # noqa: E402
-                      timed)  # (moe_step exits 77 without a GPU)
+                      stacks_on_sigusr1, timed)  # (moe_step exits 77 without a GPU)
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
@@ -244,6 +244,7 @@ def table(results, world, sharing):
 
 def main():
     args = parse_args(__doc__)
+    stacks_on_sigusr1()
     ctx = Context(args)
     log(ctx.rank, "moe_a2a: %d ranks (%s), NCCL %s, PyTorch %s, %s; tokens per rank %s"
         % (ctx.world, ctx.sharing, symmcomm.nccl_version(), torch.__version__,

@@ -8,10 +8,14 @@ ranks differ, as DP attention's do). The step:
   2. dispatch: every rank's tokens gathered to every rank;
   3. experts: the gathered tokens dequantized, routed on the device (DeepSeek-V3's group-limited
      routing: sigmoid scores, top-4 of 8 groups, top-8 of 256 experts; the rows of the ranks'
-     counts only), permuted into the masked expert-major layout [L, cap, H] of this rank's
-     L = 256/N experts (cap = 2x the mean load, at least 8 rows; rows past it dropped), then the
-     expert FFN (7168 -> 2048 -> 7168, SiLU) as two BF16 torch.bmm - the stand-in for the NVFP4
-     grouped GEMM Hopper lacks - and weighted back into token order;
+     counts only), at most cap = 2x the mean load (at least 8) rows for each of this rank's
+     L = 256/N experts (the rest dropped), the expert FFN (7168 -> 2048 -> 7168, SiLU) in BF16 -
+     the stand-in for the NVFP4 grouped GEMM Hopper lacks - and weighted back into token order
+     (bench/python/expert_standin.py). `--experts grouped` (default): the routed rows packed
+     expert after expert through torch._grouped_mm, so that only the chosen experts' weights are
+     read, as an engine's grouped GEMM does at decode; `--experts bmm`: the masked layout
+     [L, cap, H] through torch.bmm, every local expert's weights read at every batch. Where
+     torch._grouped_mm cannot run (missing, wrong, not capturable) the step takes bmm and says so;
   4. combine: the expert outputs (bf16) reduce-scattered back to their ranks.
 Ways: "symmcomm device counts" (the counts on the device: all_gatherv_device /
 reduce_scatterv_device move only the ranks' rows; compact layout), "symmcomm padded"
@@ -25,6 +29,7 @@ Each way and batch: the step captured in one CUDA graph, and each phase in a gra
 replay; medians with min-max over the runs, rank 0's. tokens/s = sum of T_r / step time.
 
 Usage: torchrun --nproc-per-node N bench/python/moe_step.py OUT_PREFIX [--tokens 1,4,16,64,256]
+       [--experts grouped|bmm]
 Writes OUT_PREFIX.json (every run) and OUT_PREFIX.md (the table); prints progress and the table.
 Ranks sharing one GPU (more ranks than GPUs): NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1,
 PyTorch's NCCL too (LD_PRELOAD the same libnccl). Processes sharing a GPU are time-sliced by it
@@ -32,8 +37,10 @@ unless a CUDA MPS daemon serves them (`SYMMCOMM_STEP_MPS=1 scripts/gpu_round.sh 
 table's heading says which. Exit 77: no PyTorch or GPU.
 """
 import argparse
+import faulthandler
 import json
 import os
+import signal
 import statistics
 import sys
 import time
@@ -43,7 +50,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 try:
     import torch
     import torch.distributed as dist
-    import torch.nn.functional as F
 except ImportError:
     print("moe_step.py: PyTorch is not installed; nothing to run")
     sys.exit(77)
@@ -52,9 +58,10 @@ if not torch.cuda.is_available():
     sys.exit(77)
 
 import symmcomm  # noqa: E402
+import expert_standin  # noqa: E402
 from step_table import PHASES, span, step_table  # noqa: E402
 
-HIDDEN, EXPERTS, TOP_K, GROUPS, TOP_GROUPS, INTERMEDIATE = 7168, 256, 8, 8, 4, 2048
+HIDDEN = expert_standin.DEEPSEEK_R1.hidden
 BLOCK = symmcomm.NVFP4_BLOCK
 WAYS = ("symmcomm device counts", "symmcomm padded", "torch.distributed padded",
         "torch.distributed symmetric")
@@ -121,68 +128,6 @@ class Packed:
     def nvfp4(self, buf):
         d, s = self.data_bytes, self.scale_bytes
         return symmcomm.Nvfp4Tensor(buf[:d], buf[d:d + s], buf[d + s:d + s + 4].view(torch.float32))
-
-
-class Weights:
-    """This rank's experts and the router (random: timing, not a model's answer)."""
-
-    def __init__(self, rank, world):
-        self.local = EXPERTS // world
-        self.first = rank * self.local
-        g = torch.Generator(device="cuda").manual_seed(7)  # the router is the same everywhere
-        self.router = (torch.randn(HIDDEN, EXPERTS, generator=g, device="cuda") * 0.02).to(
-            torch.bfloat16)
-        g.manual_seed(100 + rank)
-        self.w1 = torch.randn(self.local, HIDDEN, INTERMEDIATE, generator=g, device="cuda",
-                              dtype=torch.bfloat16) * 0.02
-        self.w2 = torch.randn(self.local, INTERMEDIATE, HIDDEN, generator=g, device="cuda",
-                              dtype=torch.bfloat16) * 0.02
-
-
-class Experts:
-    """The expert stand-in's buffers for `rows` gathered rows, on the rank's Weights."""
-
-    def __init__(self, weights, rows):
-        self.local, self.first = weights.local, weights.first
-        self.router, self.w1, self.w2 = weights.router, weights.w1, weights.w2
-        self.rows = rows
-        self.cap = max(8, -(-2 * rows * TOP_K // EXPERTS))
-        self.tokens = torch.zeros(rows, HIDDEN, dtype=torch.bfloat16, device="cuda")
-        self.slots = torch.zeros(self.local * self.cap + 1, HIDDEN, dtype=torch.bfloat16,
-                                 device="cuda")
-        self.dropped = torch.zeros(1, dtype=torch.int64, device="cuda")
-
-    def route(self, valid):
-        """Expert ids and weights [rows, 8] of DeepSeek-V3's group-limited routing."""
-        scores = torch.sigmoid((self.tokens @ self.router).float())
-        grouped = scores.view(self.rows, GROUPS, EXPERTS // GROUPS)
-        group_score = grouped.topk(2, dim=-1).values.sum(-1)
-        keep = torch.zeros_like(group_score).scatter_(
-            1, group_score.topk(TOP_GROUPS, dim=-1).indices, 1.0)
-        masked = (grouped * keep.unsqueeze(-1)).view(self.rows, EXPERTS)
-        weights, ids = masked.topk(TOP_K, dim=-1)
-        weights = weights / weights.sum(-1, keepdim=True)
-        return ids, weights * valid.unsqueeze(-1)
-
-    def run(self, valid, y):
-        """The experts' outputs for every gathered row, weighted, into y [rows, H] (bf16)."""
-        ids, weights = self.route(valid)
-        local = ids - self.first
-        mine = (local >= 0) & (local < self.local) & (valid.unsqueeze(-1) > 0)
-        local = local.clamp(0, self.local - 1).view(-1)
-        onehot = F.one_hot(local, self.local) * mine.view(-1, 1)
-        position = (onehot.cumsum(0) * onehot).sum(-1) - 1  # the pair's row in its expert
-        kept = mine.view(-1) & (position < self.cap)
-        self.dropped.copy_((mine.view(-1) & ~kept).sum().view(1))
-        dummy = self.local * self.cap
-        slot = torch.where(kept, local * self.cap + position, torch.full_like(position, dummy))
-        rows = torch.arange(self.rows, device="cuda").repeat_interleave(TOP_K)
-        self.slots.index_copy_(0, slot, self.tokens[rows])  # dropped pairs all land on the dummy
-        x = self.slots[:dummy].view(self.local, self.cap, HIDDEN)
-        h = F.silu(torch.bmm(x, self.w1))
-        out = torch.cat([torch.bmm(h, self.w2).view(dummy, HIDDEN), self.slots[dummy:] * 0])
-        pairs = out[slot] * (weights.view(-1) * kept).unsqueeze(-1).to(out.dtype)
-        torch.sum(pairs.view(self.rows, TOP_K, HIDDEN), dim=1, out=y)
 
 
 class Step:
@@ -271,6 +216,26 @@ class Step:
             self.phase(name)()
 
 
+GEMMS = {
+    "grouped": "BF16 torch._grouped_mm over the routed rows, expert after expert (only the chosen "
+               "experts' weights read; Hopper has no NVFP4 GEMM)",
+    "bmm": "BF16 torch.bmm over the masked expert-major layout at capacity (every local expert's "
+           "weights read; Hopper has no NVFP4 GEMM)"}
+
+
+def expert_form(asked, gloo, world):
+    """The expert stand-in's form every rank runs and its description: `asked`, or bmm where any
+    rank cannot run torch._grouped_mm (the reason in the description)."""
+    if asked != "grouped":
+        return asked, GEMMS[asked]
+    reasons = [None] * world
+    dist.all_gather_object(reasons, expert_standin.grouped_unavailable(), group=gloo)
+    why = next((r for r in reasons if r), None)
+    if why is None:
+        return "grouped", GEMMS["grouped"]
+    return "bmm", GEMMS["bmm"] + "; --experts grouped asked, but " + why
+
+
 class Context:
     """The communicators, buffers and experts of one process, made once for every batch."""
 
@@ -295,8 +260,9 @@ class Context:
             self.symm_buffers = Nvfp4Buffers(self.world, capacity)
         self.packed, self.unavailable = {}, {}
         self.capacity = capacity
-        self.weights = Weights(self.rank, self.world)
+        self.weights = expert_standin.Weights(expert_standin.DEEPSEEK_R1, self.rank, self.world)
         self._experts = {}
+        self.experts_form, self.gemm = expert_form(args.experts, self.gloo, self.world)
 
     def torch_buffers(self, capacity):
         """torch.distributed's buffers at this batch: plain, and from PyTorch's NCCL symmetric
@@ -320,7 +286,7 @@ class Context:
     def experts_for(self, rows):
         if rows not in self._experts:
             self._experts.clear()
-            self._experts[rows] = Experts(self.weights, rows)
+            self._experts[rows] = expert_standin.Experts(self.weights, rows, self.experts_form)
         return self._experts[rows]
 
 
@@ -392,9 +358,19 @@ def measure(ctx, args):
     return results
 
 
-def parse_args(doc):
-    """The step benchmarks' arguments (OUT prefix, --tokens, --runs >= 5, --replays)."""
+def stacks_on_sigusr1():
+    """SIGUSR1 prints every thread's Python stack to stderr: what a rank was doing when
+    scripts/common.sh's symmcomm_watch_ranks found the run silent."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+
+
+def parse_args(doc, experts=False):
+    """The step benchmarks' arguments (OUT prefix, --tokens, --runs >= 5, --replays; with
+    `experts`, the expert stand-in's form)."""
     parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    if experts:
+        parser.add_argument("--experts", choices=expert_standin.FORMS, default="grouped",
+                            help="the expert FFN's form (bench/python/expert_standin.py)")
     parser.add_argument("out", help="output prefix (.json and .md are written)")
     parser.add_argument("--tokens", default="1,4,16,64,256",
                         type=lambda s: [int(v) for v in s.split(",")])
@@ -421,17 +397,16 @@ def save(prefix, ctx, results, text, **extra):
 
 
 def main():
-    args = parse_args(__doc__)
+    args = parse_args(__doc__, experts=True)
+    stacks_on_sigusr1()
     ctx = Context(args)
-    log(ctx.rank, "moe_step: %d ranks (%s), NCCL %s, PyTorch %s, %s; tokens per rank %s"
-        % (ctx.world, ctx.sharing, symmcomm.nccl_version(), torch.__version__,
-           torch.cuda.get_device_name(), args.tokens))
+    log(ctx.rank, "moe_step: %d ranks (%s), NCCL %s, PyTorch %s, %s; tokens per rank %s; "
+        "experts: %s" % (ctx.world, ctx.sharing, symmcomm.nccl_version(), torch.__version__,
+                         torch.cuda.get_device_name(), args.tokens, ctx.gemm))
     results = measure(ctx, args)
     if ctx.rank == 0:
-        text = step_table(results, ctx.unavailable, ctx.world, ctx.sharing)
-        save(args.out, ctx, results, text,
-             unavailable=ctx.unavailable,
-             gemm="BF16 torch.bmm over the masked expert-major layout (Hopper has no NVFP4 GEMM)")
+        text = step_table(results, ctx.unavailable, ctx.world, ctx.sharing, ctx.gemm)
+        save(args.out, ctx, results, text, unavailable=ctx.unavailable, gemm=ctx.gemm)
     dist.barrier(group=ctx.gloo)
     # Every pool's tensors before the pool, the pools before their communicators: PyTorch's
     # symmetric MemPool deregisters its windows on the process group's NCCL communicator, which

@@ -28,12 +28,14 @@ def gaps_us(row):
         statistics.median(row[phase + "_us"]) for phase in PHASES)
 
 
-def step_table(results, unavailable, world, sharing):
-    """The markdown table of `results` (moe_step.py's rows), headed by the ranks and how they
-    share the GPUs, with a line per way that was not measured (`unavailable`: way -> why)."""
-    lines = ["%d ranks (%s). Step and phases: us per step, median (min-max) of the runs; "
+def step_table(results, unavailable, world, sharing, gemm=None):
+    """The markdown table of `results` (moe_step.py's rows), headed by the ranks, how they share
+    the GPUs and the expert stand-in (`gemm`, where known), with a line per way that was not
+    measured (`unavailable`: way -> why)."""
+    lines = ["%d ranks (%s).%s Step and phases: us per step, median (min-max) of the runs; "
              "speedup: torch.distributed padded's step time over this way's; gaps: the step's "
-             "median minus its phases' medians (bench/python/step_table.py)." % (world, sharing),
+             "median minus its phases' medians (bench/python/step_table.py)."
+             % (world, sharing, " Experts: %s." % gemm if gemm else ""),
              "",
              "| tokens/rank | way | step | tokens/s | speedup | quantize | dispatch | experts | "
              "combine | gaps | comm share |", "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -60,7 +62,8 @@ def main(argv):
     with open(argv[1]) as f:
         doc = json.load(f)
     meta = doc["meta"]
-    text = step_table(doc["results"], meta.get("unavailable", {}), meta["ranks"], meta["sharing"])
+    text = step_table(doc["results"], meta.get("unavailable", {}), meta["ranks"], meta["sharing"],
+                      meta.get("gemm"))
     with open(argv[1][:-len(".json")] + "-phases.md", "w") as f:
         f.write(text + "\n")
     print(text)

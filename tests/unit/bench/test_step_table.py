@@ -45,6 +45,12 @@ class StepTable(unittest.TestCase):
         self.assertEqual([c.strip() for c in theirs.strip("|").split("|")][9], "-10.0")
         self.assertIn("torch.distributed symmetric: not measured (no symmetric pool)", text)
 
+    def test_the_heading_names_the_expert_stand_in_where_the_run_stored_it(self):
+        named = step_table.step_table(ROWS, {}, 2, "2 ranks share 1 GPU(s)", "BF16 grouped")
+        self.assertIn("2 ranks (2 ranks share 1 GPU(s)). Experts: BF16 grouped. Step", named)
+        bare = step_table.step_table(ROWS, {}, 2, "2 ranks share 1 GPU(s)")
+        self.assertNotIn("Experts:", bare)
+
     def test_a_stored_run_is_tabled_again_beside_it(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "moe-step-n2.json")
