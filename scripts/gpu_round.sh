@@ -469,6 +469,8 @@ case "$phase" in
       >"$work/build-$phase.log" 2>&1 || { tail -20 "$work/build-$phase.log"; exit 1; }
     { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; date -u
       git -C "$SYMMCOMM_ROOT" log -1 --format=%h; } >"$work/machine.txt" 2>&1
+    sms=$("$py" -c 'import torch; print(torch.cuda.get_device_properties(0).multi_processor_count)' \
+      2>/dev/null || echo 132)
     # SYMMCOMM_STEP_MPS=1: the ranks (processes) under a CUDA MPS daemon of this call's own, so
     # that their kernels run at once instead of time-sliced; stopped when the runs end.
     mps=0
@@ -485,6 +487,12 @@ case "$phase" in
     parts=3
     for n in ${SYMMCOMM_STEP_RANKS:-2 4 8}; do
       f="$work/${script//_/-}-n$n"
+      # Under MPS a collective of ranks sharing the GPU ends only if every rank's NCCL kernel is
+      # resident at once; uncapped, torch.distributed's padded gather can hang at 4 and 8 ranks
+      # (every rank in cudaDeviceSynchronize). NCCL_MAX_CTAS caps each rank's NCCL grid to half
+      # its share of the SMs (SYMMCOMM_STEP_NCCL_CTAS overrides; 0 leaves NCCL's choice).
+      ctas="${SYMMCOMM_STEP_NCCL_CTAS:-$(( sms / (2 * n) ))}"
+      if [ "$mps" = 1 ] && [ "$ctas" != 0 ]; then export NCCL_MAX_CTAS="$ctas"; else unset NCCL_MAX_CTAS; fi
       # A hang stops the run once its log has been silent for SYMMCOMM_STEP_QUIET_S (150 s), with
       # every rank's Python and native stacks (symmcomm_watch_ranks), and leaves the time to the
       # next rank count.

@@ -34,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, HERE)
 
-from moe_step import (BLOCK, GLOBAL_SCALE, log, parse_args, save, span,  # noqa: E402
+from moe_step import (BLOCK, GLOBAL_SCALE, log, parse_args, save, sharing, span,  # noqa: E402
                       stacks_on_sigusr1, timed)  # (moe_step exits 77 without a GPU)
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -176,7 +176,7 @@ class Context:
     def __init__(self, args):
         self.rank, self.world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
         local_world = int(os.environ.get("LOCAL_WORLD_SIZE", self.world))
-        self.sharing = symmcomm.share_gpus_if_needed(self.rank, local_world)
+        self.sharing = sharing(self.rank, local_world)
         self.device = int(os.environ.get("LOCAL_RANK", self.rank)) % torch.cuda.device_count()
         torch.cuda.set_device(self.device)
         dist.init_process_group("nccl", device_id=torch.device("cuda", self.device))

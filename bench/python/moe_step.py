@@ -216,6 +216,18 @@ class Step:
             self.phase(name)()
 
 
+def sharing(rank, local_world):
+    """How the ranks share the GPUs (symmcomm.share_gpus_if_needed, which sets it up), whether a
+    CUDA MPS server runs their kernels at once, and NCCL_MAX_CTAS where set (scripts/gpu_round.sh
+    caps NCCL's grids under MPS: every rank's NCCL kernel must be resident at once)."""
+    text = symmcomm.share_gpus_if_needed(rank, local_world)
+    if text != "one GPU per rank" and os.environ.get("CUDA_MPS_PIPE_DIRECTORY"):
+        text += ", under CUDA MPS (the ranks' kernels run at once, not time-sliced)"
+    if os.environ.get("NCCL_MAX_CTAS"):
+        text += ", NCCL_MAX_CTAS=%s" % os.environ["NCCL_MAX_CTAS"]
+    return text
+
+
 GEMMS = {
     "grouped": "BF16 torch._grouped_mm over the routed rows, expert after expert (only the chosen "
                "experts' weights read; Hopper has no NVFP4 GEMM)",
@@ -242,9 +254,7 @@ class Context:
     def __init__(self, args):
         self.rank, self.world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
         local_world = int(os.environ.get("LOCAL_WORLD_SIZE", self.world))
-        self.sharing = symmcomm.share_gpus_if_needed(self.rank, local_world)
-        if self.sharing != "one GPU per rank" and os.environ.get("CUDA_MPS_PIPE_DIRECTORY"):
-            self.sharing += ", under CUDA MPS (the ranks' kernels run at once, not time-sliced)"
+        self.sharing = sharing(self.rank, local_world)
         self.device = int(os.environ.get("LOCAL_RANK", self.rank)) % torch.cuda.device_count()
         torch.cuda.set_device(self.device)
         dist.init_process_group("nccl", device_id=torch.device("cuda", self.device))
