@@ -66,7 +66,8 @@
 #             ranks sharing the GPU, symmcomm and PyTorch both on NCCL 2.30.7: symmcomm with
 #             device counts and padded against torch.distributed padded (and symmetric);
 #             SYMMCOMM_STEP_MPS=1 runs the ranks under CUDA MPS (not time-sliced),
-#             SYMMCOMM_STEP_EXPERTS=bmm the expert stand-in at capacity (default: grouped)
+#             SYMMCOMM_STEP_EXPERTS=bmm the expert stand-in at capacity (default: grouped),
+#             SYMMCOMM_STEP_TRACE=T traces each way's step at T tokens on rank 0 (default 1)
 #   a2a       MoE dispatch + combine by expert (bench/python/moe_a2a.py) at 2, 4 and 8 ranks
 #             sharing the GPU: symmcomm.moe.MoeGroup, symmcomm's AG/RS layer with device counts
 #             and torch.distributed.all_to_all_single padded, eager and in graphs
@@ -480,10 +481,13 @@ case "$phase" in
       if nvidia-cuda-mps-control -d; then mps=1; echo "MPS: on" >>"$work/machine.txt"
       else echo "== MPS did not start: the ranks time-slice the GPU"; unset CUDA_MPS_PIPE_DIRECTORY; fi
     fi
-    # SYMMCOMM_STEP_EXPERTS=bmm|grouped: the step's expert stand-in (moe_step.py's --experts).
-    experts=()
-    [ "$script" = moe_step ] && [ -n "${SYMMCOMM_STEP_EXPERTS:-}" ] &&
-      experts=(--experts "$SYMMCOMM_STEP_EXPERTS")
+    # The step's options (moe_step.py): SYMMCOMM_STEP_EXPERTS=bmm|grouped, its expert stand-in;
+    # SYMMCOMM_STEP_TRACE, the batch whose whole step is also traced on rank 0 (1; 0: none).
+    step_args=()
+    if [ "$script" = moe_step ]; then
+      step_args=(--trace "${SYMMCOMM_STEP_TRACE:-1}")
+      [ -z "${SYMMCOMM_STEP_EXPERTS:-}" ] || step_args+=(--experts "$SYMMCOMM_STEP_EXPERTS")
+    fi
     parts=3
     for n in ${SYMMCOMM_STEP_RANKS:-2 4 8}; do
       f="$work/${script//_/-}-n$n"
@@ -499,7 +503,7 @@ case "$phase" in
       env LD_LIBRARY_PATH="$second/lib:${LD_LIBRARY_PATH:-}" LD_PRELOAD="$second/lib/libnccl.so.2" \
         NCCL_MULTI_RANK_GPU_ENABLE=1 SYMMCOMM_LIBRARY="$SYMMCOMM_ROOT/build-nccl2/src/libsymmcomm_c.so" \
         "$py" -m torch.distributed.run --nproc-per-node "$n" "$SYMMCOMM_ROOT/bench/python/$script.py" \
-        "$f" ${SYMMCOMM_STEP_TOKENS:+--tokens "$SYMMCOMM_STEP_TOKENS"} "${experts[@]}" >"$f.txt" 2>&1 &
+        "$f" ${SYMMCOMM_STEP_TOKENS:+--tokens "$SYMMCOMM_STEP_TOKENS"} "${step_args[@]}" >"$f.txt" 2>&1 &
       pid=$!
       if symmcomm_watch_ranks "$pid" "$(( ($(left) - 10) / parts ))" "${SYMMCOMM_STEP_QUIET_S:-150}" \
         "$f.txt" "$f" "bench/python/$script.py"; then

@@ -29,8 +29,11 @@ Each way and batch: the step captured in one CUDA graph, and each phase in a gra
 replay; medians with min-max over the runs, rank 0's. tokens/s = sum of T_r / step time.
 
 Usage: torchrun --nproc-per-node N bench/python/moe_step.py OUT_PREFIX [--tokens 1,4,16,64,256]
-       [--experts grouped|bmm]
+       [--experts grouped|bmm] [--trace TOKENS]
 Writes OUT_PREFIX.json (every run) and OUT_PREFIX.md (the table); prints progress and the table.
+--trace T: at T tokens per rank each way's whole step is also replayed under torch.profiler on
+rank 0 (OUT_PREFIX-trace-<way>.json, Chrome traces) and OUT_PREFIX-trace.md says where each
+way's step went: kernels busy, idle between them, GEMM / NCCL / symmcomm / other kernels.
 Ranks sharing one GPU (more ranks than GPUs): NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1,
 PyTorch's NCCL too (LD_PRELOAD the same libnccl). Processes sharing a GPU are time-sliced by it
 unless a CUDA MPS daemon serves them (`SYMMCOMM_STEP_MPS=1 scripts/gpu_round.sh step`); the
@@ -59,6 +62,7 @@ if not torch.cuda.is_available():
 
 import symmcomm  # noqa: E402
 import expert_standin  # noqa: E402
+import trace_summary  # noqa: E402
 from step_table import PHASES, span, step_table  # noqa: E402
 
 HIDDEN = expert_standin.DEEPSEEK_R1.hidden
@@ -300,12 +304,13 @@ class Context:
         return self._experts[rows]
 
 
-def timed(ctx, fn, args):
-    """Per-replay times (us) of a graph of `fn`: args.runs runs of args.replays replays."""
+def captured(fn):
+    """A CUDA graph of `fn`, replayed once, after two eager runs on a side stream (plans, checks,
+    NCCL's first use)."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
-        fn()  # outside capture: plans, checks, NCCL's first use
+        fn()
         fn()
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
@@ -314,6 +319,12 @@ def timed(ctx, fn, args):
         fn()
     graph.replay()
     torch.cuda.synchronize()
+    return graph
+
+
+def timed(ctx, fn, args):
+    """Per-replay times (us) of a graph of `fn`: args.runs runs of args.replays replays."""
+    graph = captured(fn)
     times = []
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(args.runs):
@@ -327,6 +338,42 @@ def timed(ctx, fn, args):
         times.append(start.elapsed_time(end) * 1000.0 / args.replays)
     del graph
     return times
+
+
+def traced(ctx, fn, path, replays=20):
+    """Every rank replays a graph of `fn` `replays` times, rank 0 under torch.profiler (CUDA
+    activity); rank 0 writes the Chrome trace to `path` with the replay count and returns where
+    the step's time went (trace_summary.summarize), or why it has no trace; other ranks return
+    None. Every rank replays whatever the profiler does: its peers' collectives wait for them."""
+    graph = captured(fn)
+    profiler, why = None, None
+    if ctx.rank == 0:
+        try:
+            profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+            profiler.start()
+        except Exception as e:  # noqa: BLE001 (the trace's row says why it is missing)
+            profiler, why = None, "%s: %s" % (type(e).__name__, str(e)[:200])
+    dist.barrier(group=ctx.gloo)
+    torch.cuda.synchronize()
+    for _ in range(replays):
+        graph.replay()
+    torch.cuda.synchronize()
+    del graph
+    if ctx.rank != 0:
+        return None
+    if profiler is None:
+        return {"error": why}
+    try:
+        profiler.stop()
+        profiler.export_chrome_trace(path)
+        with open(path) as f:
+            trace = json.load(f)
+        trace["symmcomm_replays"] = replays
+        with open(path, "w") as f:
+            json.dump(trace, f)
+        return trace_summary.summarize(trace, replays)
+    except Exception as e:  # noqa: BLE001
+        return {"error": "%s: %s" % (type(e).__name__, str(e)[:200])}
 
 
 def measure(ctx, args):
@@ -360,6 +407,9 @@ def measure(ctx, args):
             row["tokens_per_s"] = sum(step.counts_host) / (step_med * 1e-6)
             comm = statistics.median(row["dispatch_us"]) + statistics.median(row["combine_us"])
             row["comm_share"] = comm / step_med
+            if tokens == args.trace:
+                row["trace"] = traced(ctx, step.whole, "%s-trace-%s.json" % (
+                    args.out, way.replace(" ", "-").replace(".", "")))
             results.append(row)
             log(ctx.rank, "%d ranks, %d tokens/rank, %s: step %s us, paths %s, dropped %d"
                 % (ctx.world, tokens, way, span(row["step_us"]), row["paths"],
@@ -374,13 +424,16 @@ def stacks_on_sigusr1():
     faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 
-def parse_args(doc, experts=False):
-    """The step benchmarks' arguments (OUT prefix, --tokens, --runs >= 5, --replays; with
-    `experts`, the expert stand-in's form)."""
+def parse_args(doc, step=False):
+    """The step benchmarks' arguments (OUT prefix, --tokens, --runs >= 5, --replays; with `step`,
+    the expert stand-in's form and the batch to trace)."""
     parser = argparse.ArgumentParser(description=doc.split("\n")[0])
-    if experts:
+    if step:
         parser.add_argument("--experts", choices=expert_standin.FORMS, default="grouped",
                             help="the expert FFN's form (bench/python/expert_standin.py)")
+        parser.add_argument("--trace", type=int, default=0, metavar="TOKENS",
+                            help="also trace each way's whole step at this batch (rank 0, "
+                                 "torch.profiler): OUT-trace-<way>.json, OUT-trace.md")
     parser.add_argument("out", help="output prefix (.json and .md are written)")
     parser.add_argument("--tokens", default="1,4,16,64,256",
                         type=lambda s: [int(v) for v in s.split(",")])
@@ -407,7 +460,7 @@ def save(prefix, ctx, results, text, **extra):
 
 
 def main():
-    args = parse_args(__doc__, experts=True)
+    args = parse_args(__doc__, step=True)
     stacks_on_sigusr1()
     ctx = Context(args)
     log(ctx.rank, "moe_step: %d ranks (%s), NCCL %s, PyTorch %s, %s; tokens per rank %s; "
@@ -417,6 +470,16 @@ def main():
     if ctx.rank == 0:
         text = step_table(results, ctx.unavailable, ctx.world, ctx.sharing, ctx.gemm)
         save(args.out, ctx, results, text, unavailable=ctx.unavailable, gemm=ctx.gemm)
+        traced_rows = [r for r in results if r.get("trace")]
+        if traced_rows:
+            text = "Rank 0's GPU work per replay of the whole step at %d tokens/rank, us " \
+                   "(bench/python/trace_summary.py):\n\n%s\n" % (args.trace, trace_summary.table(
+                       [(r["way"], r["trace"]) for r in traced_rows if "error" not in r["trace"]]))
+            text += "".join("\n%s: no trace (%s)\n" % (r["way"], r["trace"]["error"])
+                            for r in traced_rows if "error" in r["trace"])
+            with open(args.out + "-trace.md", "w") as f:
+                f.write(text)
+            print(text, flush=True)
     dist.barrier(group=ctx.gloo)
     # Every pool's tensors before the pool, the pools before their communicators: PyTorch's
     # symmetric MemPool deregisters its windows on the process group's NCCL communicator, which

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Where a traced decode step's time goes (bench/python/moe_step.py --trace): from a Chrome trace
+of one rank's replays of the whole-step CUDA graph (torch.profiler's export), the step's span per
+replay (the first kernel's start to the last one's end, over the replays), the time its kernels,
+copies and memsets cover (their union: work of one stream may overlap), the idle rest (launch
+gaps, graph dependencies, waits outside kernels) and each kind of work's share. A rank's kernel
+that waits for a peer counts as busy: a slower peer shows as a longer collective kernel.
+Plain Python, so that a stored trace is summarised again on any machine.
+
+Usage: bench/python/trace_summary.py TRACE.json [...]   (prints a table row per trace)
+"""
+import json
+import sys
+
+# Kinds of kernel, by a lower-case part of their name; the first that matches names the kind.
+KINDS = (("nccl", "NCCL"), ("symmcomm", "symmcomm"),
+         ("gemm", "GEMM"), ("cutlass", "GEMM"), ("xmma", "GEMM"), ("nvjet", "GEMM"),
+         ("grouped_mm", "GEMM"))
+KIND_ORDER = ("GEMM", "NCCL", "symmcomm", "other", "copies")
+# Chrome trace categories of GPU work: kernels, and copies and memsets (kind "copies").
+GPU_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def kind_of(name, category="kernel"):
+    """The kind of GPU work `name` is: "copies" for a copy or memset, else by KINDS, "other"
+    when none matches."""
+    if category != "kernel":
+        return "copies"
+    lower = name.lower()
+    return next((kind for part, kind in KINDS if part in lower), "other")
+
+
+def kernels_of(trace):
+    """(start, end, name, category) of every kernel, copy and memset of a Chrome trace (dict or
+    event list), in us, by start."""
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    out = [(float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0.0)), e.get("name", "?"),
+            e["cat"]) for e in events if e.get("ph") == "X" and e.get("cat") in GPU_WORK]
+    return sorted(out)
+
+
+def covered(intervals):
+    """The length of the union of (start, end) intervals sorted by start."""
+    total, end = 0.0, None
+    for s, e, *_ in intervals:
+        if end is None or s > end:
+            total += e - s
+            end = e
+        elif e > end:
+            total += e - end
+            end = e
+    return total
+
+
+def summarize(trace, replays):
+    """Per replay of the step (`replays` of them in the trace): span, busy, idle and each kind's
+    time, us, and the three kernels (or copies) that took longest in all, with their totals."""
+    ks = kernels_of(trace)
+    if not ks or replays < 1:
+        raise ValueError("a trace with GPU work and replays >= 1 is needed (got %d kernels, "
+                         "copies and memsets; replays %r)" % (len(ks), replays))
+    span = (max(k[1] for k in ks) - ks[0][0]) / replays
+    busy = covered(ks) / replays
+    kinds = {k: 0.0 for k in KIND_ORDER}
+    by_name = {}
+    for s, e, name, category in ks:
+        kinds[kind_of(name, category)] += (e - s) / replays
+        by_name[name] = by_name.get(name, 0.0) + (e - s) / replays
+    longest = sorted(by_name.items(), key=lambda kv: -kv[1])[:3]
+    return {"span_us": span, "busy_us": busy, "idle_us": span - busy, "kinds_us": kinds,
+            "work_per_replay": len(ks) / replays, "longest": longest}
+
+
+def table(rows):
+    """Markdown table of (label, summarize()) pairs."""
+    lines = ["| way | span/replay | busy | idle | kernels and copies/replay | "
+             + " | ".join(KIND_ORDER) + " | longest kernels (us per replay) |",
+             "|---|---|---|---|---|" + "---|" * len(KIND_ORDER) + "---|"]
+    for label, s in rows:
+        longest = "; ".join("%s %.1f" % (name[:60], us) for name, us in s["longest"])
+        lines.append("| %s | %.1f | %.1f | %.1f | %.1f | %s | %s |" % (
+            label, s["span_us"], s["busy_us"], s["idle_us"], s["work_per_replay"],
+            " | ".join("%.1f" % s["kinds_us"][k] for k in KIND_ORDER), longest))
+    return "\n".join(lines)
+
+
+def main(argv):
+    if len(argv) < 2:
+        print("usage: trace_summary.py TRACE.json [...] (moe_step.py --trace's traces; the "
+              "replays are read from each trace's 'symmcomm_replays' field)", file=sys.stderr)
+        return 2
+    rows = []
+    for path in argv[1:]:
+        with open(path) as f:
+            trace = json.load(f)
+        rows.append((path, summarize(trace, int(trace.get("symmcomm_replays", 1)))))
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,76 @@
+"""bench/python/trace_summary.py: a traced step's span, busy time (the union of its kernels and
+copies, overlaps counted once), idle rest and each kind of work's time per replay, from a Chrome
+trace as torch.profiler writes it (CPU events do not count), and its table made again from a stored
+trace."""
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench", "python"))
+import trace_summary  # noqa: E402
+
+
+def kernel(name, ts, dur):
+    return {"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": dur}
+
+
+# Two replays of a step: quantize, dispatch (NCCL), the GEMM overlapped by an elementwise kernel,
+# combine (symmcomm), a memset inside the combine's time, 100 us apart; a CPU-side event that must
+# not count and a copy after the last replay.
+REPLAY = [kernel("void symmcomm::detail::quantize_kernel<1>()", 0, 5),
+          kernel("ncclDevKernel_AllGather_RING_LL(...)", 10, 10),
+          kernel("sm90_xmma_gemm_bf16bf16_bf16f32", 25, 50),
+          kernel("void at::native::vectorized_elementwise_kernel", 70, 10),
+          kernel("void symmcomm::detail::lsa::ll_reduce_scatter_kernel", 85, 10),
+          {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "ts": 86, "dur": 2}]
+TRACE = {"traceEvents": REPLAY + [dict(k, ts=k["ts"] + 100) for k in REPLAY] + [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 500},
+    {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH", "ts": 200, "dur": 4}]}
+
+
+class TraceSummary(unittest.TestCase):
+    def test_busy_counts_overlapping_kernels_once_and_idle_is_the_rest(self):
+        s = trace_summary.summarize(TRACE, 2)
+        self.assertAlmostEqual(s["span_us"], 204 / 2)  # first start 0, the copy's end 204
+        # Per replay: 5 + 10 + (25..80 = 55) + 10 = 80 us covered (the memset inside the
+        # combine's time), and the copy's 4 us once.
+        self.assertAlmostEqual(s["busy_us"], 80.0 + 4 / 2)
+        self.assertAlmostEqual(s["idle_us"], 102.0 - 82.0)
+        self.assertEqual(s["work_per_replay"], 6.5)
+
+    def test_each_kind_gets_its_kernels_time(self):
+        kinds = trace_summary.summarize(TRACE, 2)["kinds_us"]
+        self.assertEqual(kinds, {"GEMM": 50.0, "NCCL": 10.0, "symmcomm": 15.0, "other": 10.0,
+                                 "copies": 4.0})
+        self.assertEqual(trace_summary.kind_of("ncclDevKernel_SendRecv"), "NCCL")
+        self.assertEqual(trace_summary.kind_of("cutlass::Kernel2<grouped>"), "GEMM")
+        self.assertEqual(trace_summary.kind_of("triton_poi_fused_0"), "other")
+        self.assertEqual(trace_summary.kind_of("Memcpy DtoD", "gpu_memcpy"), "copies")
+
+    def test_longest_kernels_lead_and_the_table_has_a_row_each(self):
+        s = trace_summary.summarize(TRACE, 2)
+        self.assertEqual(s["longest"][0], ("sm90_xmma_gemm_bf16bf16_bf16f32", 50.0))
+        text = trace_summary.table([("symmcomm device counts", s), ("torch", s)])
+        lines = text.splitlines()
+        self.assertEqual(len(lines), 4)
+        self.assertTrue(lines[2].startswith("| symmcomm device counts | 102.0 | 82.0 | 20.0 | 6.5 |"))
+
+    def test_a_trace_without_kernels_is_refused_by_what_it_lacks(self):
+        with self.assertRaisesRegex(ValueError, "got 0 kernels"):
+            trace_summary.summarize({"traceEvents": TRACE["traceEvents"][-2:-1]}, 2)
+        with self.assertRaisesRegex(ValueError, "replays 0"):
+            trace_summary.summarize(TRACE, 0)
+
+    def test_a_stored_trace_is_summarised_again(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "step-trace-symmcomm.json")
+            with open(path, "w") as f:
+                json.dump(dict(TRACE, symmcomm_replays=2), f)
+            self.assertEqual(trace_summary.main(["trace_summary.py", path]), 0)
+            self.assertEqual(trace_summary.main(["trace_summary.py"]), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
