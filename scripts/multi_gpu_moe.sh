@@ -82,12 +82,21 @@ run_bench moe-dp-eager "$(( $(left) / 5 ))" --scenario moe-dp --moe-max-tokens 1
 py="$(symmcomm_torch_python)"
 parts=2
 for script in moe_step moe_a2a; do
+  f="$work/${script//_/-}-n$gpus"
+  extra=(); [ "$script" = moe_a2a ] || extra=(--trace 1)  # the step traced at 1 token, rank 0
   "${nccl_env[@]}" LD_PRELOAD="$second/lib/libnccl.so.2" \
-    SYMMCOMM_LIBRARY="$build/src/libsymmcomm_c.so" timeout "$(( ($(left) - 10) / parts ))" \
+    SYMMCOMM_LIBRARY="$build/src/libsymmcomm_c.so" \
     "$py" -m torch.distributed.run --nproc-per-node "$gpus" \
-    "$SYMMCOMM_ROOT/bench/python/$script.py" "$work/${script//_/-}-n$gpus" \
-    >"$work/${script//_/-}-n$gpus.txt" 2>&1
-  echo "== $script, $gpus ranks on $gpus GPUs: exit $?"
-  grep -E "^\||Error|error" "$work/${script//_/-}-n$gpus.txt" | cut -c1-230 | head -30
+    "$SYMMCOMM_ROOT/bench/python/$script.py" "$f" "${extra[@]}" >"$f.txt" 2>&1 &
+  pid=$!
+  # A silent run (150 s) or its limit stops it with every rank's stacks (symmcomm_watch_ranks).
+  if symmcomm_watch_ranks "$pid" "$(( ($(left) - 10) / parts ))" 150 "$f.txt" "$f" \
+    "bench/python/$script.py"; then
+    wait "$pid"
+    echo "== $script, $gpus ranks on $gpus GPUs: exit $?"
+  else
+    echo "== $script, $gpus ranks on $gpus GPUs: stopped (stacks in $f.txt, backtraces in $f-*.bt)"
+  fi
+  grep -E "^\||Error|error|not measured|no trace" "$f.txt" | cut -c1-230 | head -40
   parts=1
 done
