@@ -88,7 +88,8 @@
 #   hangs     cases that stopped a sweep, each alone (SYMMCOMM_HANG_TRIES, 3) under a watch taking
 #             cuda-gdb's view of the kernels still running (SYMMCOMM_HANG_CASES)
 #   sanitize  compute-sanitizer's memcheck over every test of the single-GPU suite (a call of its
-#             own), then initcheck over 2 ranks sharing the GPU: both ranks under the tool, then
+#             own; SYMMCOMM_MEMCHECK_SHARD=i/k splits it across k calls, the initchecks with the
+#             last), then initcheck over 2 ranks sharing the GPU: both ranks under the tool, then
 #             each rank alone under it beside a plain one (where rank 1 failed to start), then
 #             over symmcomm-bench's NVFP4 gather and reduce-scatter and moe-dp with 2 ranks as
 #             threads of one process (every rank's stores visible to the tool)
@@ -428,11 +429,18 @@ case "$phase" in
       echo "memcheck $2: exit $status; $(grep -E "ERROR SUMMARY" "$work/$1" | tail -1);" \
         "$(grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$work/$1" | tr '\n' ' ')"
     }
-    memcheck memcheck-suite.log "-$long" "$(( $(left) - 200 ))"
+    # SYMMCOMM_MEMCHECK_SHARD=i/k: this call takes shard i of k (gtest's sharding) of the suite
+    # and every k-th long test from the i-th; the initchecks run with the last shard only.
+    shard="${SYMMCOMM_MEMCHECK_SHARD:-0/1}"
+    index="${shard%/*}" shards="${shard#*/}"
+    GTEST_TOTAL_SHARDS="$shards" GTEST_SHARD_INDEX="$index" \
+      memcheck "memcheck-suite-$index-of-$shards.log" "-$long" "$(( $(left) - 200 ))"
     IFS=: read -ra longs <<<"$long"
-    for t in "${longs[@]}"; do
+    for ((i = index; i < ${#longs[@]}; i += shards)); do
+      t="${longs[$i]}"
       memcheck "memcheck-long-${t//\*/}.log" "$t" "$(( ($(left) - 130) / 4 ))"
     done
+    [ "$index" = "$((shards - 1))" ] || exit 0
     ranks="$SYMMCOMM_ROOT/build-nccl2/tests/symmcomm_multi_rank_tests"
     production='MultiRankSmallGather.ChangingSizes*:MultiRankSmallReduceScatter.*Shards*:MultiRankDeviceCounts.*'
     tool=(compute-sanitizer --tool initcheck --error-exitcode 99)
