@@ -16,8 +16,8 @@ def kernel(name, ts, dur):
     return {"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": dur}
 
 
-# Two replays of a step: quantize, dispatch (NCCL), the GEMM overlapped by an elementwise kernel,
-# combine (symmcomm), a memset inside the combine's time, 100 us apart; a CPU-side event that must
+# Two replays of a step, one after the other: quantize, dispatch (NCCL), the GEMM overlapped by an
+# elementwise kernel, combine (symmcomm) with a memset inside its time; a CPU-side event that must
 # not count and a copy after the last replay.
 REPLAY = [kernel("void symmcomm::detail::quantize_kernel<1>()", 0, 5),
           kernel("ncclDevKernel_AllGather_RING_LL(...)", 10, 10),
@@ -34,8 +34,8 @@ class TraceSummary(unittest.TestCase):
     def test_busy_counts_overlapping_kernels_once_and_idle_is_the_rest(self):
         s = trace_summary.summarize(TRACE, 2)
         self.assertAlmostEqual(s["span_us"], 204 / 2)  # first start 0, the copy's end 204
-        # Per replay: 5 + 10 + (25..80 = 55) + 10 = 80 us covered (the memset inside the
-        # combine's time), and the copy's 4 us once.
+        # Per replay: quantize, dispatch, the GEMM with the kernel it overlaps, combine (the
+        # memset inside it); the copy once over both replays.
         self.assertAlmostEqual(s["busy_us"], 80.0 + 4 / 2)
         self.assertAlmostEqual(s["idle_us"], 102.0 - 82.0)
         self.assertEqual(s["work_per_replay"], 6.5)
