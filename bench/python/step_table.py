@@ -8,6 +8,11 @@ own. gaps = the step's median minus the sum of the phases' medians: what the who
 outside its phases (the launch gaps between them, waits of one rank for another). It can be
 negative: each phase's own graph pays a launch and a wait the step pays once.
 
+Below the table, each batch's ceiling: the speedup over torch.distributed padded that a
+communication taking no time at all would give, its step's median over that median less its
+dispatch and combine medians. Where the expert phase dominates the step, no collective can reach a
+speedup goal above it.
+
 Usage: bench/python/step_table.py PREFIX.json   (writes PREFIX-phases.md and prints it)
 """
 import json
@@ -15,6 +20,7 @@ import statistics
 import sys
 
 PHASES = ("quantize", "dispatch", "experts", "combine")
+BASE = "torch.distributed padded"
 
 
 def span(values):
@@ -26,6 +32,20 @@ def gaps_us(row):
     """The step's median minus the sum of its phases' medians, us."""
     return statistics.median(row["step_us"]) - sum(
         statistics.median(row[phase + "_us"]) for phase in PHASES)
+
+
+def ceilings(results):
+    """{tokens per rank: the speedup over BASE's step if its dispatch and combine took no time}
+    for every batch BASE was measured at."""
+    out = {}
+    for r in results:
+        if r["way"] != BASE:
+            continue
+        step = statistics.median(r["step_us"])
+        comm = statistics.median(r["dispatch_us"]) + statistics.median(r["combine_us"])
+        if step > comm:
+            out[r["tokens_per_rank"]] = step / (step - comm)
+    return out
 
 
 def step_table(results, unavailable, world, sharing, gemm=None):
@@ -40,7 +60,7 @@ def step_table(results, unavailable, world, sharing, gemm=None):
              "| tokens/rank | way | step | tokens/s | speedup | quantize | dispatch | experts | "
              "combine | gaps | comm share |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     base = {r["tokens_per_rank"]: statistics.median(r["step_us"]) for r in results
-            if r["way"] == "torch.distributed padded"}
+            if r["way"] == BASE}
     for r in results:
         step = statistics.median(r["step_us"])
         speed = base.get(r["tokens_per_rank"])
@@ -49,6 +69,12 @@ def step_table(results, unavailable, world, sharing, gemm=None):
             "%.3f" % (speed / step) if speed else "-", span(r["quantize_us"]),
             span(r["dispatch_us"]), span(r["experts_us"]), span(r["combine_us"]), gaps_us(r),
             r["comm_share"]))
+    top = ceilings(results)
+    if top:
+        lines.append("")
+        lines.append("Ceiling, the speedup over %s if communication took no time (its step over "
+                     "its step less its dispatch and combine), tokens/rank: ceiling: %s." % (
+                         BASE, ", ".join("%d: %.3f" % (t, c) for t, c in sorted(top.items()))))
     for way, why in unavailable.items():
         lines.append("")
         lines.append("%s: not measured (%s)" % (way, why))

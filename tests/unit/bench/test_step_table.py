@@ -1,6 +1,7 @@
 """bench/python/step_table.py: the decode step's table from moe_step.py's rows - the speedup over
 torch.distributed padded, the launch gaps (the step's median minus its phases' medians, negative
-where the phases' own graphs cost more) and the table made again from a stored run."""
+where the phases' own graphs cost more), the ceiling a communication taking no time would give,
+and the table made again from a stored run."""
 import json
 import os
 import sys
@@ -44,6 +45,15 @@ class StepTable(unittest.TestCase):
         theirs = next(line for line in lines if line.startswith("| 4 | torch.distributed padded"))
         self.assertEqual([c.strip() for c in theirs.strip("|").split("|")][9], "-10.0")
         self.assertIn("torch.distributed symmetric: not measured (no symmetric pool)", text)
+
+    def test_the_ceiling_is_the_base_step_over_the_step_less_its_communication(self):
+        # torch.distributed padded: step 120, dispatch 30 and combine 40 -> 120 / 50.
+        self.assertEqual(step_table.ceilings(ROWS), {4: 120.0 / 50.0})
+        text = step_table.step_table(ROWS, {}, 2, "2 ranks share 1 GPU(s)")
+        self.assertIn("tokens/rank: ceiling: 4: 2.400.", text)
+        # Without the base way's rows there is nothing to bound.
+        self.assertEqual(step_table.ceilings(ROWS[:1]), {})
+        self.assertNotIn("Ceiling", step_table.step_table(ROWS[:1], {}, 2, "x"))
 
     def test_the_heading_names_the_expert_stand_in_where_the_run_stored_it(self):
         named = step_table.step_table(ROWS, {}, 2, "2 ranks share 1 GPU(s)", "BF16 grouped")
