@@ -527,7 +527,7 @@ case "$phase" in
             echo "== MPS did not restart: the next ranks time-slice the GPU"; }
         fi
       fi
-      grep -E "^\||not measured|no trace|Error|error|^Thread|^Current thread|File .*bench/python" \
+      grep -E "^\||^Ceiling|not measured|no trace|Error|error|^Thread|^Current thread|File .*bench/python" \
         "$f.txt" |
         cut -c1-230 | head -60
       parts=$((parts - 1))
