@@ -8,7 +8,11 @@ that waits for a peer counts as busy: a slower peer shows as a longer collective
 Plain Python, so that a stored trace is summarised again on any machine.
 
 Usage: bench/python/trace_summary.py TRACE.json [...]   (prints a table row per trace)
+       bench/python/trace_summary.py --kernels A.json B.json [N]
+           each kernel's launches and time per replay in A and in B, the N (30) that differ most
+Traces may be gzip-compressed (.json.gz).
 """
+import gzip
 import json
 import sys
 
@@ -71,6 +75,43 @@ def summarize(trace, replays):
             "work_per_replay": len(ks) / replays, "longest": longest}
 
 
+def per_kernel(trace, replays):
+    """{name: (launches per replay, us per replay)} of a trace's kernels, copies and memsets."""
+    out = {}
+    for s, e, name, _ in kernels_of(trace):
+        n, us = out.get(name, (0.0, 0.0))
+        out[name] = (n + 1.0 / replays, us + (e - s) / replays)
+    return out
+
+
+def kernel_table(a, b, labels=("A", "B"), top=30):
+    """Markdown table of the `top` kernels whose time per replay differs most between per_kernel()
+    results `a` and `b`, and the totals of every kernel that both traces hold the same number of
+    times (the same work: what differs there is how long it took)."""
+    names = sorted(set(a) | set(b), key=lambda k: -abs(a.get(k, (0, 0))[1] - b.get(k, (0, 0))[1]))
+    lines = ["| kernel | %s us | %s us | %s - %s | launches %s / %s |" % (
+        labels[0], labels[1], labels[0], labels[1], labels[0], labels[1]), "|---|---|---|---|---|"]
+    for name in names[:top]:
+        (na, ua), (nb, ub) = a.get(name, (0.0, 0.0)), b.get(name, (0.0, 0.0))
+        lines.append("| %s | %.1f | %.1f | %+.1f | %.1f / %.1f |" % (
+            name[:70].replace("|", "/"), ua, ub, ua - ub, na, nb))
+    same = [k for k in a if k in b and abs(a[k][0] - b[k][0]) < 1e-9]
+    ta, tb = sum(a[k][1] for k in same), sum(b[k][1] for k in same)
+    slower = sum(1 for k in same if a[k][1] > b[k][1])
+    lines += ["", "Kernels launched as often in both: %d; their time per replay %.1f us in %s, "
+              "%.1f in %s (%+.1f); %d of them took longer in %s." % (
+                  len(same), ta, labels[0], tb, labels[1], ta - tb, slower, labels[0])]
+    return "\n".join(lines)
+
+
+def load(path):
+    """A stored trace (.json or .json.gz) and its replay count ('symmcomm_replays', else 1)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        trace = json.load(f)
+    return trace, int(trace.get("symmcomm_replays", 1))
+
+
 def table(rows):
     """Markdown table of (label, summarize()) pairs."""
     lines = ["| way | span/replay | busy | idle | kernels and copies/replay | "
@@ -85,15 +126,22 @@ def table(rows):
 
 
 def main(argv):
+    if len(argv) >= 2 and argv[1] == "--kernels":
+        if len(argv) not in (4, 5):
+            print("usage: trace_summary.py --kernels A.json B.json [N]", file=sys.stderr)
+            return 2
+        (ta, ra), (tb, rb) = load(argv[2]), load(argv[3])
+        print(kernel_table(per_kernel(ta, ra), per_kernel(tb, rb), (argv[2], argv[3]),
+                           int(argv[4]) if len(argv) == 5 else 30))
+        return 0
     if len(argv) < 2:
         print("usage: trace_summary.py TRACE.json [...] (moe_step.py --trace's traces; the "
               "replays are read from each trace's 'symmcomm_replays' field)", file=sys.stderr)
         return 2
     rows = []
     for path in argv[1:]:
-        with open(path) as f:
-            trace = json.load(f)
-        rows.append((path, summarize(trace, int(trace.get("symmcomm_replays", 1)))))
+        trace, replays = load(path)
+        rows.append((path, summarize(trace, replays)))
     print(table(rows))
     return 0
 

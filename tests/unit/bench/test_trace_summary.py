@@ -1,12 +1,15 @@
 """bench/python/trace_summary.py: a traced step's span, busy time (the union of its kernels and
 copies, overlaps counted once), idle rest and each kind of work's time per replay, from a Chrome
-trace as torch.profiler writes it (CPU events do not count), and its table made again from a stored
-trace."""
+trace as torch.profiler writes it (CPU events do not count), its table made again from a stored
+trace, and two traces compared kernel by kernel."""
+import gzip
+import io
 import json
 import os
 import sys
 import tempfile
 import unittest
+from contextlib import redirect_stdout
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "bench", "python"))
 import trace_summary  # noqa: E402
@@ -70,6 +73,37 @@ class TraceSummary(unittest.TestCase):
                 json.dump(dict(TRACE, symmcomm_replays=2), f)
             self.assertEqual(trace_summary.main(["trace_summary.py", path]), 0)
             self.assertEqual(trace_summary.main(["trace_summary.py"]), 2)
+
+
+    def test_kernels_compare_time_per_replay_and_total_the_shared_ones(self):
+        a = trace_summary.per_kernel(TRACE, 2)
+        self.assertEqual(a["ncclDevKernel_AllGather_RING_LL(...)"], (1.0, 10.0))
+        self.assertEqual(a["Memcpy DtoH"], (0.5, 2.0))
+        # B: the same step with a longer elementwise kernel and no NCCL kernel.
+        slower = [dict(e, dur=e["dur"] + 3) if "elementwise" in e.get("name", "") else e
+                  for e in TRACE["traceEvents"] if "nccl" not in e.get("name", "")]
+        b = trace_summary.per_kernel({"traceEvents": slower}, 2)
+        text = trace_summary.kernel_table(b, a, ("B", "A"), top=2)
+        rows = [line for line in text.splitlines() if line.startswith("| ")][1:]
+        self.assertEqual(len(rows), 2)
+        self.assertTrue(rows[0].startswith("| ncclDevKernel_AllGather_RING_LL(...) | 0.0 | 10.0 "
+                                           "| -10.0 | 0.0 / 1.0 |"), rows[0])
+        self.assertIn("| 13.0 | 10.0 | +3.0 | 1.0 / 1.0 |", rows[1])
+        # Shared launches: every kernel, memset and copy but the NCCL kernel; only B's elementwise
+        # kernel differs.
+        self.assertIn("Kernels launched as often in both: 6; their time per replay 82.0 us in B, "
+                      "79.0 in A (+3.0); 1 of them took longer in B.", text)
+
+    def test_kernels_mode_reads_gzip_traces_and_names_its_usage(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "a.json.gz")
+            with gzip.open(path, "wt") as f:
+                json.dump(dict(TRACE, symmcomm_replays=2), f)
+            out = io.StringIO()
+            with redirect_stdout(out):
+                self.assertEqual(trace_summary.main(["t", "--kernels", path, path, "3"]), 0)
+            self.assertIn("(+0.0); 0 of them took longer", out.getvalue())
+            self.assertEqual(trace_summary.main(["t", "--kernels", path]), 2)
 
 
 if __name__ == "__main__":
