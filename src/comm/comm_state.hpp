@@ -60,6 +60,11 @@ struct CommState {
   int device = 0;
   std::uint64_t id = 0;  ///< process-unique, never reused
   Capabilities caps;
+  /// The SMs per rank the LSA kernels' grids are sized from (caps.lsa_sm_share), negative where
+  /// ranks in other processes share a GPU, whose kernels CUDA MPS runs beside ours: then each
+  /// launch takes at most one CTA per two of those SMs (resident_cap, core/launch.cuh). Agreed at
+  /// creation; 0 without symmetric memory.
+  int lsa_launch_share = 0;
   CommStats stats;
   std::atomic<bool> detached{false};  ///< a borrowed communicator was released by its wrapper
   std::atomic<bool> aborted{false};   ///< Communicator::abort() ran: NCCL state is gone

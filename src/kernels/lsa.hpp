@@ -76,7 +76,8 @@ struct Peers {
   const void* dev_comm = nullptr;
   ncclWindow_t window[kSlots] = {};
   /// SMs this rank may fill (Capabilities::lsa_sm_share, the same on every rank); grids are
-  /// capped to what they hold at once.
+  /// capped to what they hold at once. Negative where ranks in other processes share a GPU
+  /// (CommState::lsa_launch_share): one CTA per two of those SMs (lsa_launch.cuh).
   int sm_share = 0;
   /// The fewest SMs of any rank's GPU (Capabilities::lsa_gpu_sms), which the grid caps scale
   /// with (0: the current device's).

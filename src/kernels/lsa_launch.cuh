@@ -36,23 +36,29 @@ inline unsigned grid_for_units(std::size_t units, unsigned cap) {
   return static_cast<unsigned>(ctas < 1 ? 1 : (ctas > cap ? cap : ctas));
 }
 
-// The grid of a production launch: at most what `sm_share` SMs hold at once, so that every CTA
-// of every rank can be resident together (spinning barriers across ranks need that when other
-// work shares the GPU). sm_share is agreed by all ranks and the occupancy is the same for the
-// same build on the same GPU model, which an LSA team has, so the grid stays rank-independent.
-// With programmatic dependent launch (`programmatic`) on a GPU that ranks share, half of that:
-// a rank's next kernel may already be resident, waiting in griddepcontrol.wait, while its
-// current one runs (a CTA triggers its dependents as soon as one of its threads is done), and
-// on a shared GPU those CTAs take SMs that another rank's current kernel still needs, whose
-// missing CTAs would then never send. Loopback (sm_share 0) keeps `grid`.
+// The grid of a production launch: at most resident_cap() CTAs (core/launch.cuh), so that every
+// CTA of every rank can be resident together (spinning barriers across ranks need that when other
+// work shares the GPU), and where ranks in other processes share it, half its SMs stay free of
+// them. `sm_share` is a communicator's launch share (CommState::lsa_launch_share): its SMs per
+// rank, negative where ranks in other processes share a GPU. It is agreed by all ranks and the
+// occupancy is the same for the same build on the same GPU model, which an LSA team has, so the
+// grid stays rank-independent. With programmatic dependent launch (`programmatic`) on a GPU
+// that ranks share, half of that: a rank's next kernel may already be resident, waiting in
+// griddepcontrol.wait, while its current one runs (a CTA triggers its dependents as soon as one
+// of its threads is done), and on a shared GPU those CTAs take SMs that another rank's current
+// kernel still needs, whose missing CTAs would then never send. Loopback (sm_share 0) keeps
+// `grid`.
 inline unsigned resident_grid(const void* kernel, int sm_share, unsigned grid, bool programmatic) {
-  if (sm_share <= 0) return grid;
+  if (sm_share == 0) return grid;
+  bool const across = sm_share < 0;
+  if (across) sm_share = -sm_share;
   int const per_sm = std::max(1, resident_blocks_per_sm(kernel, kThreads));
-  auto cap = static_cast<unsigned>(per_sm) * static_cast<unsigned>(sm_share);
-  if (programmatic && sm_share < current_device_sm_count()) cap = std::max(1u, cap / 2);
+  unsigned const cap =
+      resident_cap(per_sm, sm_share, current_device_sm_count(), programmatic, across);
   unsigned const g = grid < cap ? grid : cap;
   SYMMCOMM_LOG_DEBUG("lsa launch: " << g << " CTAs (asked " << grid << ", " << per_sm
                                     << " resident per SM x " << sm_share << " SMs"
+                                    << (across ? ", GPU shared across processes" : "")
                                     << (programmatic ? ", programmatic" : "") << ")");
   return g;
 }
