@@ -2,8 +2,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -49,8 +52,15 @@ struct GpuEntry {
 // GPU): which ranks sharing a GPU are other processes, whose kernels MPS may run beside ours.
 std::uint64_t process_nonce() {
   static std::uint64_t const nonce = [] {
-    std::random_device device;
-    std::uint64_t v = (static_cast<std::uint64_t>(device()) << 32) ^ device();
+    // The clock and the pid still tell processes apart where no entropy source is readable.
+    auto v =
+        static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    v ^= static_cast<std::uint64_t>(::getpid()) << 40;
+    try {
+      std::random_device device;
+      v ^= (static_cast<std::uint64_t>(device()) << 32) ^ device();
+    } catch (const std::exception&) {
+    }
     return v != 0 ? v : 1;
   }();
   return nonce;
