@@ -67,7 +67,8 @@
 #             device counts and padded against torch.distributed padded (and symmetric);
 #             SYMMCOMM_STEP_MPS=1 runs the ranks under CUDA MPS (not time-sliced),
 #             SYMMCOMM_STEP_EXPERTS=bmm the expert stand-in at capacity (default: grouped),
-#             SYMMCOMM_STEP_TRACE=T traces each way's step at T tokens on rank 0 (default 1)
+#             SYMMCOMM_STEP_TRACE=T traces each way's step at T tokens on rank 0 (default 1),
+#             SYMMCOMM_STEP_TRACE_EVERY_RANK=1 on every rank
 #   a2a       MoE dispatch + combine by expert (bench/python/moe_a2a.py) at 2, 4 and 8 ranks
 #             sharing the GPU: symmcomm.moe.MoeGroup, symmcomm's AG/RS layer with device counts
 #             and torch.distributed.all_to_all_single padded, eager and in graphs
@@ -490,10 +491,12 @@ case "$phase" in
       else echo "== MPS did not start: the ranks time-slice the GPU"; unset CUDA_MPS_PIPE_DIRECTORY; fi
     fi
     # The step's options (moe_step.py): SYMMCOMM_STEP_EXPERTS=bmm|grouped, its expert stand-in;
-    # SYMMCOMM_STEP_TRACE, the batch whose whole step is also traced on rank 0 (1; 0: none).
+    # SYMMCOMM_STEP_TRACE, the batch whose whole step is also traced on rank 0 (1; 0: none);
+    # SYMMCOMM_STEP_TRACE_EVERY_RANK=1, every rank's trace of it.
     step_args=()
     if [ "$script" = moe_step ]; then
       step_args=(--trace "${SYMMCOMM_STEP_TRACE:-1}")
+      [ "${SYMMCOMM_STEP_TRACE_EVERY_RANK:-0}" = 1 ] && step_args+=(--trace-every-rank)
       [ -z "${SYMMCOMM_STEP_EXPERTS:-}" ] || step_args+=(--experts "$SYMMCOMM_STEP_EXPERTS")
     fi
     parts=3

@@ -29,11 +29,13 @@ Each way and batch: the step captured in one CUDA graph, and each phase in a gra
 replay; medians with min-max over the runs, rank 0's. tokens/s = sum of T_r / step time.
 
 Usage: torchrun --nproc-per-node N bench/python/moe_step.py OUT_PREFIX [--tokens 1,4,16,64,256]
-       [--experts grouped|bmm] [--trace TOKENS]
+       [--experts grouped|bmm] [--trace TOKENS [--trace-every-rank]]
 Writes OUT_PREFIX.json (every run) and OUT_PREFIX.md (the table); prints progress and the table.
 --trace T: at T tokens per rank each way's whole step is also replayed under torch.profiler on
 rank 0 (OUT_PREFIX-trace-<way>.json, Chrome traces) and OUT_PREFIX-trace.md says where each
 way's step went: kernels busy, idle between them, GEMM / NCCL / symmcomm / other kernels.
+--trace-every-rank: every other rank writes OUT_PREFIX-trace-<way>-r<rank>.json as well (ranks
+sharing a GPU run each other's kernels at once under MPS: one rank's trace shows only its own).
 Ranks sharing one GPU (more ranks than GPUs): NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1,
 PyTorch's NCCL too (LD_PRELOAD the same libnccl). Processes sharing a GPU are time-sliced by it
 unless a CUDA MPS daemon serves them (`SYMMCOMM_STEP_MPS=1 scripts/gpu_round.sh step`); the
@@ -340,14 +342,15 @@ def timed(ctx, fn, args):
     return times
 
 
-def traced(ctx, fn, path, replays=20):
+def traced(ctx, fn, path, replays=20, every_rank=False):
     """Every rank replays a graph of `fn` `replays` times, rank 0 under torch.profiler (CUDA
-    activity); rank 0 writes the Chrome trace to `path` with the replay count and returns where
+    activity; with `every_rank`, every rank, each writing `path` with "-r<rank>" before ".json"
+    past rank 0); rank 0 writes the Chrome trace to `path` with the replay count and returns where
     the step's time went (trace_summary.summarize), or why it has no trace; other ranks return
     None. Every rank replays whatever the profiler does: its peers' collectives wait for them."""
     graph = captured(fn)
     profiler, why = None, None
-    if ctx.rank == 0:
+    if ctx.rank == 0 or every_rank:
         try:
             profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
             profiler.start()
@@ -360,20 +363,32 @@ def traced(ctx, fn, path, replays=20):
     torch.cuda.synchronize()
     del graph
     if ctx.rank != 0:
+        if profiler is not None:
+            try:
+                profiler.stop()
+                write_trace(profiler, path[:-len(".json")] + "-r%d.json" % ctx.rank, replays)
+            except Exception as e:  # noqa: BLE001 (rank 0's table is what reports)
+                print("rank %d: no trace: %s: %s" % (ctx.rank, type(e).__name__, e), flush=True)
         return None
     if profiler is None:
         return {"error": why}
     try:
         profiler.stop()
-        profiler.export_chrome_trace(path)
-        with open(path) as f:
-            trace = json.load(f)
-        trace["symmcomm_replays"] = replays
-        with open(path, "w") as f:
-            json.dump(trace, f)
-        return trace_summary.summarize(trace, replays)
+        return trace_summary.summarize(write_trace(profiler, path, replays), replays)
     except Exception as e:  # noqa: BLE001
         return {"error": "%s: %s" % (type(e).__name__, str(e)[:200])}
+
+
+def write_trace(profiler, path, replays):
+    """The stopped profiler's Chrome trace written to `path` with its replay count
+    ("symmcomm_replays", which trace_summary.py reads); returns the trace."""
+    profiler.export_chrome_trace(path)
+    with open(path) as f:
+        trace = json.load(f)
+    trace["symmcomm_replays"] = replays
+    with open(path, "w") as f:
+        json.dump(trace, f)
+    return trace
 
 
 def measure(ctx, args):
@@ -409,7 +424,8 @@ def measure(ctx, args):
             row["comm_share"] = comm / step_med
             if tokens == args.trace:
                 row["trace"] = traced(ctx, step.whole, "%s-trace-%s.json" % (
-                    args.out, way.replace(" ", "-").replace(".", "")))
+                    args.out, way.replace(" ", "-").replace(".", "")),
+                    every_rank=args.trace_every_rank)
             results.append(row)
             log(ctx.rank, "%d ranks, %d tokens/rank, %s: step %s us, paths %s, dropped %d"
                 % (ctx.world, tokens, way, span(row["step_us"]), row["paths"],
@@ -434,6 +450,9 @@ def parse_args(doc, step=False):
         parser.add_argument("--trace", type=int, default=0, metavar="TOKENS",
                             help="also trace each way's whole step at this batch (rank 0, "
                                  "torch.profiler): OUT-trace-<way>.json, OUT-trace.md")
+        parser.add_argument("--trace-every-rank", action="store_true",
+                            help="with --trace, every rank writes its trace too "
+                                 "(OUT-trace-<way>-r<rank>.json past rank 0)")
     parser.add_argument("out", help="output prefix (.json and .md are written)")
     parser.add_argument("--tokens", default="1,4,16,64,256",
                         type=lambda s: [int(v) for v in s.split(",")])
