@@ -10,6 +10,10 @@ Plain Python, so that a stored trace is summarised again on any machine.
 Usage: bench/python/trace_summary.py TRACE.json [...]   (prints a table row per trace)
        bench/python/trace_summary.py --kernels A.json B.json [N]
            each kernel's launches and time per replay in A and in B, the N (30) that differ most
+       bench/python/trace_summary.py --overlap RANK0.json OTHER.json [...]
+           how much of rank 0's work ran while another rank's GEMM did (traces of one step's
+           replays on ranks sharing a GPU, moe_step.py --trace-every-rank), and how long rank 0's
+           other kernels took with and without one beside them
 Traces may be gzip-compressed (.json.gz).
 """
 import gzip
@@ -104,6 +108,36 @@ def kernel_table(a, b, labels=("A", "B"), top=30):
     return "\n".join(lines)
 
 
+def overlap(mine, others):
+    """Rank 0's kernels (`mine`, kernels_of) against the GEMMs of the other ranks' traces
+    (`others`, kernels_of each): {kind: (us of that kind, us of it that ran beside another rank's
+    GEMM)} over KIND_ORDER, and for rank 0's "other" kernels the mean us of those that overlapped
+    such a GEMM and of those that did not, with their counts. Every trace must share one clock
+    (CUPTI's, on one machine)."""
+    gemms = sorted((s, e) for ks in others for s, e, name, cat in ks
+                   if kind_of(name, cat) == "GEMM")
+    merged = []
+    for s, e in gemms:
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+
+    def beside(s, e):
+        return sum(max(0.0, min(e, b) - max(s, a)) for a, b in merged if a < e and b > s)
+
+    kinds = {k: [0.0, 0.0] for k in KIND_ORDER}
+    small = {True: [], False: []}
+    for s, e, name, cat in mine:
+        kind, both = kind_of(name, cat), beside(s, e)
+        kinds[kind][0] += e - s
+        kinds[kind][1] += both
+        if kind == "other":
+            small[both > 0].append(e - s)
+    mean = {k: (sum(v) / len(v) if v else 0.0, len(v)) for k, v in small.items()}
+    return {k: tuple(v) for k, v in kinds.items()}, mean
+
+
 def load(path):
     """A stored trace (.json or .json.gz) and its replay count ('symmcomm_replays', else 1)."""
     opener = gzip.open if path.endswith(".gz") else open
@@ -133,6 +167,19 @@ def main(argv):
         (ta, ra), (tb, rb) = load(argv[2]), load(argv[3])
         print(kernel_table(per_kernel(ta, ra), per_kernel(tb, rb), (argv[2], argv[3]),
                            int(argv[4]) if len(argv) == 5 else 30))
+        return 0
+    if len(argv) >= 2 and argv[1] == "--overlap":
+        if len(argv) < 4:
+            print("usage: trace_summary.py --overlap RANK0.json OTHER.json [...]", file=sys.stderr)
+            return 2
+        traces = [load(path) for path in argv[2:]]
+        replays = traces[0][1]
+        kinds, mean = overlap(kernels_of(traces[0][0]), [kernels_of(t) for t, _ in traces[1:]])
+        print("| kind | us per replay | of it beside another rank's GEMM |\n|---|---|---|")
+        for k in KIND_ORDER:
+            print("| %s | %.1f | %.1f |" % (k, kinds[k][0] / replays, kinds[k][1] / replays))
+        print("\nRank 0's other kernels: %.2f us each beside another rank's GEMM (%d of them), "
+              "%.2f alone (%d)." % (mean[True][0], mean[True][1], mean[False][0], mean[False][1]))
         return 0
     if len(argv) < 2:
         print("usage: trace_summary.py TRACE.json [...] (moe_step.py --trace's traces; the "

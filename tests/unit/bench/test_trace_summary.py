@@ -106,5 +106,33 @@ class TraceSummary(unittest.TestCase):
             self.assertEqual(trace_summary.main(["t", "--kernels", path]), 2)
 
 
+    def test_overlap_counts_only_the_time_beside_another_ranks_gemm(self):
+        mine = trace_summary.kernels_of({"traceEvents": [
+            kernel("void at::native::sigmoid_kernel", 0, 4),       # half beside the GEMM
+            kernel("void at::native::topk_kernel", 20, 2),         # alone
+            kernel("sm90_xmma_gemm_bf16bf16_bf16f32", 30, 10),     # beside the second GEMM
+            kernel("ncclDevKernel_AllGather_RING_LL(...)", 50, 5)]})
+        other = trace_summary.kernels_of({"traceEvents": [
+            kernel("nvjet_sm90_tst_64x8", 2, 5), kernel("cutlass_gemm", 35, 20),
+            kernel("void at::native::sigmoid_kernel", 20, 2)]})  # not a GEMM: never counted
+        kinds, mean = trace_summary.overlap(mine, [other])
+        self.assertEqual(kinds["other"], (6.0, 2.0))
+        self.assertEqual(kinds["GEMM"], (10.0, 5.0))
+        self.assertEqual(kinds["NCCL"], (5.0, 5.0))  # 50-55 inside 35-55
+        self.assertEqual(mean, {True: (4.0, 1), False: (2.0, 1)})
+
+    def test_overlap_mode_prints_the_table_and_names_its_usage(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "r0.json")
+            with open(path, "w") as f:
+                json.dump(dict(TRACE, symmcomm_replays=2), f)
+            out = io.StringIO()
+            with redirect_stdout(out):
+                self.assertEqual(trace_summary.main(["t", "--overlap", path, path]), 0)
+            # The same trace as the other rank: its GEMM lies wholly beside itself.
+            self.assertIn("| GEMM | 50.0 | 50.0 |", out.getvalue())
+            self.assertEqual(trace_summary.main(["t", "--overlap", path]), 2)
+
+
 if __name__ == "__main__":
     unittest.main()
