@@ -47,17 +47,20 @@ def kernels_of(trace):
     return sorted(out)
 
 
+def merged(intervals):
+    """The union of (start, end, ...) intervals sorted by start, as disjoint [start, end] pairs."""
+    out = []
+    for s, e, *_ in intervals:
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
 def covered(intervals):
     """The length of the union of (start, end) intervals sorted by start."""
-    total, end = 0.0, None
-    for s, e, *_ in intervals:
-        if end is None or s > end:
-            total += e - s
-            end = e
-        elif e > end:
-            total += e - end
-            end = e
-    return total
+    return sum(e - s for s, e in merged(intervals))
 
 
 def summarize(trace, replays):
@@ -70,11 +73,10 @@ def summarize(trace, replays):
     span = (max(k[1] for k in ks) - ks[0][0]) / replays
     busy = covered(ks) / replays
     kinds = {k: 0.0 for k in KIND_ORDER}
-    by_name = {}
     for s, e, name, category in ks:
         kinds[kind_of(name, category)] += (e - s) / replays
-        by_name[name] = by_name.get(name, 0.0) + (e - s) / replays
-    longest = sorted(by_name.items(), key=lambda kv: -kv[1])[:3]
+    longest = sorted(((name, us) for name, (_, us) in per_kernel(trace, replays).items()),
+                     key=lambda kv: -kv[1])[:3]
     return {"span_us": span, "busy_us": busy, "idle_us": span - busy, "kinds_us": kinds,
             "work_per_replay": len(ks) / replays, "longest": longest}
 
@@ -114,17 +116,11 @@ def overlap(mine, others):
     GEMM)} over KIND_ORDER, and for rank 0's "other" kernels the mean us of those that overlapped
     such a GEMM and of those that did not, with their counts. Every trace must share one clock
     (CUPTI's, on one machine)."""
-    gemms = sorted((s, e) for ks in others for s, e, name, cat in ks
-                   if kind_of(name, cat) == "GEMM")
-    merged = []
-    for s, e in gemms:
-        if merged and s <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], e)
-        else:
-            merged.append([s, e])
+    gemms = merged(sorted((s, e) for ks in others for s, e, name, cat in ks
+                          if kind_of(name, cat) == "GEMM"))
 
     def beside(s, e):
-        return sum(max(0.0, min(e, b) - max(s, a)) for a, b in merged if a < e and b > s)
+        return sum(max(0.0, min(e, b) - max(s, a)) for a, b in gemms)
 
     kinds = {k: [0.0, 0.0] for k in KIND_ORDER}
     small = {True: [], False: []}
