@@ -65,9 +65,9 @@ struct ReplayLaunch {
   }
 };
 
-/// A scratch-window kernel's launch, `Launch(args, sm_share, stream)` (kernels/lsa_ll.hpp),
-/// with the communicator's SM share.
-template <class Args, void (*Launch)(const Args&, int, cudaStream_t)>
+/// A scratch-window kernel's launch, `Launch(args, share, stream)` (kernels/lsa_ll.hpp), with the
+/// communicator's launch share.
+template <class Args, void (*Launch)(const Args&, LaunchShare, cudaStream_t)>
 ReplayLaunch ll_launch(const Args& args) noexcept {
   return ReplayLaunch::of(
       [](const CommState& state, const void* a, cudaStream_t stream) {

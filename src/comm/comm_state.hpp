@@ -14,6 +14,7 @@
 
 #include "comm/abort_word.hpp"
 #include "comm/layer_state.hpp"
+#include "core/launch_share.hpp"
 #include "symmcomm/comm/communicator.hpp"
 
 namespace symmcomm::detail {
@@ -60,11 +61,11 @@ struct CommState {
   int device = 0;
   std::uint64_t id = 0;  ///< process-unique, never reused
   Capabilities caps;
-  /// The SMs per rank the LSA kernels' grids are sized from (caps.lsa_sm_share), negative where
-  /// ranks in other processes share a GPU, whose kernels CUDA MPS runs beside ours: then each
-  /// launch takes at most one CTA per two of those SMs (resident_cap, core/launch.cuh). Agreed at
-  /// creation; 0 without symmetric memory.
-  int lsa_launch_share = 0;
+  /// What the LSA kernels' grids are sized from: the SMs per rank (caps.lsa_sm_share) and whether
+  /// ranks in other processes share a GPU, whose kernels CUDA MPS runs beside ours (then each
+  /// launch takes at most one CTA per two of those SMs: resident_cap, core/launch_share.hpp).
+  /// Agreed at creation (comm/gpu_share.hpp); no SMs without symmetric memory.
+  detail::LaunchShare lsa_launch_share{};
   CommStats stats;
   std::atomic<bool> detached{false};  ///< a borrowed communicator was released by its wrapper
   std::atomic<bool> aborted{false};   ///< Communicator::abort() ran: NCCL state is gone

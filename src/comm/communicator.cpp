@@ -2,16 +2,12 @@
 
 #include <cuda_runtime_api.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
-#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -20,6 +16,7 @@
 #include "core/cuda_utils.hpp"
 #include "core/kernel_preload.hpp"
 #include "dev_comm.hpp"
+#include "gpu_share.hpp"
 #include "launch_order.hpp"
 #include "symmcomm/comm/wait.hpp"
 #include "symmcomm/error.hpp"
@@ -39,32 +36,6 @@ const char* intern(const std::string& text) {
 
 namespace {
 std::atomic<std::uint64_t> next_comm_id{1};
-
-// One rank's GPU as the others see it.
-struct GpuEntry {
-  int sms = 0;
-  std::uint32_t layer_switches = 0;  // the layers above's switches on here (layer_state.hpp)
-  unsigned char uuid[16] = {};
-  std::uint64_t process = 0;  // this process's own random number (process_nonce)
-};
-
-// A number no other process on the machine has (a pid can repeat across containers sharing a
-// GPU): which ranks sharing a GPU are other processes, whose kernels MPS may run beside ours.
-std::uint64_t process_nonce() {
-  static std::uint64_t const nonce = [] {
-    // The clock and the pid still tell processes apart where no entropy source is readable.
-    auto v =
-        static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    v ^= static_cast<std::uint64_t>(::getpid()) << 40;
-    try {
-      std::random_device device;
-      v ^= (static_cast<std::uint64_t>(device()) << 32) ^ device();
-    } catch (const std::exception&) {
-    }
-    return v != 0 ? v : 1;
-  }();
-  return nonce;
-}
 
 // Agrees caps.ranks_per_gpu, caps.lsa_sm_share and caps.lsa_gpu_sms over the communicator
 // (collective: one small all-gather on a private stream). The LSA kernels' grids follow from
@@ -104,32 +75,18 @@ std::uint32_t agree_gpu_share(CommState& state) {
   }
   SYMMCOMM_CUDA_LOG_ON_ERROR(cudaFree(device_entries));
   SYMMCOMM_CUDA_LOG_ON_ERROR(cudaStreamDestroy(stream));
-  int fewest_sms = all[0].sms;
-  int most_sharing = 1;
-  bool across_processes = false;
-  std::uint32_t agreed = ~std::uint32_t{0};
-  for (const GpuEntry& e : all) {
-    agreed &= e.layer_switches;
-    fewest_sms = std::min(fewest_sms, e.sms);
-    int sharing = 0;
-    for (const GpuEntry& other : all) {
-      bool const same_gpu = std::memcmp(e.uuid, other.uuid, sizeof(e.uuid)) == 0;
-      sharing += same_gpu ? 1 : 0;
-      across_processes = across_processes || (same_gpu && other.process != e.process);
-    }
-    most_sharing = std::max(most_sharing, sharing);
-  }
-  state.caps.ranks_per_gpu = most_sharing;
-  state.caps.lsa_sm_share = std::max(1, fewest_sms / most_sharing);
-  state.caps.lsa_gpu_sms = std::max(1, fewest_sms);
-  // Every rank saw the same entries: all or none take the smaller grids (core/launch.cuh).
-  state.lsa_launch_share = across_processes ? -state.caps.lsa_sm_share : state.caps.lsa_sm_share;
-  if (across_processes) {
+  GpuShare const share = share_of(all);
+  state.caps.ranks_per_gpu = share.ranks_per_gpu;
+  state.caps.lsa_sm_share = share.sm_share;
+  state.caps.lsa_gpu_sms = share.gpu_sms;
+  // Every rank saw the same entries: all or none take the smaller grids (core/launch_share.hpp).
+  state.lsa_launch_share = share.launch();
+  if (share.other_processes) {
     SYMMCOMM_LOG_INFO("communicator " << state.id << " (rank " << state.rank << "/" << state.size
                                       << "): ranks in several processes share a GPU; symmcomm's "
                                          "LSA kernels leave half of its SMs free of their CTAs");
   }
-  return agreed;
+  return share.layer_switches;
 }
 
 void probe(CommState& state) {
@@ -166,7 +123,7 @@ void probe(CommState& state) {
     state.caps.ranks_per_gpu = 1;
     state.caps.lsa_sm_share = 0;
     state.caps.lsa_gpu_sms = 0;
-    state.lsa_launch_share = 0;
+    state.lsa_launch_share = LaunchShare{};
     SYMMCOMM_LOG_INFO("communicator " << state.id << " (rank " << state.rank << "/" << state.size
                                       << "): no symmetric memory support: " << reason);
   } else {

@@ -79,9 +79,11 @@ void reduce_shards(const ShardTable& shards, DataType type, std::size_t count, v
   ShardTablePolicy p;
   p.table = shards;
   if (out_fp32) {
-    launch_reduce_kernel<ShardTablePolicy, float>(p, shards.ranks, a, wide, grid, 0, stream);
+    launch_reduce_kernel<ShardTablePolicy, float>(p, shards.ranks, a, wide, grid, LaunchShare{},
+                                                  stream);
   } else {
-    launch_reduce_kernel<ShardTablePolicy, bf16>(p, shards.ranks, a, wide, grid, 0, stream);
+    launch_reduce_kernel<ShardTablePolicy, bf16>(p, shards.ranks, a, wide, grid, LaunchShare{},
+                                                 stream);
   }
   SYMMCOMM_CHECK_LAUNCH();
 }

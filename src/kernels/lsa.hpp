@@ -24,6 +24,7 @@
 #include <type_traits>
 
 #include "comm/lsa_limits.hpp"
+#include "core/launch_share.hpp"
 #include "symmcomm/formats/shards.hpp"
 #include "symmcomm/formats/views.hpp"
 #include "symmcomm/limits.hpp"
@@ -58,14 +59,14 @@ struct SymRef {
 /// same kernels over virtual ranks on one GPU with a description of its own (LoopbackPeers,
 /// src/testing/src/lsa_loopback.hpp); the shipped libraries carry no loopback code.
 struct Peers {
-  static Peers production_of(int rank, int size, const void* dev_comm, int sm_share, int gpu_sms,
-                             const std::uint32_t* abort_word) {
+  static Peers production_of(int rank, int size, const void* dev_comm, LaunchShare share,
+                             int gpu_sms, const std::uint32_t* abort_word) {
     Peers p;
     p.abort_word = abort_word;
     p.rank = rank;
     p.size = size;
     p.dev_comm = dev_comm;
-    p.sm_share = sm_share;
+    p.share = share;
     p.gpu_sms = gpu_sms;
     return p;
   }
@@ -75,10 +76,9 @@ struct Peers {
   /// The communicator's ncclDevComm (dev_comm_handle) and the slots' windows.
   const void* dev_comm = nullptr;
   ncclWindow_t window[kSlots] = {};
-  /// SMs this rank may fill (Capabilities::lsa_sm_share, the same on every rank); grids are
-  /// capped to what they hold at once. Negative where ranks in other processes share a GPU
-  /// (CommState::lsa_launch_share): one CTA per two of those SMs (lsa_launch.cuh).
-  int sm_share = 0;
+  /// The part of the GPU this rank's launches may fill (CommState::lsa_launch_share, the same on
+  /// every rank); grids are capped to what it holds at once (resident_grid, lsa_launch.cuh).
+  LaunchShare share{};
   /// The fewest SMs of any rank's GPU (Capabilities::lsa_gpu_sms), which the grid caps scale
   /// with (0: the current device's).
   int gpu_sms = 0;

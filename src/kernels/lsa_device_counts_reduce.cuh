@@ -160,7 +160,7 @@ void launch_device_counts_reduce(const Desc& peers, const DeviceCountsReduceArgs
   unsigned const grid = grid_for_units(a.grid_bytes / 16, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
     auto* kernel = device_counts_reduce_kernel<std::decay_t<decltype(p)>>;
-    launch_resident(kernel, peers.sm_share, grid, stream, p, a);
+    launch_resident(kernel, peers.share, grid, stream, p, a);
   });
 }
 

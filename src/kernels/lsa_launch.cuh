@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "core/launch.cuh"
+#include "core/launch_share.hpp"
 #include "lsa.hpp"
 #include "lsa_policy.cuh"
 #include "symmcomm/error.hpp"
@@ -36,30 +37,28 @@ inline unsigned grid_for_units(std::size_t units, unsigned cap) {
   return static_cast<unsigned>(ctas < 1 ? 1 : (ctas > cap ? cap : ctas));
 }
 
-// The grid of a production launch: at most resident_cap() CTAs (core/launch.cuh), so that every
-// CTA of every rank can be resident together (spinning barriers across ranks need that when other
-// work shares the GPU), and where ranks in other processes share it, half its SMs stay free of
-// them. `sm_share` is a communicator's launch share (CommState::lsa_launch_share): its SMs per
-// rank, negative where ranks in other processes share a GPU. It is agreed by all ranks and the
-// occupancy is the same for the same build on the same GPU model, which an LSA team has, so the
-// grid stays rank-independent. With programmatic dependent launch (`programmatic`) on a GPU
+// The grid of a production launch: at most resident_cap() CTAs (core/launch_share.hpp), so that
+// every CTA of every rank can be resident together (spinning barriers across ranks need that when
+// other work shares the GPU), and where ranks in other processes share it, half its SMs stay free
+// of them. `share` is the communicator's (CommState::lsa_launch_share), agreed by all ranks, and
+// the occupancy is the same for the same build on the same GPU model, which an LSA team has, so
+// the grid stays rank-independent. With programmatic dependent launch (`programmatic`) on a GPU
 // that ranks share, half of that: a rank's next kernel may already be resident, waiting in
 // griddepcontrol.wait, while its current one runs (a CTA triggers its dependents as soon as one
 // of its threads is done), and on a shared GPU those CTAs take SMs that another rank's current
-// kernel still needs, whose missing CTAs would then never send. Loopback (sm_share 0) keeps
-// `grid`.
-inline unsigned resident_grid(const void* kernel, int sm_share, unsigned grid, bool programmatic) {
-  if (sm_share == 0) return grid;
-  bool const across = sm_share < 0;
-  if (across) sm_share = -sm_share;
+// kernel still needs, whose missing CTAs would then never send. No share (share.sms 0: the
+// testing library's virtual ranks) keeps `grid`.
+inline unsigned resident_grid(const void* kernel, LaunchShare share, unsigned grid,
+                              bool programmatic) {
+  if (share.sms == 0) return grid;
   int const per_sm = std::max(1, resident_blocks_per_sm(kernel, kThreads));
-  unsigned const cap =
-      resident_cap(per_sm, sm_share, current_device_sm_count(), programmatic, across);
+  unsigned const cap = resident_cap(per_sm, share, current_device_sm_count(), programmatic);
   unsigned const g = grid < cap ? grid : cap;
-  SYMMCOMM_LOG_DEBUG("lsa launch: " << g << " CTAs (asked " << grid << ", " << per_sm
-                                    << " resident per SM x " << sm_share << " SMs"
-                                    << (across ? ", GPU shared across processes" : "")
-                                    << (programmatic ? ", programmatic" : "") << ")");
+  SYMMCOMM_LOG_DEBUG("lsa launch: "
+                     << g << " CTAs (asked " << grid << ", " << per_sm << " resident per SM x "
+                     << share.sms << " SMs"
+                     << (share.other_processes ? ", GPU shared across processes" : "")
+                     << (programmatic ? ", programmatic" : "") << ")");
   return g;
 }
 
@@ -131,13 +130,12 @@ void launch(void (*kernel)(Params...), unsigned grid, cudaStream_t stream, const
   SYMMCOMM_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, p, std::forward<Args>(args)...));
 }
 
-// launch() over the resident grid (resident_grid) of `grid` CTAs on `sm_share` SMs, halved where
-// the policy launches programmatically on a shared GPU: every grid-sized LSA launch goes here.
+// launch() over the resident grid (resident_grid) of `grid` CTAs within `share`, halved where the
+// policy launches programmatically on a shared GPU: every grid-sized LSA launch goes here.
 template <class P, class... Params, class... Args>
-void launch_resident(void (*kernel)(Params...), int sm_share, unsigned grid, cudaStream_t stream,
-                     const P& p, Args&&... args) {
-  launch(kernel,
-         resident_grid(reinterpret_cast<const void*>(kernel), sm_share, grid, p.programmatic),
+void launch_resident(void (*kernel)(Params...), LaunchShare share, unsigned grid,
+                     cudaStream_t stream, const P& p, Args&&... args) {
+  launch(kernel, resident_grid(reinterpret_cast<const void*>(kernel), share, grid, p.programmatic),
          stream, p, std::forward<Args>(args)...);
 }
 

@@ -216,8 +216,8 @@ __global__ void __launch_bounds__(kThreads)
 // kUnrolledNvfp4Peers peers; FP8 16-byte ones where `wide`. `peers`: the policy's size().
 template <class P, class Out>
 void launch_reduce_kernel(const P& p, int peers, const ReduceArgs& a, bool wide, unsigned grid,
-                          int sm_share, cudaStream_t s) {
-  auto const go = [&](auto kernel) { launch_resident(kernel, sm_share, grid, s, p, a); };
+                          LaunchShare share, cudaStream_t s) {
+  auto const go = [&](auto kernel) { launch_resident(kernel, share, grid, s, p, a); };
   if (a.nvfp4() && peers == kUnrolledNvfp4Peers) {
     go(reduce_kernel<P, Out, true, 8, kUnrolledNvfp4Peers>);
   } else if (a.nvfp4()) {
@@ -257,7 +257,7 @@ void launch_gather(const Desc& peers, const GatherArgs& args, cudaStream_t strea
   unsigned const grid = grid_for_units(args.grid_bytes / 64, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
     auto* kernel = gather_kernel<std::decay_t<decltype(p)>>;
-    launch_resident(kernel, peers.sm_share, grid, stream, p, g);
+    launch_resident(kernel, peers.share, grid, stream, p, g);
   });
 }
 
@@ -282,10 +282,10 @@ void launch_reduce(const Desc& peers, const ReduceArgs& a, cudaStream_t stream) 
   with_policy(peers, [&](const auto& p) {
     if (a.out_fp32) {
       launch_reduce_kernel<std::decay_t<decltype(p)>, float>(p, peers.size, a, wide, grid,
-                                                             peers.sm_share, stream);
+                                                             peers.share, stream);
     } else {
       launch_reduce_kernel<std::decay_t<decltype(p)>, bf16>(p, peers.size, a, wide, grid,
-                                                            peers.sm_share, stream);
+                                                            peers.share, stream);
     }
     SYMMCOMM_CHECK_LAUNCH();
   });
@@ -321,7 +321,7 @@ void launch_quantize_gather(const Desc& peers, const QuantizeGatherArgs& a, cuda
   with_policy(peers, [&](const auto& p) {
     using P = std::decay_t<decltype(p)>;
     auto* kernel = a.nvfp4() ? quantize_gather_nvfp4_kernel<P> : quantize_gather_fp8_kernel<P>;
-    launch_resident(kernel, peers.sm_share, grid, stream, p, a);
+    launch_resident(kernel, peers.share, grid, stream, p, a);
   });
 }
 
@@ -350,7 +350,7 @@ void launch_device_counts_gather(const Desc& peers, const DeviceCountsGatherArgs
   unsigned const grid = grid_for_units(a.grid_bytes / 64, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
     auto* kernel = device_counts_gather_kernel<std::decay_t<decltype(p)>>;
-    launch_resident(kernel, peers.sm_share, grid, stream, p, a);
+    launch_resident(kernel, peers.share, grid, stream, p, a);
   });
 }
 

@@ -341,7 +341,7 @@ LlReceive ll_receive() noexcept {
   return static_cast<LlReceive>(receive_setting().load(std::memory_order_relaxed));
 }
 
-void ll_gather(const LlGatherArgs& a, int sm_share, cudaStream_t stream) {
+void ll_gather(const LlGatherArgs& a, LaunchShare share, cudaStream_t stream) {
 #if defined(SYMMCOMM_HAS_NCCL_DEVICE_API)
   SYMMCOMM_EXPECTS(a.segments >= 1 && a.segments <= kSlots,
                    "lsa ll gather: " << a.segments << " segments, outside 1.." << kSlots);
@@ -363,16 +363,16 @@ void ll_gather(const LlGatherArgs& a, int sm_share, cudaStream_t stream) {
       grid_for_units(a.lines * static_cast<std::size_t>(a.size > 1 ? a.size - 1 : 1), kLlGridCap);
   LlLaunch flags;
   flags.programmatic = programmatic_launch();
-  launch_resident(ll_gather_kernel, sm_share, grid, stream, flags, a);
+  launch_resident(ll_gather_kernel, share, grid, stream, flags, a);
 #else
   (void)a;
-  (void)sm_share;
+  (void)share;
   (void)stream;
   SYMMCOMM_FAIL("lsa ll gather: this build has no NCCL device API (NCCL < 2.28 headers)");
 #endif
 }
 
-void ll_reduce_scatter(const LlReduceArgs& a, int sm_share, cudaStream_t stream) {
+void ll_reduce_scatter(const LlReduceArgs& a, LaunchShare share, cudaStream_t stream) {
   bool const quantized = a.type != DataType::Bf16;
   SYMMCOMM_EXPECTS(
       a.type == DataType::Bf16 || a.type == DataType::Nvfp4 || a.type == DataType::Fp8E4M3 ||
@@ -405,7 +405,7 @@ void ll_reduce_scatter(const LlReduceArgs& a, int sm_share, cudaStream_t stream)
   flags.programmatic = programmatic_launch();
   LlReceive const mapping = ll_receive();
   flags.spread = quantized ? mapping != LlReceive::InOrder : mapping == LlReceive::Spread;
-  auto const go = [&](auto kernel) { launch_resident(kernel, sm_share, grid, stream, flags, a); };
+  auto const go = [&](auto kernel) { launch_resident(kernel, share, grid, stream, flags, a); };
   if (!quantized) {
     go(ll_reduce_scatter_kernel);
   } else if (a.type == DataType::Nvfp4) {
@@ -416,7 +416,7 @@ void ll_reduce_scatter(const LlReduceArgs& a, int sm_share, cudaStream_t stream)
                : go(ll_quantized_reduce_scatter_kernel<false, bf16>);
   }
 #else
-  (void)sm_share;
+  (void)share;
   (void)stream;
   SYMMCOMM_FAIL("lsa ll reduce-scatter: this build has no NCCL device API (NCCL < 2.28 headers)");
 #endif

@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/launch_share.hpp"
 #include "lsa.hpp"
 
 namespace symmcomm::detail {
@@ -114,8 +115,8 @@ inline bool ll_fits(bool scratch, std::size_t bytes, std::size_t lines) {
 }
 
 /// Launches the all-gather (checks its arguments; lines <= kLlMaxBytesPerRank / 8).
-/// `sm_share` caps the grid as for the other LSA kernels (Peers::sm_share).
-void ll_gather(const LlGatherArgs& args, int sm_share, cudaStream_t stream);
+/// `share` caps the grid as for the other LSA kernels (Peers::share).
+void ll_gather(const LlGatherArgs& args, LaunchShare share, cudaStream_t stream);
 
 /// A small reduce-scatter pushed through the same scratch (the push model): each rank writes
 /// shard p of its `send` (`shard` elements each, rank after rank) as lines with the call's flag
@@ -172,6 +173,6 @@ inline bool ll_reduce_fits(bool scratch, DataType type, std::size_t shard) {
 
 /// Launches the push-model reduce-scatter (checks its arguments first; a quantized one needs
 /// `out` 16-byte aligned).
-void ll_reduce_scatter(const LlReduceArgs& args, int sm_share, cudaStream_t stream);
+void ll_reduce_scatter(const LlReduceArgs& args, LaunchShare share, cudaStream_t stream);
 
 }  // namespace symmcomm::detail::lsa

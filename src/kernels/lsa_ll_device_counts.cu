@@ -388,7 +388,8 @@ LlCounts ll_counts_setting() noexcept {
   return ll_counts_switch().load(std::memory_order_relaxed);
 }
 
-void ll_device_counts_gather(const LlDeviceCountsGatherArgs& a, int sm_share, cudaStream_t stream) {
+void ll_device_counts_gather(const LlDeviceCountsGatherArgs& a, LaunchShare share,
+                             cudaStream_t stream) {
   check_ll_counts(a, true, "lsa ll device-count gather");
   SYMMCOMM_EXPECTS(a.parts >= 1 && a.parts <= LlDeviceCountsGatherArgs::kMaxParts,
                    "lsa ll device-count gather: " << a.parts << " parts, outside 1.."
@@ -413,9 +414,9 @@ void ll_device_counts_gather(const LlDeviceCountsGatherArgs& a, int sm_share, cu
   unsigned const grid = grid_for_units(units, kLlGridCap);
   LlLaunch flags;
   flags.programmatic = programmatic_launch();
-  launch_resident(ll_device_counts_gather_kernel, sm_share, grid, stream, flags, a);
+  launch_resident(ll_device_counts_gather_kernel, share, grid, stream, flags, a);
 #else
-  (void)sm_share;
+  (void)share;
   (void)stream;
   SYMMCOMM_FAIL(
       "lsa ll device-count gather: this build has no NCCL device API (NCCL < 2.28 headers)");

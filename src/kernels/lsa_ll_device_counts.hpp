@@ -107,7 +107,7 @@ inline bool ll_device_counts_fits(bool on, std::size_t capacity, std::size_t row
 }
 
 /// Launches the counts-in-lines gather (checks its arguments first).
-void ll_device_counts_gather(const LlDeviceCountsGatherArgs& args, int sm_share,
+void ll_device_counts_gather(const LlDeviceCountsGatherArgs& args, LaunchShare share,
                              cudaStream_t stream);
 
 /// A reduce-scatter with this rank's shard size on the device (device_counts.hpp) through the
@@ -154,7 +154,7 @@ inline bool ll_device_counts_reduce_fits(bool on, DataType type, std::size_t cap
 }
 
 /// Launches the counts-in-lines reduce-scatter (checks its arguments first).
-void ll_device_counts_reduce(const LlDeviceCountsReduceArgs& args, int sm_share,
+void ll_device_counts_reduce(const LlDeviceCountsReduceArgs& args, LaunchShare share,
                              cudaStream_t stream);
 
 }  // namespace symmcomm::detail::lsa

@@ -299,7 +299,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 }  // namespace
 
-void ll_device_counts_reduce(const LlDeviceCountsReduceArgs& a, int sm_share, cudaStream_t stream) {
+void ll_device_counts_reduce(const LlDeviceCountsReduceArgs& a, LaunchShare share,
+                             cudaStream_t stream) {
   bool const nvfp4 = a.type == DataType::Nvfp4;
   SYMMCOMM_EXPECTS(a.type == DataType::Bf16 || nvfp4, "lsa ll device-count reduce: rows of "
                                                           << to_string(a.type)
@@ -324,10 +325,10 @@ void ll_device_counts_reduce(const LlDeviceCountsReduceArgs& a, int sm_share, cu
   unsigned const grid = grid_for_units(lines, kLlGridCap);
   LlLaunch flags;
   flags.programmatic = programmatic_launch();
-  auto const go = [&](auto kernel) { launch_resident(kernel, sm_share, grid, stream, flags, a); };
+  auto const go = [&](auto kernel) { launch_resident(kernel, share, grid, stream, flags, a); };
   nvfp4 ? go(ll_device_counts_reduce_kernel<true>) : go(ll_device_counts_reduce_kernel<false>);
 #else
-  (void)sm_share;
+  (void)share;
   (void)stream;
   SYMMCOMM_FAIL(
       "lsa ll device-count reduce: this build has no NCCL device API (NCCL < 2.28 headers)");

@@ -447,9 +447,9 @@ void launch_moe_rows(const Desc& peers, const MoeRowsArgs& a, cudaStream_t strea
   with_policy(peers, [&](const auto& p) {
     using P = std::decay_t<decltype(p)>;
     if (a.bf16_tokens != nullptr) {
-      launch_resident(moe_rows_kernel<P, true>, peers.sm_share, grid, stream, p, a);
+      launch_resident(moe_rows_kernel<P, true>, peers.share, grid, stream, p, a);
     } else {
-      launch_resident(moe_rows_kernel<P, false>, peers.sm_share, grid, stream, p, a);
+      launch_resident(moe_rows_kernel<P, false>, peers.share, grid, stream, p, a);
     }
   });
 }
@@ -462,7 +462,7 @@ void launch_moe_pull(const Desc& peers, const MoePullArgs& a, cudaStream_t strea
   std::size_t const bytes = static_cast<std::size_t>(a.shape.max_tokens) * a.shape.hidden * 2;
   unsigned const grid = grid_for_units(bytes / 64, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
-    launch_resident(moe_pull_kernel<std::decay_t<decltype(p)>>, peers.sm_share, grid, stream, p, a);
+    launch_resident(moe_pull_kernel<std::decay_t<decltype(p)>>, peers.share, grid, stream, p, a);
   });
 }
 
@@ -473,8 +473,8 @@ void launch_moe_send_back(const Desc& peers, const MoeSendBackArgs& a, cudaStrea
   std::size_t const bytes = static_cast<std::size_t>(a.shape.pairs()) * a.shape.hidden * 2;
   unsigned const grid = grid_for_units(bytes / 64, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
-    launch_resident(moe_send_back_kernel<std::decay_t<decltype(p)>>, peers.sm_share, grid, stream,
-                    p, a);
+    launch_resident(moe_send_back_kernel<std::decay_t<decltype(p)>>, peers.share, grid, stream, p,
+                    a);
   });
 }
 

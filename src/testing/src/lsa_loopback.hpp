@@ -26,7 +26,7 @@ struct LoopbackPeers {
   int size = 1;
   void* base[kSlots][kMaxLoopbackRanks] = {};
   /// No grid cap: the ranks run one after another, each with the whole GPU.
-  static constexpr int sm_share = 0;
+  static constexpr LaunchShare share{};
   /// Grid caps scale with the current device's SMs.
   static constexpr int gpu_sms = 0;
 };

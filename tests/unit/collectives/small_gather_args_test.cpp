@@ -68,7 +68,7 @@ lsa::LlGatherArgs two_segments() {
 
 void expect_refused(const lsa::LlGatherArgs& a, const std::string& words) {
   try {
-    lsa::ll_gather(a, 0, nullptr);
+    lsa::ll_gather(a, LaunchShare{}, nullptr);
     FAIL() << "accepted; expected an error naming " << words;
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
@@ -152,7 +152,7 @@ TEST(SmallReduceScatterArgs, BadArgumentsAreRefusedBeforeAnyLaunch) {
   };
   auto const refused = [](const lsa::LlReduceArgs& a, const std::string& words) {
     try {
-      lsa::ll_reduce_scatter(a, 0, nullptr);
+      lsa::ll_reduce_scatter(a, LaunchShare{}, nullptr);
       ADD_FAILURE() << "accepted; expected an error naming " << words;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
@@ -252,7 +252,7 @@ TEST(DeviceCountsLinesArgs, BadArgumentsAreRefusedBeforeAnyLaunch) {
   };
   auto const refused = [](const lsa::LlDeviceCountsGatherArgs& a, const std::string& words_) {
     try {
-      lsa::ll_device_counts_gather(a, 0, nullptr);
+      lsa::ll_device_counts_gather(a, LaunchShare{}, nullptr);
       ADD_FAILURE() << "accepted; expected an error naming " << words_;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(words_), std::string::npos) << e.what();
@@ -312,7 +312,7 @@ TEST(DeviceCountsLinesArgs, ReduceScatterLinesAndBadArguments) {
   };
   auto const refused = [](const lsa::LlDeviceCountsReduceArgs& a, const std::string& text) {
     try {
-      lsa::ll_device_counts_reduce(a, 0, nullptr);
+      lsa::ll_device_counts_reduce(a, LaunchShare{}, nullptr);
       ADD_FAILURE() << "accepted; expected an error naming " << text;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
