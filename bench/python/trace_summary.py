@@ -38,12 +38,18 @@ def kind_of(name, category="kernel"):
     return next((kind for part, kind in KINDS if part in lower), "other")
 
 
-def kernels_of(trace):
+def kernels_of(trace, base_ns=None):
     """(start, end, name, category) of every kernel, copy and memset of a Chrome trace (dict or
-    event list), in us, by start."""
+    event list), in us, by start. torch.profiler's times count from the trace's
+    "baseTimeNanoseconds", which each process takes for itself: with `base_ns` (another trace's),
+    they count from that one instead, so that traces of several processes share one clock."""
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
-    out = [(float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0.0)), e.get("name", "?"),
-            e["cat"]) for e in events if e.get("ph") == "X" and e.get("cat") in GPU_WORK]
+    shift = 0.0
+    if base_ns is not None and isinstance(trace, dict) and "baseTimeNanoseconds" in trace:
+        shift = (int(trace["baseTimeNanoseconds"]) - int(base_ns)) / 1000.0
+    out = [(float(e["ts"]) + shift, float(e["ts"]) + shift + float(e.get("dur", 0.0)),
+            e.get("name", "?"), e["cat"])
+           for e in events if e.get("ph") == "X" and e.get("cat") in GPU_WORK]
     return sorted(out)
 
 
@@ -115,7 +121,7 @@ def overlap(mine, others):
     (`others`, kernels_of each): {kind: (us of that kind, us of it that ran beside another rank's
     GEMM)} over KIND_ORDER, and for rank 0's "other" kernels the mean us of those that overlapped
     such a GEMM and of those that did not, with their counts. Every trace must share one clock
-    (CUPTI's, on one machine)."""
+    (CUPTI's, on one machine; kernels_of's `base_ns` puts them on one base)."""
     gemms = merged(sorted((s, e) for ks in others for s, e, name, cat in ks
                           if kind_of(name, cat) == "GEMM"))
 
@@ -170,7 +176,9 @@ def main(argv):
             return 2
         traces = [load(path) for path in argv[2:]]
         replays = traces[0][1]
-        kinds, mean = overlap(kernels_of(traces[0][0]), [kernels_of(t) for t, _ in traces[1:]])
+        base = traces[0][0].get("baseTimeNanoseconds")
+        kinds, mean = overlap(kernels_of(traces[0][0], base),
+                              [kernels_of(t, base) for t, _ in traces[1:]])
         print("| kind | us per replay | of it beside another rank's GEMM |\n|---|---|---|")
         for k in KIND_ORDER:
             print("| %s | %.1f | %.1f |" % (k, kinds[k][0] / replays, kinds[k][1] / replays))

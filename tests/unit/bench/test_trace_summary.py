@@ -121,6 +121,26 @@ class TraceSummary(unittest.TestCase):
         self.assertEqual(kinds["NCCL"], (5.0, 5.0))  # 50-55 inside 35-55
         self.assertEqual(mean, {True: (4.0, 1), False: (2.0, 1)})
 
+    def test_traces_of_other_processes_are_put_on_rank_0s_clock(self):
+        # Each process counts from its own base: the other rank's GEMM at its ts 3 is rank 0's 5.
+        mine = {"baseTimeNanoseconds": 1_000_000, "traceEvents": [
+            kernel("void at::native::sigmoid_kernel", 4, 2)]}
+        other = {"baseTimeNanoseconds": 1_002_000, "traceEvents": [kernel("cutlass_gemm", 3, 10)]}
+        self.assertEqual(trace_summary.kernels_of(other, 1_000_000)[0][:2], (5.0, 15.0))
+        self.assertEqual(trace_summary.kernels_of(other)[0][:2], (3.0, 13.0))
+        kinds, _ = trace_summary.overlap(trace_summary.kernels_of(mine, 1_000_000),
+                                         [trace_summary.kernels_of(other, 1_000_000)])
+        self.assertEqual(kinds["other"], (2.0, 1.0))  # 4-6 beside 5-15
+        with tempfile.TemporaryDirectory() as d:
+            paths = [os.path.join(d, "r%d.json" % r) for r in (0, 1)]
+            for path, trace in zip(paths, (mine, other)):
+                with open(path, "w") as f:
+                    json.dump(trace, f)
+            out = io.StringIO()
+            with redirect_stdout(out):
+                self.assertEqual(trace_summary.main(["t", "--overlap"] + paths), 0)
+            self.assertIn("| other | 2.0 | 1.0 |", out.getvalue())
+
     def test_overlap_mode_prints_the_table_and_names_its_usage(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "r0.json")
