@@ -189,3 +189,29 @@ symmcomm_repair_nccl_links() {
   done
   return 0
 }
+
+# symmcomm_step_traces <prefix> <python>: the decode step's traces (bench/python/moe_step.py
+# --trace, written as <prefix>-trace-<way>.json) compared where they lie: symmcomm's ways
+# against torch.distributed padded kernel by kernel (trace_summary.py --kernels), and, with every
+# rank's trace (--trace-every-rank), how much of rank 0's work ran beside another rank's GEMM
+# (--overlap). Each table goes to <prefix>-kernels-<way>.md / -overlap-<way>.md; the summary lines
+# are printed.
+symmcomm_step_traces() {
+  local dir prefix py="$2" t way base tool="$SYMMCOMM_ROOT/bench/python/trace_summary.py"
+  dir="$(dirname "$1")"; prefix="$(basename "$1")"; base="$prefix-trace-torchdistributed-padded.json"
+  ( cd "$dir" || exit 0
+    for t in "$prefix"-trace-*.json; do
+      [ -f "$t" ] || continue
+      case "$t" in *-r[0-9].json) continue ;; esac
+      way="${t#"$prefix"-trace-}"; way="${way%.json}"
+      if [ -f "$base" ] && [ "$t" != "$base" ]; then
+        "$py" "$tool" --kernels "$t" "$base" 20 >"$prefix-kernels-$way.md" 2>&1 &&
+          echo "== $(grep '^Kernels launched' "$prefix-kernels-$way.md")"
+      fi
+      others=("${t%.json}"-r[0-9].json)
+      if [ -f "${others[0]}" ]; then
+        "$py" "$tool" --overlap "$t" "${others[@]}" >"$prefix-overlap-$way.md" 2>&1 &&
+          { echo "== $prefix, $way: rank 0 beside the other ranks' GEMMs"; cat "$prefix-overlap-$way.md"; }
+      fi
+    done )
+}

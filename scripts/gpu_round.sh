@@ -70,7 +70,7 @@
 #             SYMMCOMM_STEP_TRACE=T traces each way's step at T tokens on rank 0 (default 1),
 #             SYMMCOMM_STEP_TRACE_EVERY_RANK=1 on every rank; each way's trace is compared with
 #             torch.distributed padded's kernel by kernel, and with every rank's, rank 0's work
-#             beside the other ranks' GEMMs (step_traces: -kernels-<way>.md, -overlap-<way>.md)
+#             beside the other ranks' GEMMs (symmcomm_step_traces: -kernels-<way>.md, -overlap-<way>.md)
 #   a2a       MoE dispatch + combine by expert (bench/python/moe_a2a.py) at 2, 4 and 8 ranks
 #             sharing the GPU: symmcomm.moe.MoeGroup, symmcomm's AG/RS layer with device counts
 #             and torch.distributed.all_to_all_single padded, eager and in graphs
@@ -172,30 +172,6 @@ py_tests() {
   sed -n '/^Skipped tests (/,/^[^ ]/p' "$work/pytest-$tag.txt" | head -12
 }
 
-# The step's traces compared where they were written (moe_step.py --trace): symmcomm's ways
-# against torch.distributed padded kernel by kernel (trace_summary.py --kernels), and, with every
-# rank's trace (--trace-every-rank), how much of rank 0's work ran beside another rank's GEMM
-# (--overlap). Each table goes to <prefix>-kernels-<way>.md / -overlap-<way>.md; the summary lines
-# are printed.
-step_traces() {
-  local dir prefix py="$2" t way base tool="$SYMMCOMM_ROOT/bench/python/trace_summary.py"
-  dir="$(dirname "$1")"; prefix="$(basename "$1")"; base="$prefix-trace-torchdistributed-padded.json"
-  ( cd "$dir" || exit 0
-    for t in "$prefix"-trace-*.json; do
-      [ -f "$t" ] || continue
-      case "$t" in *-r[0-9].json) continue ;; esac
-      way="${t#"$prefix"-trace-}"; way="${way%.json}"
-      if [ -f "$base" ] && [ "$t" != "$base" ]; then
-        "$py" "$tool" --kernels "$t" "$base" 20 >"$prefix-kernels-$way.md" 2>&1 &&
-          echo "== $(grep '^Kernels launched' "$prefix-kernels-$way.md")"
-      fi
-      others=("${t%.json}"-r[0-9].json)
-      if [ -f "${others[0]}" ]; then
-        "$py" "$tool" --overlap "$t" "${others[@]}" >"$prefix-overlap-$way.md" 2>&1 &&
-          { echo "== $prefix, $way: rank 0 beside the other ranks' GEMMs"; cat "$prefix-overlap-$way.md"; }
-      fi
-    done )
-}
 
 case "$phase" in
   first)
@@ -560,7 +536,7 @@ case "$phase" in
       grep -E "^\||^Ceiling|not measured|no trace|Error|error|^Thread|^Current thread|File .*bench/python" \
         "$f.txt" |
         cut -c1-230 | head -60
-      [ "$script" = moe_step ] && step_traces "$f" "$py"
+      [ "$script" = moe_step ] && symmcomm_step_traces "$f" "$py"
       parts=$((parts - 1))
     done
     [ "$mps" = 1 ] && echo quit | nvidia-cuda-mps-control

@@ -98,5 +98,6 @@ for script in moe_step moe_a2a; do
     echo "== $script, $gpus ranks on $gpus GPUs: stopped (stacks in $f.txt, backtraces in $f-*.bt)"
   fi
   grep -E "^\||Error|error|not measured|no trace" "$f.txt" | cut -c1-230 | head -40
+  [ "$script" = moe_step ] && symmcomm_step_traces "$f" "$py"
   parts=1
 done
