@@ -99,7 +99,7 @@ bool replay_call(CommState& state, const CollectiveCall& call, const char* opera
                  cudaStream_t stream, const Options& options, Plan& plan) {
   if (!replayable(call, options) || Group::active()) return false;
   CollectiveScratch& scratch = scratch_of(state);
-  ReplayLaunch launch;
+  std::shared_ptr<const ReplayLaunch> launch;
   const char* type = nullptr;
   std::size_t count = 0;
   {
@@ -110,16 +110,14 @@ bool replay_call(CommState& state, const CollectiveCall& call, const char* opera
     if (hit == nullptr) return false;
     kept.touch(*hit);
     plan = hit->plan;
-    launch.fn = hit->launch.fn;
-    launch.bytes = hit->launch.bytes;
-    std::memcpy(launch.args, hit->launch.args, hit->launch.bytes);
+    launch = hit->launch;
     type = hit->type;
     count = hit->count;
   }
   static const std::vector<PlannedBuffer> kNone;  // an LSA plan touches windows by definition
   DeviceGuard guard(state.device);
   before_enqueue(state, options, plan, kNone, stream);
-  launch.fn(state, launch.args, stream);
+  launch->fn(state, launch->args, stream);
   state.stats.replayed.fetch_add(1, std::memory_order_relaxed);
   record_plan(state, plan, kNone, stream, operation, type, count);
   return true;
@@ -141,9 +139,13 @@ void keep_call(CommState& state, const CollectiveCall& call, const Options& opti
   kept.generation = planned.generation();
   kept.ll_gather = lsa::ll_gather_enabled();
   kept.plan = planned.plan();
-  kept.launch.fn = launch.fn;
-  kept.launch.bytes = launch.bytes;
-  std::memcpy(kept.launch.args, launch.args, launch.bytes);
+  // No replay holds the entry's launch when the count is 1 (it takes its reference under this
+  // lock): rewritten in place, so that calls planned every time (more distinct calls than kept)
+  // allocate nothing here.
+  if (!kept.launch || kept.launch.use_count() != 1) kept.launch = std::make_shared<ReplayLaunch>();
+  kept.launch->fn = launch.fn;
+  kept.launch->bytes = launch.bytes;
+  std::memcpy(kept.launch->args, launch.args, launch.bytes);
   kept.type = type;
   kept.count = count;
 }

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 
 #include "collectives/call.hpp"
@@ -107,7 +108,10 @@ struct KeptCall {
   std::uint64_t generation = 0;  ///< the provenance registry's, read before planning
   bool ll_gather = false;        ///< lsa::ll_gather_enabled() then
   Plan plan;
-  ReplayLaunch launch;
+  /// The launch, shared with a replay that runs it after leaving the lock (never copied on
+  /// replay: an entry replaced meanwhile leaves the replay its own reference). Increments happen
+  /// under the lock only, so an entry whose count is 1 there is rewritten in place.
+  std::shared_ptr<ReplayLaunch> launch;
   const char* type = "";
   std::size_t count = 0;
   std::uint64_t last_use = 0;  ///< when last kept or replayed (KeptCalls' count); 0: empty

@@ -102,9 +102,13 @@ struct GatherSegment {
   std::size_t scale_cols = 0;
   std::size_t first_row = 0;
   std::size_t zero_from = 0, zero_to = 0;
+  /// Bytes per store (16, 8, 4, 2 or 1): the widest that every peer's destination, the source
+  /// and the size allow. Set by the launcher (launch_gather) from the addresses; 0 before.
+  int width = 0;
 };
 
-/// A push all-gather of up to kSlots byte ranges in one launch.
+/// A push all-gather of up to kSlots byte ranges in one launch; the gather kernel's parameter
+/// as it is, once the launcher has set each segment's width.
 struct GatherArgs {
   GatherSegment segment[kSlots];
   int segments = 0;

@@ -34,16 +34,12 @@ namespace symmcomm::detail::lsa {
 inline constexpr int kGatherUnroll = 4;
 inline constexpr bool kStreamingStores = true;
 
-struct GatherLaunch {
-  GatherArgs args;
-  int width[kSlots];  // vector width in bytes of each segment (16, 8, 4, 2 or 1)
-};
-
-// One segment of a gather to every peer with `width`-byte stores (GatherSegment); `dst` is the
-// CTA's shared table of peer pointers.
+// One segment of a gather to every peer with its `width`-byte stores (GatherSegment); `dst` is
+// the CTA's shared table of peer pointers.
 template <class P>
-__device__ __forceinline__ void gather_segment(const P& peers, const GatherSegment& seg, int width,
-                                               char** dst, int me, int n) {
+__device__ __forceinline__ void gather_segment(const P& peers, const GatherSegment& seg, char** dst,
+                                               int me, int n) {
+  int const width = seg.width;
   __syncthreads();  // the previous segment's table is no longer read
   for (int p = static_cast<int>(threadIdx.x); p < n; p += static_cast<int>(blockDim.x)) {
     dst[p] = peers.ptr(seg.dst, p);
@@ -79,15 +75,13 @@ __device__ __forceinline__ void gather_segment(const P& peers, const GatherSegme
 
 template <class P>
 __global__ void __launch_bounds__(kThreads)
-    gather_kernel(const __grid_constant__ P peers, const __grid_constant__ GatherLaunch g) {
+    gather_kernel(const __grid_constant__ P peers, const __grid_constant__ GatherArgs g) {
   programmatic_wait(peers);
   __shared__ char* dst[kMaxRanks];
   int const n = peers.size();
   int const me = peers.rank();
   if (!peers.barrier()) return;
-  for (int s = 0; s < g.args.segments; ++s) {
-    gather_segment(peers, g.args.segment[s], g.width[s], dst, me, n);
-  }
+  for (int s = 0; s < g.segments; ++s) gather_segment(peers, g.segment[s], dst, me, n);
   if (!peers.barrier()) return;
   programmatic_release(peers);
 }
@@ -142,7 +136,8 @@ __global__ void __launch_bounds__(kThreads)
       seg.dst =
           SymRef{part.dst.slot, part.dst.offset + static_cast<std::size_t>(first) * part.row_bytes};
     }
-    gather_segment(peers, seg, segment_width(peers, seg, n), dst, me, n);
+    seg.width = segment_width(peers, seg, n);
+    gather_segment(peers, seg, dst, me, n);
   }
   if (a.scale_src != nullptr && blockIdx.x == 0) {
     float const s = *a.scale_src;
@@ -233,10 +228,9 @@ template <class Desc>
 void launch_gather(const Desc& peers, const GatherArgs& args, cudaStream_t stream) {
   SYMMCOMM_EXPECTS(args.segments >= 1 && args.segments <= kSlots,
                    "lsa gather: " << args.segments << " segments, outside 1.." << kSlots);
-  GatherLaunch g{};
-  g.args = args;
+  GatherArgs g = args;
   for (int s = 0; s < args.segments; ++s) {
-    const GatherSegment& seg = args.segment[s];
+    GatherSegment& seg = g.segment[s];
     check_ref(peers, seg.dst, "gather destination");
     SYMMCOMM_EXPECTS(seg.bytes == 0 || seg.src != nullptr,
                      "lsa gather: segment " << s << " source is null");
@@ -248,11 +242,11 @@ void launch_gather(const Desc& peers, const GatherArgs& args, cudaStream_t strea
       SYMMCOMM_EXPECTS(
           address_bits(peers, seg.dst) % 4 == 0,
           "lsa gather: swizzled scales at offset " << seg.dst.offset << " are not 4-byte aligned");
-      g.width[s] = address_bits(peers, seg.dst) % 16 == 0 ? 16 : 4;  // whole chunks as one store
+      seg.width = address_bits(peers, seg.dst) % 16 == 0 ? 16 : 4;  // whole chunks as one store
       continue;
     }
-    g.width[s] = widest_vector(address_bits(peers, seg.dst) |
-                               reinterpret_cast<std::uintptr_t>(seg.src) | seg.bytes);
+    seg.width = widest_vector(address_bits(peers, seg.dst) |
+                              reinterpret_cast<std::uintptr_t>(seg.src) | seg.bytes);
   }
   unsigned const grid = grid_for_units(args.grid_bytes / 64, grid_cap(peers, kCtasPerSm));
   with_policy(peers, [&](const auto& p) {
