@@ -2,6 +2,7 @@
 
 #include "replay.hpp"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <tuple>
@@ -141,8 +142,13 @@ void keep_call(CommState& state, const CollectiveCall& call, const Options& opti
   kept.plan = planned.plan();
   // No replay holds the entry's launch when the count is 1 (it takes its reference under this
   // lock): rewritten in place, so that calls planned every time (more distinct calls than kept)
-  // allocate nothing here.
-  if (!kept.launch || kept.launch.use_count() != 1) kept.launch = std::make_shared<ReplayLaunch>();
+  // allocate nothing here. The fence orders a replay's last reads of the bytes (before its
+  // reference's release) before the writes below.
+  if (!kept.launch || kept.launch.use_count() != 1) {
+    kept.launch = std::make_shared<ReplayLaunch>();
+  } else {
+    std::atomic_thread_fence(std::memory_order_acquire);
+  }
   kept.launch->fn = launch.fn;
   kept.launch->bytes = launch.bytes;
   std::memcpy(kept.launch->args, launch.args, launch.bytes);
