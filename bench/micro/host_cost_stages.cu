@@ -172,7 +172,7 @@ void BM_HostCostStage(benchmark::State& state) {
         });
         break;
       case 3:
-        t = seconds_per_call([&] { detail::lsa::ll_gather(ll, cs.lsa_launch_share, s.stream); });
+        t = seconds_per_call([&] { detail::lsa::ll_gather(ll, cs.lsa_launch_share(), s.stream); });
         break;
       case 5:
         t = seconds_per_call([&] { stage_empty_kernel<<<1, 1, 0, s.stream>>>(); });

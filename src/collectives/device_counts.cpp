@@ -249,7 +249,7 @@ Plan execute_device_count_gather(CommState& state, const CollectiveCall& call, c
   if (plan.path == Path::LsaKernel) {
     if (plan.counts_in_lines) {
       planned.before_enqueue(stream);
-      lsa::ll_device_counts_gather(ll, state.lsa_launch_share, stream);
+      lsa::ll_device_counts_gather(ll, state.lsa_launch_share(), stream);
     } else {
       enqueue_device_counts_gather(state, planned, call, rows, scale, counts_part, stream);
     }
@@ -295,7 +295,7 @@ void enqueue_ll_device_counts_reduce(const CommState& state, const PlannedCall& 
   a.row_elements = call.row_elements;
   fill_ll_counts(a, state, call.device_counts);
   planned.before_enqueue(stream);
-  lsa::ll_device_counts_reduce(a, state.lsa_launch_share, stream);
+  lsa::ll_device_counts_reduce(a, state.lsa_launch_share(), stream);
 }
 
 // The compact rows laid out at capacity in the workspace (zeroed first), then reduce-scattered

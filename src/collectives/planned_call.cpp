@@ -129,7 +129,7 @@ bool lsa_kernel_usable(const CommState& comm) {
 
 lsa::Peers lsa_peers(const CommState& comm) {
   return lsa::Peers::production_of(comm.rank, comm.size, dev_comm_handle(comm),
-                                   comm.lsa_launch_share, comm.caps.lsa_gpu_sms,
+                                   comm.lsa_launch_share(), comm.caps.lsa_gpu_sms,
                                    device_abort_word(comm));
 }
 

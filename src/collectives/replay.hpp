@@ -72,7 +72,7 @@ template <class Args, void (*Launch)(const Args&, LaunchShare, cudaStream_t)>
 ReplayLaunch ll_launch(const Args& args) noexcept {
   return ReplayLaunch::of(
       [](const CommState& state, const void* a, cudaStream_t stream) {
-        Launch(*static_cast<const Args*>(a), state.lsa_launch_share, stream);
+        Launch(*static_cast<const Args*>(a), state.lsa_launch_share(), stream);
       },
       args);
 }

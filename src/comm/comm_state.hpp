@@ -61,11 +61,16 @@ struct CommState {
   int device = 0;
   std::uint64_t id = 0;  ///< process-unique, never reused
   Capabilities caps;
-  /// What the LSA kernels' grids are sized from: the SMs per rank (caps.lsa_sm_share) and whether
-  /// ranks in other processes share a GPU, whose kernels CUDA MPS runs beside ours (then each
-  /// launch takes at most one CTA per two of those SMs: resident_cap, core/launch_share.hpp).
-  /// Agreed at creation (comm/gpu_share.hpp); no SMs without symmetric memory.
-  detail::LaunchShare lsa_launch_share{};
+  /// Ranks in other processes share a GPU, whose kernels CUDA MPS runs beside ours (then each
+  /// LSA launch takes at most one CTA per two SMs of caps.lsa_sm_share: resident_cap,
+  /// core/launch_share.hpp). Agreed at creation (comm/gpu_share.hpp).
+  bool lsa_other_processes = false;
+
+  /// What the LSA kernels' grids are sized from: caps.lsa_sm_share (0 without symmetric memory:
+  /// no cap) and lsa_other_processes.
+  detail::LaunchShare lsa_launch_share() const noexcept {
+    return detail::LaunchShare{caps.lsa_sm_share, lsa_other_processes};
+  }
   CommStats stats;
   std::atomic<bool> detached{false};  ///< a borrowed communicator was released by its wrapper
   std::atomic<bool> aborted{false};   ///< Communicator::abort() ran: NCCL state is gone

@@ -80,7 +80,7 @@ std::uint32_t agree_gpu_share(CommState& state) {
   state.caps.lsa_sm_share = share.sm_share;
   state.caps.lsa_gpu_sms = share.gpu_sms;
   // Every rank saw the same entries: all or none take the smaller grids (core/launch_share.hpp).
-  state.lsa_launch_share = share.launch();
+  state.lsa_other_processes = share.other_processes;
   if (share.other_processes) {
     SYMMCOMM_LOG_INFO("communicator " << state.id << " (rank " << state.rank << "/" << state.size
                                       << "): ranks in several processes share a GPU; symmcomm's "
@@ -123,7 +123,7 @@ void probe(CommState& state) {
     state.caps.ranks_per_gpu = 1;
     state.caps.lsa_sm_share = 0;
     state.caps.lsa_gpu_sms = 0;
-    state.lsa_launch_share = LaunchShare{};
+    state.lsa_other_processes = false;
     SYMMCOMM_LOG_INFO("communicator " << state.id << " (rank " << state.rank << "/" << state.size
                                       << "): no symmetric memory support: " << reason);
   } else {

@@ -6,8 +6,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/launch_share.hpp"
-
 namespace symmcomm::detail {
 
 /// One rank's GPU as the others see it (all-gathered as bytes: trivially copyable, no pointers).
@@ -26,9 +24,6 @@ struct GpuShare {
   /// Some GPU holds ranks of different processes (different `process` numbers).
   bool other_processes = false;
   std::uint32_t layer_switches = ~std::uint32_t{0};  ///< the switches set on every rank
-
-  /// The share the LSA launches are capped to (CommState::lsa_launch_share).
-  LaunchShare launch() const { return LaunchShare{sm_share, other_processes}; }
 };
 
 /// The share `entries` (every rank's, in rank order; at least one) describe.

@@ -76,7 +76,7 @@ struct Peers {
   /// The communicator's ncclDevComm (dev_comm_handle) and the slots' windows.
   const void* dev_comm = nullptr;
   ncclWindow_t window[kSlots] = {};
-  /// The part of the GPU this rank's launches may fill (CommState::lsa_launch_share, the same on
+  /// The part of the GPU this rank's launches may fill (CommState::lsa_launch_share(), the same on
   /// every rank); grids are capped to what it holds at once (resident_grid, lsa_launch.cuh).
   LaunchShare share{};
   /// The fewest SMs of any rank's GPU (Capabilities::lsa_gpu_sms), which the grid caps scale

@@ -40,7 +40,7 @@ inline unsigned grid_for_units(std::size_t units, unsigned cap) {
 // The grid of a production launch: at most resident_cap() CTAs (core/launch_share.hpp), so that
 // every CTA of every rank can be resident together (spinning barriers across ranks need that when
 // other work shares the GPU), and where ranks in other processes share it, half its SMs stay free
-// of them. `share` is the communicator's (CommState::lsa_launch_share), agreed by all ranks, and
+// of them. `share` is the communicator's (CommState::lsa_launch_share()), agreed by all ranks, and
 // the occupancy is the same for the same build on the same GPU model, which an LSA team has, so
 // the grid stays rank-independent. With programmatic dependent launch (`programmatic`) on a GPU
 // that ranks share, half of that: a rank's next kernel may already be resident, waiting in
